@@ -1,0 +1,272 @@
+#include "agents/agent_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "agents/detached_job.h"
+#include "agents/file_util.h"
+#include "agents/job_journal.h"
+
+namespace ferry {
+namespace {
+
+constexpr int64_t kMaxLogRead = 1 << 20;
+constexpr double kHeartbeatEveryS = 5.0;
+
+// Typed argument access that turns a missing or mistyped field into a Status.
+template <typename T>
+Result<T> arg(const nlohmann::json& args, const char* key) {
+  auto it = args.find(key);
+  if (it == args.end()) return invalid_argument(std::string("missing argument '") + key + "'");
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return invalid_argument(std::string("argument '") + key + "' has the wrong type");
+  }
+}
+
+bool write_all_fd(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+double mono_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+AgentServer::AgentServer(std::string workdir) : workdir_(std::move(workdir)) {}
+
+std::string AgentServer::resolve(const std::string& path) const { return join_path(workdir_, path); }
+
+protocol::Frame AgentServer::handle(const protocol::Frame& request) {
+  try {
+    return dispatch(request);
+  } catch (const std::exception& e) {  // a mistyped argument must not kill the agent
+    return protocol::make_error(request.request_id, invalid_argument(std::string("bad request: ") + e.what()));
+  }
+}
+
+protocol::Frame AgentServer::dispatch(const protocol::Frame& request) {
+  if (request.type != protocol::FrameType::kRequest) {
+    return protocol::make_error(request.request_id, invalid_argument("expected a request frame"));
+  }
+  auto op_it = request.header.find("op");
+  if (op_it == request.header.end() || !op_it->is_string()) {
+    return protocol::make_error(request.request_id, invalid_argument("request without 'op'"));
+  }
+  const std::string op = *op_it;
+  std::string body;
+  Result<nlohmann::json> r = invalid_argument("unknown op '" + op + "'");
+  if (op == "hello") r = hello();
+  else if (op == "ping") r = nlohmann::json{{"now_ms", now_ms()}};
+  else if (op == "job.start") r = job_start(request.header);
+  else if (op == "job.status") r = job_status(request.header);
+  else if (op == "job.cancel") r = job_cancel(request.header);
+  else if (op == "log.read") r = log_read(request.header, &body);
+  else if (op == "fs.stat") r = fs_stat(request.header);
+  if (!r.ok()) return protocol::make_error(request.request_id, r.status());
+  return protocol::make_reply(request.request_id, std::move(r).value(), std::move(body));
+}
+
+Result<nlohmann::json> AgentServer::hello() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  return nlohmann::json{{"protocol", protocol::kProtocolVersion},
+                        {"version", kAgentVersion},
+                        {"pid", ::getpid()},
+                        {"workdir", workdir_},
+                        {"hostname", host}};
+}
+
+Result<JobPaths> AgentServer::attempt_with_token(const nlohmann::json& args) {
+  auto job = arg<std::string>(args, "job");
+  auto attempt = arg<int>(args, "attempt");
+  auto token = arg<std::string>(args, "token");
+  if (!job.ok()) return job.status();
+  if (!attempt.ok()) return attempt.status();
+  if (!token.ok()) return token.status();
+  FERRY_RETURN_IF_ERROR(check_job_name(*job));
+  if (*attempt < 1) return invalid_argument("attempt must be ≥ 1");
+  JobPaths paths = job_paths(workdir_, *job, *attempt);
+  auto spec_text = read_file(paths.spec());
+  if (!spec_text.ok()) return not_found("job " + *job + " attempt " + std::to_string(*attempt) + " was never started here");
+  auto spec = nlohmann::json::parse(*spec_text, nullptr, false);
+  if (spec.is_discarded()) return data_loss("corrupt " + paths.spec());
+  if (spec.value("token", std::string()) != *token) {
+    return failed_precondition("stale attempt token for job " + *job + " attempt " + std::to_string(*attempt));
+  }
+  return paths;
+}
+
+Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
+  auto job = arg<std::string>(args, "job");
+  auto attempt = arg<int>(args, "attempt");
+  auto token = arg<std::string>(args, "token");
+  auto command = arg<std::string>(args, "command");
+  if (!job.ok()) return job.status();
+  if (!attempt.ok()) return attempt.status();
+  if (!token.ok()) return token.status();
+  if (!command.ok()) return command.status();
+  FERRY_RETURN_IF_ERROR(check_job_name(*job));
+  if (*attempt < 1) return invalid_argument("attempt must be ≥ 1");
+  LaunchSpec spec;
+  spec.command = *command;
+  spec.cwd = resolve(args.value("cwd", std::string()));
+  if (spec.cwd.empty()) spec.cwd = workdir_;
+  spec.timeout_s = args.value("timeout_s", 0.0);
+  if (args.contains("env")) {
+    if (!args["env"].is_object()) return invalid_argument("argument 'env' must be an object");
+    for (auto& [k, v] : args["env"].items()) {
+      if (!v.is_string()) return invalid_argument("env value of '" + k + "' must be a string");
+      spec.env[k] = v.get<std::string>();
+    }
+  }
+  JobPaths paths = job_paths(workdir_, *job, *attempt);
+  // Newest attempt wins: an older or competing token is refused, the same one is a re-attach.
+  auto current = read_file(paths.current());
+  if (current.ok()) {
+    int cur_attempt = 0;
+    std::string cur_token;
+    size_t space = current->find(' ');
+    if (space != std::string::npos) {
+      cur_attempt = std::atoi(current->substr(0, space).c_str());
+      cur_token = current->substr(space + 1);
+    }
+    if (*attempt < cur_attempt || (*attempt == cur_attempt && cur_token != *token)) {
+      return failed_precondition("stale attempt token for job " + *job + ": attempt " + std::to_string(*attempt) +
+                                 " refused, attempt " + std::to_string(cur_attempt) + " is newer");
+    }
+    if (*attempt == cur_attempt) {
+      auto rec = read_job_record(paths);
+      if (rec.ok()) {
+        nlohmann::json j = rec->to_json();
+        j["reattached"] = true;
+        return j;
+      }
+      // spec written but the launch never finished: fall through and launch it now.
+    }
+  }
+  FERRY_RETURN_IF_ERROR(make_dirs(paths.attempt_dir));
+  FERRY_RETURN_IF_ERROR(make_dirs(spec.cwd));
+  nlohmann::json spec_json = {{"token", *token}, {"command", spec.command}, {"cwd", spec.cwd},
+                              {"timeout_s", spec.timeout_s}, {"env", spec.env}};
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump()));
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(*attempt) + " " + *token));
+  auto pid = launch_detached(paths, spec);
+  if (!pid.ok()) return pid.status();
+  auto rec = read_job_record(paths);
+  if (!rec.ok()) return rec.status();
+  nlohmann::json j = rec->to_json();
+  j["reattached"] = false;
+  return j;
+}
+
+Result<nlohmann::json> AgentServer::job_status(const nlohmann::json& args) {
+  auto paths = attempt_with_token(args);
+  if (!paths.ok()) return paths.status();
+  auto rec = read_job_record(*paths);
+  if (!rec.ok()) return rec.status();
+  return rec->to_json();
+}
+
+Result<nlohmann::json> AgentServer::job_cancel(const nlohmann::json& args) {
+  auto paths = attempt_with_token(args);
+  if (!paths.ok()) return paths.status();
+  FERRY_RETURN_IF_ERROR(signal_job(*paths, args.value("hard", false)));
+  auto rec = read_job_record(*paths);
+  if (!rec.ok()) return rec.status();
+  return rec->to_json();
+}
+
+Result<nlohmann::json> AgentServer::log_read(const nlohmann::json& args, std::string* body) {
+  auto job = arg<std::string>(args, "job");
+  auto attempt = arg<int>(args, "attempt");
+  if (!job.ok()) return job.status();
+  if (!attempt.ok()) return attempt.status();
+  FERRY_RETURN_IF_ERROR(check_job_name(*job));
+  int64_t offset = args.value("offset", int64_t{0});
+  int64_t max = std::min<int64_t>(args.value("max", kMaxLogRead), kMaxLogRead);
+  if (offset < 0 || max < 0) return invalid_argument("negative offset or max");
+  JobPaths paths = job_paths(workdir_, *job, *attempt);
+  int fd = ::open(paths.log().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return nlohmann::json{{"offset", offset}, {"size", 0}};
+    return errno_status("open " + paths.log(), errno);
+  }
+  struct stat st;
+  ::fstat(fd, &st);
+  body->resize(static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(max, st.st_size - offset))));
+  ssize_t n = body->empty() ? 0 : ::pread(fd, body->data(), body->size(), offset);
+  ::close(fd);
+  if (n < 0) return errno_status("read " + paths.log(), errno);
+  body->resize(static_cast<size_t>(n));
+  return nlohmann::json{{"offset", offset}, {"size", static_cast<int64_t>(st.st_size)}};
+}
+
+Result<nlohmann::json> AgentServer::fs_stat(const nlohmann::json& args) {
+  auto path = arg<std::string>(args, "path");
+  if (!path.ok()) return path.status();
+  struct stat st;
+  std::string full = resolve(*path);
+  if (::stat(full.c_str(), &st) != 0) return nlohmann::json{{"exists", false}, {"path", full}};
+  std::string type = S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : "other";
+  return nlohmann::json{{"exists", true},
+                        {"path", full},
+                        {"type", type},
+                        {"size", static_cast<int64_t>(st.st_size)},
+                        {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000}};
+}
+
+int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s) {
+  protocol::FrameDecoder decoder;
+  std::vector<char> buf(1 << 16);
+  double last_in = mono_s();
+  double last_out = mono_s();
+  for (;;) {
+    pollfd p{in_fd, POLLIN, 0};
+    int r = ::poll(&p, 1, 1000);
+    if (r < 0 && errno != EINTR) return 1;
+    double now = mono_s();
+    if (r > 0) {
+      ssize_t n = ::read(in_fd, buf.data(), buf.size());
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) return 0;  // the coordinator hung up: jobs keep running
+      last_in = now;
+      decoder.feed(buf.data(), static_cast<size_t>(n));
+      for (;;) {
+        auto next = decoder.next();
+        if (!next.ok()) {
+          write_all_fd(out_fd, protocol::encode_frame(protocol::make_error(0, next.status())));
+          return 2;
+        }
+        if (!next->has_value()) break;
+        if (!write_all_fd(out_fd, protocol::encode_frame(handle(**next)))) return 1;
+        last_out = mono_s();
+      }
+    }
+    if (now - last_in > idle_exit_s) return 3;  // a silent coordinator is a dead one
+    if (now - last_out >= kHeartbeatEveryS) {
+      protocol::Frame beat;
+      beat.type = protocol::FrameType::kEvent;
+      beat.header = {{"event", "heartbeat"}, {"now_ms", now_ms()}};
+      if (!write_all_fd(out_fd, protocol::encode_frame(beat))) return 1;
+      last_out = now;
+    }
+  }
+}
+
+}  // namespace ferry

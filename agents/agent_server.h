@@ -1,0 +1,57 @@
+// AgentServer: the request handler and serve loop of `ferry-agent serve`.
+//
+// Speaks the framed protocol (agents/protocol/frame.h) over two fds. Requests are
+// handled in order, one at a time; replies carry the request id. Long work never
+// happens here: jobs are detached (detached_job.h), so a reply is always quick.
+// A malformed frame gets an error frame and the connection is closed: the agent
+// never crashes on input. Single-threaded.
+//
+// Ops (header "op"; results in the reply header):
+//   hello      {}                                   → {protocol, version, pid, workdir, hostname}
+//   ping       {}                                   → {now_ms}
+//   job.start  {job, attempt, token, command, env, cwd, timeout_s}
+//                                                    → JobRecord (idempotent for the same token)
+//   job.status {job, attempt, token}                → JobRecord
+//   job.cancel {job, attempt, token, hard}          → JobRecord
+//   log.read   {job, attempt, offset, max}          → {offset, size}, body = bytes
+//   fs.stat    {path}                               → {exists, type, size, mtime_ms}
+// A token older than the job's newest attempt is refused ("stale attempt token"),
+// so an attempt the coordinator gave up on can never start after a partition heals.
+#pragma once
+
+#include <string>
+
+#include "agents/job_journal.h"
+#include "agents/protocol/frame.h"
+
+namespace ferry {
+
+inline constexpr const char* kAgentVersion = "0.1.0";
+
+class AgentServer {
+ public:
+  explicit AgentServer(std::string workdir);
+
+  /// Handles one request frame and returns its reply or error frame.
+  protocol::Frame handle(const protocol::Frame& request);
+
+  /// Reads requests from in_fd and writes replies to out_fd until EOF, a bad frame,
+  /// or `idle_exit_s` without a byte from the peer. Returns the process exit code.
+  int serve(int in_fd, int out_fd, double idle_exit_s = 120);
+
+ private:
+  protocol::Frame dispatch(const protocol::Frame& request);
+  Result<nlohmann::json> hello();
+  Result<nlohmann::json> job_start(const nlohmann::json& args);
+  Result<nlohmann::json> job_status(const nlohmann::json& args);
+  Result<nlohmann::json> job_cancel(const nlohmann::json& args);
+  Result<nlohmann::json> log_read(const nlohmann::json& args, std::string* body);
+  Result<nlohmann::json> fs_stat(const nlohmann::json& args);
+  /// Checks the attempt's token against the journal; returns its paths.
+  Result<JobPaths> attempt_with_token(const nlohmann::json& args);
+  std::string resolve(const std::string& path) const;
+
+  std::string workdir_;
+};
+
+}  // namespace ferry

@@ -1,0 +1,179 @@
+#include "agents/detached_job.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "agents/file_util.h"
+
+namespace ferry {
+namespace {
+
+double mono_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void write_fd_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+// Runs in the grandchild: becomes the job. Never returns.
+[[noreturn]] void exec_job(const JobPaths& paths, const LaunchSpec& spec) {
+  ::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGHUP, SIG_DFL);
+  int log = ::open(paths.log().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (log < 0 || devnull < 0) _exit(126);
+  ::dup2(devnull, 0);
+  ::dup2(log, 1);
+  ::dup2(log, 2);
+  if (::chdir(spec.cwd.c_str()) != 0) {
+    std::string msg = "ferry: cannot enter " + spec.cwd + ": " + std::strerror(errno) + "\n";
+    write_fd_all(2, msg);
+    _exit(126);
+  }
+  for (const auto& [k, v] : spec.env) ::setenv(k.c_str(), v.c_str(), 1);
+  ::setenv("FERRY_OUTPUT", paths.outputs().c_str(), 1);
+  ::execl("/bin/sh", "sh", "-c", spec.command.c_str(), static_cast<char*>(nullptr));
+  std::string msg = std::string("ferry: exec /bin/sh failed: ") + std::strerror(errno) + "\n";
+  write_fd_all(2, msg);
+  _exit(127);
+}
+
+// Runs in the supervisor (session leader, reparented to init). Never returns.
+[[noreturn]] void supervise(const JobPaths& paths, const LaunchSpec& spec, int report_fd) {
+  // Keep nothing of the agent's: its pipes must close when the agent exits.
+  int devnull = ::open("/dev/null", O_RDWR);
+  ::dup2(devnull, 0);
+  ::dup2(devnull, 1);
+  ::dup2(devnull, 2);
+  ::dup2(report_fd, 3);
+  for (int fd = 4; fd < 1024; ++fd) ::close(fd);
+  report_fd = 3;
+  ::signal(SIGHUP, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGINT, SIG_IGN);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, nullptr);
+
+  pid_t job = ::fork();
+  if (job < 0) _exit(1);
+  if (job == 0) {
+    ::close(report_fd);
+    exec_job(paths, spec);
+  }
+  ::setpgid(job, job);  // both sides set it, so no signal can race ahead of it
+  nlohmann::json pid = {{"pid", job}, {"supervisor", ::getpid()}, {"started_ms", now_ms()}};
+  if (!write_file_atomic(paths.pid(), pid.dump()).ok()) {
+    ::kill(-job, SIGKILL);
+    _exit(1);
+  }
+  write_fd_all(report_fd, std::to_string(job));
+  ::close(report_fd);
+
+  const double start = mono_s();
+  bool timed_out = false;
+  double kill_at = -1;  // when the TERM grace ends
+  int wstatus = 0;
+  for (;;) {
+    pid_t r = ::waitpid(job, &wstatus, WNOHANG);
+    if (r == job) break;
+    double now = mono_s();
+    if (spec.timeout_s > 0 && !timed_out && now - start >= spec.timeout_s) {
+      timed_out = true;
+      ::kill(-job, SIGTERM);
+      kill_at = now + spec.kill_grace_s;
+    }
+    if (kill_at > 0 && now >= kill_at) {
+      ::kill(-job, SIGKILL);
+      kill_at = -1;
+    }
+    // Sleep until a child changes state or the next deadline, whichever is first.
+    double wait = 3600;
+    if (spec.timeout_s > 0 && !timed_out) wait = start + spec.timeout_s - now;
+    if (kill_at > 0) wait = std::min(wait, kill_at - now);
+    if (wait < 0.001) wait = 0.001;
+    timespec ts{static_cast<time_t>(wait), static_cast<long>((wait - static_cast<time_t>(wait)) * 1e9)};
+    sigtimedwait(&chld, nullptr, &ts);
+  }
+  bool cancelled = path_exists(paths.cancel());
+  // A timed-out or cancelled job leaves nothing behind in its group.
+  if (timed_out || cancelled) ::kill(-job, SIGKILL);
+  nlohmann::json exit = {{"timed_out", timed_out}, {"cancelled", cancelled}, {"ended_ms", now_ms()}};
+  if (WIFEXITED(wstatus)) {
+    exit["exit_code"] = WEXITSTATUS(wstatus);
+    exit["signal"] = 0;
+  } else {
+    exit["exit_code"] = 128 + WTERMSIG(wstatus);
+    exit["signal"] = WTERMSIG(wstatus);
+  }
+  write_file_atomic(paths.exit(), exit.dump());
+  _exit(0);
+}
+
+}  // namespace
+
+Result<int> launch_detached(const JobPaths& paths, const LaunchSpec& spec) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return errno_status("pipe", errno);
+  pid_t first = ::fork();
+  if (first < 0) {
+    int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return errno_status("fork", err);
+  }
+  if (first == 0) {
+    ::close(fds[0]);
+    ::setsid();
+    pid_t s = ::fork();
+    if (s != 0) _exit(s < 0 ? 1 : 0);
+    supervise(paths, spec, fds[1]);
+  }
+  ::close(fds[1]);
+  int st = 0;
+  while (::waitpid(first, &st, 0) < 0 && errno == EINTR) {
+  }
+  // The supervisor writes the job's pid once pid.json is durable, or closes the pipe on failure.
+  std::string got;
+  char buf[32];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  if (got.empty()) return internal_error("job supervisor failed to start in " + paths.attempt_dir);
+  return std::stoi(got);
+}
+
+Status signal_job(const JobPaths& paths, bool hard) {
+  auto rec = read_job_record(paths);
+  if (!rec.ok()) return rec.status();
+  if (rec->state != "running") return Status();
+  if (!path_exists(paths.cancel())) FERRY_RETURN_IF_ERROR(write_file_atomic(paths.cancel(), "cancel\n"));
+  if (::kill(-rec->pid, hard ? SIGKILL : SIGTERM) != 0 && errno != ESRCH) return errno_status("kill", errno);
+  return Status();
+}
+
+}  // namespace ferry

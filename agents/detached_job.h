@@ -1,0 +1,33 @@
+// Starting a job detached from the agent, so it survives the agent, the SSH
+// session and the coordinator dying (DESIGN §3 step 3).
+//
+// The agent double-forks a supervisor into a new session; the supervisor starts
+// `/bin/sh -c COMMAND` in its own process group with stdio on the journal's log,
+// enforces the timeout on the whole group, and writes exit.json (temp + rename)
+// when the job ends. The supervisor is a fork of the agent, so it needs no other
+// binary on the host. Call from the agent's single thread.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "agents/job_journal.h"
+#include "base/status.h"
+
+namespace ferry {
+
+struct LaunchSpec {
+  std::string command;                     // given to /bin/sh -c
+  std::map<std::string, std::string> env;  // added to the agent's environment
+  std::string cwd;                         // absolute
+  double timeout_s = 0;                    // 0 = none
+  double kill_grace_s = 5;                 // SIGTERM → SIGKILL on timeout/cancel
+};
+
+/// Starts the job; returns its pid (= its process group id) once pid.json is on disk.
+Result<int> launch_detached(const JobPaths& paths, const LaunchSpec& spec);
+
+/// Asks a running attempt to stop: marks it cancelled, then signals its group.
+Status signal_job(const JobPaths& paths, bool hard);
+
+}  // namespace ferry

@@ -1,0 +1,23 @@
+// Small POSIX file helpers shared by the agent and the coordinator: whole-file
+// read, atomic write (temp + fsync + rename, so a reader sees the old file or the
+// new one, never half of it), mkdir -p. Any thread.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace ferry {
+
+Result<std::string> read_file(const std::string& path);
+/// Writes `data` to `path` atomically: path.tmp.<pid>, fsync, rename, fsync dir.
+Status write_file_atomic(const std::string& path, const std::string& data);
+Status make_dirs(const std::string& path);
+bool path_exists(const std::string& path);
+std::string dirname_of(const std::string& path);
+/// Joins with '/', leaving `b` alone when it is absolute.
+std::string join_path(const std::string& a, const std::string& b);
+/// Milliseconds since the Unix epoch.
+int64_t now_ms();
+
+}  // namespace ferry

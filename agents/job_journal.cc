@@ -1,0 +1,87 @@
+#include "agents/job_journal.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "agents/file_util.h"
+
+namespace ferry {
+
+Status check_job_name(const std::string& job) {
+  if (job.empty() || job.size() > 200 || job[0] == '.') return invalid_argument("bad job name '" + job + "'");
+  for (char c : job) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-';
+    if (!ok) return invalid_argument("bad job name '" + job + "'");
+  }
+  if (job.find("..") != std::string::npos) return invalid_argument("bad job name '" + job + "'");
+  return Status();
+}
+
+JobPaths job_paths(const std::string& workdir, const std::string& job, int attempt) {
+  JobPaths p;
+  p.job_dir = workdir + "/.ferry/jobs/" + job;
+  p.attempt_dir = p.job_dir + "/" + std::to_string(attempt);
+  return p;
+}
+
+nlohmann::json JobRecord::to_json() const {
+  return {{"state", state},         {"pid", pid},         {"exit_code", exit_code},
+          {"signal", signal},       {"timed_out", timed_out}, {"cancelled", cancelled},
+          {"started_ms", started_ms}, {"ended_ms", ended_ms}, {"log_size", log_size},
+          {"outputs", outputs}};
+}
+
+nlohmann::json parse_outputs(const std::string& text) {
+  nlohmann::json out = nlohmann::json::object();
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    size_t eq = line.find('=');
+    if (eq != std::string::npos && eq > 0) out[line.substr(0, eq)] = line.substr(eq + 1);
+    pos = end + 1;
+  }
+  return out;
+}
+
+static bool process_alive(int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+Result<JobRecord> read_job_record(const JobPaths& paths) {
+  JobRecord r;
+  auto pid_text = read_file(paths.pid());
+  if (!pid_text.ok()) return not_found("no such job attempt: " + paths.attempt_dir);
+  auto pid_json = nlohmann::json::parse(*pid_text, nullptr, false);
+  if (pid_json.is_discarded()) return data_loss("corrupt " + paths.pid());
+  r.pid = pid_json.value("pid", 0);
+  int supervisor = pid_json.value("supervisor", 0);
+  r.started_ms = pid_json.value("started_ms", int64_t{0});
+  struct stat st;
+  if (::stat(paths.log().c_str(), &st) == 0) r.log_size = st.st_size;
+  auto exit_text = read_file(paths.exit());
+  if (exit_text.ok()) {
+    auto e = nlohmann::json::parse(*exit_text, nullptr, false);
+    if (e.is_discarded()) return data_loss("corrupt " + paths.exit());
+    r.state = "exited";
+    r.exit_code = e.value("exit_code", -1);
+    r.signal = e.value("signal", 0);
+    r.timed_out = e.value("timed_out", false);
+    r.cancelled = e.value("cancelled", false);
+    r.ended_ms = e.value("ended_ms", int64_t{0});
+    auto outputs = read_file(paths.outputs());
+    if (outputs.ok()) r.outputs = parse_outputs(*outputs);
+    return r;
+  }
+  // No exit record: the supervisor (or at least the job) must still be alive.
+  if (process_alive(supervisor) || process_alive(r.pid)) {
+    r.state = "running";
+  } else {
+    r.state = "lost";
+  }
+  return r;
+}
+
+}  // namespace ferry

@@ -1,0 +1,60 @@
+// JobJournal: the on-disk record of one detached job attempt on a host.
+//
+// Layout under <workdir>/.ferry/jobs/<job>/:
+//   current                  "<attempt> <token>" of the newest attempt started here
+//   <attempt>/spec.json      what was asked (command, env, cwd, timeout, token)
+//   <attempt>/pid.json       {"pid","supervisor","started_ms"}      temp + rename
+//   <attempt>/log            the job's stdout and stderr, appended
+//   <attempt>/outputs        key=value lines the job writes to $FERRY_OUTPUT
+//   <attempt>/cancel         present once a cancel was asked for
+//   <attempt>/exit.json      {"exit_code","signal","timed_out","cancelled","ended_ms"}  temp + rename
+// The journal outlives the agent and the coordinator: any later agent reads the
+// job's real fate from it. Plain functions over files; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace ferry {
+
+struct JobPaths {
+  std::string job_dir;      // <workdir>/.ferry/jobs/<job>
+  std::string attempt_dir;  // job_dir/<attempt>
+  std::string current() const { return job_dir + "/current"; }
+  std::string spec() const { return attempt_dir + "/spec.json"; }
+  std::string pid() const { return attempt_dir + "/pid.json"; }
+  std::string log() const { return attempt_dir + "/log"; }
+  std::string outputs() const { return attempt_dir + "/outputs"; }
+  std::string cancel() const { return attempt_dir + "/cancel"; }
+  std::string exit() const { return attempt_dir + "/exit.json"; }
+};
+
+/// Refuses job names that could escape the jobs folder.
+Status check_job_name(const std::string& job);
+JobPaths job_paths(const std::string& workdir, const std::string& job, int attempt);
+
+/// What the journal says about an attempt right now.
+struct JobRecord {
+  std::string state;  // "running", "exited", "lost" (supervisor and job gone, no exit record)
+  int pid = 0;
+  int exit_code = -1;
+  int signal = 0;
+  bool timed_out = false;
+  bool cancelled = false;
+  int64_t started_ms = 0;
+  int64_t ended_ms = 0;
+  int64_t log_size = 0;
+  nlohmann::json outputs = nlohmann::json::object();
+  nlohmann::json to_json() const;
+};
+
+Result<JobRecord> read_job_record(const JobPaths& paths);
+
+/// Parses `key=value` lines; later keys win; lines without '=' are ignored.
+nlohmann::json parse_outputs(const std::string& text);
+
+}  // namespace ferry

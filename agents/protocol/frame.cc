@@ -1,0 +1,124 @@
+#include "agents/protocol/frame.h"
+
+#include <cstring>
+
+namespace ferry::protocol {
+namespace {
+
+constexpr size_t kFixedBytes = 1 + 4 + 4;  // type, request_id, header_len
+
+void put_u32(std::string& out, uint32_t v) {
+  char b[4] = {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff),
+               static_cast<char>((v >> 16) & 0xff), static_cast<char>((v >> 24) & 0xff)};
+  out.append(b, 4);
+}
+
+uint32_t get_u32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return uint32_t(u[0]) | (uint32_t(u[1]) << 8) | (uint32_t(u[2]) << 16) | (uint32_t(u[3]) << 24);
+}
+
+bool valid_type(uint8_t t) { return t >= 1 && t <= 4; }
+
+}  // namespace
+
+std::string encode_frame(const Frame& frame) {
+  std::string header = frame.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  assert(header.size() <= kMaxHeaderBytes);
+  size_t length = kFixedBytes + header.size() + frame.body.size();
+  assert(length <= kMaxFrameBytes);
+  std::string out;
+  out.reserve(4 + length);
+  put_u32(out, static_cast<uint32_t>(length));
+  out.push_back(static_cast<char>(frame.type));
+  put_u32(out, frame.request_id);
+  put_u32(out, static_cast<uint32_t>(header.size()));
+  out += header;
+  out += frame.body;
+  return out;
+}
+
+void FrameDecoder::feed(const char* data, size_t n) {
+  // Compact before growing so a long stream does not keep consumed bytes.
+  if (consumed_ > 0 && consumed_ >= buffer_.size() / 2) {
+    buffer_.erase(0, consumed_);
+    consumed_ = 0;
+  }
+  buffer_.append(data, n);
+}
+
+Result<std::optional<Frame>> FrameDecoder::next() {
+  if (failed_) return invalid_argument("frame stream already failed");
+  size_t avail = buffer_.size() - consumed_;
+  if (avail < 4) return std::optional<Frame>();
+  const char* p = buffer_.data() + consumed_;
+  uint32_t length = get_u32(p);
+  if (length < kFixedBytes || length > kMaxFrameBytes) {
+    failed_ = true;
+    return invalid_argument("bad frame length " + std::to_string(length));
+  }
+  if (avail < 4 + size_t(length)) return std::optional<Frame>();
+  uint8_t type = static_cast<uint8_t>(p[4]);
+  uint32_t request_id = get_u32(p + 5);
+  uint32_t header_len = get_u32(p + 9);
+  if (!valid_type(type)) {
+    failed_ = true;
+    return invalid_argument("bad frame type " + std::to_string(type));
+  }
+  if (header_len > kMaxHeaderBytes || header_len > length - kFixedBytes) {
+    failed_ = true;
+    return invalid_argument("bad frame header length " + std::to_string(header_len));
+  }
+  Frame frame;
+  frame.type = static_cast<FrameType>(type);
+  frame.request_id = request_id;
+  const char* header = p + 4 + kFixedBytes;
+  if (header_len == 0) {
+    frame.header = nlohmann::json::object();
+  } else {
+    frame.header = nlohmann::json::parse(header, header + header_len, nullptr, /*allow_exceptions=*/false);
+    if (frame.header.is_discarded() || !frame.header.is_object()) {
+      failed_ = true;
+      return invalid_argument("frame header is not a JSON object");
+    }
+  }
+  frame.body.assign(header + header_len, length - kFixedBytes - header_len);
+  consumed_ += 4 + length;
+  return std::optional<Frame>(std::move(frame));
+}
+
+Frame make_request(uint32_t id, const std::string& op, nlohmann::json args, std::string body) {
+  Frame f;
+  f.type = FrameType::kRequest;
+  f.request_id = id;
+  f.header = std::move(args);
+  if (!f.header.is_object()) f.header = nlohmann::json::object();
+  f.header["op"] = op;
+  f.body = std::move(body);
+  return f;
+}
+
+Frame make_reply(uint32_t id, nlohmann::json result, std::string body) {
+  Frame f;
+  f.type = FrameType::kReply;
+  f.request_id = id;
+  f.header = result.is_object() ? std::move(result) : nlohmann::json::object();
+  f.body = std::move(body);
+  return f;
+}
+
+Frame make_error(uint32_t id, const Status& status) {
+  Frame f;
+  f.type = FrameType::kError;
+  f.request_id = id;
+  f.header = {{"code", static_cast<int>(status.code())}, {"message", status.message()}};
+  return f;
+}
+
+Status status_from_error_frame(const Frame& frame) {
+  int code = frame.header.value("code", static_cast<int>(StatusCode::kInternal));
+  if (code <= 0 || code > static_cast<int>(StatusCode::kInternal)) code = static_cast<int>(StatusCode::kInternal);
+  return Status(static_cast<StatusCode>(code), frame.header.value("message", std::string("agent error")));
+}
+
+}  // namespace ferry::protocol

@@ -1,0 +1,74 @@
+// Frame: the unit of the agent wire protocol (DESIGN §4), and its codec.
+//
+// On the wire, little-endian:
+//   u32 length      bytes that follow this field
+//   u8  type        FrameType
+//   u32 request_id  echoed by the reply; 0 for unsolicited frames
+//   u32 header_len  bytes of the JSON header
+//   header          UTF-8 JSON object (control: "op", arguments, results)
+//   body            raw bytes (log text, file chunks); may be empty
+// Frames larger than kMaxFrameBytes are refused before any allocation, so a
+// corrupt length can never make either side allocate gigabytes.
+//
+// Plain values and a single-threaded decoder; no I/O here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace ferry::protocol {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;           // 1 MiB of JSON
+inline constexpr uint32_t kMaxFrameBytes = (64u << 20) + kMaxHeaderBytes;  // 64 MiB body
+
+enum class FrameType : uint8_t {
+  kRequest = 1,  // coordinator → agent
+  kReply = 2,    // agent → coordinator, success
+  kError = 3,    // agent → coordinator, header {"code","message"}
+  kEvent = 4,    // unsolicited, either way (heartbeats)
+};
+
+struct Frame {
+  FrameType type = FrameType::kRequest;
+  uint32_t request_id = 0;
+  nlohmann::json header = nlohmann::json::object();
+  std::string body;
+};
+
+/// Serializes a frame. Asserts the size limits (our own frames are bugs if too big).
+std::string encode_frame(const Frame& frame);
+
+/// Incremental decoder: feed bytes as they arrive, take whole frames out.
+/// After an error the stream is unusable (the peer must close the connection).
+class FrameDecoder {
+ public:
+  void feed(const char* data, size_t n);
+
+  /// The next complete frame, std::nullopt if more bytes are needed, or an
+  /// error for a malformed frame (bad length, type, header JSON).
+  Result<std::optional<Frame>> next();
+
+  size_t buffered() const { return buffer_.size() - consumed_; }
+
+ private:
+  std::string buffer_;
+  size_t consumed_ = 0;
+  bool failed_ = false;
+};
+
+/// Convenience builders.
+Frame make_request(uint32_t id, const std::string& op, nlohmann::json args = nlohmann::json::object(),
+                   std::string body = {});
+Frame make_reply(uint32_t id, nlohmann::json result = nlohmann::json::object(), std::string body = {});
+Frame make_error(uint32_t id, const Status& status);
+
+/// The Status carried by an error frame (code name + message).
+Status status_from_error_frame(const Frame& frame);
+
+}  // namespace ferry::protocol

@@ -1,0 +1,201 @@
+#include "jobs/command/command_stage.h"
+
+#include <chrono>
+
+namespace ferry {
+namespace {
+
+int64_t wall_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+constexpr int64_t kLogChunk = 1 << 20;
+
+}  // namespace
+
+CommandStage::CommandStage(StageEnv& env, CommandSpec spec)
+    : env_(env), spec_(std::move(spec)), timer_(env.io()) {}
+
+void CommandStage::start(std::function<void(StageOutcome)> done) {
+  done_ = std::move(done);
+  send_start();
+}
+
+void CommandStage::after(int ms, std::function<void()> fn) {
+  timer_.expires_after(std::chrono::milliseconds(ms));
+  auto self = shared_from_this();
+  timer_.async_wait([self, fn = std::move(fn)](const boost::system::error_code& ec) {
+    if (!ec && !self->finished_) fn();
+  });
+}
+
+void CommandStage::on_unavailable(const Status& s, std::function<void()> retry) {
+  if (s.code() == StatusCode::kDeadlineExceeded) {  // the host was given up on
+    StageOutcome o;
+    o.error = s.message();
+    finish(o);
+    return;
+  }
+  if (disconnected_since_ == 0) {
+    disconnected_since_ = wall_ms();
+    env_.set_disconnected(disconnected_since_);
+    env_.record_event("host.disconnected", {{"host", spec_.host}, {"why", s.message()}});
+  }
+  after(kRetryConnectMs, std::move(retry));
+}
+
+void CommandStage::send_start() {
+  nlohmann::json args = {{"job", spec_.job},         {"attempt", spec_.attempt}, {"token", spec_.token},
+                         {"command", spec_.command}, {"env", spec_.env},         {"cwd", spec_.cwd},
+                         {"timeout_s", spec_.timeout_s}};
+  auto self = shared_from_this();
+  env_.call_agent(spec_.host, "job.start", args, [self](Result<protocol::Frame> r) {
+    if (self->finished_) return;
+    if (!r.ok()) {
+      if (r.status().code() == StatusCode::kUnavailable || r.status().code() == StatusCode::kDeadlineExceeded) {
+        self->on_unavailable(r.status(), [self] { self->send_start(); });
+        return;
+      }
+      StageOutcome o;
+      o.error = r.status().message();
+      self->finish(o);
+      return;
+    }
+    self->started_ = true;
+    const auto& h = r->header;
+    if (self->disconnected_since_ != 0) {
+      self->disconnected_since_ = 0;
+      self->env_.set_disconnected(0);
+      self->env_.record_event("host.reconnected", {{"host", self->spec_.host}});
+    }
+    bool reattached = h.value("reattached", false);
+    self->env_.record_event(reattached ? "attempt.reattached" : "attempt.launched",
+                            {{"host", self->spec_.host}, {"pid", h.value("pid", 0)}, {"attempt", self->spec_.attempt}});
+    if (self->cancel_requested_) self->cancel(self->cancel_hard_);
+    self->poll();
+  });
+}
+
+void CommandStage::read_log(std::function<void()> then) {
+  auto self = shared_from_this();
+  nlohmann::json args = {{"job", spec_.job}, {"attempt", spec_.attempt}, {"offset", env_.log_size()},
+                         {"max", kLogChunk}};
+  env_.call_agent(spec_.host, "log.read", args, [self, then](Result<protocol::Frame> r) {
+    if (self->finished_) return;
+    if (!r.ok()) {
+      if (r.status().code() == StatusCode::kUnavailable || r.status().code() == StatusCode::kDeadlineExceeded) {
+        self->on_unavailable(r.status(), [self] { self->poll(); });
+        return;
+      }
+      StageOutcome o;
+      o.error = "reading log: " + r.status().message();
+      self->finish(o);
+      return;
+    }
+    // Only take bytes that start exactly where our copy ends.
+    if (r->header.value("offset", int64_t{-1}) == self->env_.log_size() && !r->body.empty()) {
+      Status s = self->env_.append_log(r->body);
+      if (!s.ok()) {
+        StageOutcome o;
+        o.error = "writing log: " + s.message();
+        self->finish(o);
+        return;
+      }
+    }
+    if (r->header.value("size", int64_t{0}) > self->env_.log_size()) {
+      self->read_log(then);  // more is waiting
+      return;
+    }
+    then();
+  });
+}
+
+void CommandStage::poll() {
+  auto self = shared_from_this();
+  read_log([self] {
+    nlohmann::json args = {{"job", self->spec_.job}, {"attempt", self->spec_.attempt}, {"token", self->spec_.token}};
+    self->env_.call_agent(self->spec_.host, "job.status", args, [self](Result<protocol::Frame> r) {
+      if (self->finished_) return;
+      if (!r.ok()) {
+        if (r.status().code() == StatusCode::kUnavailable || r.status().code() == StatusCode::kDeadlineExceeded) {
+          self->on_unavailable(r.status(), [self] { self->poll(); });
+          return;
+        }
+        StageOutcome o;
+        o.error = "job status: " + r.status().message();
+        self->finish(o);
+        return;
+      }
+      if (self->disconnected_since_ != 0) {
+        self->disconnected_since_ = 0;
+        self->env_.set_disconnected(0);
+        self->env_.record_event("host.reconnected", {{"host", self->spec_.host}});
+      }
+      self->on_status(r->header);
+    });
+  });
+}
+
+void CommandStage::on_status(const nlohmann::json& rec) {
+  std::string state = rec.value("state", std::string());
+  if (state == "running") {
+    if (cancel_requested_) cancel(cancel_hard_);  // re-sent until the job is gone: a drop may have eaten it
+    after(kPollMs, [self = shared_from_this()] { self->poll(); });
+    return;
+  }
+  StageOutcome o;
+  if (state == "lost") {
+    o.error = "the job's supervisor on host '" + spec_.host + "' died without recording an exit code";
+    finish(o);
+    return;
+  }
+  // Drain the log to the size the agent reported with the exit, then finish.
+  auto self = shared_from_this();
+  read_log([self, rec] {
+    StageOutcome o;
+    o.exit_code = rec.value("exit_code", -1);
+    const nlohmann::json outputs = rec.value("outputs", nlohmann::json::object());
+    for (auto& [k, v] : outputs.items()) {
+      if (v.is_string()) o.outputs[k] = v.get<std::string>();
+    }
+    if (rec.value("timed_out", false)) {
+      o.state = StageOutcome::State::kTimedOut;
+      o.error = "timed out after " + std::to_string(static_cast<int>(self->spec_.timeout_s)) + "s; process group killed";
+    } else if (rec.value("cancelled", false)) {
+      o.state = StageOutcome::State::kCancelled;
+      o.error = "cancelled";
+    } else if (o.exit_code == 0) {
+      o.state = StageOutcome::State::kSucceeded;
+      for (const auto& name : self->spec_.required_outputs) {
+        if (!o.outputs.count(name)) {
+          o.state = StageOutcome::State::kFailed;
+          o.error = "exited 0 but did not write output '" + name + "' to $FERRY_OUTPUT";
+          break;
+        }
+      }
+    } else {
+      int sig = rec.value("signal", 0);
+      o.error = sig ? "killed by signal " + std::to_string(sig) : "exit code " + std::to_string(o.exit_code);
+    }
+    self->finish(o);
+  });
+}
+
+void CommandStage::cancel(bool hard) {
+  cancel_requested_ = true;
+  cancel_hard_ = cancel_hard_ || hard;
+  if (!started_ || finished_) return;  // sent once the start is confirmed
+  nlohmann::json args = {{"job", spec_.job}, {"attempt", spec_.attempt}, {"token", spec_.token}, {"hard", hard}};
+  env_.call_agent(spec_.host, "job.cancel", args, [](Result<protocol::Frame>) {});
+}
+
+void CommandStage::finish(StageOutcome outcome) {
+  if (finished_) return;
+  finished_ = true;
+  timer_.cancel();
+  auto done = std::move(done_);
+  done(std::move(outcome));
+}
+
+}  // namespace ferry

@@ -1,0 +1,61 @@
+// CommandStage: runs a shell command detached on a host through its agent, and
+// follows it to its end.
+//
+// Start is idempotent (the agent re-attaches to the same attempt token), so a
+// start lost to a dropped link is simply sent again, and `ferry resume` uses
+// the very same path to re-attach to a job that kept running while the
+// coordinator was dead. The log is pulled from the offset the coordinator
+// already holds, so no line is lost or doubled across drops.
+//
+// io thread only (see stage_runner.h).
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "jobs/stage_runner.h"
+
+namespace ferry {
+
+struct CommandSpec {
+  std::string host;
+  std::string job;  // unique per run and stage: "<run>.<stage>"
+  int attempt = 1;
+  std::string token;
+  std::string command;  // templates already expanded and quoted
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  double timeout_s = 0;
+  std::vector<std::string> required_outputs;  // must appear in $FERRY_OUTPUT
+};
+
+class CommandStage : public StageRunner, public std::enable_shared_from_this<CommandStage> {
+ public:
+  CommandStage(StageEnv& env, CommandSpec spec);
+  void start(std::function<void(StageOutcome)> done) override;
+  void cancel(bool hard) override;
+
+  /// Poll period while the job runs; named so tests and docs agree.
+  static constexpr int kPollMs = 200;
+  static constexpr int kRetryConnectMs = 1000;
+
+ private:
+  void send_start();
+  void poll();
+  void read_log(std::function<void()> then);
+  void on_status(const nlohmann::json& record);
+  void on_unavailable(const Status& s, std::function<void()> retry);
+  void after(int ms, std::function<void()> fn);
+  void finish(StageOutcome outcome);
+
+  StageEnv& env_;
+  CommandSpec spec_;
+  std::function<void(StageOutcome)> done_;
+  boost::asio::steady_timer timer_;
+  bool started_ = false;
+  bool finished_ = false;
+  bool cancel_requested_ = false;
+  bool cancel_hard_ = false;
+  int64_t disconnected_since_ = 0;
+};
+
+}  // namespace ferry

@@ -1,0 +1,70 @@
+// StageRunner: one attempt of one stage, driven on the coordinator's io thread.
+//
+// The scheduler owns attempts, retries and the state store; a runner only does
+// the work of its kind (command: through the host's agent; eval: on a worker
+// thread) and reports one StageOutcome. What it may touch of the outside comes
+// through StageEnv, so runners are testable with a fake env and know nothing of
+// SQLite or SSH.
+//
+// Thread contract: start(), cancel() and every StageEnv call happen on the io
+// thread; `done` is called there exactly once. Runners keep themselves alive
+// with shared_from_this while work is pending.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "agents/protocol/frame.h"
+#include "base/status.h"
+
+namespace ferry {
+
+struct StageOutcome {
+  enum class State { kSucceeded, kFailed, kTimedOut, kCancelled };
+  State state = State::kFailed;
+  int exit_code = -1;  // -1 when there is no process exit (eval, errors)
+  std::string error;   // empty on success
+  std::map<std::string, std::string> outputs;
+  std::map<std::string, double> metrics;
+  nlohmann::json report;  // kind-specific detail (eval report), may be null
+};
+
+const char* outcome_state_name(StageOutcome::State state);
+
+using ReplyFn = std::function<void(Result<protocol::Frame>)>;
+
+/// What a running attempt may use. Implemented by the scheduler.
+class StageEnv {
+ public:
+  virtual ~StageEnv() = default;
+  virtual boost::asio::io_context& io() = 0;
+  /// Sends a request to the named host's agent; `fn` runs on the io thread.
+  /// kUnavailable means "not connected now, try again"; kDeadlineExceeded means
+  /// the host was given up on.
+  virtual void call_agent(const std::string& host, const std::string& op, nlohmann::json args, ReplyFn fn) = 0;
+  /// An event row for this stage (written before the caller acts on it).
+  virtual void record_event(const std::string& type, nlohmann::json detail) = 0;
+  /// The coordinator's copy of this attempt's log: append, and its size (= the
+  /// offset to read the agent's log from, so nothing is lost or doubled).
+  virtual Status append_log(const std::string& bytes) = 0;
+  virtual int64_t log_size() = 0;
+  /// The stage is cut off from its host (since_ms > 0) or back (0).
+  virtual void set_disconnected(int64_t since_ms) = 0;
+  /// Progress for `ferry status` (bytes, rate...); kind-specific.
+  virtual void set_progress(nlohmann::json progress) = 0;
+};
+
+class StageRunner {
+ public:
+  virtual ~StageRunner() = default;
+  virtual void start(std::function<void(StageOutcome)> done) = 0;
+  /// First call: graceful (SIGTERM to the job's group); `hard`: SIGKILL.
+  virtual void cancel(bool hard) = 0;
+};
+
+}  // namespace ferry

@@ -1,0 +1,258 @@
+#include "orchestrator/host_connection.h"
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <map>
+#include <random>
+
+namespace ferry {
+namespace {
+
+double mono_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+HostConnection::HostConnection(boost::asio::io_context& io, std::string host, TransportFactory factory,
+                               ConnectionOptions options)
+    : io_(io), host_(std::move(host)), factory_(std::move(factory)), options_(options) {}
+
+HostConnection::~HostConnection() { stop(); }
+
+void HostConnection::start(StateFn on_state) {
+  on_state_ = std::move(on_state);
+  thread_ = std::thread([this] { run(); });
+}
+
+void HostConnection::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+nlohmann::json HostConnection::hello() const {
+  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mu_));
+  return hello_;
+}
+
+void HostConnection::call(const std::string& op, nlohmann::json args, ReplyFn fn) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_) {
+    lock.unlock();
+    boost::asio::post(io_, [fn] { fn(cancelled("connection closed")); });
+    return;
+  }
+  queue_.push_back({protocol::make_request(next_id_++, op, std::move(args)), std::move(fn)});
+  lock.unlock();
+  cv_.notify_all();
+}
+
+void HostConnection::fail_all(std::deque<Pending>& calls, const Status& s) {
+  for (auto& p : calls) {
+    boost::asio::post(io_, [fn = std::move(p.fn), s] { fn(s); });
+  }
+  calls.clear();
+}
+
+void HostConnection::post_state(bool connected, const std::string& why) {
+  if (!on_state_) return;
+  auto self = shared_from_this();
+  boost::asio::post(io_, [self, connected, why] { self->on_state_(connected, why); });
+}
+
+bool HostConnection::wait_for(double seconds) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!stopping_) {
+    // Calls made while we are cut off fail at once: the caller retries on its own clock.
+    if (!queue_.empty()) {
+      std::deque<Pending> q;
+      q.swap(queue_);
+      lock.unlock();
+      fail_all(q, given_up_ ? Status(StatusCode::kDeadlineExceeded, "gave up on host '" + host_ + "'")
+                            : unavailable("host '" + host_ + "' is not connected"));
+      lock.lock();
+      continue;
+    }
+    if (cv_.wait_until(lock, until) == std::cv_status::timeout) break;
+  }
+  return !stopping_;
+}
+
+void HostConnection::run() {
+  std::mt19937 rng(std::random_device{}());
+  double backoff = options_.backoff_initial_s;
+  double failing_since = 0;
+  bool was_connected = false;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) break;
+    }
+    std::unique_ptr<AgentTransport> transport = factory_();
+    Status s = transport->open();
+    if (s.ok()) {
+      backoff = options_.backoff_initial_s;
+      failing_since = 0;
+      bool keep_going = session(*transport);
+      transport->close();
+      was_connected = true;
+      if (!keep_going) break;
+      continue;
+    }
+    if (failing_since == 0) failing_since = mono_s();
+    post_state(false, s.message());
+    if (mono_s() - failing_since >= options_.give_up_s) {
+      std::lock_guard<std::mutex> lock(mu_);
+      given_up_ = true;
+    }
+    // Exponential backoff with full jitter: many coordinators do not reconnect in step.
+    std::uniform_real_distribution<double> jitter(0.5, 1.0);
+    if (!wait_for(backoff * jitter(rng))) break;
+    backoff = std::min(backoff * 2, options_.backoff_max_s);
+    (void)was_connected;
+  }
+  std::deque<Pending> q;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    q.swap(queue_);
+  }
+  fail_all(q, cancelled("connection to '" + host_ + "' closed"));
+}
+
+bool HostConnection::session(AgentTransport& t) {
+  protocol::FrameDecoder decoder;
+  std::map<uint32_t, ReplyFn> in_flight;
+  std::vector<char> buf(1 << 20);
+  auto fail = [&](const std::string& why) {
+    std::deque<Pending> q;
+    for (auto& [id, fn] : in_flight) q.push_back({protocol::Frame(), std::move(fn)});
+    in_flight.clear();
+    fail_all(q, unavailable("link to host '" + host_ + "' lost: " + why));
+    post_state(false, why);
+  };
+
+  // Handshake first: protocol version must match.
+  std::string hello = protocol::encode_frame(protocol::make_request(0, "hello"));
+  Status s = t.write_all(hello.data(), hello.size());
+  double deadline = mono_s() + options_.dead_after_s;
+  nlohmann::json hello_reply;
+  while (s.ok() && hello_reply.is_null()) {
+    if (mono_s() > deadline) {
+      s = Status(StatusCode::kDeadlineExceeded, "no hello from agent");
+      break;
+    }
+    auto n = t.read_some(buf.data(), buf.size(), 100);
+    if (!n.ok()) {
+      s = n.status();
+      break;
+    }
+    decoder.feed(buf.data(), *n);
+    for (;;) {
+      auto f = decoder.next();
+      if (!f.ok()) {
+        s = f.status();
+        break;
+      }
+      if (!f->has_value()) break;
+      if ((*f)->type == protocol::FrameType::kReply && (*f)->request_id == 0) hello_reply = (*f)->header;
+      if ((*f)->type == protocol::FrameType::kError && (*f)->request_id == 0) s = protocol::status_from_error_frame(**f);
+    }
+  }
+  if (s.ok() && (!hello_reply["protocol"].is_number_unsigned() ||
+                 hello_reply["protocol"].get<uint32_t>() != protocol::kProtocolVersion)) {
+    s = failed_precondition("agent on '" + host_ + "' speaks protocol " + hello_reply["protocol"].dump() +
+                            ", this coordinator speaks " + std::to_string(protocol::kProtocolVersion));
+  }
+  if (!s.ok()) {
+    fail(s.message());
+    return true;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hello_ = hello_reply;
+    given_up_ = false;
+  }
+  post_state(true, "");
+
+  double last_rx = mono_s();
+  double last_tx = mono_s();
+  uint32_t ping_id = 0;
+  for (;;) {
+    std::deque<Pending> out;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        std::deque<Pending> q;
+        for (auto& [id, fn] : in_flight) q.push_back({protocol::Frame(), std::move(fn)});
+        in_flight.clear();
+        fail_all(q, cancelled("connection to '" + host_ + "' closed"));
+        return false;
+      }
+      out.swap(queue_);
+    }
+    for (auto& p : out) {
+      std::string bytes = protocol::encode_frame(p.frame);
+      in_flight[p.frame.request_id] = std::move(p.fn);
+      Status w = t.write_all(bytes.data(), bytes.size());
+      if (!w.ok()) {
+        fail(w.message());
+        return true;
+      }
+      last_tx = mono_s();
+    }
+    double now = mono_s();
+    if (now - last_tx >= options_.ping_every_s) {
+      // Ids with the top bit set are pings; their replies only prove liveness.
+      std::string bytes = protocol::encode_frame(protocol::make_request(0x80000000u | ++ping_id, "ping"));
+      Status w = t.write_all(bytes.data(), bytes.size());
+      if (!w.ok()) {
+        fail(w.message());
+        return true;
+      }
+      last_tx = now;
+    }
+    auto n = t.read_some(buf.data(), buf.size(), options_.poll_ms);
+    if (!n.ok()) {
+      fail(n.status().message());
+      return true;
+    }
+    if (*n == 0) {
+      if (mono_s() - last_rx > options_.dead_after_s) {
+        fail("no data from the agent for " + std::to_string(static_cast<int>(options_.dead_after_s)) + " s");
+        return true;
+      }
+      continue;
+    }
+    last_rx = mono_s();
+    decoder.feed(buf.data(), *n);
+    for (;;) {
+      auto f = decoder.next();
+      if (!f.ok()) {
+        fail("bad frame from agent: " + f.status().message());
+        return true;
+      }
+      if (!f->has_value()) break;
+      protocol::Frame frame = std::move(**f);
+      if (frame.type == protocol::FrameType::kEvent) continue;
+      auto it = in_flight.find(frame.request_id);
+      if (it == in_flight.end()) continue;  // pings, or replies to calls already failed
+      ReplyFn fn = std::move(it->second);
+      in_flight.erase(it);
+      if (frame.type == protocol::FrameType::kError) {
+        Status err = protocol::status_from_error_frame(frame);
+        boost::asio::post(io_, [fn = std::move(fn), err] { fn(err); });
+      } else {
+        auto shared = std::make_shared<protocol::Frame>(std::move(frame));
+        boost::asio::post(io_, [fn = std::move(fn), shared] { fn(std::move(*shared)); });
+      }
+    }
+  }
+}
+
+}  // namespace ferry

@@ -1,0 +1,88 @@
+// HostConnection: the coordinator's link to one host's agent.
+//
+// Owns an AgentTransport on a thread of its own (libssh sessions must stay on
+// one thread; pipes come along for uniformity). The io thread calls call();
+// the connection thread writes the request, matches the reply by request id and
+// posts the callback back to the io executor. Requests are pipelined.
+//
+// Liveness: a ping every kPingEvery; no byte from the agent within kDeadAfter
+// means the link is dead: the transport is closed, pending calls fail with
+// kUnavailable, and the thread reconnects with exponential backoff and jitter
+// until `give_up_s` of continuous failure, after which calls fail with
+// kDeadlineExceeded. Detached jobs keep running through all of it.
+//
+// Thread contract: construct, call(), stop() on the io thread. Callbacks and
+// state notifications run on the io thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+
+#include "jobs/stage_runner.h"
+#include "orchestrator/agent_transport.h"
+
+namespace ferry {
+
+struct ConnectionOptions {
+  double give_up_s = 600;
+  double ping_every_s = 5;
+  double dead_after_s = 15;
+  double backoff_initial_s = 0.5;
+  double backoff_max_s = 10;
+  int poll_ms = 5;  // how long the thread waits on the transport between queue checks
+};
+
+class HostConnection : public std::enable_shared_from_this<HostConnection> {
+ public:
+  using TransportFactory = std::function<std::unique_ptr<AgentTransport>()>;
+  /// (connected, why) on every change; io thread.
+  using StateFn = std::function<void(bool, const std::string&)>;
+
+  HostConnection(boost::asio::io_context& io, std::string host, TransportFactory factory, ConnectionOptions options);
+  ~HostConnection();
+
+  void start(StateFn on_state);
+  void call(const std::string& op, nlohmann::json args, ReplyFn fn);
+  /// Closes the link and joins the thread; pending calls fail with kCancelled.
+  void stop();
+
+  const std::string& host() const { return host_; }
+  /// The agent's hello reply once connected (version, pid, hostname).
+  nlohmann::json hello() const;
+
+ private:
+  struct Pending {
+    protocol::Frame frame;
+    ReplyFn fn;
+  };
+  void run();
+  bool session(AgentTransport& transport);  // false when stopping
+  void fail_all(std::deque<Pending>& calls, const Status& s);
+  void post_state(bool connected, const std::string& why);
+  bool wait_for(double seconds);  // false when stopping
+
+  boost::asio::io_context& io_;
+  std::string host_;
+  TransportFactory factory_;
+  ConnectionOptions options_;
+  StateFn on_state_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  bool given_up_ = false;
+  nlohmann::json hello_;
+  uint32_t next_id_ = 1;
+  std::thread thread_;
+};
+
+}  // namespace ferry

@@ -1,0 +1,34 @@
+// LocalTransport: `ferry-agent serve` as a subprocess over pipes — the embedded
+// default for `transport: local` hosts, speaking the same protocol SSH carries.
+// One thread (the host's connection thread), as every AgentTransport.
+#pragma once
+
+#include <sys/types.h>
+
+#include "orchestrator/agent_transport.h"
+
+namespace ferry {
+
+class LocalTransport : public AgentTransport {
+ public:
+  LocalTransport(std::string agent_path, std::string workdir);
+  ~LocalTransport() override;
+  Status open() override;
+  Result<size_t> read_some(char* buf, size_t n, int timeout_ms) override;
+  Status write_all(const char* data, size_t n) override;
+  void close() override;
+  std::string describe() const override;
+
+ private:
+  std::string agent_path_;
+  std::string workdir_;
+  pid_t pid_ = -1;
+  int to_agent_ = -1;
+  int from_agent_ = -1;
+};
+
+/// The ferry-agent binary to run or upload: $FERRY_AGENT_BIN, else the one
+/// beside the running ferry executable.
+std::string agent_binary_path();
+
+}  // namespace ferry

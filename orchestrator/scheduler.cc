@@ -1,0 +1,581 @@
+#include "orchestrator/scheduler.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <cmath>
+#include <csignal>
+#include <iomanip>
+#include <ostream>
+#include <random>
+#include <sstream>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "agents/file_util.h"
+#include "jobs/command/command_stage.h"
+#include "jobs/immediate_stage.h"
+#include "orchestrator/local_transport.h"
+#include "jobs/stage_factory.h"
+#include "orchestrator/transport_factory.h"
+#include "workflows/dag.h"
+#include "workflows/template.h"
+
+namespace ferry {
+
+using workflow::Stage;
+using workflow::StageKind;
+
+namespace {
+
+constexpr double kMaxRetryBackoffS = 300;
+constexpr int kCancelWatchMs = 300;
+
+std::string random_token() {
+  std::random_device rd;
+  std::ostringstream s;
+  s << std::hex << std::setfill('0') << std::setw(8) << rd() << std::setw(8) << rd();
+  return s.str();
+}
+
+
+}  // namespace
+
+struct Scheduler::StageState {
+  const Stage* spec = nullptr;
+  std::string state = "pending";
+  int attempt = 0;            // newest attempt number recorded
+  int attempts_this_run = 0;  // for the retry budget
+  std::string token;
+  std::string recorded_hash;  // inputs of the last recorded attempt
+  bool confirmed = false;     // succeeded in this run, or kept after its inputs were checked
+  bool reattach = false;      // resume: the newest attempt is still out there
+  std::shared_ptr<StageRunner> runner;
+  std::unique_ptr<boost::asio::steady_timer> retry_timer;
+  std::unique_ptr<AttemptEnv> env;
+  std::map<std::string, std::string> outputs;
+};
+
+// The StageEnv of one attempt: routes agent calls, events, logs and progress.
+class Scheduler::AttemptEnv : public StageEnv {
+ public:
+  AttemptEnv(Scheduler& s, std::string stage, int attempt)
+      : s_(s), stage_(std::move(stage)), attempt_(attempt),
+        log_path_(Scheduler::log_path(s.options_.logs_dir, s.run_.id, stage_, attempt)) {
+    struct stat st;
+    if (::stat(log_path_.c_str(), &st) == 0) log_size_ = st.st_size;
+  }
+  boost::asio::io_context& io() override { return s_.io_; }
+  void call_agent(const std::string& host, const std::string& op, nlohmann::json args, ReplyFn fn) override {
+    s_.connection(host).call(op, std::move(args), std::move(fn));
+  }
+  void record_event(const std::string& type, nlohmann::json detail) override {
+    detail["attempt"] = attempt_;
+    Status st = s_.store_.add_event(s_.run_.id, stage_, type, detail);
+    if (!st.ok()) s_.store_error_ = st;
+    if (type == "host.disconnected") s_.say(stage_, "lost its host: " + detail.value("why", std::string()), "33");
+    if (type == "host.reconnected") s_.say(stage_, "host is back", "36");
+    if (type == "attempt.reattached") s_.say(stage_, "re-attached to the running job", "36");
+  }
+  Status append_log(const std::string& bytes) override {
+    FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(log_path_)));
+    int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return errno_status("open " + log_path_, errno);
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int err = errno;
+        ::close(fd);
+        return errno_status("write " + log_path_, err);
+      }
+      off += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    log_size_ += static_cast<int64_t>(bytes.size());
+    return Status();
+  }
+  int64_t log_size() override { return log_size_; }
+  void set_disconnected(int64_t since_ms) override {
+    Status st = s_.store_.set_disconnected(s_.run_.id, stage_, since_ms);
+    if (!st.ok()) s_.store_error_ = st;
+  }
+  void set_progress(nlohmann::json progress) override {
+    Status st = s_.store_.set_progress(s_.run_.id, stage_, progress);
+    if (!st.ok()) s_.store_error_ = st;
+  }
+
+ private:
+  Scheduler& s_;
+  std::string stage_;
+  int attempt_;
+  std::string log_path_;
+  int64_t log_size_ = 0;
+};
+
+std::string Scheduler::log_path(const std::string& logs_dir, const std::string& run_id, const std::string& stage,
+                                int attempt) {
+  return logs_dir + "/" + run_id + "/" + stage + "/" + std::to_string(attempt) + ".log";
+}
+
+Scheduler::Scheduler(Store& store, workflow::Workflow wf, RunRecord run, SchedulerOptions options)
+    : store_(store), wf_(std::move(wf)), run_(std::move(run)), options_(std::move(options)),
+      signals_(io_, SIGINT, SIGTERM), cancel_watch_(io_) {}
+
+Scheduler::~Scheduler() {
+  for (auto& [name, h] : hosts_) h->stop();
+}
+
+void Scheduler::say(const std::string& stage, const std::string& message, const char* color) {
+  if (!options_.out) return;
+  double t = (now_ms() - started_ms_) / 1000.0;
+  std::ostringstream line;
+  line << "[" << std::fixed << std::setprecision(1) << std::setw(6) << t << "s] ";
+  if (!stage.empty()) {
+    if (options_.color && color) line << "\033[" << color << "m" << stage << "\033[0m ";
+    else line << stage << " ";
+  }
+  line << message << "\n";
+  *options_.out << line.str() << std::flush;
+}
+
+Status Scheduler::load() {
+  auto records = store_.stages(run_.id);
+  if (!records.ok()) return records.status();
+  for (const auto& spec : wf_.stages) {
+    auto st = std::make_unique<StageState>();
+    st->spec = &spec;
+    stages_[spec.name] = std::move(st);
+  }
+  for (const auto& rec : *records) {
+    auto it = stages_.find(rec.name);
+    if (it == stages_.end()) continue;
+    StageState& st = *it->second;
+    st.attempt = rec.attempt;
+    st.token = rec.token;
+    st.recorded_hash = rec.inputs_hash;
+    st.outputs = rec.outputs;
+    if (rec.state == "succeeded") {
+      st.state = "succeeded";  // kept if its inputs are unchanged (checked when it comes up)
+    } else if (rec.state == "running" && st.spec->kind == StageKind::kCommand && rec.attempt > 0) {
+      st.state = "pending";
+      st.reattach = true;
+    } else if (rec.state == "running") {
+      // An in-process stage died with its coordinator: close that attempt honestly.
+      auto r = store_.finish_attempt(run_.id, rec.name, rec.attempt, "failed", std::nullopt,
+                                     "the coordinator stopped while this attempt ran");
+      if (!r.ok()) return r.status();
+      st.state = "pending";
+    } else {
+      st.state = "pending";
+    }
+  }
+  return Status();
+}
+
+HostConnection& Scheduler::connection(const std::string& name) {
+  auto it = hosts_.find(name);
+  if (it != hosts_.end()) return *it->second;
+  const workflow::Host* host = wf_.find_host(name);
+  assert(host);
+  ConnectionOptions opts = options_.connection;
+  opts.give_up_s = host->give_up_s;
+  HostConnection::TransportFactory factory = make_transport_factory(*host, host_workdir(*host));
+  auto conn = std::make_shared<HostConnection>(io_, name, std::move(factory), opts);
+  conn->start([this, name](bool connected, const std::string& why) {
+    Status st = store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
+                                 {{"host", name}, {"why", why}});
+    if (!st.ok()) store_error_ = st;
+  });
+  hosts_[name] = conn;
+  return *conn;
+}
+
+std::string Scheduler::host_workdir(const workflow::Host& host) {
+  auto expanded = resolve(host.workdir, nullptr, false);
+  std::string w = expanded.ok() ? *expanded : host.workdir.value;
+  if (host.transport == workflow::Transport::kSsh) return w.empty() ? ".ferry/work" : w;
+  if (w.empty()) return options_.ferry_home + "/hosts/" + host.name;
+  if (w[0] == '/') return w;
+  if (w[0] == '~') {
+    const char* home = std::getenv("HOME");
+    return std::string(home ? home : "") + w.substr(1);
+  }
+  // Relative local workdirs are relative to the workflow file, as a reader expects.
+  char real[4096];
+  std::string base = dirname_of(run_.workflow_path);
+  if (::realpath(base.c_str(), real)) base = real;
+  return join_path(base, w);
+}
+
+Result<std::string> Scheduler::resolve(const workflow::Text& text, const Stage* stage, bool shell_quote) {
+  return workflow::expand_template(
+      text.value,
+      [&](const workflow::Reference& r) -> Result<std::string> {
+        using K = workflow::Reference::Kind;
+        switch (r.kind) {
+          case K::kParam: {
+            if (run_.params.contains(r.name) && run_.params[r.name].is_string()) return run_.params[r.name].get<std::string>();
+            const auto* p = wf_.find_param(r.name);
+            if (p) return p->default_value;
+            return not_found("unknown param '" + r.name + "'");
+          }
+          case K::kRun: return run_.id;
+          case K::kHost: {
+            const auto* h = wf_.find_host(r.name);
+            if (!h) return not_found("unknown host '" + r.name + "'");
+            return r.field == "workdir" ? host_workdir(*h) : h->address;
+          }
+          case K::kStageOutput: {
+            auto it = stages_.find(r.name);
+            if (it == stages_.end()) return not_found("unknown stage '" + r.name + "'");
+            auto o = it->second->outputs.find(r.field);
+            if (o == it->second->outputs.end()) {
+              return not_found("stage '" + r.name + "' produced no output '" + r.field + "'");
+            }
+            return o->second;
+          }
+        }
+        return not_found("bad reference");
+      },
+      shell_quote);
+}
+
+Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
+  const Stage& s = *st.spec;
+  nlohmann::json in = {{"kind", workflow::stage_kind_name(s.kind)}, {"host", s.host}};
+  std::string where = wf_.path + ":" + std::to_string(s.at.line) + ":" + std::to_string(s.at.column) + ": stage '" +
+                      s.name + "': ";
+  auto get = [&](const workflow::Text& t, bool quote) -> Result<std::string> {
+    auto r = resolve(t, &s, quote);
+    if (!r.ok()) return r.status().with_context(where.substr(0, where.size() - 2));
+    return r;
+  };
+  if (s.kind == StageKind::kCommand) {
+    auto run = get(s.run, true);
+    if (!run.ok()) return run.status();
+    auto cwd = get(s.cwd, false);
+    if (!cwd.ok()) return cwd.status();
+    in["command"] = *run;
+    in["cwd"] = *cwd;
+    in["timeout_s"] = s.timeout_s;
+    nlohmann::json env = nlohmann::json::object();
+    const workflow::Host* host = wf_.find_host(s.host);
+    for (const auto& [k, v] : host->env) {
+      auto e = get(v, false);
+      if (!e.ok()) return e.status();
+      env[k] = *e;
+    }
+    for (const auto& [k, v] : s.env) {
+      auto e = get(v, false);
+      if (!e.ok()) return e.status();
+      env[k] = *e;
+    }
+    env["FERRY_RUN_ID"] = run_.id;
+    env["FERRY_STAGE"] = s.name;
+    env["FERRY_WORKDIR"] = host_workdir(*host);
+    in["env"] = env;
+  } else {
+    for (auto [key, t] : {std::pair{"from", &s.from.path}, {"to", &s.to.path}, {"keep_local", &s.keep_local},
+                          {"target", &s.target}, {"drafter", &s.drafter}, {"reference", &s.reference},
+                          {"prompts", &s.prompts}}) {
+      auto v = get(*t, false);
+      if (!v.ok()) return v.status();
+      in[key] = *v;
+    }
+    in["from_host"] = s.from.host;
+    in["to_host"] = s.to.host;
+    in["route"] = s.route;
+    in["streams"] = s.streams;
+    in["max_new_tokens"] = s.max_new_tokens;
+    in["block_size"] = s.block_size;
+    in["device"] = s.device;
+    in["dtype"] = s.dtype;
+    in["threads"] = s.threads;
+    if (s.gate.min_tau) in["min_tau"] = *s.gate.min_tau;
+    if (s.gate.min_ratio_to_reference) in["min_ratio_to_reference"] = *s.gate.min_ratio_to_reference;
+  }
+  // Upstream outputs are inputs too: a changed checkpoint path means a new eval.
+  nlohmann::json upstream = nlohmann::json::object();
+  for (const auto& a : workflow::ancestors(wf_, s.name)) upstream[a] = stages_[a]->outputs;
+  in["upstream"] = upstream;
+  return in;
+}
+
+static std::string hash_inputs(const nlohmann::json& inputs) {
+  std::string text = inputs.dump();
+  XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+void Scheduler::schedule() {
+  if (finished_) return;
+  if (!store_error_.ok()) {
+    request_cancel(true);
+  }
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const auto& spec : wf_.stages) {
+      StageState& st = *stages_[spec.name];
+      if (st.state != "pending" && st.state != "succeeded") continue;
+      if (st.state == "succeeded" && st.confirmed) continue;
+      bool ready = true;
+      std::string blocked_by;
+      for (const auto& need : spec.needs) {
+        const std::string& ns = stages_[need]->state;
+        if (ns == "succeeded" && stages_[need]->confirmed) continue;
+        if (ns == "succeeded" || ns == "pending" || ns == "running" || ns == "retrying") {
+          ready = false;
+        } else {
+          blocked_by = need;
+        }
+      }
+      if (!blocked_by.empty() && st.state == "pending") {
+        st.state = "skipped";
+        Status s = store_.set_stage_state(run_.id, spec.name, "skipped", "needs '" + blocked_by + "', which did not succeed");
+        if (!s.ok()) store_error_ = s;
+        say(spec.name, "skipped: needs '" + blocked_by + "', which did not succeed", "90");
+        changed = true;
+        continue;
+      }
+      if (!ready) continue;
+      auto inputs = stage_inputs(st);
+      if (st.state == "succeeded") {
+        // A resumed run keeps a success only if it would be run with the same inputs.
+        if (inputs.ok() && hash_inputs(*inputs) == st.recorded_hash) {
+          st.confirmed = true;
+          say(spec.name, "already succeeded with the same inputs; not run again", "90");
+          changed = true;
+          continue;
+        }
+        st.state = "pending";
+      }
+      if (cancel_level_ > 0) continue;
+      start_attempt(st, st.reattach);
+      changed = true;
+    }
+  }
+  bool active = false;
+  for (auto& [name, st] : stages_) {
+    if (st->state == "running" || st->state == "retrying") active = true;
+  }
+  if (!active) finish_run();
+}
+
+void Scheduler::start_attempt(StageState& st, bool reattach) {
+  const Stage& s = *st.spec;
+  auto inputs = stage_inputs(st);
+  if (!inputs.ok()) {
+    int attempt = st.attempt + 1;
+    std::string token = random_token();
+    Status b = store_.begin_attempt(run_.id, s.name, attempt, token, "");
+    if (!b.ok()) store_error_ = b;
+    st.attempt = attempt;
+    auto r = store_.finish_attempt(run_.id, s.name, attempt, "failed", std::nullopt, inputs.status().message());
+    if (!r.ok()) store_error_ = r.status();
+    st.state = "failed";
+    say(s.name, "failed: " + inputs.status().message(), "31");
+    return;
+  }
+  std::string hash = hash_inputs(*inputs);
+  if (!reattach) {
+    st.attempt += 1;
+    st.token = random_token();
+    Status b = store_.begin_attempt(run_.id, s.name, st.attempt, st.token, hash);
+    if (!b.ok()) {
+      store_error_ = b;
+      st.state = "failed";
+      return;
+    }
+  }
+  st.reattach = false;
+  st.attempts_this_run += 1;
+  st.state = "running";
+  st.recorded_hash = hash;
+  st.env = std::make_unique<AttemptEnv>(*this, s.name, st.attempt);
+  int attempt = st.attempt;
+  if (s.kind == StageKind::kCommand) {
+    CommandSpec cs;
+    cs.host = s.host;
+    cs.job = run_.id + "." + s.name;
+    cs.attempt = st.attempt;
+    cs.token = st.token;
+    cs.command = (*inputs)["command"];
+    cs.cwd = (*inputs)["cwd"];
+    cs.timeout_s = s.timeout_s;
+    for (auto& [k, v] : (*inputs)["env"].items()) cs.env[k] = v.get<std::string>();
+    for (const auto& o : s.outputs) {
+      if (!o.value) cs.required_outputs.push_back(o.name);
+    }
+    st.runner = std::make_shared<CommandStage>(*st.env, std::move(cs));
+    say(s.name, std::string(reattach ? "re-attaching to" : "starting") + " attempt " + std::to_string(attempt) +
+                    " on " + s.host, "34");
+  } else {
+    st.runner = make_stage_runner(s, *inputs, *st.env);
+    say(s.name, "starting " + std::string(workflow::stage_kind_name(s.kind)) + " attempt " + std::to_string(attempt),
+        "34");
+  }
+  std::string name = s.name;
+  st.runner->start([this, name, attempt](StageOutcome o) { on_outcome(*stages_[name], attempt, std::move(o)); });
+}
+
+void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
+  const Stage& s = *st.spec;
+  // Declared outputs with a value are computed now, from the finished stage's world.
+  if (o.state == StageOutcome::State::kSucceeded) {
+    for (const auto& out : s.outputs) {
+      if (!out.value) continue;
+      auto v = resolve(*out.value, &s, false);
+      if (!v.ok()) {
+        o.state = StageOutcome::State::kFailed;
+        o.error = "output '" + out.name + "': " + v.status().message();
+        break;
+      }
+      o.outputs[out.name] = *v;
+    }
+  }
+  std::string state = outcome_state_name(o.state);
+  std::optional<int> code;
+  if (o.exit_code >= 0) code = o.exit_code;
+  if (o.state == StageOutcome::State::kSucceeded) {
+    Status so = store_.set_outputs(run_.id, s.name, o.outputs);
+    if (so.ok()) so = store_.set_metrics(run_.id, s.name, o.metrics);
+    if (!so.ok()) store_error_ = so;
+  } else if (!o.metrics.empty()) {
+    Status so = store_.set_metrics(run_.id, s.name, o.metrics);
+    if (!so.ok()) store_error_ = so;
+  }
+  auto recorded = store_.finish_attempt(run_.id, s.name, attempt, state, code, o.error);
+  if (!recorded.ok()) store_error_ = recorded.status();
+  st.runner.reset();
+  if (o.state == StageOutcome::State::kSucceeded) {
+    st.state = "succeeded";
+    st.outputs = o.outputs;
+    st.confirmed = true;
+    say(s.name, "succeeded" + (code ? " (exit " + std::to_string(*code) + ")" : std::string()), "32");
+    schedule();
+    return;
+  }
+  bool retry_allowed = st.attempts_this_run <= s.retries && o.state != StageOutcome::State::kCancelled &&
+                       cancel_level_ == 0;
+  if (retry_allowed && !s.retry_on.empty()) {
+    retry_allowed = code && std::find(s.retry_on.begin(), s.retry_on.end(), *code) != s.retry_on.end();
+  }
+  if (retry_allowed) {
+    double delay = std::min(kMaxRetryBackoffS, s.retry_backoff_s * std::pow(2.0, st.attempts_this_run - 1));
+    st.state = "retrying";
+    Status e = store_.set_stage_state(run_.id, s.name, "retrying", o.error);
+    if (!e.ok()) store_error_ = e;
+    say(s.name, state + ": " + o.error + "; retrying in " + std::to_string(delay).substr(0, 4) + "s", "33");
+    st.retry_timer = std::make_unique<boost::asio::steady_timer>(io_);
+    st.retry_timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)));
+    std::string name = s.name;
+    st.retry_timer->async_wait([this, name](const boost::system::error_code& ec) {
+      if (ec) return;
+      StageState& st = *stages_[name];
+      if (st.state != "retrying") return;
+      st.state = "pending";
+      if (cancel_level_ > 0) {
+        schedule();
+        return;
+      }
+      start_attempt(st, false);
+      schedule();
+    });
+    return;
+  }
+  st.state = state;
+  say(s.name, state + ": " + o.error, "31");
+  schedule();
+}
+
+void Scheduler::request_cancel(bool hard) {
+  int level = hard ? 2 : 1;
+  if (cancel_level_ >= level) return;
+  cancel_level_ = level;
+  Status s = store_.request_cancel(run_.id);
+  if (!s.ok()) store_error_ = s;
+  say("", hard ? "cancelling hard (SIGKILL to running jobs)" : "cancelling (Ctrl-C again to kill)", nullptr);
+  for (auto& [name, st] : stages_) {
+    if (st->runner) st->runner->cancel(hard);
+    if (st->state == "retrying") {
+      st->retry_timer->cancel();
+      st->state = "pending";
+    }
+  }
+  boost::asio::post(io_, [this] { schedule(); });
+}
+
+void Scheduler::watch_cancel_flag() {
+  cancel_watch_.expires_after(std::chrono::milliseconds(kCancelWatchMs));
+  cancel_watch_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || finished_) return;
+    auto r = store_.find_run(run_.id);
+    if (r.ok() && r->cancel_requested && cancel_level_ == 0) request_cancel(false);
+    watch_cancel_flag();
+  });
+}
+
+void Scheduler::finish_run() {
+  if (finished_) return;
+  finished_ = true;
+  bool all_ok = true;
+  for (const auto& spec : wf_.stages) {
+    StageState& st = *stages_[spec.name];
+    if (st.state == "pending") {
+      std::string why = cancel_level_ ? "cancelled" : "never started";
+      st.state = cancel_level_ ? "cancelled" : "skipped";
+      Status s = store_.set_stage_state(run_.id, spec.name, st.state, why);
+      if (!s.ok()) store_error_ = s;
+    }
+    if (st.state != "succeeded") all_ok = false;
+  }
+  final_state_ = all_ok ? "succeeded" : cancel_level_ ? "cancelled" : "failed";
+  Status s = store_.set_run_state(run_.id, final_state_, 0);
+  if (!s.ok()) store_error_ = s;
+  say("", "run " + run_.id + " " + final_state_, final_state_ == "succeeded" ? "32" : "31");
+  signals_.cancel();
+  cancel_watch_.cancel();
+  for (auto& [name, h] : hosts_) h->stop();
+  io_.stop();
+}
+
+Result<std::string> Scheduler::run() {
+  started_ms_ = now_ms();
+  FERRY_RETURN_IF_ERROR(load());
+  FERRY_RETURN_IF_ERROR(store_.set_run_state(run_.id, "running", static_cast<int>(::getpid())));
+  std::function<void(const boost::system::error_code&, int)> on_signal = [this, &on_signal](
+                                                                               const boost::system::error_code& ec, int) {
+    if (ec) return;
+    request_cancel(cancel_level_ >= 1);
+    signals_.async_wait(on_signal);
+  };
+  signals_.async_wait(on_signal);
+  watch_cancel_flag();
+  if (options_.cancel_now) cancel_level_ = 1;
+  boost::asio::post(io_, [this] {
+    if (cancel_level_ > 0) {
+      // Resume only to stop: re-attach running jobs and cancel them.
+      for (auto& [name, st] : stages_) {
+        if (st->reattach) start_attempt(*st, true);
+      }
+      cancel_level_ = 0;
+      request_cancel(false);
+      return;
+    }
+    schedule();
+  });
+  io_.run();
+  if (!store_error_.ok()) return store_error_;
+  return final_state_;
+}
+
+}  // namespace ferry

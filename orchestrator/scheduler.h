@@ -1,0 +1,87 @@
+// Scheduler: runs one run of a workflow to its end on a Boost.Asio io thread.
+//
+// It walks the DAG, starts every stage whose needs succeeded (independent
+// stages in parallel), retries failed attempts with exponential backoff as the
+// stage allows, enforces cancel (first SIGINT graceful, second hard; `ferry
+// cancel` from another process through the store's cancel flag), and records
+// every change in the Store before acting on it.
+//
+// The same code resumes: stages that succeeded with the same inputs are kept,
+// stages whose attempt was running are re-attached with the same attempt token
+// (the agent answers with the job's real state), everything else runs again.
+//
+// Thread contract: run() blocks the calling thread, which becomes the io thread;
+// all members are touched only there. Host connections each own a thread.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "orchestrator/host_connection.h"
+#include "orchestrator/store.h"
+#include "workflows/model.h"
+
+namespace ferry {
+
+struct SchedulerOptions {
+  std::string logs_dir;    // <logs_dir>/<run>/<stage>/<attempt>.log
+  std::string ferry_home;  // default workdirs of local hosts live under it
+  std::ostream* out = nullptr;  // progress lines; nullptr = quiet
+  bool color = false;
+  ConnectionOptions connection;
+  bool cancel_now = false;  // `ferry cancel` on a run whose coordinator is gone
+};
+
+class Scheduler {
+ public:
+  Scheduler(Store& store, workflow::Workflow wf, RunRecord run, SchedulerOptions options);
+  ~Scheduler();
+
+  /// Runs (or resumes) the run to its end. Returns the run's final state:
+  /// "succeeded", "failed" or "cancelled"; an error Status when the store fails.
+  Result<std::string> run();
+
+  /// Where a stage attempt's log is kept by the coordinator.
+  static std::string log_path(const std::string& logs_dir, const std::string& run_id, const std::string& stage,
+                              int attempt);
+
+ private:
+  struct StageState;
+  class AttemptEnv;
+
+  Status load();
+  void schedule();
+  void start_attempt(StageState& st, bool reattach);
+  void on_outcome(StageState& st, int attempt, StageOutcome outcome);
+  void request_cancel(bool hard);
+  void watch_cancel_flag();
+  void finish_run();
+  HostConnection& connection(const std::string& host);
+  Result<std::string> resolve(const workflow::Text& text, const workflow::Stage* stage, bool shell_quote);
+  std::string host_workdir(const workflow::Host& host);
+  Result<nlohmann::json> stage_inputs(StageState& st);
+  void say(const std::string& stage, const std::string& message, const char* color = nullptr);
+
+  Store& store_;
+  workflow::Workflow wf_;
+  RunRecord run_;
+  SchedulerOptions options_;
+  boost::asio::io_context io_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer cancel_watch_;
+  std::map<std::string, std::unique_ptr<StageState>> stages_;
+  std::map<std::string, std::shared_ptr<HostConnection>> hosts_;
+  int cancel_level_ = 0;  // 0 none, 1 graceful, 2 hard
+  bool finished_ = false;
+  Status store_error_;
+  std::string final_state_;
+  int64_t started_ms_ = 0;
+};
+
+}  // namespace ferry

@@ -1,0 +1,181 @@
+#include "orchestrator/status_view.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <ctime>
+#include <iomanip>
+#include <sstream>
+
+#include "agents/file_util.h"
+
+namespace ferry {
+namespace {
+
+std::string clock_time(int64_t ms) {
+  if (ms <= 0) return "-";
+  time_t t = static_cast<time_t>(ms / 1000);
+  std::tm tm;
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string duration_text(int64_t ms) {
+  if (ms < 0) return "-";
+  std::ostringstream s;
+  if (ms < 60000) s << std::fixed << std::setprecision(1) << ms / 1000.0 << "s";
+  else if (ms < 3600000) s << ms / 60000 << "m" << (ms / 1000) % 60 << "s";
+  else s << ms / 3600000 << "h" << (ms / 60000) % 60 << "m";
+  return s.str();
+}
+
+const char* state_color(const std::string& state) {
+  if (state == "succeeded") return "32";
+  if (state == "running") return "34";
+  if (state == "retrying") return "33";
+  if (state == "failed" || state == "timed_out") return "31";
+  return "90";
+}
+
+// Width in terminal columns of UTF-8 text (τ, → are one column each).
+size_t columns(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) {
+    if ((c & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+std::string render_table(const std::vector<std::vector<std::string>>& rows, const std::vector<std::string>& colors,
+                         bool color) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], columns(r[i]));
+    }
+  }
+  std::string out;
+  for (size_t row = 0; row < rows.size(); ++row) {
+    std::string line;
+    for (size_t i = 0; i < rows[row].size(); ++i) {
+      std::string cell = rows[row][i];
+      bool last = i + 1 == rows[row].size();
+      std::string pad = last ? "" : std::string(width[i] - columns(cell) + 2, ' ');
+      if (color && i == 1 && row > 0 && !colors[row].empty()) cell = "\033[" + colors[row] + "m" + cell + "\033[0m";
+      if (color && row == 0) cell = "\033[1m" + cell + "\033[0m";
+      line += cell + pad;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string stage_detail(const StageRecord& s) {
+  std::string d;
+  if (s.exit_code) d = "exit " + std::to_string(*s.exit_code);
+  if (!s.error.empty() && s.state != "succeeded") d += (d.empty() ? "" : ": ") + s.error;
+  if (s.progress.is_object() && s.progress.contains("bytes_done")) {
+    std::ostringstream p;
+    double done = s.progress.value("bytes_done", 0.0), total = s.progress.value("bytes_total", 0.0);
+    p << std::fixed << std::setprecision(1) << done / (1 << 20) << "/" << total / (1 << 20) << " MiB";
+    if (s.progress.contains("rate")) p << " " << s.progress.value("rate", 0.0) / (1 << 20) << " MiB/s";
+    if (s.progress.contains("route")) p << " via " << s.progress.value("route", std::string());
+    d += (d.empty() ? "" : "  ") + p.str();
+  }
+  auto tau = s.metrics.find("tau");
+  if (tau != s.metrics.end()) {
+    std::ostringstream t;
+    t << std::fixed << std::setprecision(2) << "τ=" << tau->second;
+    auto ref = s.metrics.find("reference_tau");
+    if (ref != s.metrics.end()) t << " (reference " << ref->second << ")";
+    d += (d.empty() ? "" : "  ") + t.str();
+  }
+  return d;
+}
+
+}  // namespace
+
+bool coordinator_alive(const RunRecord& run) {
+  if (run.coordinator_pid <= 0) return false;
+  return ::kill(run.coordinator_pid, 0) == 0 || errno == EPERM;
+}
+
+nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>& stages) {
+  nlohmann::json j = {{"id", run.id},
+                      {"name", run.name},
+                      {"workflow", run.workflow_path},
+                      {"state", run.state},
+                      {"params", run.params},
+                      {"created_ms", run.created_ms},
+                      {"ended_ms", run.ended_ms},
+                      {"error", run.error},
+                      {"coordinator_pid", run.coordinator_pid},
+                      {"coordinator_alive", run.state == "running" && coordinator_alive(run)}};
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& s : stages) {
+    nlohmann::json st = {{"name", s.name},
+                         {"kind", s.kind},
+                         {"host", s.host},
+                         {"state", s.state},
+                         {"attempt", s.attempt},
+                         {"started_ms", s.started_ms},
+                         {"ended_ms", s.ended_ms},
+                         {"exit_code", s.exit_code ? nlohmann::json(*s.exit_code) : nlohmann::json()},
+                         {"error", s.error},
+                         {"disconnected_since_ms", s.disconnected_since_ms},
+                         {"progress", s.progress},
+                         {"outputs", s.outputs},
+                         {"metrics", s.metrics}};
+    if (s.started_ms > 0) st["duration_ms"] = (s.ended_ms > 0 ? s.ended_ms : now_ms()) - s.started_ms;
+    arr.push_back(st);
+  }
+  j["stages"] = arr;
+  return j;
+}
+
+std::string render_status(const RunRecord& run, const std::vector<StageRecord>& stages, bool color) {
+  std::string head = "run " + run.id + "  " + run.state;
+  if (run.state == "running" && !coordinator_alive(run)) {
+    head += " (its coordinator is gone: `ferry resume " + run.id + "` picks it up)";
+  }
+  head += "  workflow " + run.workflow_path + "\n";
+  std::vector<std::vector<std::string>> rows = {{"STAGE", "STATE", "HOST", "ATTEMPT", "STARTED", "DURATION", "RESULT"}};
+  std::vector<std::string> colors = {""};
+  int64_t now = now_ms();
+  for (const auto& s : stages) {
+    std::string state = s.state;
+    if (s.state == "running" && s.disconnected_since_ms > 0) {
+      state += " (disconnected " + duration_text(now - s.disconnected_since_ms) + ")";
+    }
+    std::string host = s.host.empty() ? (s.kind == "eval" ? "(coordinator)" : "-") : s.host;
+    int64_t dur = s.started_ms > 0 ? (s.ended_ms > 0 ? s.ended_ms : now) - s.started_ms : -1;
+    rows.push_back({s.name, state, host, s.attempt > 0 ? std::to_string(s.attempt) : "-", clock_time(s.started_ms),
+                    duration_text(dur), stage_detail(s)});
+    colors.push_back(state_color(s.state));
+  }
+  return head + render_table(rows, colors, color);
+}
+
+std::string render_runs(const std::vector<RunRecord>& runs, bool color) {
+  std::vector<std::vector<std::string>> rows = {{"RUN", "STATE", "CREATED", "DURATION", "WORKFLOW"}};
+  std::vector<std::string> colors = {""};
+  for (const auto& r : runs) {
+    std::string state = r.state;
+    if (r.state == "running" && !coordinator_alive(r)) state += " (coordinator gone)";
+    int64_t dur = (r.ended_ms > 0 ? r.ended_ms : now_ms()) - r.created_ms;
+    time_t t = static_cast<time_t>(r.created_ms / 1000);
+    std::tm tm;
+    localtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    rows.push_back({r.id, state, buf, duration_text(dur), r.workflow_path});
+    colors.push_back(state_color(r.state));
+  }
+  return render_table(rows, colors, color);
+}
+
+}  // namespace ferry

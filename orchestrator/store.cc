@@ -1,0 +1,509 @@
+#include "orchestrator/store.h"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <cstdlib>
+
+#include "agents/file_util.h"
+
+namespace ferry {
+namespace {
+
+// Forward migrations: entry i moves the schema from version i to i+1.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE runs(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT UNIQUE,
+  name TEXT NOT NULL,
+  workflow_path TEXT NOT NULL,
+  workflow_source TEXT NOT NULL,
+  params TEXT NOT NULL,
+  state TEXT NOT NULL,
+  coordinator_pid INTEGER NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  created_ms INTEGER NOT NULL,
+  ended_ms INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '');
+CREATE TABLE stages(
+  run_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  host TEXT NOT NULL,
+  state TEXT NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  token TEXT NOT NULL DEFAULT '',
+  inputs_hash TEXT NOT NULL DEFAULT '',
+  started_ms INTEGER NOT NULL DEFAULT 0,
+  ended_ms INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  disconnected_since_ms INTEGER NOT NULL DEFAULT 0,
+  progress TEXT NOT NULL DEFAULT 'null',
+  PRIMARY KEY(run_id, name));
+CREATE TABLE attempts(
+  run_id TEXT NOT NULL,
+  stage TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  token TEXT NOT NULL,
+  state TEXT NOT NULL,
+  inputs_hash TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  ended_ms INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY(run_id, stage, attempt));
+CREATE TABLE events(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id TEXT NOT NULL,
+  stage TEXT NOT NULL,
+  ts_ms INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  detail TEXT NOT NULL);
+CREATE INDEX events_by_run ON events(run_id, stage, seq);
+CREATE TABLE outputs(
+  run_id TEXT NOT NULL, stage TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY(run_id, stage, key));
+CREATE TABLE metrics(
+  run_id TEXT NOT NULL, stage TEXT NOT NULL, key TEXT NOT NULL, value REAL NOT NULL,
+  PRIMARY KEY(run_id, stage, key));
+)sql",
+};
+constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
+static_assert(kMigrationCount == kSchemaVersion, "one migration per schema version");
+
+Status db_error(const std::string& what, const std::exception& e) {
+  return internal_error("state store: " + what + ": " + e.what());
+}
+
+nlohmann::json parse_json(const std::string& s) {
+  auto j = nlohmann::json::parse(s, nullptr, false);
+  return j.is_discarded() ? nlohmann::json() : j;
+}
+
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+RunRecord read_run(SQLite::Statement& q) {
+  RunRecord r;
+  r.id = q.getColumn("id").getString();
+  r.name = q.getColumn("name").getString();
+  r.workflow_path = q.getColumn("workflow_path").getString();
+  r.workflow_source = q.getColumn("workflow_source").getString();
+  r.params = parse_json(q.getColumn("params").getString());
+  r.state = q.getColumn("state").getString();
+  r.coordinator_pid = q.getColumn("coordinator_pid").getInt();
+  r.cancel_requested = q.getColumn("cancel_requested").getInt() != 0;
+  r.created_ms = q.getColumn("created_ms").getInt64();
+  r.ended_ms = q.getColumn("ended_ms").getInt64();
+  r.error = q.getColumn("error").getString();
+  return r;
+}
+
+}  // namespace
+
+Store::Store(std::string path) : path_(std::move(path)) {}
+Store::~Store() = default;
+
+std::string Store::default_path() {
+  const char* home = std::getenv("FERRY_HOME");
+  if (home && *home) return std::string(home) + "/ferry.db";
+  const char* user_home = std::getenv("HOME");
+  return std::string(user_home && *user_home ? user_home : "/tmp") + "/.local/share/ferry/ferry.db";
+}
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
+  FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(path)));
+  std::unique_ptr<Store> store(new Store(path));
+  try {
+    store->db_ = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    store->db_->setBusyTimeout(10000);
+    store->db_->exec("PRAGMA journal_mode=WAL");
+    store->db_->exec("PRAGMA synchronous=NORMAL");
+    store->db_->exec("PRAGMA foreign_keys=ON");
+  } catch (const std::exception& e) {
+    return db_error("open " + path, e);
+  }
+  FERRY_RETURN_IF_ERROR(store->migrate());
+  return store;
+}
+
+Status Store::migrate() {
+  try {
+    SQLite::Transaction tx(*db_);  // serializes concurrent first opens
+    int version = db_->execAndGet("PRAGMA user_version").getInt();
+    if (version > kSchemaVersion) {
+      return failed_precondition("state store " + path_ + " has schema version " + std::to_string(version) +
+                                 ", newer than this ferry understands (" + std::to_string(kSchemaVersion) + ")");
+    }
+    for (int v = version; v < kSchemaVersion; ++v) db_->exec(kMigrations[v]);
+    if (version != kSchemaVersion) db_->exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+    tx.commit();
+  } catch (const std::exception& e) {
+    return db_error("migrate " + path_, e);
+  }
+  return Status();
+}
+
+void Store::add_event_locked(const std::string& run_id, const std::string& stage, const std::string& type,
+                               const nlohmann::json& detail) {
+  SQLite::Statement q(*db_, "INSERT INTO events(run_id, stage, ts_ms, type, detail) VALUES(?,?,?,?,?)");
+  q.bind(1, run_id);
+  q.bind(2, stage);
+  q.bind(3, static_cast<int64_t>(now_ms()));
+  q.bind(4, type);
+  q.bind(5, dump(detail));
+  q.exec();
+}
+
+Status Store::add_event(const std::string& run_id, const std::string& stage, const std::string& type,
+                        const nlohmann::json& detail) {
+  try {
+    add_event_locked(run_id, stage, type, detail);
+    return Status();
+  } catch (const std::exception& e) {
+    return db_error("add event", e);
+  }
+}
+
+Result<RunRecord> Store::create_run(const std::string& name, const std::string& workflow_path,
+                                    const std::string& workflow_source, const nlohmann::json& params,
+                                    const std::vector<StageSeed>& stages) {
+  try {
+    SQLite::Transaction tx(*db_);
+    SQLite::Statement ins(*db_,
+                          "INSERT INTO runs(name, workflow_path, workflow_source, params, state, created_ms) "
+                          "VALUES(?,?,?,?, 'pending', ?)");
+    ins.bind(1, name);
+    ins.bind(2, workflow_path);
+    ins.bind(3, workflow_source);
+    ins.bind(4, dump(params));
+    ins.bind(5, static_cast<int64_t>(now_ms()));
+    ins.exec();
+    int64_t seq = db_->getLastInsertRowid();
+    std::string id = name + "-" + std::to_string(seq);
+    SQLite::Statement upd(*db_, "UPDATE runs SET id=? WHERE seq=?");
+    upd.bind(1, id);
+    upd.bind(2, seq);
+    upd.exec();
+    SQLite::Statement st(*db_, "INSERT INTO stages(run_id, name, position, kind, host, state) VALUES(?,?,?,?,?, 'pending')");
+    int pos = 0;
+    for (const auto& s : stages) {
+      st.bind(1, id);
+      st.bind(2, s.name);
+      st.bind(3, pos++);
+      st.bind(4, s.kind);
+      st.bind(5, s.host);
+      st.exec();
+      st.reset();
+    }
+    add_event_locked(id, "", "run.created", {{"workflow", workflow_path}, {"params", params}});
+    tx.commit();
+    RunRecord r;
+    r.id = id;
+    r.name = name;
+    r.workflow_path = workflow_path;
+    r.workflow_source = workflow_source;
+    r.params = params;
+    r.state = "pending";
+    return r;
+  } catch (const std::exception& e) {
+    return db_error("create run", e);
+  }
+}
+
+Result<RunRecord> Store::find_run(const std::string& id) {
+  try {
+    SQLite::Statement q(*db_, id == "last" ? "SELECT * FROM runs ORDER BY seq DESC LIMIT 1"
+                                           : "SELECT * FROM runs WHERE id=?");
+    if (id != "last") q.bind(1, id);
+    if (!q.executeStep()) return not_found("no run '" + id + "' in " + path_);
+    return read_run(q);
+  } catch (const std::exception& e) {
+    return db_error("find run", e);
+  }
+}
+
+Result<std::vector<RunRecord>> Store::list_runs(int limit) {
+  try {
+    SQLite::Statement q(*db_, "SELECT * FROM runs ORDER BY seq DESC LIMIT ?");
+    q.bind(1, limit);
+    std::vector<RunRecord> out;
+    while (q.executeStep()) out.push_back(read_run(q));
+    return out;
+  } catch (const std::exception& e) {
+    return db_error("list runs", e);
+  }
+}
+
+Result<std::vector<StageRecord>> Store::stages(const std::string& run_id) {
+  try {
+    std::vector<StageRecord> out;
+    std::map<std::string, size_t> index;
+    SQLite::Statement q(*db_, "SELECT * FROM stages WHERE run_id=? ORDER BY position");
+    q.bind(1, run_id);
+    while (q.executeStep()) {
+      StageRecord s;
+      s.run_id = run_id;
+      s.name = q.getColumn("name").getString();
+      s.position = q.getColumn("position").getInt();
+      s.kind = q.getColumn("kind").getString();
+      s.host = q.getColumn("host").getString();
+      s.state = q.getColumn("state").getString();
+      s.attempt = q.getColumn("attempt").getInt();
+      s.token = q.getColumn("token").getString();
+      s.inputs_hash = q.getColumn("inputs_hash").getString();
+      s.started_ms = q.getColumn("started_ms").getInt64();
+      s.ended_ms = q.getColumn("ended_ms").getInt64();
+      if (!q.getColumn("exit_code").isNull()) s.exit_code = q.getColumn("exit_code").getInt();
+      s.error = q.getColumn("error").getString();
+      s.disconnected_since_ms = q.getColumn("disconnected_since_ms").getInt64();
+      s.progress = parse_json(q.getColumn("progress").getString());
+      index[s.name] = out.size();
+      out.push_back(std::move(s));
+    }
+    SQLite::Statement o(*db_, "SELECT stage, key, value FROM outputs WHERE run_id=?");
+    o.bind(1, run_id);
+    while (o.executeStep()) {
+      auto it = index.find(o.getColumn(0).getString());
+      if (it != index.end()) out[it->second].outputs[o.getColumn(1).getString()] = o.getColumn(2).getString();
+    }
+    SQLite::Statement m(*db_, "SELECT stage, key, value FROM metrics WHERE run_id=?");
+    m.bind(1, run_id);
+    while (m.executeStep()) {
+      auto it = index.find(m.getColumn(0).getString());
+      if (it != index.end()) out[it->second].metrics[m.getColumn(1).getString()] = m.getColumn(2).getDouble();
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return db_error("read stages", e);
+  }
+}
+
+Result<std::vector<EventRecord>> Store::events(const std::string& run_id, const std::string& stage) {
+  try {
+    SQLite::Statement q(*db_, stage.empty() ? "SELECT seq, stage, ts_ms, type, detail FROM events WHERE run_id=? ORDER BY seq"
+                                            : "SELECT seq, stage, ts_ms, type, detail FROM events WHERE run_id=? AND stage=? ORDER BY seq");
+    q.bind(1, run_id);
+    if (!stage.empty()) q.bind(2, stage);
+    std::vector<EventRecord> out;
+    while (q.executeStep()) {
+      out.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(), q.getColumn(2).getInt64(),
+                     q.getColumn(3).getString(), parse_json(q.getColumn(4).getString())});
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return db_error("read events", e);
+  }
+}
+
+Result<std::vector<AttemptRecord>> Store::attempts(const std::string& run_id, const std::string& stage) {
+  try {
+    SQLite::Statement q(*db_, "SELECT attempt, token, state, started_ms, ended_ms, exit_code, error FROM attempts "
+                              "WHERE run_id=? AND stage=? ORDER BY attempt");
+    q.bind(1, run_id);
+    q.bind(2, stage);
+    std::vector<AttemptRecord> out;
+    while (q.executeStep()) {
+      AttemptRecord a;
+      a.attempt = q.getColumn(0).getInt();
+      a.token = q.getColumn(1).getString();
+      a.state = q.getColumn(2).getString();
+      a.started_ms = q.getColumn(3).getInt64();
+      a.ended_ms = q.getColumn(4).getInt64();
+      if (!q.getColumn(5).isNull()) a.exit_code = q.getColumn(5).getInt();
+      a.error = q.getColumn(6).getString();
+      out.push_back(a);
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return db_error("read attempts", e);
+  }
+}
+
+Status Store::set_run_state(const std::string& run_id, const std::string& state, int coordinator_pid,
+                            const std::string& error) {
+  try {
+    SQLite::Transaction tx(*db_);
+    bool ended = state == "succeeded" || state == "failed" || state == "cancelled";
+    SQLite::Statement q(*db_, "UPDATE runs SET state=?, coordinator_pid=?, error=?, ended_ms=? WHERE id=?");
+    q.bind(1, state);
+    q.bind(2, coordinator_pid);
+    q.bind(3, error);
+    q.bind(4, static_cast<int64_t>(ended ? now_ms() : 0));
+    q.bind(5, run_id);
+    q.exec();
+    add_event_locked(run_id, "", "run." + state, {{"pid", coordinator_pid}, {"error", error}});
+    tx.commit();
+    return Status();
+  } catch (const std::exception& e) {
+    return db_error("set run state", e);
+  }
+}
+
+Status Store::request_cancel(const std::string& run_id) {
+  try {
+    SQLite::Transaction tx(*db_);
+    SQLite::Statement q(*db_, "UPDATE runs SET cancel_requested=1 WHERE id=?");
+    q.bind(1, run_id);
+    q.exec();
+    add_event_locked(run_id, "", "run.cancel_requested", nlohmann::json::object());
+    tx.commit();
+    return Status();
+  } catch (const std::exception& e) {
+    return db_error("request cancel", e);
+  }
+}
+
+Status Store::begin_attempt(const std::string& run_id, const std::string& stage, int attempt, const std::string& token,
+                            const std::string& inputs_hash) {
+  try {
+    SQLite::Transaction tx(*db_);
+    int64_t now = now_ms();
+    SQLite::Statement a(*db_, "INSERT INTO attempts(run_id, stage, attempt, token, state, inputs_hash, started_ms) "
+                              "VALUES(?,?,?,?, 'running', ?, ?)");
+    a.bind(1, run_id);
+    a.bind(2, stage);
+    a.bind(3, attempt);
+    a.bind(4, token);
+    a.bind(5, inputs_hash);
+    a.bind(6, static_cast<int64_t>(now));
+    a.exec();
+    SQLite::Statement s(*db_, "UPDATE stages SET state='running', attempt=?, token=?, inputs_hash=?, started_ms=?, "
+                              "ended_ms=0, exit_code=NULL, error='', disconnected_since_ms=0, progress='null' "
+                              "WHERE run_id=? AND name=?");
+    s.bind(1, attempt);
+    s.bind(2, token);
+    s.bind(3, inputs_hash);
+    s.bind(4, static_cast<int64_t>(now));
+    s.bind(5, run_id);
+    s.bind(6, stage);
+    s.exec();
+    add_event_locked(run_id, stage, "attempt.started", {{"attempt", attempt}, {"token", token}});
+    tx.commit();
+    return Status();
+  } catch (const std::exception& e) {
+    return db_error("begin attempt", e);
+  }
+}
+
+Result<bool> Store::finish_attempt(const std::string& run_id, const std::string& stage, int attempt,
+                                   const std::string& state, std::optional<int> exit_code, const std::string& error) {
+  try {
+    SQLite::Transaction tx(*db_);
+    int64_t now = now_ms();
+    SQLite::Statement a(*db_, "UPDATE attempts SET state=?, ended_ms=?, exit_code=?, error=? "
+                              "WHERE run_id=? AND stage=? AND attempt=? AND state='running'");
+    a.bind(1, state);
+    a.bind(2, static_cast<int64_t>(now));
+    if (exit_code) a.bind(3, *exit_code);
+    else a.bind(3);
+    a.bind(4, error);
+    a.bind(5, run_id);
+    a.bind(6, stage);
+    a.bind(7, attempt);
+    if (a.exec() == 0) return false;  // already recorded: never twice
+    SQLite::Statement s(*db_, "UPDATE stages SET state=?, ended_ms=?, exit_code=?, error=?, disconnected_since_ms=0 "
+                              "WHERE run_id=? AND name=?");
+    s.bind(1, state);
+    s.bind(2, static_cast<int64_t>(now));
+    if (exit_code) s.bind(3, *exit_code);
+    else s.bind(3);
+    s.bind(4, error);
+    s.bind(5, run_id);
+    s.bind(6, stage);
+    s.exec();
+    nlohmann::json detail = {{"attempt", attempt}, {"state", state}, {"error", error}};
+    if (exit_code) detail["exit_code"] = *exit_code;
+    add_event_locked(run_id, stage, "attempt.finished", detail);
+    tx.commit();
+    return true;
+  } catch (const std::exception& e) {
+    return db_error("finish attempt", e);
+  }
+}
+
+Status Store::set_stage_state(const std::string& run_id, const std::string& stage, const std::string& state,
+                              const std::string& error) {
+  try {
+    SQLite::Transaction tx(*db_);
+    SQLite::Statement s(*db_, "UPDATE stages SET state=?, error=? WHERE run_id=? AND name=?");
+    s.bind(1, state);
+    s.bind(2, error);
+    s.bind(3, run_id);
+    s.bind(4, stage);
+    s.exec();
+    add_event_locked(run_id, stage, "stage." + state, {{"error", error}});
+    tx.commit();
+    return Status();
+  } catch (const std::exception& e) {
+    return db_error("set stage state", e);
+  }
+}
+
+Status Store::set_outputs(const std::string& run_id, const std::string& stage,
+                          const std::map<std::string, std::string>& kv) {
+  try {
+    SQLite::Transaction tx(*db_);
+    SQLite::Statement q(*db_, "INSERT OR REPLACE INTO outputs(run_id, stage, key, value) VALUES(?,?,?,?)");
+    for (const auto& [k, v] : kv) {
+      q.bind(1, run_id);
+      q.bind(2, stage);
+      q.bind(3, k);
+      q.bind(4, v);
+      q.exec();
+      q.reset();
+    }
+    tx.commit();
+    return Status();
+  } catch (const std::exception& e) {
+    return db_error("set outputs", e);
+  }
+}
+
+Status Store::set_metrics(const std::string& run_id, const std::string& stage, const std::map<std::string, double>& kv) {
+  try {
+    SQLite::Transaction tx(*db_);
+    SQLite::Statement q(*db_, "INSERT OR REPLACE INTO metrics(run_id, stage, key, value) VALUES(?,?,?,?)");
+    for (const auto& [k, v] : kv) {
+      q.bind(1, run_id);
+      q.bind(2, stage);
+      q.bind(3, k);
+      q.bind(4, v);
+      q.exec();
+      q.reset();
+    }
+    tx.commit();
+    return Status();
+  } catch (const std::exception& e) {
+    return db_error("set metrics", e);
+  }
+}
+
+Status Store::set_disconnected(const std::string& run_id, const std::string& stage, int64_t since_ms) {
+  try {
+    SQLite::Statement q(*db_, "UPDATE stages SET disconnected_since_ms=? WHERE run_id=? AND name=?");
+    q.bind(1, static_cast<int64_t>(since_ms));
+    q.bind(2, run_id);
+    q.bind(3, stage);
+    q.exec();
+    return Status();
+  } catch (const std::exception& e) {
+    return db_error("set disconnected", e);
+  }
+}
+
+Status Store::set_progress(const std::string& run_id, const std::string& stage, const nlohmann::json& progress) {
+  try {
+    SQLite::Statement q(*db_, "UPDATE stages SET progress=? WHERE run_id=? AND name=?");
+    q.bind(1, dump(progress));
+    q.bind(2, run_id);
+    q.bind(3, stage);
+    q.exec();
+    return Status();
+  } catch (const std::exception& e) {
+    return db_error("set progress", e);
+  }
+}
+
+}  // namespace ferry

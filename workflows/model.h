@@ -1,0 +1,117 @@
+// The typed workflow model that the YAML parser produces (workflows/README.md is
+// the user-facing schema). Plain values, copied freely; any thread.
+//
+// Every element remembers where it came from (Location), so errors found later,
+// even at run time, can still say "file:line:col".
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ferry::workflow {
+
+struct Location {
+  int line = 0;    // 1-based; 0 = unknown
+  int column = 0;  // 1-based
+};
+
+/// A string from the file that may contain ${{ }} templates, with its place.
+struct Text {
+  std::string value;
+  Location at;
+  bool empty() const { return value.empty(); }
+};
+
+struct Param {
+  std::string name;
+  std::string default_value;
+  Location at;
+};
+
+enum class Transport { kLocal, kSsh };
+
+struct Host {
+  std::string name;
+  Location at;
+  Transport transport = Transport::kLocal;
+  std::string address;  // ssh: name or IP; may be an ~/.ssh/config alias
+  int port = 22;
+  std::string user;
+  std::string identity;     // private key file
+  std::string known_hosts;  // "" = ~/.ssh/known_hosts
+  bool trust_first_use = false;
+  Text workdir;  // "" = the default for the transport
+  std::map<std::string, Text> env;
+  double give_up_s = 600;  // stop reconnecting after this long
+};
+
+enum class StageKind { kCommand, kCopy, kEval };
+const char* stage_kind_name(StageKind kind);
+
+struct Output {
+  std::string name;
+  std::optional<Text> value;  // absent: the job writes it to $FERRY_OUTPUT
+  Location at;
+};
+
+struct Endpoint {  // HOST:PATH in a copy stage
+  std::string host;
+  Text path;
+};
+
+struct EvalGate {
+  std::optional<double> min_tau;
+  std::optional<double> min_ratio_to_reference;
+};
+
+struct Stage {
+  std::string name;
+  Location at;
+  StageKind kind = StageKind::kCommand;
+  std::string host;  // command stages
+  std::vector<std::string> needs;
+  std::vector<Location> needs_at;
+  std::map<std::string, Text> env;
+  std::vector<Output> outputs;
+  double timeout_s = 0;  // 0 = none
+  int retries = 0;
+  double retry_backoff_s = 1;  // doubles after each failed attempt
+  std::vector<int> retry_on;   // empty = retry on any failure
+
+  // command
+  Text run;
+  Text cwd;
+
+  // copy
+  Endpoint from, to;
+  std::string route = "auto";  // auto | direct | relay
+  Text keep_local;
+  int streams = 4;
+
+  // eval
+  Text target, drafter, reference, prompts;
+  int max_new_tokens = 128;
+  int block_size = 0;
+  std::string device = "cpu";
+  std::string dtype = "float32";
+  int threads = 0;
+  EvalGate gate;
+};
+
+struct Workflow {
+  std::string path;    // as given on the command line
+  std::string source;  // the file's text, kept so a run can be resumed as it was
+  std::string name;
+  Location name_at;
+  std::vector<Param> params;
+  std::vector<Host> hosts;
+  std::vector<Stage> stages;
+
+  const Host* find_host(const std::string& name) const;
+  const Stage* find_stage(const std::string& name) const;
+  const Param* find_param(const std::string& name) const;
+};
+
+}  // namespace ferry::workflow

@@ -1,0 +1,535 @@
+#include "workflows/parser.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "workflows/duration.h"
+#include "workflows/validate.h"
+
+namespace ferry::workflow {
+namespace {
+
+const std::vector<std::string> kTopKeys = {"name", "description", "params", "hosts", "stages"};
+const std::vector<std::string> kHostKeys = {"transport", "address", "port", "user", "identity", "known_hosts",
+                                            "trust", "workdir", "env", "give_up", "description"};
+const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env", "outputs", "timeout",
+                                                   "retries", "retry_backoff", "retry_on", "description"};
+const std::vector<std::string> kCommandKeys = {"run", "cwd"};
+const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
+const std::vector<std::string> kEvalKeys = {"target", "drafter", "reference", "prompts", "max_new_tokens",
+                                            "block_size", "device", "dtype", "threads", "gate"};
+const std::vector<std::string> kGateKeys = {"min_tau", "min_ratio_to_reference"};
+
+Location loc(const YAML::Node& n) {
+  YAML::Mark m = n.Mark();
+  if (m.is_null()) return {};
+  return {m.line + 1, m.column + 1};
+}
+
+const char* type_name(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "an undefined value";
+  }
+}
+
+std::vector<std::string> concat(std::initializer_list<const std::vector<std::string>*> lists) {
+  std::vector<std::string> out;
+  for (auto* l : lists) out.insert(out.end(), l->begin(), l->end());
+  return out;
+}
+
+class Parser {
+ public:
+  explicit Parser(Diagnostics* d) : d_(*d) {}
+
+  Workflow parse(const std::string& path, const std::string& text) {
+    Workflow wf;
+    wf.path = path;
+    wf.source = text;
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::ParserException& e) {
+      d_.error({e.mark.line + 1, e.mark.column + 1}, "YAML syntax error: " + e.msg);
+      return wf;
+    } catch (const YAML::Exception& e) {
+      d_.error({1, 1}, std::string("YAML error: ") + e.what());
+      return wf;
+    }
+    if (!root.IsMap()) {
+      d_.error(root.IsDefined() && !root.IsNull() ? loc(root) : Location{1, 1},
+               "a workflow must be a mapping with 'name', 'hosts' and 'stages'");
+      return wf;
+    }
+    auto entries = entries_of(root, kTopKeys, "workflow");
+    if (auto n = find(entries, "name")) {
+      if (auto s = scalar(*n, "name")) {
+        wf.name = *s;
+        wf.name_at = loc(*n);
+        if (!valid_name(*s)) d_.error(loc(*n), "workflow name '" + *s + "' may use only letters, digits, '_' and '-'");
+      }
+    } else {
+      d_.error(loc(root), "missing required field 'name'");
+    }
+    if (auto n = find(entries, "params")) parse_params(*n, &wf);
+    if (auto n = find(entries, "hosts")) parse_hosts(*n, &wf);
+    if (auto n = find(entries, "stages")) {
+      parse_stages(*n, &wf);
+    } else {
+      d_.error(loc(root), "missing required field 'stages'");
+    }
+    return wf;
+  }
+
+ private:
+  struct Entry {
+    std::string key;
+    Location at;  // of the key
+    YAML::Node node;
+  };
+  using Entries = std::vector<Entry>;
+
+  static bool valid_name(const std::string& s) {
+    if (s.empty() || s.size() > 100) return false;
+    for (char c : s) {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  // The keys of a mapping, checked against `allowed`: unknown keys get a
+  // did-you-mean, duplicates are reported at their second place.
+  Entries entries_of(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& what) {
+    Entries out;
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const YAML::Node& key = it->first;
+      if (!key.IsScalar()) {
+        d_.error(loc(key), "keys of " + what + " must be plain names");
+        continue;
+      }
+      std::string k = key.Scalar();
+      if (!seen.insert(k).second) {
+        d_.error(loc(key), "duplicate key '" + k + "' in " + what);
+        continue;
+      }
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+        std::string hint = did_you_mean(k, allowed);
+        d_.error(loc(key), "unknown key '" + k + "' in " + what + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+        continue;
+      }
+      out.push_back({k, loc(key), it->second});
+    }
+    return out;
+  }
+
+  static Location key_at(const Entries& e, const std::string& key) {
+    for (const auto& entry : e) {
+      if (entry.key == key) return entry.at;
+    }
+    return {};
+  }
+
+  static const YAML::Node* find(const Entries& e, const std::string& key) {
+    for (const auto& entry : e) {
+      if (entry.key == key) return &entry.node;
+    }
+    return nullptr;
+  }
+
+  std::optional<std::string> scalar(const YAML::Node& n, const std::string& what) {
+    if (!n.IsScalar()) {
+      d_.error(loc(n), "'" + what + "' must be a scalar, not " + type_name(n));
+      return std::nullopt;
+    }
+    return n.Scalar();
+  }
+
+  std::optional<Text> text(const YAML::Node& n, const std::string& what) {
+    auto s = scalar(n, what);
+    if (!s) return std::nullopt;
+    return Text{*s, loc(n)};
+  }
+
+  std::optional<long long> integer(const YAML::Node& n, const std::string& what, long long min, long long max) {
+    auto s = scalar(n, what);
+    if (!s) return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(s->c_str(), &end, 10);
+    if (s->empty() || *end != '\0' || errno == ERANGE) {
+      d_.error(loc(n), "'" + what + "' must be an integer, got '" + *s + "'");
+      return std::nullopt;
+    }
+    if (v < min || v > max) {
+      d_.error(loc(n), "'" + what + "' must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                           ", got " + *s);
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<double> number(const YAML::Node& n, const std::string& what) {
+    auto s = scalar(n, what);
+    if (!s) return std::nullopt;
+    char* end = nullptr;
+    double v = std::strtod(s->c_str(), &end);
+    if (s->empty() || *end != '\0') {
+      d_.error(loc(n), "'" + what + "' must be a number, got '" + *s + "'");
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<double> duration(const YAML::Node& n, const std::string& what) {
+    auto s = scalar(n, what);
+    if (!s) return std::nullopt;
+    auto v = parse_duration(*s);
+    if (!v) d_.error(loc(n), "'" + what + "' must be a duration like 30s, 5m, 1h or 500ms, got '" + *s + "'");
+    return v;
+  }
+
+  std::optional<std::string> one_of(const YAML::Node& n, const std::string& what, const std::vector<std::string>& choices) {
+    auto s = scalar(n, what);
+    if (!s) return std::nullopt;
+    if (std::find(choices.begin(), choices.end(), *s) != choices.end()) return s;
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    std::string hint = did_you_mean(*s, choices);
+    d_.error(loc(n), "'" + what + "' must be one of " + list + ", got '" + *s + "'" +
+                         (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    return std::nullopt;
+  }
+
+  bool expect_map(const YAML::Node& n, const std::string& what) {
+    if (n.IsMap()) return true;
+    d_.error(loc(n), "'" + what + "' must be a mapping, not " + type_name(n));
+    return false;
+  }
+
+  void parse_env(const YAML::Node& n, const std::string& what, std::map<std::string, Text>* env) {
+    if (!expect_map(n, what)) return;
+    for (const auto& [k, k_at, v] : entries_of(n, {}, "'" + what + "'")) {
+      if (auto t = text(v, what + "." + k)) (*env)[k] = *t;
+    }
+  }
+
+  void parse_params(const YAML::Node& n, Workflow* wf) {
+    if (n.IsNull()) return;
+    if (!expect_map(n, "params")) return;
+    for (const auto& [k, k_at, v] : entries_of(n, {}, "'params'")) {
+      Param p;
+      p.name = k;
+      p.at = k_at;
+      if (!valid_name(k)) d_.error(p.at, "param name '" + k + "' may use only letters, digits, '_' and '-'");
+      if (v.IsNull()) {
+        p.default_value = "";
+      } else if (auto s = scalar(v, "params." + k)) {
+        p.default_value = *s;
+      }
+      wf->params.push_back(p);
+    }
+  }
+
+  void parse_hosts(const YAML::Node& n, Workflow* wf) {
+    if (n.IsNull()) return;
+    if (!expect_map(n, "hosts")) return;
+    for (const auto& [name, name_at, v] : entries_of(n, {}, "'hosts'")) {
+      Host h;
+      h.name = name;
+      h.at = name_at;
+      if (!valid_name(name)) d_.error(h.at, "host name '" + name + "' may use only letters, digits, '_' and '-'");
+      std::string what = "host '" + name + "'";
+      if (v.IsNull()) {  // `name:` alone is a local host with defaults
+        wf->hosts.push_back(h);
+        continue;
+      }
+      if (!expect_map(v, "hosts." + name)) continue;
+      auto e = entries_of(v, kHostKeys, what);
+      if (auto x = find(e, "transport")) {
+        if (auto t = one_of(*x, "transport", {"local", "ssh"})) h.transport = *t == "ssh" ? Transport::kSsh : Transport::kLocal;
+      }
+      if (auto x = find(e, "address")) {
+        if (auto s = scalar(*x, "address")) h.address = *s;
+      }
+      if (auto x = find(e, "port")) {
+        if (auto p = integer(*x, "port", 1, 65535)) h.port = static_cast<int>(*p);
+      }
+      if (auto x = find(e, "user")) {
+        if (auto s = scalar(*x, "user")) h.user = *s;
+      }
+      if (auto x = find(e, "identity")) {
+        if (auto s = scalar(*x, "identity")) h.identity = *s;
+      }
+      if (auto x = find(e, "known_hosts")) {
+        if (auto s = scalar(*x, "known_hosts")) h.known_hosts = *s;
+      }
+      if (auto x = find(e, "trust")) {
+        if (auto t = one_of(*x, "trust", {"known-hosts", "first-use"})) h.trust_first_use = *t == "first-use";
+      }
+      if (auto x = find(e, "workdir")) {
+        if (auto t = text(*x, "workdir")) h.workdir = *t;
+      }
+      if (auto x = find(e, "env")) parse_env(*x, "env", &h.env);
+      if (auto x = find(e, "give_up")) {
+        if (auto d = duration(*x, "give_up")) h.give_up_s = *d;
+      }
+      if (h.transport == Transport::kSsh && h.address.empty()) {
+        d_.error(h.at, what + " uses transport ssh but has no 'address'");
+      }
+      if (h.transport == Transport::kLocal) {
+        for (const char* k : {"address", "user", "identity", "known_hosts", "trust"}) {
+          if (find(e, k)) d_.error(key_at(e, k), "'" + std::string(k) + "' applies to ssh hosts only; " + what + " is local");
+        }
+      }
+      wf->hosts.push_back(h);
+    }
+  }
+
+  void parse_needs(const YAML::Node& n, Stage* s) {
+    std::set<std::string> seen;
+    auto add = [&](const YAML::Node& item) {
+      auto v = scalar(item, "needs");
+      if (!v) return;
+      if (!seen.insert(*v).second) {
+        d_.error(loc(item), "stage '" + s->name + "' lists '" + *v + "' twice in needs");
+        return;
+      }
+      s->needs.push_back(*v);
+      s->needs_at.push_back(loc(item));
+    };
+    if (n.IsScalar()) {
+      add(n);
+    } else if (n.IsSequence()) {
+      for (const auto& item : n) add(item);
+    } else if (!n.IsNull()) {
+      d_.error(loc(n), "'needs' must be a stage name or a list of them, not " + std::string(type_name(n)));
+    }
+  }
+
+  void parse_outputs(const YAML::Node& n, Stage* s) {
+    std::set<std::string> seen;
+    auto add = [&](const std::string& name, Location at, std::optional<Text> value) {
+      if (!valid_name(name)) {
+        d_.error(at, "output name '" + name + "' may use only letters, digits, '_' and '-'");
+        return;
+      }
+      if (!seen.insert(name).second) {
+        d_.error(at, "duplicate output '" + name + "' in stage '" + s->name + "'");
+        return;
+      }
+      s->outputs.push_back({name, std::move(value), at});
+    };
+    if (n.IsSequence()) {
+      for (const auto& item : n) {
+        if (auto v = scalar(item, "outputs")) add(*v, loc(item), std::nullopt);
+      }
+    } else if (n.IsMap()) {
+      for (const auto& [k, k_at, v] : entries_of(n, {}, "'outputs' of stage '" + s->name + "'")) {
+        if (v.IsNull()) add(k, k_at, std::nullopt);
+        else if (auto t = text(v, "outputs." + k)) add(k, k_at, *t);
+      }
+    } else if (!n.IsNull()) {
+      d_.error(loc(n), "'outputs' must be a list of names or a mapping of name: value");
+    }
+  }
+
+  std::optional<Endpoint> endpoint(const YAML::Node& n, const std::string& what) {
+    auto t = text(n, what);
+    if (!t) return std::nullopt;
+    size_t colon = t->value.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == t->value.size()) {
+      d_.error(t->at, "'" + what + "' must be HOST:PATH, got '" + t->value + "'");
+      return std::nullopt;
+    }
+    Endpoint e;
+    e.host = t->value.substr(0, colon);
+    e.path = Text{t->value.substr(colon + 1), t->at};
+    return e;
+  }
+
+  void parse_stages(const YAML::Node& n, Workflow* wf) {
+    if (!expect_map(n, "stages")) return;
+    if (n.size() == 0) d_.error(loc(n), "a workflow needs at least one stage");
+    for (const auto& [name, name_at, v] : entries_of(n, {}, "'stages'")) {
+      Stage s;
+      s.name = name;
+      s.at = name_at;
+      if (!valid_name(name)) d_.error(s.at, "stage name '" + name + "' may use only letters, digits, '_' and '-'");
+      std::string what = "stage '" + name + "'";
+      if (!v.IsMap()) {
+        d_.error(v.IsNull() ? s.at : loc(v), what + " must be a mapping with at least 'run' or 'kind'");
+        continue;
+      }
+      // The kind decides which keys are allowed, so read it first.
+      std::string kind = "command";
+      if (v["kind"] && v["kind"].IsScalar()) kind = v["kind"].Scalar();
+      std::vector<std::string> allowed = concat({&kCommonStageKeys, &kCommandKeys, &kCopyKeys, &kEvalKeys});
+      if (kind == "command") allowed = concat({&kCommonStageKeys, &kCommandKeys});
+      else if (kind == "copy") allowed = concat({&kCommonStageKeys, &kCopyKeys});
+      else if (kind == "eval") allowed = concat({&kCommonStageKeys, &kEvalKeys});
+      auto e = entries_of(v, allowed, what + " (kind " + kind + ")");
+      if (auto x = find(e, "kind")) {
+        if (auto k = one_of(*x, "kind", {"command", "copy", "eval"})) {
+          s.kind = *k == "copy" ? StageKind::kCopy : *k == "eval" ? StageKind::kEval : StageKind::kCommand;
+        }
+      }
+      if (auto x = find(e, "host")) {
+        if (auto h = scalar(*x, "host")) s.host = *h;
+        host_at_[name] = loc(*x);
+      }
+      if (auto x = find(e, "needs")) parse_needs(*x, &s);
+      if (auto x = find(e, "env")) parse_env(*x, "env", &s.env);
+      if (auto x = find(e, "outputs")) parse_outputs(*x, &s);
+      if (auto x = find(e, "timeout")) {
+        if (auto d = duration(*x, "timeout")) s.timeout_s = *d;
+      }
+      if (auto x = find(e, "retries")) {
+        if (auto r = integer(*x, "retries", 0, 100)) s.retries = static_cast<int>(*r);
+      }
+      if (auto x = find(e, "retry_backoff")) {
+        if (auto d = duration(*x, "retry_backoff")) s.retry_backoff_s = *d;
+      }
+      if (auto x = find(e, "retry_on")) {
+        if (x->IsSequence()) {
+          for (const auto& item : *x) {
+            if (auto c = integer(item, "retry_on", 0, 255)) s.retry_on.push_back(static_cast<int>(*c));
+          }
+        } else if (auto c = integer(*x, "retry_on", 0, 255)) {
+          s.retry_on.push_back(static_cast<int>(*c));
+        }
+      }
+      if (auto x = find(e, "run")) {
+        if (auto t = text(*x, "run")) s.run = *t;
+      }
+      if (auto x = find(e, "cwd")) {
+        if (auto t = text(*x, "cwd")) s.cwd = *t;
+      }
+      if (auto x = find(e, "from")) {
+        if (auto ep = endpoint(*x, "from")) s.from = *ep;
+      }
+      if (auto x = find(e, "to")) {
+        if (auto ep = endpoint(*x, "to")) s.to = *ep;
+      }
+      if (auto x = find(e, "route")) {
+        if (auto r = one_of(*x, "route", {"auto", "direct", "relay"})) s.route = *r;
+      }
+      if (auto x = find(e, "keep_local")) {
+        if (auto t = text(*x, "keep_local")) s.keep_local = *t;
+      }
+      if (auto x = find(e, "streams")) {
+        if (auto r = integer(*x, "streams", 1, 64)) s.streams = static_cast<int>(*r);
+      }
+      for (auto [key, field] : {std::pair{"target", &s.target}, {"drafter", &s.drafter},
+                                {"reference", &s.reference}, {"prompts", &s.prompts}}) {
+        if (auto x = find(e, key)) {
+          if (auto t = text(*x, key)) *field = *t;
+        }
+      }
+      if (auto x = find(e, "max_new_tokens")) {
+        if (auto r = integer(*x, "max_new_tokens", 1, 1 << 20)) s.max_new_tokens = static_cast<int>(*r);
+      }
+      if (auto x = find(e, "block_size")) {
+        if (auto r = integer(*x, "block_size", 1, 1024)) s.block_size = static_cast<int>(*r);
+      }
+      if (auto x = find(e, "device")) {
+        if (auto r = one_of(*x, "device", {"cpu", "cuda"})) s.device = *r;
+      }
+      if (auto x = find(e, "dtype")) {
+        if (auto r = one_of(*x, "dtype", {"float32", "bfloat16", "float16"})) s.dtype = *r;
+      }
+      if (auto x = find(e, "threads")) {
+        if (auto r = integer(*x, "threads", 0, 1024)) s.threads = static_cast<int>(*r);
+      }
+      if (auto x = find(e, "gate")) {
+        if (expect_map(*x, "gate")) {
+          auto g = entries_of(*x, kGateKeys, "'gate' of " + what);
+          if (auto y = find(g, "min_tau")) s.gate.min_tau = number(*y, "min_tau");
+          if (auto y = find(g, "min_ratio_to_reference")) {
+            s.gate.min_ratio_to_reference = number(*y, "min_ratio_to_reference");
+          }
+        }
+      }
+      require_kind_fields(e, s);
+      wf->stages.push_back(std::move(s));
+    }
+  }
+
+  void require_kind_fields(const Entries& e, const Stage& s) {
+    std::string what = "stage '" + s.name + "'";
+    auto need = [&](const char* key) {
+      if (!find(e, key)) d_.error(s.at, what + " is missing required field '" + key + "'");
+    };
+    switch (s.kind) {
+      case StageKind::kCommand: need("run"); break;
+      case StageKind::kCopy: need("from"); need("to"); break;
+      case StageKind::kEval: need("target"); need("drafter"); need("prompts"); break;
+    }
+    if (s.kind != StageKind::kCommand && find(e, "host")) {
+      d_.error(host_at_[s.name], what + ": 'host' applies to command stages (copy names hosts in from/to; eval runs in the coordinator)");
+    }
+    if (s.gate.min_ratio_to_reference && !find(e, "reference")) {
+      d_.error(s.at, what + ": gate 'min_ratio_to_reference' needs a 'reference' drafter");
+    }
+  }
+
+  Diagnostics& d_;
+  std::map<std::string, Location> host_at_;  // stage → its 'host' value
+};
+
+}  // namespace
+
+Workflow parse_workflow_collecting(const std::string& path, const std::string& text, Diagnostics* diagnostics) {
+  Workflow wf = Parser(diagnostics).parse(path, text);
+  validate_workflow(wf, diagnostics);
+  return wf;
+}
+
+Result<Workflow> parse_workflow(const std::string& path, const std::string& text) {
+  Diagnostics d(path);
+  Workflow wf = parse_workflow_collecting(path, text, &d);
+  if (!d.empty()) {
+    std::string msg = d.to_string();
+    if (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    return invalid_argument(msg);
+  }
+  return wf;
+}
+
+Result<Workflow> load_workflow(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found(path + ": cannot open workflow file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_workflow(path, ss.str());
+}
+
+Status apply_param_overrides(Workflow* wf, const std::map<std::string, std::string>& overrides) {
+  std::vector<std::string> names;
+  for (const auto& p : wf->params) names.push_back(p.name);
+  for (const auto& [k, v] : overrides) {
+    bool found = false;
+    for (auto& p : wf->params) {
+      if (p.name == k) {
+        p.default_value = v;
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string hint = did_you_mean(k, names);
+      return invalid_argument("-p " + k + ": workflow '" + wf->name + "' has no param '" + k + "'" +
+                              (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    }
+  }
+  return Status();
+}
+
+}  // namespace ferry::workflow

@@ -1,0 +1,108 @@
+#include "workflows/template.h"
+
+namespace ferry::workflow {
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> split_dots(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  for (;;) {
+    size_t dot = s.find('.', pos);
+    parts.push_back(s.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos));
+    if (dot == std::string::npos) break;
+    pos = dot + 1;
+  }
+  return parts;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<Reference> parse_expression(const std::string& expr, size_t offset) {
+  Reference r;
+  r.offset = offset;
+  r.text = expr;
+  auto parts = split_dots(expr);
+  for (const auto& p : parts) {
+    if (!is_identifier(p)) return invalid_argument("bad template expression '${{ " + expr + " }}'");
+  }
+  if (parts[0] == "params" && parts.size() == 2) {
+    r.kind = Reference::Kind::kParam;
+    r.name = parts[1];
+  } else if (parts[0] == "stages" && parts.size() == 4 && parts[2] == "outputs") {
+    r.kind = Reference::Kind::kStageOutput;
+    r.name = parts[1];
+    r.field = parts[3];
+  } else if (parts[0] == "hosts" && parts.size() == 3 && (parts[2] == "workdir" || parts[2] == "address")) {
+    r.kind = Reference::Kind::kHost;
+    r.name = parts[1];
+    r.field = parts[2];
+  } else if (parts[0] == "run" && parts.size() == 2 && parts[1] == "id") {
+    r.kind = Reference::Kind::kRun;
+    r.name = "id";
+  } else {
+    return invalid_argument("unknown template expression '${{ " + expr +
+                            " }}' (expected params.NAME, stages.NAME.outputs.KEY, hosts.NAME.workdir, "
+                            "hosts.NAME.address or run.id)");
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<std::vector<Reference>> parse_references(const std::string& s) {
+  std::vector<Reference> refs;
+  size_t pos = 0;
+  for (;;) {
+    size_t open = s.find("${{", pos);
+    if (open == std::string::npos) break;
+    size_t close = s.find("}}", open + 3);
+    if (close == std::string::npos) return invalid_argument("unterminated '${{' (missing '}}')");
+    auto ref = parse_expression(trim(s.substr(open + 3, close - open - 3)), open);
+    if (!ref.ok()) return ref.status();
+    refs.push_back(std::move(ref).value());
+    pos = close + 2;
+  }
+  return refs;
+}
+
+Result<std::string> expand_template(const std::string& s, const Resolver& resolve, bool quote) {
+  auto refs = parse_references(s);
+  if (!refs.ok()) return refs.status();
+  std::string out;
+  size_t pos = 0;
+  for (const auto& ref : *refs) {
+    out += s.substr(pos, ref.offset - pos);
+    auto value = resolve(ref);
+    if (!value.ok()) return value.status();
+    out += quote ? shell_quote(*value) : *value;
+    pos = s.find("}}", ref.offset) + 2;
+  }
+  out += s.substr(pos);
+  return out;
+}
+
+std::string shell_quote(const std::string& value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  out += "'";
+  return out;
+}
+
+}  // namespace ferry::workflow

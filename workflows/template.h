@@ -1,0 +1,38 @@
+// ${{ }} templates: parsing the references in a string and expanding them.
+//
+// Grammar: "${{" spaces? EXPR spaces? "}}" where EXPR is one of
+//   params.NAME | stages.NAME.outputs.KEY | hosts.NAME.workdir | hosts.NAME.address
+//   | run.id
+// Values that reach a shell (a stage's `run`) are single-quoted so each stays one
+// word whatever it holds: quotes, $(), ;, newlines. Plain functions; any thread.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ferry::workflow {
+
+struct Reference {
+  enum class Kind { kParam, kStageOutput, kHost, kRun };
+  Kind kind = Kind::kParam;
+  std::string name;   // param, stage, host name; "id" for run
+  std::string field;  // output key, host field
+  size_t offset = 0;  // where "${{" starts in the string
+  std::string text;   // the expression as written
+};
+
+/// All references in `s`, or an error naming the bad one (unterminated, unknown form).
+Result<std::vector<Reference>> parse_references(const std::string& s);
+
+using Resolver = std::function<Result<std::string>(const Reference&)>;
+
+/// Replaces each reference with resolve(ref); shell-quotes the values when asked.
+Result<std::string> expand_template(const std::string& s, const Resolver& resolve, bool shell_quote);
+
+/// 'it'\''s' style quoting: safe as one word for POSIX sh.
+std::string shell_quote(const std::string& value);
+
+}  // namespace ferry::workflow

@@ -1,0 +1,164 @@
+#include "workflows/validate.h"
+
+#include <set>
+
+#include "workflows/dag.h"
+#include "workflows/template.h"
+
+namespace ferry::workflow {
+namespace {
+
+std::vector<std::string> host_names(const Workflow& wf) {
+  std::vector<std::string> v;
+  for (const auto& h : wf.hosts) v.push_back(h.name);
+  return v;
+}
+
+std::vector<std::string> stage_names(const Workflow& wf) {
+  std::vector<std::string> v;
+  for (const auto& s : wf.stages) v.push_back(s.name);
+  return v;
+}
+
+std::string hint(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string h = did_you_mean(word, candidates);
+  return h.empty() ? "" : " (did you mean '" + h + "'?)";
+}
+
+class Checker {
+ public:
+  Checker(const Workflow& wf, Diagnostics* d) : wf_(wf), d_(*d) {}
+
+  // `stage` is the stage whose field holds the text (nullptr for host fields,
+  // which may use params and run.id only).
+  void check_text(const Text& t, const Stage* stage, const std::string& field) {
+    if (t.value.find("${{") == std::string::npos) return;
+    auto refs = parse_references(t.value);
+    if (!refs.ok()) {
+      d_.error(t.at, field + ": " + refs.status().message());
+      return;
+    }
+    for (const auto& r : *refs) check_reference(r, t.at, stage, field);
+  }
+
+ private:
+  void check_reference(const Reference& r, Location at, const Stage* stage, const std::string& field) {
+    std::string expr = "'${{ " + r.text + " }}'";
+    switch (r.kind) {
+      case Reference::Kind::kParam: {
+        if (!wf_.find_param(r.name)) {
+          std::vector<std::string> names;
+          for (const auto& p : wf_.params) names.push_back(p.name);
+          d_.error(at, field + ": " + expr + " references unknown param '" + r.name + "'" + hint(r.name, names));
+        }
+        return;
+      }
+      case Reference::Kind::kRun: return;
+      case Reference::Kind::kHost: {
+        if (!stage) {
+          d_.error(at, field + ": " + expr + " — host settings may reference params and run.id only");
+          return;
+        }
+        if (!wf_.find_host(r.name)) {
+          d_.error(at, field + ": " + expr + " references unknown host '" + r.name + "'" + hint(r.name, host_names(wf_)));
+        }
+        return;
+      }
+      case Reference::Kind::kStageOutput: {
+        if (!stage) {
+          d_.error(at, field + ": " + expr + " — host settings may reference params and run.id only");
+          return;
+        }
+        const Stage* src = wf_.find_stage(r.name);
+        if (!src) {
+          d_.error(at, field + ": " + expr + " references unknown stage '" + r.name + "'" + hint(r.name, stage_names(wf_)));
+          return;
+        }
+        if (src->name == stage->name || !ancestors(wf_, stage->name).count(src->name)) {
+          d_.error(at, field + ": " + expr + " uses an output of stage '" + r.name + "', which stage '" + stage->name +
+                           "' does not need (add it to needs)");
+          return;
+        }
+        auto outs = stage_output_names(*src);
+        if (std::find(outs.begin(), outs.end(), r.field) == outs.end()) {
+          d_.error(at, field + ": " + expr + " references output '" + r.field + "' that stage '" + r.name +
+                           "' does not declare" + hint(r.field, outs));
+        }
+        return;
+      }
+    }
+  }
+
+  const Workflow& wf_;
+  Diagnostics& d_;
+};
+
+}  // namespace
+
+void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
+  Diagnostics& d = *diagnostics;
+  // A workflow without hosts runs everything on one implicit local host.
+  if (wf.hosts.empty()) {
+    Host local;
+    local.name = "local";
+    wf.hosts.push_back(local);
+  }
+  Checker check(wf, diagnostics);
+  for (const auto& h : wf.hosts) {
+    check.check_text(h.workdir, nullptr, "host '" + h.name + "' workdir");
+    for (const auto& [k, v] : h.env) check.check_text(v, nullptr, "host '" + h.name + "' env " + k);
+  }
+  for (auto& s : wf.stages) {
+    std::string what = "stage '" + s.name + "'";
+    if (s.kind == StageKind::kCommand) {
+      if (s.host.empty()) {
+        if (wf.hosts.size() == 1) {
+          s.host = wf.hosts[0].name;
+        } else {
+          d.error(s.at, what + " has no 'host' and the workflow has " + std::to_string(wf.hosts.size()) + " hosts");
+        }
+      } else if (!wf.find_host(s.host)) {
+        d.error(s.at, what + " runs on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
+      }
+    }
+    if (s.kind == StageKind::kCopy) {
+      for (const Endpoint* e : {&s.from, &s.to}) {
+        if (!e->host.empty() && !wf.find_host(e->host)) {
+          d.error(e->path.at, what + " copies " + std::string(e == &s.from ? "from" : "to") + " unknown host '" +
+                                  e->host + "'" + hint(e->host, host_names(wf)));
+        }
+      }
+      if (!s.from.host.empty() && s.from.host == s.to.host) {
+        d.error(s.to.path.at, what + " copies from host '" + s.from.host + "' to itself; use a command stage");
+      }
+    }
+    for (size_t i = 0; i < s.needs.size(); ++i) {
+      const std::string& n = s.needs[i];
+      if (n == s.name) {
+        d.error(s.needs_at[i], what + " needs itself");
+      } else if (!wf.find_stage(n)) {
+        d.error(s.needs_at[i], what + " needs unknown stage '" + n + "'" + hint(n, stage_names(wf)));
+      }
+    }
+    if (s.timeout_s < 0) d.error(s.at, what + ": timeout must be positive");
+  }
+  auto cycle = find_cycle(wf);
+  if (!cycle.empty()) {
+    std::string path;
+    for (const auto& c : cycle) path += (path.empty() ? "" : " → ") + c;
+    d.error(wf.find_stage(cycle[0])->at, "stages form a cycle: " + path);
+  }
+  for (const auto& s : wf.stages) {
+    check.check_text(s.run, &s, "stage '" + s.name + "' run");
+    check.check_text(s.cwd, &s, "stage '" + s.name + "' cwd");
+    for (const auto& [k, v] : s.env) check.check_text(v, &s, "stage '" + s.name + "' env " + k);
+    for (const auto& o : s.outputs) {
+      if (o.value) check.check_text(*o.value, &s, "stage '" + s.name + "' output " + o.name);
+    }
+    for (const Text* t : {&s.from.path, &s.to.path, &s.keep_local, &s.target, &s.drafter, &s.reference, &s.prompts}) {
+      check.check_text(*t, &s, "stage '" + s.name + "'");
+    }
+  }
+}
+
+}  // namespace ferry::workflow
