@@ -1,0 +1,236 @@
+// End to end on local hosts: the real `ferry` binary, real agents as
+// subprocesses, real detached processes, a real SQLite file.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/process.h"
+
+namespace ferry {
+namespace {
+
+using testing::exists;
+using testing::read_text;
+using testing::wait_until;
+using testing::write_text;
+
+class LocalRunTest : public ::testing::Test {
+ protected:
+  testing::ProcessResult ferry(std::vector<std::string> args) {
+    args.insert(args.begin(), testing::bin_dir() + "/ferry");
+    return testing::run_process(args, env());
+  }
+  std::map<std::string, std::string> env() { return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}; }
+  std::string workflow(const std::string& text) {
+    std::string path = work_.file("wf.yaml");
+    write_text(path, text);
+    return path;
+  }
+  nlohmann::json status(const std::string& run) {
+    auto r = ferry({"status", run, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
+  }
+  static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
+    for (const auto& s : st["stages"]) {
+      if (s["name"] == name) return s;
+    }
+    return nlohmann::json();
+  }
+  int count_events(const std::string& run, const std::string& stage_name, const std::string& type) {
+    auto r = testing::run_process({"sqlite3", home_.file("ferry.db"),
+                                   "SELECT count(*) FROM events WHERE run_id='" + run + "' AND stage='" + stage_name +
+                                       "' AND type='" + type + "'"});
+    return std::atoi(r.out.c_str());
+  }
+
+  testing::TempDir home_;
+  testing::TempDir work_;
+};
+
+TEST_F(LocalRunTest, HelloExampleRunsEndToEnd) {
+  auto r = ferry({"run", std::string(FERRY_SOURCE_DIR) + "/examples/hello/workflow.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto st = status("hello-1");
+  EXPECT_EQ(st["state"], "succeeded");
+  ASSERT_EQ(st["stages"].size(), 3u);
+  for (const auto& s : st["stages"]) {
+    EXPECT_EQ(s["state"], "succeeded") << s.dump();
+    EXPECT_EQ(s["exit_code"], 0) << s.dump();
+  }
+  EXPECT_EQ(stage(st, "flaky")["attempt"], 2);  // failed once with 75, retried
+  auto logs = ferry({"logs", "hello-1", "report"});
+  EXPECT_EQ(logs.exit_code, 0);
+  EXPECT_NE(logs.out.find("alpha said: hello from ferry"), std::string::npos) << logs.out;
+  auto first = ferry({"logs", "hello-1", "flaky", "--attempt", "1"});
+  EXPECT_NE(first.out.find("not yet"), std::string::npos) << first.out;
+  auto table = ferry({"status", "hello-1"});
+  EXPECT_NE(table.out.find("prepare"), std::string::npos);
+  EXPECT_EQ(table.out.find("\033["), std::string::npos) << "colour without a TTY";
+}
+
+TEST_F(LocalRunTest, RetriesUntilSuccessAndRecordsEveryAttempt) {
+  auto wf = workflow(R"(name: retry
+stages:
+  flaky:
+    run: |
+      n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n
+      [ "$n" -ge 3 ] || exit 75
+    retries: 2
+    retry_backoff: 10ms
+)");
+  auto r = ferry({"run", wf});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto st = stage(status("retry-1"), "flaky");
+  EXPECT_EQ(st["state"], "succeeded");
+  EXPECT_EQ(st["attempt"], 3);
+  EXPECT_EQ(count_events("retry-1", "flaky", "attempt.started"), 3);
+  EXPECT_EQ(count_events("retry-1", "flaky", "attempt.finished"), 3);
+}
+
+TEST_F(LocalRunTest, RetryOnLimitsRetriesToTheListedExitCodes) {
+  auto wf = workflow(R"(name: retryon
+stages:
+  broken:
+    run: exit 3
+    retries: 5
+    retry_backoff: 10ms
+    retry_on: [75]
+)");
+  auto r = ferry({"run", wf});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto st = stage(status("retryon-1"), "broken");
+  EXPECT_EQ(st["state"], "failed");
+  EXPECT_EQ(st["exit_code"], 3);
+  EXPECT_EQ(st["attempt"], 1);
+}
+
+TEST_F(LocalRunTest, TimeoutKillsTheProcessGroupAndMarksTimedOut) {
+  auto wf = workflow(R"(name: slow
+stages:
+  sleepy:
+    run: sleep 300 & echo $! > bg.pid; sleep 300
+    timeout: 1s
+  after:
+    needs: sleepy
+    run: echo never
+)");
+  auto r = ferry({"run", wf, "--db", home_.file("ferry.db")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto st = status("slow-1");
+  EXPECT_EQ(stage(st, "sleepy")["state"], "timed_out");
+  EXPECT_EQ(stage(st, "after")["state"], "skipped");
+  std::string pidfile = home_.path() + "/hosts/local/bg.pid";
+  ASSERT_TRUE(exists(pidfile));
+  pid_t bg = std::stoi(read_text(pidfile));
+  EXPECT_TRUE(wait_until([&] { return !testing::process_running(bg); }, std::chrono::seconds(10)))
+      << "orphan " << bg << " survived the timeout";
+}
+
+TEST_F(LocalRunTest, ParamsReachTheShellAsOneLiteralWord) {
+  const std::string nasty = "it's \"quoted\" $(touch pwned) `touch pwned2`; echo x && exit 9\nsecond line\t*";
+  auto wf = workflow(R"(name: quoting
+params:
+  v: plain
+stages:
+  echo:
+    run: |
+      printf '%s' ${{ params.v }} > out.txt
+      set -- ${{ params.v }}; echo $# > argc.txt
+)");
+  auto r = ferry({"run", wf, "-p", "v=" + nasty});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string dir = home_.path() + "/hosts/local/";
+  EXPECT_EQ(read_text(dir + "out.txt"), nasty);
+  EXPECT_EQ(read_text(dir + "argc.txt"), "1\n");
+  EXPECT_FALSE(exists(dir + "pwned"));
+  EXPECT_FALSE(exists(dir + "pwned2"));
+}
+
+TEST_F(LocalRunTest, InvalidWorkflowIsRefusedWithPlaces) {
+  auto wf = workflow("name: bad\nstages:\n  a:\n    rnu: echo\n  b:\n    run: x\n    needs: [zz]\n");
+  auto r = ferry({"run", wf});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("wf.yaml:4:5: unknown key 'rnu'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wf.yaml:7:13: stage 'b' needs unknown stage 'zz'"), std::string::npos) << r.err;
+  auto runs = ferry({"runs", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(runs.out).size(), 0u) << "an invalid workflow must not create a run";
+}
+
+TEST_F(LocalRunTest, ResumeAfterSigkillReattachesAndRecordsTheExitOnce) {
+  std::string release = work_.file("release");
+  auto wf = workflow(R"(name: crash
+params:
+  release: ""
+stages:
+  first:
+    run: echo ran >> first.count
+  long:
+    needs: first
+    run: |
+      echo $$ > long.pid
+      echo started
+      while [ ! -f ${{ params.release }} ]; do sleep 0.05; done
+      echo finished
+      exit 4
+  never_first:
+    needs: long
+    run: echo should not run
+)");
+  std::string dir = home_.path() + "/hosts/local/";
+  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf, "-p", "release=" + release},
+                                             env(), work_.file("run.log"));
+  ASSERT_GT(coordinator, 0);
+  // The event: the long stage's process exists and has said so in its log.
+  ASSERT_TRUE(wait_until([&] { return exists(dir + "long.pid"); }, std::chrono::seconds(30))) << read_text(work_.file("run.log"));
+  ASSERT_TRUE(wait_until([&] { return read_text(home_.path() + "/logs/crash-1/long/1.log").find("started") != std::string::npos; },
+                         std::chrono::seconds(30)));
+  kill(coordinator, SIGKILL);
+  testing::wait_process(coordinator);
+  pid_t job = std::stoi(read_text(dir + "long.pid"));
+  EXPECT_TRUE(testing::process_running(job)) << "the job died with its coordinator";
+  auto mid = status("crash-1");
+  EXPECT_EQ(mid["state"], "running");
+  EXPECT_EQ(mid["coordinator_alive"], false);
+
+  write_text(release, "go");
+  auto r = ferry({"resume", "crash-1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // long exits 4: the run fails, with the real code
+  auto st = status("crash-1");
+  auto long_stage = stage(st, "long");
+  EXPECT_EQ(long_stage["state"], "failed");
+  EXPECT_EQ(long_stage["exit_code"], 4);
+  EXPECT_EQ(long_stage["attempt"], 1) << "re-attached, not restarted";
+  EXPECT_EQ(stage(st, "never_first")["state"], "skipped");
+  EXPECT_EQ(read_text(dir + "first.count"), "ran\n") << "a succeeded stage ran again";
+  EXPECT_EQ(count_events("crash-1", "long", "attempt.finished"), 1);
+  EXPECT_EQ(count_events("crash-1", "long", "attempt.reattached"), 1);
+  auto logs = ferry({"logs", "crash-1", "long"});
+  EXPECT_EQ(logs.out, "started\nfinished\n");
+}
+
+TEST_F(LocalRunTest, CancelStopsRunningJobs) {
+  auto wf = workflow(R"(name: cancelme
+stages:
+  sleepy:
+    run: echo $$ > sleepy.pid; sleep 300
+)");
+  std::string dir = home_.path() + "/hosts/local/";
+  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  ASSERT_TRUE(wait_until([&] { return exists(dir + "sleepy.pid") && !read_text(dir + "sleepy.pid").empty(); },
+                         std::chrono::seconds(30)));
+  pid_t job = std::stoi(read_text(dir + "sleepy.pid"));
+  auto c = ferry({"cancel", "cancelme-1"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(testing::wait_process(coordinator, 60), 130);
+  EXPECT_TRUE(wait_until([&] { return !testing::process_running(job); }, std::chrono::seconds(10)));
+  auto st = status("cancelme-1");
+  EXPECT_EQ(st["state"], "cancelled");
+  EXPECT_EQ(stage(st, "sleepy")["state"], "cancelled");
+}
+
+}  // namespace
+}  // namespace ferry
