@@ -62,6 +62,7 @@ Common parse_common(int argc, char** argv) {
 }
 
 Result<std::unique_ptr<Store>> open_store(const Common& c) { return Store::open(c.db); }
+Result<std::unique_ptr<Store>> open_store_read_only(const Common& c) { return Store::open_read_only(c.db); }
 
 bool use_color(int fd) {
   const char* no = std::getenv("NO_COLOR");

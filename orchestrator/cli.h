@@ -29,6 +29,7 @@ struct Common {
 
 Common parse_common(int argc, char** argv);
 Result<std::unique_ptr<Store>> open_store(const Common& c);
+Result<std::unique_ptr<Store>> open_store_read_only(const Common& c);
 /// Colour only on a terminal, and never with NO_COLOR set.
 bool use_color(int fd);
 /// Where logs of runs in this store live: beside the database.

@@ -19,7 +19,7 @@ int cmd_status(const Common& c) {
                  "One row per stage: state, host, attempt, start, duration, exit code or error.\n";
     return c.help ? kExitOk : kExitUsage;
   }
-  auto store = open_store(c);
+  auto store = open_store_read_only(c);
   if (!store.ok()) return fail(store.status());
   auto run = (*store)->find_run(c.args.size() == 2 ? c.args[1] : "last");
   if (!run.ok()) return fail(run.status());
@@ -35,7 +35,11 @@ int cmd_runs(const Common& c) {
     std::cout << "usage: ferry runs [--json] [--db PATH]\nEvery run, newest first.\n";
     return kExitOk;
   }
-  auto store = open_store(c);
+  if (!path_exists(c.db)) {  // no database yet: no runs, not an error
+    std::cout << (c.json ? "[]\n" : "no runs yet (state database " + c.db + ")\n");
+    return kExitOk;
+  }
+  auto store = open_store_read_only(c);
   if (!store.ok()) return fail(store.status());
   auto runs = (*store)->list_runs(1000);
   if (!runs.ok()) return fail(runs.status());
@@ -66,7 +70,7 @@ int cmd_logs(const Common& c) {
                  "Prints a stage's output (stdout and stderr); -f follows it until the stage ends.\n";
     return c.help ? kExitOk : kExitUsage;
   }
-  auto store = open_store(c);
+  auto store = open_store_read_only(c);
   if (!store.ok()) return fail(store.status());
   auto run = (*store)->find_run(pos[0]);
   if (!run.ok()) return fail(run.status());

@@ -128,8 +128,28 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
   return store;
 }
 
+Result<std::unique_ptr<Store>> Store::open_read_only(const std::string& path) {
+  std::unique_ptr<Store> store(new Store(path));
+  try {
+    store->db_ = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READONLY);
+    store->db_->setBusyTimeout(10000);
+    int version = store->db_->execAndGet("PRAGMA user_version").getInt();
+    if (version != kSchemaVersion) {
+      return failed_precondition("state store " + path + " has schema version " + std::to_string(version) +
+                                 "; this ferry reads version " + std::to_string(kSchemaVersion) +
+                                 " (any writing command migrates it)");
+    }
+  } catch (const std::exception& e) {
+    if (!path_exists(path)) return not_found("no state database at " + path + " (no run yet?)");
+    return db_error("open " + path, e);
+  }
+  return store;
+}
+
 Status Store::migrate() {
   try {
+    // The common case, a current schema, needs no write lock.
+    if (db_->execAndGet("PRAGMA user_version").getInt() == kSchemaVersion) return Status();
     SQLite::Transaction tx(*db_);  // serializes concurrent first opens
     int version = db_->execAndGet("PRAGMA user_version").getInt();
     if (version > kSchemaVersion) {

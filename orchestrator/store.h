@@ -89,6 +89,9 @@ class Store {
  public:
   ~Store();
   static Result<std::unique_ptr<Store>> open(const std::string& path);
+  /// For views (status, runs, logs): never writes, never checkpoints on close,
+  /// so it stays fast beside a live run. Fails if the file does not exist.
+  static Result<std::unique_ptr<Store>> open_read_only(const std::string& path);
 
   Result<RunRecord> create_run(const std::string& name, const std::string& workflow_path,
                                const std::string& workflow_source, const nlohmann::json& params,

@@ -42,6 +42,7 @@ struct Host {
   std::string identity;     // private key file
   std::string known_hosts;  // "" = ~/.ssh/known_hosts
   bool trust_first_use = false;
+  std::string ssh_config;  // "" = ~/.ssh/config; a path; "none" = no config
   Text workdir;  // "" = the default for the transport
   std::map<std::string, Text> env;
   double give_up_s = 600;  // stop reconnecting after this long
@@ -71,6 +72,7 @@ struct Stage {
   Location at;
   StageKind kind = StageKind::kCommand;
   std::string host;  // command stages
+  Location host_at;  // of the 'host' value; unknown when the key is absent
   std::vector<std::string> needs;
   std::vector<Location> needs_at;
   std::map<std::string, Text> env;

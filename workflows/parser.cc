@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "params", "hosts", "stages"};
 const std::vector<std::string> kHostKeys = {"transport", "address", "port", "user", "identity", "known_hosts",
-                                            "trust", "workdir", "env", "give_up", "description"};
+                                            "trust", "ssh_config", "workdir", "env", "give_up", "description"};
 const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env", "outputs", "timeout",
                                                    "retries", "retry_backoff", "retry_on", "description"};
 const std::vector<std::string> kCommandKeys = {"run", "cwd"};
@@ -23,7 +23,7 @@ const std::vector<std::string> kEvalKeys = {"target", "drafter", "reference", "p
                                             "block_size", "device", "dtype", "threads", "gate"};
 const std::vector<std::string> kGateKeys = {"min_tau", "min_ratio_to_reference"};
 
-Location loc(const YAML::Node& n) {
+Location mark_of(const YAML::Node& n) {
   YAML::Mark m = n.Mark();
   if (m.is_null()) return {};
   return {m.line + 1, m.column + 1};
@@ -68,21 +68,22 @@ class Parser {
                "a workflow must be a mapping with 'name', 'hosts' and 'stages'");
       return wf;
     }
-    auto entries = entries_of(root, kTopKeys, "workflow");
+    std::set<std::string> hinted;
+    auto entries = entries_of(root, kTopKeys, "workflow", &hinted);
     if (auto n = find(entries, "name")) {
       if (auto s = scalar(*n, "name")) {
         wf.name = *s;
         wf.name_at = loc(*n);
         if (!valid_name(*s)) d_.error(loc(*n), "workflow name '" + *s + "' may use only letters, digits, '_' and '-'");
       }
-    } else {
+    } else if (!hinted.count("name")) {  // a misspelt 'name' was reported already
       d_.error(loc(root), "missing required field 'name'");
     }
     if (auto n = find(entries, "params")) parse_params(*n, &wf);
     if (auto n = find(entries, "hosts")) parse_hosts(*n, &wf);
     if (auto n = find(entries, "stages")) {
       parse_stages(*n, &wf);
-    } else {
+    } else if (!hinted.count("stages")) {
       d_.error(loc(root), "missing required field 'stages'");
     }
     return wf;
@@ -96,6 +97,18 @@ class Parser {
   };
   using Entries = std::vector<Entry>;
 
+  // Where a node is. An empty value (`key:` and nothing) has no text of its
+  // own and yaml-cpp marks it where the next token starts, often lines further
+  // down; such a value is placed at its key instead.
+  Location loc(const YAML::Node& n) const {
+    if (n.IsNull()) {
+      for (const auto& [node, at] : empty_values_) {
+        if (node.is(n)) return at;
+      }
+    }
+    return mark_of(n);
+  }
+
   static bool valid_name(const std::string& s) {
     if (s.empty() || s.size() > 100) return false;
     for (char c : s) {
@@ -106,27 +119,33 @@ class Parser {
   }
 
   // The keys of a mapping, checked against `allowed`: unknown keys get a
-  // did-you-mean, duplicates are reported at their second place.
-  Entries entries_of(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& what) {
+  // did-you-mean, duplicates are reported at their second place. The keys
+  // suggested go to `hinted`, so a misspelt required key is reported once.
+  Entries entries_of(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& what,
+                     std::set<std::string>* hinted = nullptr) {
     Entries out;
     std::set<std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node& key = it->first;
+      // Copies: `it->first` lives in a temporary proxy that dies with the statement.
+      const YAML::Node key = it->first;
+      const YAML::Node value = it->second;
       if (!key.IsScalar()) {
         d_.error(loc(key), "keys of " + what + " must be plain names");
         continue;
       }
       std::string k = key.Scalar();
+      if (value.IsNull()) empty_values_.push_back({value, loc(key)});
       if (!seen.insert(k).second) {
         d_.error(loc(key), "duplicate key '" + k + "' in " + what);
         continue;
       }
       if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
         std::string hint = did_you_mean(k, allowed);
+        if (hinted && !hint.empty()) hinted->insert(hint);
         d_.error(loc(key), "unknown key '" + k + "' in " + what + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
         continue;
       }
-      out.push_back({k, loc(key), it->second});
+      out.push_back({k, loc(key), value});
     }
     return out;
   }
@@ -272,6 +291,9 @@ class Parser {
       if (auto x = find(e, "known_hosts")) {
         if (auto s = scalar(*x, "known_hosts")) h.known_hosts = *s;
       }
+      if (auto x = find(e, "ssh_config")) {
+        if (auto s = scalar(*x, "ssh_config")) h.ssh_config = *s;
+      }
       if (auto x = find(e, "trust")) {
         if (auto t = one_of(*x, "trust", {"known-hosts", "first-use"})) h.trust_first_use = *t == "first-use";
       }
@@ -286,7 +308,7 @@ class Parser {
         d_.error(h.at, what + " uses transport ssh but has no 'address'");
       }
       if (h.transport == Transport::kLocal) {
-        for (const char* k : {"address", "user", "identity", "known_hosts", "trust"}) {
+        for (const char* k : {"address", "user", "identity", "known_hosts", "trust", "ssh_config"}) {
           if (find(e, k)) d_.error(key_at(e, k), "'" + std::string(k) + "' applies to ssh hosts only; " + what + " is local");
         }
       }
@@ -376,15 +398,19 @@ class Parser {
       if (kind == "command") allowed = concat({&kCommonStageKeys, &kCommandKeys});
       else if (kind == "copy") allowed = concat({&kCommonStageKeys, &kCopyKeys});
       else if (kind == "eval") allowed = concat({&kCommonStageKeys, &kEvalKeys});
-      auto e = entries_of(v, allowed, what + " (kind " + kind + ")");
+      std::set<std::string> hinted;
+      auto e = entries_of(v, allowed, what + " (kind " + kind + ")", &hinted);
+      bool kind_known = true;
       if (auto x = find(e, "kind")) {
         if (auto k = one_of(*x, "kind", {"command", "copy", "eval"})) {
           s.kind = *k == "copy" ? StageKind::kCopy : *k == "eval" ? StageKind::kEval : StageKind::kCommand;
+        } else {
+          kind_known = false;  // which fields are required is unknown; don't guess
         }
       }
       if (auto x = find(e, "host")) {
         if (auto h = scalar(*x, "host")) s.host = *h;
-        host_at_[name] = loc(*x);
+        s.host_at = loc(*x);
       }
       if (auto x = find(e, "needs")) parse_needs(*x, &s);
       if (auto x = find(e, "env")) parse_env(*x, "env", &s.env);
@@ -455,18 +481,22 @@ class Parser {
           if (auto y = find(g, "min_tau")) s.gate.min_tau = number(*y, "min_tau");
           if (auto y = find(g, "min_ratio_to_reference")) {
             s.gate.min_ratio_to_reference = number(*y, "min_ratio_to_reference");
+            if (!find(e, "reference")) {
+              d_.error(key_at(g, "min_ratio_to_reference"),
+                       what + ": gate 'min_ratio_to_reference' needs a 'reference' drafter");
+            }
           }
         }
       }
-      require_kind_fields(e, s);
+      if (kind_known) require_kind_fields(e, hinted, s);
       wf->stages.push_back(std::move(s));
     }
   }
 
-  void require_kind_fields(const Entries& e, const Stage& s) {
+  void require_kind_fields(const Entries& e, const std::set<std::string>& hinted, const Stage& s) {
     std::string what = "stage '" + s.name + "'";
     auto need = [&](const char* key) {
-      if (!find(e, key)) d_.error(s.at, what + " is missing required field '" + key + "'");
+      if (!find(e, key) && !hinted.count(key)) d_.error(s.at, what + " is missing required field '" + key + "'");
     };
     switch (s.kind) {
       case StageKind::kCommand: need("run"); break;
@@ -474,15 +504,12 @@ class Parser {
       case StageKind::kEval: need("target"); need("drafter"); need("prompts"); break;
     }
     if (s.kind != StageKind::kCommand && find(e, "host")) {
-      d_.error(host_at_[s.name], what + ": 'host' applies to command stages (copy names hosts in from/to; eval runs in the coordinator)");
-    }
-    if (s.gate.min_ratio_to_reference && !find(e, "reference")) {
-      d_.error(s.at, what + ": gate 'min_ratio_to_reference' needs a 'reference' drafter");
+      d_.error(s.host_at, what + ": 'host' applies to command stages (copy names hosts in from/to; eval runs in the coordinator)");
     }
   }
 
   Diagnostics& d_;
-  std::map<std::string, Location> host_at_;  // stage → its 'host' value
+  std::vector<std::pair<YAML::Node, Location>> empty_values_;  // see loc()
 };
 
 }  // namespace

@@ -1,0 +1,129 @@
+#include "orchestrator/ssh/agent_bootstrap.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <random>
+
+#include "orchestrator/ssh/file_hash.h"
+#include "orchestrator/ssh/shell_quote.h"
+
+namespace ferry {
+namespace {
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  return s;
+}
+
+std::string random_suffix() {
+  std::random_device rd;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%d.%08x", static_cast<int>(getpid()), rd());
+  return buf;
+}
+
+std::string brief(const ExecResult& r) {
+  std::string e = trim(r.err);
+  if (e.size() > 400) e = e.substr(e.size() - 400);
+  return "exit " + std::to_string(r.exit_status) + (e.empty() ? "" : ": " + e);
+}
+
+// Streams the local file into `cat > tmp` on the host and makes it executable.
+// (One exec per step costs a round trip plus the remote shell's start-up.)
+Status upload(SshSession& session, const std::string& local_path, const std::string& tmp) {
+  FILE* f = std::fopen(local_path.c_str(), "rb");
+  if (f == nullptr) return errno_status("cannot open agent " + local_path, errno);
+  const std::string cmd = "umask 077 && mkdir -p " + shell_quote(dir_of(tmp)) + " && cat > " + shell_quote(tmp) +
+                          " && chmod 700 " + shell_quote(tmp);
+  auto ch = session.open_exec(cmd);
+  if (!ch.ok()) {
+    std::fclose(f);
+    return ch.status();
+  }
+  std::string buf(1 << 20, '\0');
+  size_t got;
+  Status s;
+  while (s.ok() && (got = std::fread(&buf[0], 1, buf.size(), f)) > 0) s = (*ch)->write_all(buf.data(), got);
+  bool read_failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (!s.ok()) return s.with_context("uploading the agent");
+  if (read_failed) return internal_error("cannot read agent " + local_path);
+  FERRY_RETURN_IF_ERROR((*ch)->send_eof());
+  // Wait for `cat` to finish: its stdout closes when it exits.
+  char sink[4096];
+  while (!(*ch)->at_eof()) {
+    auto n = (*ch)->read_some(sink, sizeof(sink), kAgentUploadTimeoutMs);
+    if (!n.ok()) return n.status();
+    if (*n == 0 && !(*ch)->at_eof()) {
+      return Status(StatusCode::kDeadlineExceeded, session.describe() + ": agent upload did not finish");
+    }
+  }
+  auto st = (*ch)->exit_status(kBootstrapCommandTimeoutMs);
+  if (!st.ok()) return st.status();
+  if (*st != 0) {
+    return internal_error(session.describe() + ": `" + cmd + "` failed with exit " + std::to_string(*st) + ": " +
+                          trim((*ch)->stderr_tail()));
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::string remote_agent_path(const std::string& workdir, const std::string& hash_hex) {
+  std::string base = workdir.empty() ? "." : workdir;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  return base + "/" + kRemoteAgentDir + "/ferry-agent-" + hash_hex;
+}
+
+Status verify_remote_agent(SshSession& session, const std::string& remote_path, const std::string& expected_hex) {
+  auto r = session.run(shell_quote(remote_path) + " hash-self", {}, kBootstrapCommandTimeoutMs);
+  if (!r.ok()) return r.status();
+  if (r->exit_status != 0) {
+    return internal_error(session.describe() + ": cannot run the agent `" + remote_path + " hash-self` (" +
+                          brief(*r) + ")");
+  }
+  std::string got = trim(r->out);
+  if (got != expected_hex) {
+    return data_loss(session.describe() + ": agent at " + remote_path + " hashes to '" + got.substr(0, 64) +
+                     "', expected " + expected_hex);
+  }
+  return Status();
+}
+
+Result<std::string> ensure_remote_agent(SshSession& session, const std::string& local_agent_path,
+                                        const std::string& workdir, bool* uploaded) {
+  if (uploaded) *uploaded = false;
+  auto hash = xxh128_file_hex(local_agent_path);
+  if (!hash.ok()) return hash.status();
+  const std::string final_path = remote_agent_path(workdir, *hash);
+  auto present = session.run("test -x " + shell_quote(final_path), {}, kBootstrapCommandTimeoutMs);
+  if (!present.ok()) return present.status();
+  if (present->exit_status == 0) return final_path;
+
+  const std::string tmp = dir_of(final_path) + "/.ferry-agent-" + *hash + ".tmp." + random_suffix();
+  Status s = upload(session, local_agent_path, tmp);
+  if (s.ok()) s = verify_remote_agent(session, tmp, *hash);
+  if (s.ok()) {
+    auto mv = session.run("mv -f " + shell_quote(tmp) + " " + shell_quote(final_path), {}, kBootstrapCommandTimeoutMs);
+    if (!mv.ok()) {
+      s = mv.status();
+    } else if (mv->exit_status != 0) {
+      s = internal_error(session.describe() + ": cannot move the agent into place (" + brief(*mv) + ")");
+    }
+  }
+  if (!s.ok()) {
+    if (!session.broken()) (void)session.run("rm -f " + shell_quote(tmp), {}, kBootstrapCommandTimeoutMs);
+    return s;
+  }
+  if (uploaded) *uploaded = true;
+  return final_path;
+}
+
+}  // namespace ferry

@@ -1,0 +1,41 @@
+// agent_bootstrap: make sure the right `ferry-agent` binary is on a host.
+//
+// The binary is addressed by content: <workdir>/.ferry/bin/ferry-agent-<xxh128 hex>
+// (file_hash.h). If that path is missing it is uploaded over an exec channel
+// (`mkdir -p … && cat > tmp`), the uploaded copy is checked by running it
+// (verify_remote_agent: `<tmp> hash-self` must print the same hash), made
+// executable and renamed into place, so the final path only ever holds a verified
+// binary and concurrent coordinators cannot see a half-written one.
+//
+// Thread contract: runs on the thread that owns the SshSession.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "orchestrator/ssh/ssh_session.h"
+
+namespace ferry {
+
+/// Directory, under a host's workdir, holding agent binaries.
+constexpr const char* kRemoteAgentDir = ".ferry/bin";
+/// Bound on uploading the agent (a few MiB) and on each bootstrap command.
+constexpr int kAgentUploadTimeoutMs = 120000;
+constexpr int kBootstrapCommandTimeoutMs = 30000;
+
+/// "<workdir>/.ferry/bin/ferry-agent-<hash_hex>"; workdir "" means the login dir.
+std::string remote_agent_path(const std::string& workdir, const std::string& hash_hex);
+
+/// Checks that the remote executable `remote_path` is the binary hashing to
+/// `expected_hex` by running `<remote_path> hash-self`, which must print that hash
+/// (32 lowercase hex digits; trailing whitespace ignored). kDataLoss on a mismatch.
+/// This is the single place to change how an uploaded agent is verified.
+Status verify_remote_agent(SshSession& session, const std::string& remote_path,
+                           const std::string& expected_hex);
+
+/// Installs the local agent at `local_agent_path` on the host if it is not there
+/// yet and returns its remote path. `uploaded` (optional) tells whether it had to.
+Result<std::string> ensure_remote_agent(SshSession& session, const std::string& local_agent_path,
+                                        const std::string& workdir, bool* uploaded = nullptr);
+
+}  // namespace ferry

@@ -1,0 +1,64 @@
+// SshTransport: the AgentTransport over SSH: one SshSession and one exec channel
+// running `ferry-agent serve --workdir <workdir>` on the host.
+//
+// open() connects (host key checked before auth, see ssh_session.h), installs the
+// agent binary when missing (agent_bootstrap.h), and starts it; the channel's
+// stdin/stdout are the byte stream. For tests and tools the remote command can be
+// overridden (e.g. `cat` as an echo server), which skips the bootstrap.
+//
+// Reads go through an internal kReadWindowBytes buffer: the count passed to
+// ssh_channel_read is the receive window libssh advertises, so one large read keeps
+// the data flowing even when the caller reads in small pieces.
+//
+// Thread contract: as AgentTransport: one thread opens, reads, writes and closes
+// (it owns the libssh session). Every call is bounded (connect timeout, read
+// timeout, write stall timeout, TCP_USER_TIMEOUT on a dead link).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "orchestrator/agent_transport.h"
+#include "orchestrator/ssh/ssh_exec_channel.h"
+#include "orchestrator/ssh/ssh_session.h"
+#include "orchestrator/ssh/ssh_target.h"
+
+namespace ferry {
+
+/// Receive window / internal read buffer per transport.
+constexpr size_t kReadWindowBytes = 4u << 20;
+
+class SshTransport : public AgentTransport {
+ public:
+  /// `local_agent_path`: the ferry-agent binary to install and run.
+  /// `remote_command`: if not empty, run this instead (no bootstrap), as is.
+  SshTransport(SshTarget target, std::string local_agent_path, std::string remote_command = {});
+  ~SshTransport() override;
+
+  Status open() override;
+  Result<size_t> read_some(char* buf, size_t n, int timeout_ms) override;
+  Status write_all(const char* data, size_t n) override;
+  void close() override;
+  std::string describe() const override;
+
+  /// After open(): where the agent lives on the host ("" with a remote_command).
+  const std::string& remote_agent_path() const { return remote_agent_path_; }
+  /// After open(): whether open() had to upload the agent.
+  bool uploaded_agent() const { return uploaded_agent_; }
+  /// The last stderr of the remote command, for error messages.
+  std::string remote_stderr() const;
+
+ private:
+  SshTarget target_;
+  std::string local_agent_path_;
+  std::string remote_command_;
+  std::string remote_agent_path_;
+  bool uploaded_agent_ = false;
+  std::unique_ptr<SshSession> session_;
+  std::unique_ptr<SshExecChannel> channel_;  // destroyed before session_
+  std::unique_ptr<char[]> rbuf_;
+  size_t rpos_ = 0;
+  size_t rlen_ = 0;
+};
+
+}  // namespace ferry

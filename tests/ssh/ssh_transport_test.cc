@@ -1,0 +1,193 @@
+// SshTransport on the testbed: a bit-identical echo through `cat`, read timeouts,
+// end of stream, and the agent bootstrap (upload, verify with hash-self, reuse,
+// refuse a binary whose hash does not match) using ssh_fake_agent.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+
+#include "orchestrator/ssh/agent_bootstrap.h"
+#include "orchestrator/ssh/file_hash.h"
+#include "orchestrator/ssh/ssh_transport.h"
+#include "tests/ssh/testbed_env.h"
+
+namespace ferry {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Writes `data` through `t` and reads the echo back, interleaving reads so the
+// echo never fills the windows. Returns what came back.
+std::string echo_through(AgentTransport& t, const std::string& data) {
+  constexpr size_t kChunk = 256 * 1024;
+  std::string got;
+  std::string buf(1 << 20, '\0');
+  auto drain = [&](int timeout_ms) {
+    auto n = t.read_some(&buf[0], buf.size(), timeout_ms);
+    EXPECT_TRUE(n.ok()) << n.status().to_string();
+    if (n.ok()) got.append(buf.data(), *n);
+    return n.ok() ? *n : 0;
+  };
+  for (size_t off = 0; off < data.size(); off += kChunk) {
+    Status s = t.write_all(data.data() + off, std::min(kChunk, data.size() - off));
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    if (!s.ok()) return got;
+    while (drain(0) > 0) {
+    }
+  }
+  auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (got.size() < data.size() && Clock::now() < deadline) drain(1000);
+  return got;
+}
+
+std::string random_bytes(size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(&s[i], &v, std::min<size_t>(8, n - i));
+  }
+  return s;
+}
+
+class SshTransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override { FERRY_LOAD_TESTBED_OR_SKIP(tb_); }
+  testbed::Testbed tb_;
+};
+
+TEST_F(SshTransportTest, EchoThroughCatIsBitIdentical) {
+  SshTransport t(tb_.target(0), "/unused", "cat");
+  Status st = t.open();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(t.describe(), "ssh root@" + tb_.hosts[0].address + ":22");
+  const std::string data = random_bytes(24 * 1024 * 1024 + 123, 42);
+  std::string got = echo_through(t, data);
+  ASSERT_EQ(got.size(), data.size());
+  EXPECT_TRUE(got == data) << "echo differs";
+  EXPECT_EQ(xxh128_hex(got.data(), got.size()), xxh128_hex(data.data(), data.size()));
+  t.close();
+  t.close();  // idempotent
+}
+
+TEST_F(SshTransportTest, ReadSomeReturnsZeroWhenNothingArrives) {
+  SshTransport t(tb_.target(1), "/unused", "cat");
+  ASSERT_TRUE(t.open().ok());
+  char buf[16];
+  auto t0 = Clock::now();
+  auto n = t.read_some(buf, sizeof(buf), 300);
+  auto took = Clock::now() - t0;
+  ASSERT_TRUE(n.ok()) << n.status().to_string();
+  EXPECT_EQ(*n, 0u);
+  EXPECT_GE(took, std::chrono::milliseconds(250));
+  EXPECT_LT(took, std::chrono::seconds(3));
+}
+
+TEST_F(SshTransportTest, EndOfTheRemoteStreamIsAnError) {
+  SshTransport t(tb_.target(1), "/unused", "echo hello; echo bye >&2");
+  ASSERT_TRUE(t.open().ok());
+  std::string got;
+  char buf[64];
+  Status end;
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    auto n = t.read_some(buf, sizeof(buf), 1000);
+    if (!n.ok()) {
+      end = n.status();
+      break;
+    }
+    got.append(buf, *n);
+  }
+  EXPECT_EQ(got, "hello\n");
+  ASSERT_FALSE(end.ok());
+  EXPECT_EQ(end.code(), StatusCode::kUnavailable);
+  EXPECT_NE(end.message().find("bye"), std::string::npos) << end.message();  // stderr in the message
+}
+
+TEST_F(SshTransportTest, WriteBeforeOpenFails) {
+  SshTransport t(tb_.target(0), "/unused", "cat");
+  EXPECT_EQ(t.write_all("x", 1).code(), StatusCode::kFailedPrecondition);
+}
+
+class AgentBootstrapTest : public SshTransportTest {
+ protected:
+  void SetUp() override {
+    SshTransportTest::SetUp();
+    if (IsSkipped()) return;
+    const char* a = std::getenv("FERRY_FAKE_AGENT");
+    ASSERT_NE(a, nullptr) << "FERRY_FAKE_AGENT not set";
+    agent_ = a;
+    // A fresh workdir on h3, so the first open really uploads.
+    target_ = tb_.target(2);
+    target_.workdir = tb_.hosts[2].workdir + "/bootstrap-" + std::to_string(getpid());
+  }
+  void TearDown() override {
+    if (!target_.workdir.empty()) std::system(("rm -rf " + shell_quote(target_.workdir)).c_str());
+  }
+  std::string agent_;
+  SshTarget target_;
+};
+
+TEST_F(AgentBootstrapTest, UploadsVerifiesThenRunsTheAgentAndReusesIt) {
+  auto hash = xxh128_file_hex(agent_);
+  ASSERT_TRUE(hash.ok());
+  {
+    SshTransport t(target_, agent_);
+    Status st = t.open();
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_TRUE(t.uploaded_agent());
+    EXPECT_EQ(t.remote_agent_path(), target_.workdir + "/.ferry/bin/ferry-agent-" + *hash);
+    // The installed file is the local binary, byte for byte (the hosts share our filesystem).
+    auto remote = xxh128_file_hex(t.remote_agent_path());
+    ASSERT_TRUE(remote.ok());
+    EXPECT_EQ(*remote, *hash);
+    // `serve` is running on the channel: the fake one echoes.
+    const std::string msg = random_bytes(3 * 1024 * 1024, 7);
+    EXPECT_TRUE(echo_through(t, msg) == msg);
+  }
+  {
+    SshTransport t(target_, agent_);
+    Status st = t.open();
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_FALSE(t.uploaded_agent());  // already there: no second upload
+  }
+  // No temporary upload left behind.
+  std::string ls = testbed::read_file("/dev/null");
+  FILE* p = popen(("ls -A " + shell_quote(target_.workdir + "/.ferry/bin")).c_str(), "r");
+  char buf[4096];
+  size_t n = fread(buf, 1, sizeof(buf), p);
+  pclose(p);
+  EXPECT_EQ(std::string(buf, n), "ferry-agent-" + *hash + "\n");
+}
+
+TEST_F(AgentBootstrapTest, RefusesAnAgentWhoseHashSelfDisagrees) {
+  // An "agent" that runs but reports the wrong hash (a truncated or foreign binary
+  // would be caught the same way).
+  testbed::TempDir dir;
+  const std::string liar = dir.path + "/liar-agent";
+  testbed::write_file(liar, "#!/bin/sh\necho 00000000000000000000000000000000\n");
+  SshTransport t(target_, liar);
+  Status st = t.open();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss) << st.to_string();
+  EXPECT_NE(st.message().find("expected"), std::string::npos);
+  // Neither the final path nor the temporary upload exists.
+  auto hash = xxh128_file_hex(liar);
+  ASSERT_TRUE(hash.ok());
+  EXPECT_NE(access(remote_agent_path(target_.workdir, *hash).c_str(), F_OK), 0);
+  FILE* p = popen(("ls -A " + shell_quote(target_.workdir + "/.ferry/bin") + " 2>/dev/null").c_str(), "r");
+  char buf[4096];
+  size_t n = fread(buf, 1, sizeof(buf), p);
+  pclose(p);
+  EXPECT_EQ(std::string(buf, n), "");
+}
+
+TEST_F(AgentBootstrapTest, MissingLocalAgentIsNamed) {
+  SshTransport t(target_, "/nonexistent/ferry-agent");
+  Status st = t.open();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("/nonexistent/ferry-agent"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace ferry
