@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 
 #include "agents/detached_job.h"
 #include "agents/file_util.h"
+#include "agents/host_probe.h"
 #include "agents/job_journal.h"
 
 namespace ferry {
@@ -78,6 +80,8 @@ protocol::Frame AgentServer::dispatch(const protocol::Frame& request) {
   else if (op == "job.cancel") r = job_cancel(request.header);
   else if (op == "log.read") r = log_read(request.header, &body);
   else if (op == "fs.stat") r = fs_stat(request.header);
+  else if (op == "host.info") r = host_info(workdir_);
+  else if (op == "net.probe") r = net_probe(request.header);
   if (!r.ok()) return protocol::make_error(request.request_id, r.status());
   return protocol::make_reply(request.request_id, std::move(r).value(), std::move(body));
 }
@@ -215,6 +219,16 @@ Result<nlohmann::json> AgentServer::log_read(const nlohmann::json& args, std::st
   if (n < 0) return errno_status("read " + paths.log(), errno);
   body->resize(static_cast<size_t>(n));
   return nlohmann::json{{"offset", offset}, {"size", static_cast<int64_t>(st.st_size)}};
+}
+
+Result<nlohmann::json> AgentServer::net_probe(const nlohmann::json& args) {
+  auto address = arg<std::string>(args, "address");
+  auto port = arg<int>(args, "port");
+  if (!address.ok()) return address.status();
+  if (!port.ok()) return port.status();
+  if (*port < 1 || *port > 65535) return invalid_argument("port out of range");
+  int timeout_ms = std::clamp(args.value("timeout_ms", 2000), 1, 10000);
+  return probe_tcp(*address, *port, timeout_ms);
 }
 
 Result<nlohmann::json> AgentServer::fs_stat(const nlohmann::json& args) {

@@ -15,6 +15,8 @@
 //   job.cancel {job, attempt, token, hard}          → JobRecord
 //   log.read   {job, attempt, offset, max}          → {offset, size}, body = bytes
 //   fs.stat    {path}                               → {exists, type, size, mtime_ms}
+//   host.info  {}                                   → cores, memory, free disk, GPUs
+//   net.probe  {address, port, timeout_ms}          → {reachable, ms, error}
 // A token older than the job's newest attempt is refused ("stale attempt token"),
 // so an attempt the coordinator gave up on can never start after a partition heals.
 #pragma once
@@ -47,6 +49,7 @@ class AgentServer {
   Result<nlohmann::json> job_cancel(const nlohmann::json& args);
   Result<nlohmann::json> log_read(const nlohmann::json& args, std::string* body);
   Result<nlohmann::json> fs_stat(const nlohmann::json& args);
+  Result<nlohmann::json> net_probe(const nlohmann::json& args);
   /// Checks the attempt's token against the journal; returns its paths.
   Result<JobPaths> attempt_with_token(const nlohmann::json& args);
   std::string resolve(const std::string& path) const;

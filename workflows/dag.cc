@@ -15,7 +15,7 @@ std::vector<std::string> find_cycle(const Workflow& wf) {
     stack.push_back(s.name);
     for (const auto& need : s.needs) {
       const Stage* n = wf.find_stage(need);
-      if (!n) continue;
+      if (!n || need == s.name) continue;  // a self-need is reported as such by validation
       if (color[need] == kGrey) {
         auto it = std::find(stack.begin(), stack.end(), need);
         cycle.assign(it, stack.end());

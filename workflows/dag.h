@@ -12,7 +12,8 @@
 namespace ferry::workflow {
 
 /// One cycle as the list of its stages with the first repeated at the end
-/// (a → b → a), or empty when the graph is acyclic.
+/// (a → b → a: a needs b, b needs a), or empty when the graph is acyclic. A stage
+/// that needs itself is not a cycle here; validation reports it on its own.
 std::vector<std::string> find_cycle(const Workflow& wf);
 
 /// Every stage that `stage` depends on, directly or not.

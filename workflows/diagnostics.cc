@@ -16,15 +16,19 @@ std::string Diagnostics::to_string() const {
   return out;
 }
 
+// Edits to turn a into b, counting a swap of two neighbours as one edit
+// (optimal string alignment): "rnu" is one edit from "run", two from "env".
 static size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  std::vector<size_t> before(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], before[j - 2] + 1);
     }
+    std::swap(before, prev);
     std::swap(prev, cur);
   }
   return prev[b.size()];
@@ -35,6 +39,7 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
     size_t d = edit_distance(word, c);
+    if (d >= std::max(word.size(), c.size())) continue;  // nothing in common: "zz" is no typo of "b"
     if (d < best_d) {
       best_d = d;
       best = c;

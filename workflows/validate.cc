@@ -118,7 +118,7 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
           d.error(s.at, what + " has no 'host' and the workflow has " + std::to_string(wf.hosts.size()) + " hosts");
         }
       } else if (!wf.find_host(s.host)) {
-        d.error(s.at, what + " runs on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
+        d.error(s.host_at, what + " runs on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
       }
     }
     if (s.kind == StageKind::kCopy) {

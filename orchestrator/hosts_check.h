@@ -1,0 +1,20 @@
+// `ferry hosts check`: connects to every host of a workflow the way a run would
+// and reports what it finds: reachable, host key and auth (the transport's own
+// error), agent version, cores, memory, free disk in the workdir, GPUs, and the
+// host-to-host reachability matrix probed by each host's agent. Blocks the
+// calling thread (it runs its own io loop).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "workflows/model.h"
+
+namespace ferry {
+
+/// {hosts: [{name, transport, address, connected, error, agent, info}],
+///  reach: [{from, to, reachable, error}]}
+nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home);
+std::string render_hosts_check(const nlohmann::json& report);
+
+}  // namespace ferry

@@ -1,0 +1,390 @@
+// The parser on valid input: every key lands in the right model field, defaults
+// are filled in, and -p overrides are applied. Malformed input is covered by
+// malformed_test.cc and the corpus beside it.
+#include "workflows/parser.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ferry::workflow {
+namespace {
+
+// Written for this test to use every key the language has at least once.
+constexpr char kFull[] = R"(name: dflash-train
+description: train a drafter, copy it, score it
+params:
+  lr: "0.001"
+  steps: 100
+  empty:
+hosts:
+  laptop:
+    transport: local
+    workdir: runs/${{ params.lr }}
+    env:
+      ROLE: laptop
+    give_up: 2m
+  gpu:
+    transport: ssh
+    address: gpu.example.com
+    port: 2222
+    user: ferry
+    identity: ~/.ssh/id_ed25519
+    known_hosts: ~/.ssh/ferry_known_hosts
+    trust: first-use
+    ssh_config: none
+    description: the training box
+stages:
+  train:
+    host: gpu
+    run: python train.py --lr ${{ params.lr }} --steps ${{ params.steps }}
+    cwd: src
+    env:
+      RUN: ${{ run.id }}
+      CUDA_VISIBLE_DEVICES: "0"
+    outputs: [ckpt, loss]
+    timeout: 1h30m
+    retries: 3
+    retry_backoff: 500ms
+    retry_on: [75, 137]
+  ship:
+    kind: copy
+    needs: train
+    from: gpu:${{ stages.train.outputs.ckpt }}
+    to: laptop:ckpt/
+    route: relay
+    keep_local: cache/ckpt
+    streams: 8
+  score:
+    kind: eval
+    needs: [ship]
+    target: /models/qwen3
+    drafter: ${{ stages.ship.outputs.path }}
+    reference: /models/reference
+    prompts: prompts.jsonl
+    max_new_tokens: 64
+    block_size: 16
+    device: cuda
+    dtype: bfloat16
+    threads: 8
+    gate:
+      min_tau: 2.5
+      min_ratio_to_reference: 1.1
+    timeout: 30
+  report:
+    host: laptop
+    needs: [score, train]
+    run: echo ${{ stages.score.outputs.tau }} ${{ hosts.gpu.address }} ${{ hosts.laptop.workdir }}
+    retry_on: 1
+    outputs:
+      summary: ${{ stages.score.outputs.speedup }}
+      log:
+)";
+
+class ParserTest : public ::testing::Test {
+ protected:
+  Workflow parse_ok(const std::string& text) {
+    Diagnostics d("wf.yaml");
+    Workflow wf = parse_workflow_collecting("wf.yaml", text, &d);
+    EXPECT_TRUE(d.empty()) << d.to_string();
+    return wf;
+  }
+};
+
+TEST_F(ParserTest, FullWorkflowParsesWithoutDiagnostics) {
+  auto r = parse_workflow("wf.yaml", kFull);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->path, "wf.yaml");
+  EXPECT_EQ(r->source, kFull);
+  EXPECT_EQ(r->name, "dflash-train");
+  EXPECT_EQ(r->name_at.line, 1);
+  EXPECT_EQ(r->name_at.column, 7);
+}
+
+TEST_F(ParserTest, FullWorkflowParams) {
+  Workflow wf = parse_ok(kFull);
+  ASSERT_EQ(wf.params.size(), 3u);
+  EXPECT_EQ(wf.params[0].name, "lr");
+  EXPECT_EQ(wf.params[0].default_value, "0.001");
+  EXPECT_EQ(wf.params[0].at.line, 4);
+  EXPECT_EQ(wf.params[0].at.column, 3);
+  EXPECT_EQ(wf.params[1].name, "steps");
+  EXPECT_EQ(wf.params[1].default_value, "100");
+  EXPECT_EQ(wf.params[2].name, "empty");
+  EXPECT_EQ(wf.params[2].default_value, "");
+  EXPECT_EQ(wf.find_param("steps"), &wf.params[1]);
+  EXPECT_EQ(wf.find_param("nope"), nullptr);
+}
+
+TEST_F(ParserTest, FullWorkflowHosts) {
+  Workflow wf = parse_ok(kFull);
+  ASSERT_EQ(wf.hosts.size(), 2u);
+  const Host& laptop = wf.hosts[0];
+  EXPECT_EQ(laptop.name, "laptop");
+  EXPECT_EQ(laptop.at.line, 8);
+  EXPECT_EQ(laptop.at.column, 3);
+  EXPECT_EQ(laptop.transport, Transport::kLocal);
+  EXPECT_EQ(laptop.workdir.value, "runs/${{ params.lr }}");  // expanded at run time
+  EXPECT_EQ(laptop.workdir.at.line, 10);
+  EXPECT_EQ(laptop.workdir.at.column, 14);
+  ASSERT_EQ(laptop.env.count("ROLE"), 1u);
+  EXPECT_EQ(laptop.env.at("ROLE").value, "laptop");
+  EXPECT_DOUBLE_EQ(laptop.give_up_s, 120);
+  EXPECT_EQ(laptop.port, 22);
+
+  const Host& gpu = wf.hosts[1];
+  EXPECT_EQ(gpu.name, "gpu");
+  EXPECT_EQ(gpu.transport, Transport::kSsh);
+  EXPECT_EQ(gpu.address, "gpu.example.com");
+  EXPECT_EQ(gpu.port, 2222);
+  EXPECT_EQ(gpu.user, "ferry");
+  EXPECT_EQ(gpu.identity, "~/.ssh/id_ed25519");
+  EXPECT_EQ(gpu.known_hosts, "~/.ssh/ferry_known_hosts");
+  EXPECT_TRUE(gpu.trust_first_use);
+  EXPECT_EQ(gpu.ssh_config, "none");
+  EXPECT_EQ(laptop.ssh_config, "");
+  EXPECT_TRUE(gpu.workdir.empty());
+  EXPECT_DOUBLE_EQ(gpu.give_up_s, 600);
+  EXPECT_EQ(wf.find_host("gpu"), &wf.hosts[1]);
+}
+
+TEST_F(ParserTest, FullWorkflowCommandStage) {
+  Workflow wf = parse_ok(kFull);
+  ASSERT_EQ(wf.stages.size(), 4u);
+  const Stage& s = wf.stages[0];
+  EXPECT_EQ(s.name, "train");
+  EXPECT_EQ(s.at.line, 25);
+  EXPECT_EQ(s.at.column, 3);
+  EXPECT_EQ(s.kind, StageKind::kCommand);
+  EXPECT_EQ(s.host, "gpu");
+  EXPECT_EQ(s.host_at.line, 26);
+  EXPECT_EQ(s.host_at.column, 11);
+  EXPECT_TRUE(s.needs.empty());
+  EXPECT_EQ(s.run.value, "python train.py --lr ${{ params.lr }} --steps ${{ params.steps }}");
+  EXPECT_EQ(s.run.at.line, 27);
+  EXPECT_EQ(s.run.at.column, 10);
+  EXPECT_EQ(s.cwd.value, "src");
+  ASSERT_EQ(s.env.size(), 2u);
+  EXPECT_EQ(s.env.at("RUN").value, "${{ run.id }}");
+  EXPECT_EQ(s.env.at("CUDA_VISIBLE_DEVICES").value, "0");
+  ASSERT_EQ(s.outputs.size(), 2u);
+  EXPECT_EQ(s.outputs[0].name, "ckpt");
+  EXPECT_FALSE(s.outputs[0].value.has_value());
+  EXPECT_EQ(s.outputs[0].at.line, 32);
+  EXPECT_EQ(s.outputs[0].at.column, 15);
+  EXPECT_EQ(s.outputs[1].name, "loss");
+  EXPECT_DOUBLE_EQ(s.timeout_s, 5400);
+  EXPECT_EQ(s.retries, 3);
+  EXPECT_DOUBLE_EQ(s.retry_backoff_s, 0.5);
+  EXPECT_EQ(s.retry_on, (std::vector<int>{75, 137}));
+}
+
+TEST_F(ParserTest, FullWorkflowCopyStage) {
+  Workflow wf = parse_ok(kFull);
+  const Stage* s = wf.find_stage("ship");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->kind, StageKind::kCopy);
+  EXPECT_EQ(s->host, "");  // copy stages name their hosts in from/to
+  EXPECT_EQ(s->needs, (std::vector<std::string>{"train"}));
+  ASSERT_EQ(s->needs_at.size(), 1u);
+  EXPECT_EQ(s->needs_at[0].line, 39);
+  EXPECT_EQ(s->needs_at[0].column, 12);
+  EXPECT_EQ(s->from.host, "gpu");
+  EXPECT_EQ(s->from.path.value, "${{ stages.train.outputs.ckpt }}");
+  EXPECT_EQ(s->to.host, "laptop");
+  EXPECT_EQ(s->to.path.value, "ckpt/");
+  EXPECT_EQ(s->route, "relay");
+  EXPECT_EQ(s->keep_local.value, "cache/ckpt");
+  EXPECT_EQ(s->streams, 8);
+  EXPECT_DOUBLE_EQ(s->timeout_s, 0);
+  EXPECT_EQ(s->retries, 0);
+  EXPECT_DOUBLE_EQ(s->retry_backoff_s, 1);
+}
+
+TEST_F(ParserTest, FullWorkflowEvalStage) {
+  Workflow wf = parse_ok(kFull);
+  const Stage* s = wf.find_stage("score");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->kind, StageKind::kEval);
+  EXPECT_EQ(s->needs, (std::vector<std::string>{"ship"}));
+  EXPECT_EQ(s->target.value, "/models/qwen3");
+  EXPECT_EQ(s->drafter.value, "${{ stages.ship.outputs.path }}");
+  EXPECT_EQ(s->reference.value, "/models/reference");
+  EXPECT_EQ(s->prompts.value, "prompts.jsonl");
+  EXPECT_EQ(s->max_new_tokens, 64);
+  EXPECT_EQ(s->block_size, 16);
+  EXPECT_EQ(s->device, "cuda");
+  EXPECT_EQ(s->dtype, "bfloat16");
+  EXPECT_EQ(s->threads, 8);
+  ASSERT_TRUE(s->gate.min_tau.has_value());
+  EXPECT_DOUBLE_EQ(*s->gate.min_tau, 2.5);
+  ASSERT_TRUE(s->gate.min_ratio_to_reference.has_value());
+  EXPECT_DOUBLE_EQ(*s->gate.min_ratio_to_reference, 1.1);
+  EXPECT_DOUBLE_EQ(s->timeout_s, 30);
+}
+
+TEST_F(ParserTest, FullWorkflowOutputsMapForm) {
+  Workflow wf = parse_ok(kFull);
+  const Stage* s = wf.find_stage("report");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->host, "laptop");
+  EXPECT_EQ(s->needs, (std::vector<std::string>{"score", "train"}));
+  EXPECT_EQ(s->retry_on, (std::vector<int>{1}));
+  ASSERT_EQ(s->outputs.size(), 2u);
+  EXPECT_EQ(s->outputs[0].name, "summary");
+  ASSERT_TRUE(s->outputs[0].value.has_value());
+  EXPECT_EQ(s->outputs[0].value->value, "${{ stages.score.outputs.speedup }}");
+  EXPECT_EQ(s->outputs[1].name, "log");
+  EXPECT_FALSE(s->outputs[1].value.has_value());  // `log:` alone: written to $FERRY_OUTPUT
+}
+
+TEST_F(ParserTest, DefaultsOfAMinimalWorkflow) {
+  Workflow wf = parse_ok("name: tiny\nstages:\n  hello:\n    run: echo hi\n");
+  ASSERT_EQ(wf.stages.size(), 1u);
+  const Stage& s = wf.stages[0];
+  EXPECT_EQ(s.kind, StageKind::kCommand);
+  EXPECT_DOUBLE_EQ(s.timeout_s, 0);
+  EXPECT_EQ(s.retries, 0);
+  EXPECT_DOUBLE_EQ(s.retry_backoff_s, 1);
+  EXPECT_TRUE(s.retry_on.empty());
+  EXPECT_TRUE(s.cwd.empty());
+  EXPECT_TRUE(s.env.empty());
+  EXPECT_TRUE(s.outputs.empty());
+  EXPECT_TRUE(wf.params.empty());
+}
+
+TEST_F(ParserTest, ImplicitLocalHostWhenHostsIsAbsent) {
+  Workflow wf = parse_ok("name: tiny\nstages:\n  a:\n    run: echo a\n  b:\n    run: echo b\n    needs: a\n");
+  ASSERT_EQ(wf.hosts.size(), 1u);
+  EXPECT_EQ(wf.hosts[0].name, "local");
+  EXPECT_EQ(wf.hosts[0].transport, Transport::kLocal);
+  EXPECT_TRUE(wf.hosts[0].workdir.empty());
+  EXPECT_EQ(wf.stages[0].host, "local");
+  EXPECT_EQ(wf.stages[1].host, "local");
+}
+
+TEST_F(ParserTest, ImplicitLocalHostWhenHostsIsEmpty) {
+  Workflow wf = parse_ok("name: tiny\nhosts:\nstages:\n  a:\n    run: echo a\n");
+  ASSERT_EQ(wf.hosts.size(), 1u);
+  EXPECT_EQ(wf.hosts[0].name, "local");
+  EXPECT_EQ(wf.stages[0].host, "local");
+}
+
+TEST_F(ParserTest, StagesDefaultToTheOnlyHost) {
+  Workflow wf = parse_ok(
+      "name: one\nhosts:\n  box:\n    transport: ssh\n    address: 10.0.0.1\n"
+      "stages:\n  a:\n    run: echo a\n  b:\n    run: echo b\n    host: box\n");
+  ASSERT_EQ(wf.hosts.size(), 1u);
+  EXPECT_EQ(wf.hosts[0].name, "box");
+  EXPECT_EQ(wf.stages[0].host, "box");
+  EXPECT_EQ(wf.stages[0].host_at.line, 0);  // not written: filled in
+  EXPECT_EQ(wf.stages[1].host, "box");
+}
+
+TEST_F(ParserTest, BareHostNameIsALocalHostWithDefaults) {
+  Workflow wf = parse_ok("name: two\nhosts:\n  a:\n  b:\nstages:\n  s:\n    host: b\n    run: echo\n");
+  ASSERT_EQ(wf.hosts.size(), 2u);
+  EXPECT_EQ(wf.hosts[0].transport, Transport::kLocal);
+  EXPECT_EQ(wf.hosts[1].name, "b");
+  EXPECT_EQ(wf.stages[0].host, "b");
+}
+
+TEST_F(ParserTest, NeedsAcceptsANameOrAList) {
+  Workflow wf = parse_ok(
+      "name: n\nstages:\n  a:\n    run: x\n  b:\n    run: x\n    needs: a\n"
+      "  c:\n    run: x\n    needs:\n      - a\n      - b\n  d:\n    run: x\n    needs: []\n");
+  EXPECT_EQ(wf.stages[1].needs, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(wf.stages[2].needs, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(wf.stages[2].needs_at[1].line, 12);
+  EXPECT_EQ(wf.stages[2].needs_at[1].column, 9);
+  EXPECT_TRUE(wf.stages[3].needs.empty());
+}
+
+TEST_F(ParserTest, TemplatesMayUseOutputsOfIndirectNeeds) {
+  parse_ok(
+      "name: n\nstages:\n  a:\n    run: x\n    outputs: [o]\n  b:\n    run: x\n    needs: a\n"
+      "  c:\n    run: echo ${{ stages.a.outputs.o }}\n    needs: b\n");
+}
+
+TEST_F(ParserTest, HelloExampleIsValid) {
+  auto wf = load_workflow(FERRY_SOURCE_DIR "/examples/hello/workflow.yaml");
+  ASSERT_TRUE(wf.ok()) << wf.status().message();
+  EXPECT_EQ(wf->name, "hello");
+  EXPECT_EQ(wf->hosts.size(), 2u);
+  EXPECT_EQ(wf->stages.size(), 3u);
+}
+
+TEST_F(ParserTest, LoadingAMissingFileIsNotFound) {
+  auto wf = load_workflow("/nonexistent/ferry/workflow.yaml");
+  ASSERT_FALSE(wf.ok());
+  EXPECT_EQ(wf.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(wf.status().message().find("/nonexistent/ferry/workflow.yaml"), std::string::npos);
+}
+
+TEST_F(ParserTest, ErrorsAreListedOnePerLineSortedByPlace) {
+  auto r = parse_workflow("bad.yaml", "name: x\nstages:\n  b:\n    run: x\n    needs: [zz]\n  a:\n    rum: x\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "bad.yaml:5:13: stage 'b' needs unknown stage 'zz'\n"
+            "bad.yaml:7:5: unknown key 'rum' in stage 'a' (kind command) (did you mean 'run'?)");
+}
+
+// Inputs that are legal YAML but odd, or not YAML at all: each must give
+// diagnostics, never a crash. (Run this binary under ASan to make that strong:
+// the key iteration once kept a reference into a dead temporary.)
+TEST_F(ParserTest, OddInputIsReportedNotCrashedOn) {
+  for (const char* text : {
+           "name: x\nstages: &s\n  a: *s\n",                      // alias to the enclosing map
+           "name: x\nbase: &b {run: echo}\nstages:\n  a:\n    <<: *b\n",  // merge keys are not special
+           "name: x\nstages:\n  a:\n    run: *nope\n",            // undefined alias
+           "? [a, b]\n: c\nname: x\nstages: {a: {run: x}}\n",     // a list as a key
+           "name: x\nstages:\n  a:\n    run: echo\n    needs: [~, '', [b]]\n",
+           "name: x\nstages:\n  a:\n    run: |\n      echo ${{ params.x }}\n    env:\n      A: ${{ params.y }}\n",
+           "name: [x]\nparams: [a]\nhosts: x\nstages: x\n",
+           "name: x\nhosts:\n  h: [1]\nstages:\n  a: [1]\n  b: 3\n",
+           "name: x\nstages:\n  a:\n    kind: [copy]\n    outputs: 5\n    gate: 1\n    retry_on: {a: 1}\n",
+           "\t\x01\xff: [\n",
+           "name: x\nstages:\n  a:\n    run: x\n    timeout: 99999999999999999999999h\n    retries: 99999999999999999999\n",
+       }) {
+    Diagnostics d("odd.yaml");
+    parse_workflow_collecting("odd.yaml", text, &d);
+    EXPECT_FALSE(d.empty()) << text;
+    for (const auto& g : d.list()) EXPECT_GT(g.at.line, 0) << g.message << "\nin\n" << text;
+  }
+}
+
+TEST_F(ParserTest, EmptyValueIsReportedAtItsKey) {
+  Diagnostics d("wf.yaml");
+  parse_workflow_collecting("wf.yaml", "name: x\nstages:\n  a:\n    cwd:\n    run: echo\n", &d);
+  ASSERT_EQ(d.size(), 1u) << d.to_string();
+  EXPECT_EQ(d.to_string(), "wf.yaml:4:5: 'cwd' must be a scalar, not nothing\n");
+}
+
+TEST(ParamOverrideTest, ReplacesDefaults) {
+  auto wf = parse_workflow("wf.yaml", "name: p\nparams:\n  lr: \"0.1\"\n  steps: 10\nstages:\n  a:\n    run: x\n");
+  ASSERT_TRUE(wf.ok()) << wf.status().message();
+  Status s = apply_param_overrides(&*wf, {{"lr", "0.5"}});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(wf->find_param("lr")->default_value, "0.5");
+  EXPECT_EQ(wf->find_param("steps")->default_value, "10");
+  EXPECT_TRUE(apply_param_overrides(&*wf, {}).ok());
+  EXPECT_TRUE(apply_param_overrides(&*wf, {{"steps", ""}}).ok());
+  EXPECT_EQ(wf->find_param("steps")->default_value, "");
+}
+
+TEST(ParamOverrideTest, UnknownParamIsAnErrorWithDidYouMean) {
+  auto wf = parse_workflow("wf.yaml", "name: p\nparams:\n  learning_rate: \"0.1\"\nstages:\n  a:\n    run: x\n");
+  ASSERT_TRUE(wf.ok()) << wf.status().message();
+  Status s = apply_param_overrides(&*wf, {{"learning_rat", "0.5"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "-p learning_rat: workflow 'p' has no param 'learning_rat' (did you mean 'learning_rate'?)");
+  Status far = apply_param_overrides(&*wf, {{"zzz", "1"}});
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.message(), "-p zzz: workflow 'p' has no param 'zzz'");
+  EXPECT_EQ(wf->find_param("learning_rate")->default_value, "0.1");
+}
+
+}  // namespace
+}  // namespace ferry::workflow
