@@ -10,10 +10,8 @@
 #include <cstring>
 #include <string>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "agents/agent_server.h"
+#include "base/file_hash.h"
 #include "agents/file_util.h"
 
 namespace {
@@ -36,14 +34,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "hash-self") {
-    auto bytes = ferry::read_file("/proc/self/exe");
-    if (!bytes.ok()) {
-      std::fprintf(stderr, "ferry-agent: %s\n", bytes.status().message().c_str());
+    auto hex = ferry::xxh128_file_hex("/proc/self/exe");
+    if (!hex.ok()) {
+      std::fprintf(stderr, "ferry-agent: %s\n", hex.status().message().c_str());
       return 1;
     }
-    XXH128_hash_t h = XXH3_128bits(bytes->data(), bytes->size());
-    std::printf("%016llx%016llx\n", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
+    std::printf("%s\n", hex->c_str());
     return 0;
   }
   if (cmd == "serve") {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include "agents/chunk_files.h"
 #include "agents/detached_job.h"
 #include "agents/file_util.h"
 #include "agents/host_probe.h"
@@ -81,6 +82,7 @@ protocol::Frame AgentServer::dispatch(const protocol::Frame& request) {
   else if (op == "log.read") r = log_read(request.header, &body);
   else if (op == "fs.stat") r = fs_stat(request.header);
   else if (op == "host.info") r = host_info(workdir_);
+  else if (op.rfind("fs.", 0) == 0 || op.rfind("recv.", 0) == 0) r = transfer_op(op, request, &body);
   else if (op == "net.probe") r = net_probe(request.header);
   if (!r.ok()) return protocol::make_error(request.request_id, r.status());
   return protocol::make_reply(request.request_id, std::move(r).value(), std::move(body));
@@ -219,6 +221,87 @@ Result<nlohmann::json> AgentServer::log_read(const nlohmann::json& args, std::st
   if (n < 0) return errno_status("read " + paths.log(), errno);
   body->resize(static_cast<size_t>(n));
   return nlohmann::json{{"offset", offset}, {"size", static_cast<int64_t>(st.st_size)}};
+}
+
+Result<std::string> AgentServer::data_path(const nlohmann::json& args, const char* key) const {
+  auto p = arg<std::string>(args, key);
+  if (!p.ok()) return p.status();
+  if (p->empty()) return invalid_argument(std::string("empty '") + key + "'");
+  // A relative path stays inside the workdir; an absolute one was named on purpose.
+  if ((*p)[0] != '/') {
+    size_t pos = 0;
+    while (pos <= p->size()) {
+      size_t end = p->find('/', pos);
+      if (end == std::string::npos) end = p->size();
+      if (p->compare(pos, end - pos, "..") == 0) return invalid_argument("path '" + *p + "' escapes the workdir");
+      pos = end + 1;
+    }
+  }
+  return resolve(*p);
+}
+
+Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const protocol::Frame& req, std::string* body) {
+  const nlohmann::json& a = req.header;
+  if (op == "fs.list") {
+    auto path = data_path(a, "path");
+    if (!path.ok()) return path.status();
+    return list_source(*path);
+  }
+  if (op == "fs.read") {
+    auto path = data_path(a, "path");
+    if (!path.ok()) return path.status();
+    std::string hash;
+    auto data = read_chunk(*path, a.value("offset", int64_t{-1}), a.value("length", int64_t{-1}), &hash);
+    if (!data.ok()) return data.status();
+    *body = std::move(data).value();
+    return nlohmann::json{{"hash", hash}, {"length", static_cast<int64_t>(body->size())}};
+  }
+  if (op == "fs.hash") {
+    auto path = data_path(a, "path");
+    if (!path.ok()) return path.status();
+    auto hashes = hash_chunks(*path, a.value("chunk_size", int64_t{0}),
+                              a.value("indices", std::vector<int64_t>{}));
+    if (!hashes.ok()) return hashes.status();
+    nlohmann::json out = nlohmann::json::object();
+    for (auto& [i, h] : *hashes) out[std::to_string(i)] = h;
+    return nlohmann::json{{"chunks", out}};
+  }
+  if (op == "recv.prepare_dir") {
+    auto path = data_path(a, "path");
+    if (!path.ok()) return path.status();
+    FERRY_RETURN_IF_ERROR(receive_prepare_dir(*path));
+    return nlohmann::json::object();
+  }
+  if (op == "recv.finish_dir") {
+    auto path = data_path(a, "path");
+    if (!path.ok()) return path.status();
+    FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string())));
+    return nlohmann::json::object();
+  }
+  auto dest = data_path(a, "dest");
+  if (!dest.ok()) return dest.status();
+  int64_t chunk_size = a.value("chunk_size", int64_t{0});
+  if (op == "recv.begin") {
+    auto st = receive_begin(*dest, a.value("size", int64_t{-1}), chunk_size, a.value("mode", 0644),
+                            a.value("file_hash", std::string()));
+    if (!st.ok()) return st.status();
+    nlohmann::json have = nlohmann::json::object();
+    for (auto& [i, h] : st->have) have[std::to_string(i)] = h;
+    return nlohmann::json{{"complete", st->complete}, {"have", have}};
+  }
+  if (op == "recv.write") {
+    FERRY_RETURN_IF_ERROR(receive_write(*dest, a.value("index", int64_t{-1}), chunk_size,
+                                        a.value("hash", std::string()), req.body));
+    return nlohmann::json::object();
+  }
+  if (op == "recv.commit") {
+    std::vector<int64_t> bad;
+    Status s = receive_commit(*dest, chunk_size, a.value("chunks", std::vector<std::string>{}), &bad);
+    if (!s.ok() && !bad.empty()) return nlohmann::json{{"committed", false}, {"bad", bad}, {"error", s.message()}};
+    if (!s.ok()) return s;
+    return nlohmann::json{{"committed", true}};
+  }
+  return invalid_argument("unknown op '" + op + "'");
 }
 
 Result<nlohmann::json> AgentServer::net_probe(const nlohmann::json& args) {

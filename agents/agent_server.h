@@ -17,6 +17,14 @@
 //   fs.stat    {path}                               → {exists, type, size, mtime_ms}
 //   host.info  {}                                   → cores, memory, free disk, GPUs
 //   net.probe  {address, port, timeout_ms}          → {reachable, ms, error}
+//   fs.list    {path}                               → {type, files: [{path, size, mode}]}
+//   fs.read    {path, offset, length}               → {hash}, body = bytes
+//   fs.hash    {path, chunk_size, indices?}         → {chunks: {index: hash}}
+//   recv.begin {dest, size, chunk_size, mode, file_hash?} → {complete, have: {index: hash}}
+//   recv.write {dest, index, chunk_size, hash}, body → {}   (kDataLoss if the hash differs)
+//   recv.commit {dest, chunk_size, chunks: [hash]}  → {committed, bad?: [index]}
+//   recv.prepare_dir / recv.finish_dir {path, manifest_hash?}
+// (see chunk_files.h for the receiver's guarantees)
 // A token older than the job's newest attempt is refused ("stale attempt token"),
 // so an attempt the coordinator gave up on can never start after a partition heals.
 #pragma once
@@ -50,6 +58,9 @@ class AgentServer {
   Result<nlohmann::json> log_read(const nlohmann::json& args, std::string* body);
   Result<nlohmann::json> fs_stat(const nlohmann::json& args);
   Result<nlohmann::json> net_probe(const nlohmann::json& args);
+  Result<nlohmann::json> transfer_op(const std::string& op, const protocol::Frame& request, std::string* body);
+  /// A path argument resolved against the workdir; relative paths may not use "..".
+  Result<std::string> data_path(const nlohmann::json& args, const char* key) const;
   /// Checks the attempt's token against the journal; returns its paths.
   Result<JobPaths> attempt_with_token(const nlohmann::json& args);
   std::string resolve(const std::string& path) const;

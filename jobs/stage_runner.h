@@ -47,6 +47,13 @@ class StageEnv {
   /// kUnavailable means "not connected now, try again"; kDeadlineExceeded means
   /// the host was given up on.
   virtual void call_agent(const std::string& host, const std::string& op, nlohmann::json args, ReplyFn fn) = 0;
+  /// The same over one of several parallel connections ("lanes") to the host, each
+  /// with its own session and thread; lane 0 is the connection call_agent uses.
+  /// `body` rides as the frame's raw bytes.
+  virtual void call_agent_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args,
+                               std::string body, ReplyFn fn) = 0;
+  /// Where a coordinator-local path of the workflow (keep_local) resolves to.
+  virtual std::string local_path(const std::string& path) = 0;
   /// An event row for this stage (written before the caller acts on it).
   virtual void record_event(const std::string& type, nlohmann::json detail) = 0;
   /// The coordinator's copy of this attempt's log: append, and its size (= the

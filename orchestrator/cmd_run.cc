@@ -73,7 +73,10 @@ int cmd_run(const Common& c) {
   nlohmann::json params = nlohmann::json::object();
   for (const auto& p : wf->params) params[p.name] = p.default_value;
   std::vector<StageSeed> seeds;
-  for (const auto& st : wf->stages) seeds.push_back({st.name, workflow::stage_kind_name(st.kind), st.host});
+  for (const auto& st : wf->stages) {
+    std::string host = st.kind == workflow::StageKind::kCopy ? st.from.host + "→" + st.to.host : st.host;
+    seeds.push_back({st.name, workflow::stage_kind_name(st.kind), host});
+  }
   auto run = (*store)->create_run(wf->name, path, wf->source, params, seeds);
   if (!run.ok()) return fail(run.status());
   return drive(**store, std::move(*wf), std::move(*run), c, false);

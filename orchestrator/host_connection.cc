@@ -40,14 +40,14 @@ nlohmann::json HostConnection::hello() const {
   return hello_;
 }
 
-void HostConnection::call(const std::string& op, nlohmann::json args, ReplyFn fn) {
+void HostConnection::call(const std::string& op, nlohmann::json args, ReplyFn fn, std::string body) {
   std::unique_lock<std::mutex> lock(mu_);
   if (stopping_) {
     lock.unlock();
     boost::asio::post(io_, [fn] { fn(cancelled("connection closed")); });
     return;
   }
-  queue_.push_back({protocol::make_request(next_id_++, op, std::move(args)), std::move(fn)});
+  queue_.push_back({protocol::make_request(next_id_++, op, std::move(args), std::move(body)), std::move(fn)});
   lock.unlock();
   cv_.notify_all();
 }
@@ -197,9 +197,11 @@ bool HostConnection::session(AgentTransport& t) {
       out.swap(queue_);
     }
     for (auto& p : out) {
-      std::string bytes = protocol::encode_frame(p.frame);
+      std::string prefix = protocol::encode_frame_prefix(p.frame);
       in_flight[p.frame.request_id] = std::move(p.fn);
-      Status w = t.write_all(bytes.data(), bytes.size());
+      Status w = t.write_all(prefix.data(), prefix.size());
+      if (w.ok() && !p.frame.body.empty()) w = t.write_all(p.frame.body.data(), p.frame.body.size());
+      p.frame.body = std::string();  // free it now, not when the reply comes
       if (!w.ok()) {
         fail(w.message());
         return true;

@@ -50,7 +50,7 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
   ~HostConnection();
 
   void start(StateFn on_state);
-  void call(const std::string& op, nlohmann::json args, ReplyFn fn);
+  void call(const std::string& op, nlohmann::json args, ReplyFn fn, std::string body = {});
   /// Closes the link and joins the thread; pending calls fail with kCancelled.
   void stop();
 

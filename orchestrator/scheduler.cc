@@ -72,6 +72,11 @@ class Scheduler::AttemptEnv : public StageEnv {
   void call_agent(const std::string& host, const std::string& op, nlohmann::json args, ReplyFn fn) override {
     s_.connection(host).call(op, std::move(args), std::move(fn));
   }
+  void call_agent_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args,
+                       std::string body, ReplyFn fn) override {
+    s_.connection(host, lane).call(op, std::move(args), std::move(fn), std::move(body));
+  }
+  std::string local_path(const std::string& path) override { return s_.local_path(path); }
   void record_event(const std::string& type, nlohmann::json detail) override {
     detail["attempt"] = attempt_;
     Status st = s_.store_.add_event(s_.run_.id, stage_, type, detail);
@@ -177,8 +182,17 @@ Status Scheduler::load() {
   return Status();
 }
 
-HostConnection& Scheduler::connection(const std::string& name) {
-  auto it = hosts_.find(name);
+std::string Scheduler::local_path(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  char real[4096];
+  std::string base = dirname_of(run_.workflow_path);
+  if (::realpath(base.c_str(), real)) base = real;
+  return join_path(base, path);
+}
+
+HostConnection& Scheduler::connection(const std::string& name, int lane) {
+  std::string key = lane == 0 ? name : name + "#" + std::to_string(lane);
+  auto it = hosts_.find(key);
   if (it != hosts_.end()) return *it->second;
   const workflow::Host* host = wf_.find_host(name);
   assert(host);
@@ -186,12 +200,13 @@ HostConnection& Scheduler::connection(const std::string& name) {
   opts.give_up_s = host->give_up_s;
   HostConnection::TransportFactory factory = make_transport_factory(*host, host_workdir(*host));
   auto conn = std::make_shared<HostConnection>(io_, name, std::move(factory), opts);
-  conn->start([this, name](bool connected, const std::string& why) {
+  conn->start([this, name, lane](bool connected, const std::string& why) {
+    if (lane != 0) return;  // data lanes come and go with copies; the main link tells the story
     Status st = store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
                                  {{"host", name}, {"why", why}});
     if (!st.ok()) store_error_ = st;
   });
-  hosts_[name] = conn;
+  hosts_[key] = conn;
   return *conn;
 }
 

@@ -62,7 +62,8 @@ class Scheduler {
   void request_cancel(bool hard);
   void watch_cancel_flag();
   void finish_run();
-  HostConnection& connection(const std::string& host);
+  HostConnection& connection(const std::string& host, int lane = 0);
+  std::string local_path(const std::string& path);
   Result<std::string> resolve(const workflow::Text& text, const workflow::Stage* stage, bool shell_quote);
   std::string host_workdir(const workflow::Host& host);
   Result<nlohmann::json> stage_inputs(StageState& st);

@@ -23,18 +23,23 @@ bool valid_type(uint8_t t) { return t >= 1 && t <= 4; }
 }  // namespace
 
 std::string encode_frame(const Frame& frame) {
+  std::string out = encode_frame_prefix(frame);
+  out += frame.body;
+  return out;
+}
+
+std::string encode_frame_prefix(const Frame& frame) {
   std::string header = frame.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   assert(header.size() <= kMaxHeaderBytes);
   size_t length = kFixedBytes + header.size() + frame.body.size();
   assert(length <= kMaxFrameBytes);
   std::string out;
-  out.reserve(4 + length);
+  out.reserve(4 + kFixedBytes + header.size());
   put_u32(out, static_cast<uint32_t>(length));
   out.push_back(static_cast<char>(frame.type));
   put_u32(out, frame.request_id);
   put_u32(out, static_cast<uint32_t>(header.size()));
   out += header;
-  out += frame.body;
   return out;
 }
 

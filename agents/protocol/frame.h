@@ -43,6 +43,9 @@ struct Frame {
 
 /// Serializes a frame. Asserts the size limits (our own frames are bugs if too big).
 std::string encode_frame(const Frame& frame);
+/// Everything of the encoded frame before its body: write this, then frame.body,
+/// and a multi-MiB body is never copied.
+std::string encode_frame_prefix(const Frame& frame);
 
 /// Incremental decoder: feed bytes as they arrive, take whole frames out.
 /// After an error the stream is unusable (the peer must close the connection).

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <random>
 
-#include "orchestrator/ssh/file_hash.h"
+#include "base/file_hash.h"
 #include "orchestrator/ssh/shell_quote.h"
 
 namespace ferry {

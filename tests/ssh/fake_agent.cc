@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "orchestrator/ssh/file_hash.h"
+#include "base/file_hash.h"
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "hash-self") == 0) {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "orchestrator/ssh/agent_bootstrap.h"
-#include "orchestrator/ssh/file_hash.h"
+#include "base/file_hash.h"
 #include "orchestrator/ssh/ssh_transport.h"
 #include "tests/ssh/testbed_env.h"
 

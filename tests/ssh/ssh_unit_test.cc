@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "orchestrator/ssh/agent_bootstrap.h"
-#include "orchestrator/ssh/file_hash.h"
+#include "base/file_hash.h"
 #include "orchestrator/ssh/shell_quote.h"
 #include "orchestrator/ssh/tcp_socket.h"
 

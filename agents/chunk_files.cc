@@ -1,0 +1,318 @@
+#include "agents/chunk_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
+#include "agents/file_util.h"
+#include "base/file_hash.h"
+
+namespace ferry {
+namespace {
+
+std::string part_path(const std::string& dest) { return dest + ".ferry-part"; }
+std::string journal_path(const std::string& dest) { return dest + ".ferry-journal"; }
+std::string spec_path(const std::string& dest) { return dest + ".ferry-spec"; }
+
+Status pread_all(int fd, char* buf, int64_t len, int64_t offset, const std::string& path) {
+  int64_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pread(fd, buf + done, static_cast<size_t>(len - done), offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_status("read " + path, errno);
+    if (n == 0) return data_loss(path + " is shorter than expected (at byte " + std::to_string(offset + done) + ")");
+    done += n;
+  }
+  return Status();
+}
+
+Status pwrite_all(int fd, const char* buf, int64_t len, int64_t offset, const std::string& path) {
+  int64_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pwrite(fd, buf + done, static_cast<size_t>(len - done), offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      if (errno == ENOSPC) return failed_precondition("no space left on device writing " + path);
+      return errno_status("write " + path, errno);
+    }
+    done += n;
+  }
+  return Status();
+}
+
+int64_t chunk_count(int64_t size, int64_t chunk_size) { return size == 0 ? 0 : (size + chunk_size - 1) / chunk_size; }
+
+Result<std::map<int64_t, std::string>> hash_range(int fd, const std::string& path, int64_t size, int64_t chunk_size,
+                                                  const std::vector<int64_t>& indices) {
+  std::map<int64_t, std::string> out;
+  std::string buf;
+  for (int64_t i : indices) {
+    int64_t off = i * chunk_size;
+    if (i < 0 || off >= size) return invalid_argument("chunk " + std::to_string(i) + " is past the end of " + path);
+    int64_t len = std::min(chunk_size, size - off);
+    buf.resize(static_cast<size_t>(len));
+    FERRY_RETURN_IF_ERROR(pread_all(fd, buf.data(), len, off, path));
+    out[i] = xxh128_hex(buf.data(), buf.size());
+  }
+  return out;
+}
+
+void list_dir(const std::string& root, const std::string& rel, nlohmann::json& files, Status& status) {
+  std::string dir = rel.empty() ? root : root + "/" + rel;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    status = errno_status("open folder " + dir, errno);
+    return;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    if (!status.ok()) return;
+    std::string r = rel.empty() ? n : rel + "/" + n;
+    // Our own bookkeeping never travels.
+    if (n == kCompleteMarker || n.find(".ferry-part") != std::string::npos ||
+        n.find(".ferry-journal") != std::string::npos || n.find(".ferry-spec") != std::string::npos) {
+      continue;
+    }
+    struct stat st;
+    if (::lstat((root + "/" + r).c_str(), &st) != 0) {
+      status = errno_status("stat " + root + "/" + r, errno);
+      return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      list_dir(root, r, files, status);
+    } else if (S_ISREG(st.st_mode)) {
+      files.push_back({{"path", r}, {"size", static_cast<int64_t>(st.st_size)}, {"mode", st.st_mode & 0777}});
+    } else {
+      status = invalid_argument(root + "/" + r + " is not a regular file or folder (symlinks are not copied)");
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+Result<nlohmann::json> list_source(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return errno_status("copy source " + path, errno);
+  nlohmann::json files = nlohmann::json::array();
+  if (S_ISREG(st.st_mode)) {
+    files.push_back({{"path", ""}, {"size", static_cast<int64_t>(st.st_size)}, {"mode", st.st_mode & 0777}});
+    return nlohmann::json{{"type", "file"}, {"files", files}};
+  }
+  if (!S_ISDIR(st.st_mode)) return invalid_argument("copy source " + path + " is not a file or folder");
+  Status s;
+  list_dir(path, "", files, s);
+  if (!s.ok()) return s;
+  return nlohmann::json{{"type", "dir"}, {"files", files}};
+}
+
+Result<std::string> read_chunk(const std::string& path, int64_t offset, int64_t length, std::string* hash) {
+  if (offset < 0 || length < 0 || length > kMaxChunkBytes) return invalid_argument("bad read range");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open " + path, errno);
+  std::string data(static_cast<size_t>(length), '\0');
+  Status s = pread_all(fd, data.data(), length, offset, path);
+  ::close(fd);
+  if (!s.ok()) return s;
+  *hash = xxh128_hex(data.data(), data.size());
+  return data;
+}
+
+Result<std::map<int64_t, std::string>> hash_chunks(const std::string& path, int64_t chunk_size,
+                                                   const std::vector<int64_t>& indices) {
+  if (chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad chunk size");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open " + path, errno);
+  struct stat st;
+  ::fstat(fd, &st);
+  std::vector<int64_t> all = indices;
+  if (all.empty()) {
+    for (int64_t i = 0; i < chunk_count(st.st_size, chunk_size); ++i) all.push_back(i);
+  }
+  auto r = hash_range(fd, path, st.st_size, chunk_size, all);
+  ::close(fd);
+  return r;
+}
+
+std::string file_hash_of(const std::vector<std::string>& chunk_hashes) {
+  std::string joined;
+  for (const auto& h : chunk_hashes) joined += h;
+  return xxh128_hex(joined.data(), joined.size());
+}
+
+Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_t chunk_size, int mode,
+                                   const std::string& expected_file_hash) {
+  if (size < 0 || chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad size or chunk size");
+  FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(dest)));
+  ReceiveState state;
+  struct stat st;
+  if (!expected_file_hash.empty() && ::stat(dest.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == size) {
+    auto hashes = hash_chunks(dest, chunk_size, {});
+    if (hashes.ok()) {
+      std::vector<std::string> list;
+      for (auto& [i, h] : *hashes) list.push_back(h);
+      if (file_hash_of(list) == expected_file_hash) {
+        state.complete = true;
+        return state;
+      }
+    }
+  }
+  nlohmann::json spec = {{"size", size}, {"chunk_size", chunk_size}};
+  auto old_spec = read_file(spec_path(dest));
+  bool resume = old_spec.ok() && nlohmann::json::parse(*old_spec, nullptr, false) == spec && path_exists(part_path(dest));
+  if (!resume) {
+    ::unlink(part_path(dest).c_str());
+    ::unlink(journal_path(dest).c_str());
+    // Refuse early when the bytes cannot fit, rather than fail half way.
+    struct statvfs vfs;
+    if (::statvfs(dirname_of(dest).c_str(), &vfs) == 0) {
+      int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+      if (free_bytes < size) {
+        return Status(StatusCode::kFailedPrecondition,
+                      "no space for " + dest + ": needs " + std::to_string(size) + " bytes, " +
+                          std::to_string(free_bytes) + " free");
+      }
+    }
+    FERRY_RETURN_IF_ERROR(write_file_atomic(spec_path(dest), spec.dump()));
+  }
+  int fd = ::open(part_path(dest).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, (mode & 0777) | 0600);
+  if (fd < 0) return errno_status("create " + part_path(dest), errno);
+  if (::ftruncate(fd, size) != 0) {
+    int err = errno;
+    ::close(fd);
+    return errno_status("size " + part_path(dest), err);
+  }
+  if (resume) {
+    // Journal entries are hints: trust only chunks whose bytes still match.
+    auto journal = read_file(journal_path(dest));
+    std::map<int64_t, std::string> claimed;
+    if (journal.ok()) {
+      size_t pos = 0;
+      while (pos < journal->size()) {
+        size_t end = journal->find('\n', pos);
+        if (end == std::string::npos) break;  // a torn last line is ignored
+        std::string line = journal->substr(pos, end - pos);
+        size_t sp = line.find(' ');
+        if (sp != std::string::npos) claimed[std::atoll(line.substr(0, sp).c_str())] = line.substr(sp + 1);
+        pos = end + 1;
+      }
+    }
+    std::vector<int64_t> idx;
+    for (auto& [i, h] : claimed) {
+      if (i >= 0 && i < chunk_count(size, chunk_size)) idx.push_back(i);
+    }
+    auto actual = hash_range(fd, part_path(dest), size, chunk_size, idx);
+    if (actual.ok()) {
+      for (auto& [i, h] : *actual) {
+        if (claimed[i] == h) state.have[i] = h;
+      }
+    }
+    std::string rewritten;
+    for (auto& [i, h] : state.have) rewritten += std::to_string(i) + " " + h + "\n";
+    ::close(fd);
+    FERRY_RETURN_IF_ERROR(write_file_atomic(journal_path(dest), rewritten));
+    return state;
+  }
+  ::close(fd);
+  return state;
+}
+
+Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size, const std::string& hash,
+                     const std::string& data) {
+  if (index < 0 || chunk_size <= 0) return invalid_argument("bad chunk index");
+  std::string actual = xxh128_hex(data.data(), data.size());
+  if (actual != hash) {
+    return data_loss("chunk " + std::to_string(index) + " of " + dest + " arrived with hash " + actual +
+                     ", expected " + hash);
+  }
+  std::string part = part_path(dest);
+  int fd = ::open(part.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open " + part + " (was the copy begun?)", errno);
+  Status s = pwrite_all(fd, data.data(), static_cast<int64_t>(data.size()), index * chunk_size, part);
+  ::close(fd);
+  if (!s.ok()) return s;
+  // One short O_APPEND write per chunk: concurrent writers never interleave inside a line.
+  std::string line = std::to_string(index) + " " + hash + "\n";
+  int jfd = ::open(journal_path(dest).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (jfd < 0) return errno_status("open " + journal_path(dest), errno);
+  ssize_t n = ::write(jfd, line.data(), line.size());
+  ::close(jfd);
+  if (n != static_cast<ssize_t>(line.size())) return errno_status("write " + journal_path(dest), errno);
+  return Status();
+}
+
+Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
+                      std::vector<int64_t>* bad) {
+  std::string part = part_path(dest);
+  int fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open " + part, errno);
+  struct stat st;
+  ::fstat(fd, &st);
+  if (chunk_count(st.st_size, chunk_size) != static_cast<int64_t>(chunk_hashes.size())) {
+    ::close(fd);
+    return data_loss(part + " has the wrong size");
+  }
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < static_cast<int64_t>(chunk_hashes.size()); ++i) all.push_back(i);
+  auto actual = hash_range(fd, part, st.st_size, chunk_size, all);
+  if (!actual.ok()) {
+    ::close(fd);
+    return actual.status();
+  }
+  for (auto& [i, h] : *actual) {
+    if (h != chunk_hashes[static_cast<size_t>(i)]) bad->push_back(i);
+  }
+  if (!bad->empty()) {
+    ::close(fd);
+    // Forget the bad chunks so a resumed copy sends them again.
+    std::string rewritten;
+    for (auto& [i, h] : *actual) {
+      if (h == chunk_hashes[static_cast<size_t>(i)]) rewritten += std::to_string(i) + " " + h + "\n";
+    }
+    Status w = write_file_atomic(journal_path(dest), rewritten);
+    (void)w;
+    return data_loss(std::to_string(bad->size()) + " chunk(s) of " + dest + " failed verification on disk");
+  }
+  int wfd = ::open(part.c_str(), O_WRONLY | O_CLOEXEC);
+  if (wfd >= 0) {
+    ::fsync(wfd);
+    ::close(wfd);
+  }
+  ::close(fd);
+  if (::rename(part.c_str(), dest.c_str()) != 0) return errno_status("rename " + part, errno);
+  int dfd = ::open(dirname_of(dest).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  ::unlink(journal_path(dest).c_str());
+  ::unlink(spec_path(dest).c_str());
+  return Status();
+}
+
+Status receive_prepare_dir(const std::string& dir) {
+  FERRY_RETURN_IF_ERROR(make_dirs(dir));
+  std::string marker = dir + "/" + kCompleteMarker;
+  if (::unlink(marker.c_str()) != 0 && errno != ENOENT) return errno_status("remove " + marker, errno);
+  return Status();
+}
+
+Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash) {
+  return write_file_atomic(dir + "/" + kCompleteMarker, manifest_hash + "\n");
+}
+
+}  // namespace ferry

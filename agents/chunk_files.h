@@ -1,0 +1,69 @@
+// Chunked, verified file transfer at the file level: the reading side (list,
+// read with a hash, hash ranges) and the receiving side (begin, write a verified
+// chunk, commit, finish a folder). Used by the agent for remote ends and by the
+// coordinator itself for `keep_local`, so both sides share one implementation.
+//
+// The receiver's promise: a destination file is absent or complete. It writes to
+// DEST.ferry-part, records each verified chunk in DEST.ferry-journal (a hint:
+// entries are re-verified against the part file before they are trusted again),
+// and commit re-hashes every chunk on disk, fsyncs, and renames into place. A
+// folder gets its completion marker (.ferry-complete) only after all its files.
+//
+// Hashes are XXH3-128 as 32 hex digits (base/file_hash.h); a file's hash is the
+// XXH3-128 of its chunk hashes in order, so it can be checked chunk by chunk.
+// Plain functions over files; several processes may write disjoint chunks of the
+// same part file at once. Any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace ferry {
+
+inline constexpr const char* kCompleteMarker = ".ferry-complete";
+inline constexpr int64_t kMaxChunkBytes = 32 << 20;
+
+/// What a source path holds: {type: "file"|"dir", files: [{path, size, mode}]}
+/// (`path` relative to the source; "" for a single file). Only regular files;
+/// symlinks and specials are refused with their name.
+Result<nlohmann::json> list_source(const std::string& path);
+
+/// Reads [offset, offset+length) of `path`; returns the bytes, sets *hash.
+Result<std::string> read_chunk(const std::string& path, int64_t offset, int64_t length, std::string* hash);
+
+/// Hashes of the given chunk indices of `path` (all when `indices` is empty).
+Result<std::map<int64_t, std::string>> hash_chunks(const std::string& path, int64_t chunk_size,
+                                                   const std::vector<int64_t>& indices);
+
+/// The hash of a file from its chunk hashes, in order.
+std::string file_hash_of(const std::vector<std::string>& chunk_hashes);
+
+struct ReceiveState {
+  bool complete = false;  // dest already holds exactly these bytes
+  std::map<int64_t, std::string> have;  // verified chunks in the part file
+};
+
+/// Prepares DEST.ferry-part for a file of `size` bytes; resumes a part left by an
+/// earlier attempt of the same size and chunk size. `expected_file_hash` (may be
+/// "") lets an identical existing destination be skipped.
+Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_t chunk_size, int mode,
+                                   const std::string& expected_file_hash);
+/// Verifies `data` against `hash`, writes it at index*chunk_size, journals it.
+Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size, const std::string& hash,
+                     const std::string& data);
+/// Checks every chunk on disk against `chunk_hashes`; on success fsyncs and renames
+/// into place. On mismatch returns kDataLoss and lists the bad chunks in *bad.
+Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
+                      std::vector<int64_t>* bad);
+/// Folder copies: creates the folder and removes a stale completion marker.
+Status receive_prepare_dir(const std::string& dir);
+/// Writes the completion marker (temp + rename) holding the manifest hash.
+Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash);
+
+}  // namespace ferry
