@@ -315,10 +315,10 @@ Result<nlohmann::json> AgentServer::net_probe(const nlohmann::json& args) {
 }
 
 Result<nlohmann::json> AgentServer::fs_stat(const nlohmann::json& args) {
-  auto path = arg<std::string>(args, "path");
+  auto path = data_path(args, "path");
   if (!path.ok()) return path.status();
   struct stat st;
-  std::string full = resolve(*path);
+  std::string full = *path;
   if (::stat(full.c_str(), &st) != 0) return nlohmann::json{{"exists", false}, {"path", full}};
   std::string type = S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : "other";
   return nlohmann::json{{"exists", true},

@@ -1,13 +1,12 @@
 #include "jobs/stage_factory.h"
 
 #include "jobs/copy/copy_stage.h"
-#include "jobs/immediate_stage.h"
+#include "jobs/eval_stage.h"
 
 namespace ferry {
 
 std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, const nlohmann::json& inputs,
                                                StageEnv& env) {
-  StageOutcome o;
   if (stage.kind == workflow::StageKind::kCopy) {
     CopySpec spec;
     spec.from_host = inputs.value("from_host", std::string());
@@ -19,10 +18,21 @@ std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, con
     spec.route = inputs.value("route", std::string("auto"));
     spec.streams = inputs.value("streams", 4);
     return std::make_shared<CopyStage>(env, spec);
-  } else {
-    o.error = "eval stages need a build with libtorch (FERRY_WITH_TORCH=ON)";
   }
-  return std::make_shared<ImmediateStage>(env, o);
+  // Eval: paths on the coordinator, relative to the workflow file like keep_local.
+  nlohmann::json spec = {{"max_new_tokens", inputs.value("max_new_tokens", 128)},
+                         {"block_size", inputs.value("block_size", 0)},
+                         {"device", inputs.value("device", std::string("cpu"))},
+                         {"dtype", inputs.value("dtype", std::string("float32"))},
+                         {"threads", inputs.value("threads", 0)}};
+  for (const char* key : {"target", "drafter", "reference", "prompts"}) {
+    std::string v = inputs.value(key, std::string());
+    spec[key] = v.empty() ? "" : env.local_path(v);
+  }
+  for (const char* key : {"min_tau", "min_ratio_to_reference"}) {
+    if (inputs.contains(key)) spec[key] = inputs[key];
+  }
+  return std::make_shared<EvalStage>(env, spec);
 }
 
 }  // namespace ferry

@@ -62,6 +62,8 @@ class StageEnv {
   virtual int64_t log_size() = 0;
   /// The stage is cut off from its host (since_ms > 0) or back (0).
   virtual void set_disconnected(int64_t since_ms) = 0;
+  /// A line for the person watching `ferry run` (an eval's progress).
+  virtual void note(const std::string& line) = 0;
   /// Progress for `ferry status` (bytes, rate...); kind-specific.
   virtual void set_progress(nlohmann::json progress) = 0;
 };

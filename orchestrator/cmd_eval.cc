@@ -1,20 +1,18 @@
-// `ferry eval`: the drafter eval engine standalone (jobs/eval/).
+// `ferry eval`: the drafter eval engine standalone, through the eval plugin.
 #include <iostream>
 
+#include "jobs/eval_plugin.h"
 #include "orchestrator/cli.h"
-#ifdef FERRY_WITH_TORCH
-#include "jobs/eval/eval_runner.h"
-#endif
 
 namespace ferry::cli {
 
 int cmd_eval(int argc, char** argv) {
-#ifdef FERRY_WITH_TORCH
-  return ferry::eval::eval_command_main(argc, argv);
-#else
-  std::cerr << "ferry eval: this ferry was built without libtorch (FERRY_WITH_TORCH=OFF)\n";
-  return kExitUsage;
-#endif
+  auto plugin = load_eval_plugin();
+  if (!plugin.ok()) {
+    std::cerr << "ferry eval: " << plugin.status().message() << "\n";
+    return kExitUsage;
+  }
+  return (*plugin)->main(argc, argv);
 }
 
 }  // namespace ferry::cli

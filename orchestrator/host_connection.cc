@@ -26,12 +26,16 @@ void HostConnection::start(StateFn on_state) {
   thread_ = std::thread([this] { run(); });
 }
 
-void HostConnection::stop() {
+void HostConnection::request_stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
+}
+
+void HostConnection::stop() {
+  request_stop();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -74,8 +78,9 @@ bool HostConnection::wait_for(double seconds) {
       std::deque<Pending> q;
       q.swap(queue_);
       lock.unlock();
-      fail_all(q, given_up_ ? Status(StatusCode::kDeadlineExceeded, "gave up on host '" + host_ + "'")
-                            : unavailable("host '" + host_ + "' is not connected"));
+      std::string why = last_error_.empty() ? "" : ": " + last_error_;
+      fail_all(q, given_up_ ? Status(StatusCode::kDeadlineExceeded, "gave up on host '" + host_ + "'" + why)
+                            : unavailable("host '" + host_ + "' is not connected" + why));
       lock.lock();
       continue;
     }
@@ -107,9 +112,13 @@ void HostConnection::run() {
     }
     if (failing_since == 0) failing_since = mono_s();
     post_state(false, s.message());
-    if (mono_s() - failing_since >= options_.give_up_s) {
+    // A refused host key or a failed login will not heal by itself: stop now.
+    bool permanent = s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kNotFound ||
+                     s.code() == StatusCode::kDataLoss;
+    {
       std::lock_guard<std::mutex> lock(mu_);
-      given_up_ = true;
+      last_error_ = s.message();
+      if (permanent || mono_s() - failing_since >= options_.give_up_s) given_up_ = true;
     }
     // Exponential backoff with full jitter: many coordinators do not reconnect in step.
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
@@ -177,6 +186,7 @@ bool HostConnection::session(AgentTransport& t) {
     std::lock_guard<std::mutex> lock(mu_);
     hello_ = hello_reply;
     given_up_ = false;
+    last_error_.clear();
   }
   post_state(true, "");
 

@@ -9,7 +9,8 @@
 // means the link is dead: the transport is closed, pending calls fail with
 // kUnavailable, and the thread reconnects with exponential backoff and jitter
 // until `give_up_s` of continuous failure, after which calls fail with
-// kDeadlineExceeded. Detached jobs keep running through all of it.
+// kDeadlineExceeded. Failures no retry can fix (host key refused, authentication
+// failed, agent missing) give up at once, and calls fail with their message. Detached jobs keep running through all of it.
 //
 // Thread contract: construct, call(), stop() on the io thread. Callbacks and
 // state notifications run on the io thread.
@@ -53,6 +54,9 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
   void call(const std::string& op, nlohmann::json args, ReplyFn fn, std::string body = {});
   /// Closes the link and joins the thread; pending calls fail with kCancelled.
   void stop();
+  /// The first half of stop(): asks the thread to end without waiting, so many
+  /// connections can wind down at once before each is joined.
+  void request_stop();
 
   const std::string& host() const { return host_; }
   /// The agent's hello reply once connected (version, pid, hostname).
@@ -80,6 +84,7 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
   std::deque<Pending> queue_;
   bool stopping_ = false;
   bool given_up_ = false;
+  std::string last_error_;  // why the last open() failed, for the calls that fail meanwhile
   nlohmann::json hello_;
   uint32_t next_id_ = 1;
   std::thread thread_;

@@ -100,6 +100,7 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
     if (!ec) io.stop();
   });
   if (pending > 0) io.run();
+  for (auto& c : conns) c->request_stop();
   for (auto& c : conns) c->stop();
   for (auto& h : hosts) {
     // The coordinator reaches a host exactly when it got an agent there; the

@@ -77,6 +77,7 @@ class Scheduler::AttemptEnv : public StageEnv {
     s_.connection(host, lane).call(op, std::move(args), std::move(fn), std::move(body));
   }
   std::string local_path(const std::string& path) override { return s_.local_path(path); }
+  void note(const std::string& line) override { s_.say(stage_, line, "90"); }
   void record_event(const std::string& type, nlohmann::json detail) override {
     detail["attempt"] = attempt_;
     Status st = s_.store_.add_event(s_.run_.id, stage_, type, detail);
@@ -132,6 +133,7 @@ Scheduler::Scheduler(Store& store, workflow::Workflow wf, RunRecord run, Schedul
       signals_(io_, SIGINT, SIGTERM), cancel_watch_(io_) {}
 
 Scheduler::~Scheduler() {
+  for (auto& [name, h] : hosts_) h->request_stop();
   for (auto& [name, h] : hosts_) h->stop();
 }
 
@@ -559,6 +561,7 @@ void Scheduler::finish_run() {
   say("", "run " + run_.id + " " + final_state_, final_state_ == "succeeded" ? "32" : "31");
   signals_.cancel();
   cancel_watch_.cancel();
+  for (auto& [name, h] : hosts_) h->request_stop();  // all at once, then wait
   for (auto& [name, h] : hosts_) h->stop();
   io_.stop();
 }

@@ -1,5 +1,7 @@
 #include "jobs/copy/copy_stage.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 
 #include "agents/chunk_files.h"
@@ -36,6 +38,13 @@ int64_t CopyStage::chunk_len(const File& f, int64_t index) const {
 void CopyStage::start(std::function<void(StageOutcome)> done) {
   done_ = std::move(done);
   started_ms_ = now_ms();
+  // Bring every data lane up now, in parallel with listing: an SSH session and
+  // an agent per lane take seconds each, and the copy should not wait for them in turn.
+  for (int lane = 1; lane <= lanes_; ++lane) {
+    for (const auto& host : {spec_.from_host, spec_.to_host}) {
+      env_.call_agent_lane(host, lane, "ping", nlohmann::json::object(), {}, [](Result<protocol::Frame>) {});
+    }
+  }
   list_source();
 }
 
@@ -118,7 +127,11 @@ void CopyStage::begin_files(size_t i) {
         }
       }
     }
-    if (bytes_skipped_ > 0) env_.record_event("copy.resumed", {{"bytes_already_there", bytes_skipped_}});
+    if (bytes_skipped_ > 0) {
+      int64_t whole = 0;
+      for (const auto& f : files_) whole += f.dest_complete && (f.local.empty() || f.local_complete);
+      env_.record_event("copy.resumed", {{"bytes_already_there", bytes_skipped_}, {"files_already_there", whole}});
+    }
     bool any = false;
     for (size_t fi = 0; fi < files_.size(); ++fi) {
       if (files_[fi].remaining == 0) commit_file(fi);
@@ -129,31 +142,27 @@ void CopyStage::begin_files(size_t i) {
     }
     return;
   }
+  // A file already at its final name with the same size may be identical: then
+  // the source's whole-file hash lets each receiver skip it. Only then is the
+  // source hashed up front; a fresh copy costs one stat.
   File& f = files_[i];
-  if (!f.local.empty()) {
-    auto local = receive_begin(f.local, f.size, spec_.chunk_size, f.mode, "");
-    if (!local.ok()) return fail("keep_local " + f.local + ": " + local.status().message());
-    f.local_have = local->have;
-  }
   auto self = shared_from_this();
-  nlohmann::json args = {{"dest", f.dest}, {"size", f.size}, {"chunk_size", spec_.chunk_size}, {"mode", f.mode}};
-  env_.call_agent(spec_.to_host, "recv.begin", args, [self, i](Result<protocol::Frame> r) {
+  if (f.size == 0) return begin_receivers(i, "");
+  env_.call_agent(spec_.to_host, "fs.stat", {{"path", f.dest}}, [self, i](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) {
       if (self->transient(r.status())) return self->retry_later([self, i] { self->begin_files(i); });
       return self->fail(self->spec_.to_host + ":" + self->files_[i].dest + ": " + r.status().message());
     }
     File& f = self->files_[i];
-    f.dest_have.clear();
-    for (auto& [k, v] : r->header["have"].items()) f.dest_have[std::stoll(k)] = v.get<std::string>();
-    // Chunks held from an earlier attempt count only if the source still has the same bytes.
-    std::vector<int64_t> held;
-    std::set<int64_t> all;
-    for (auto& [k, v] : f.dest_have) all.insert(k);
-    for (auto& [k, v] : f.local_have) all.insert(k);
-    held.assign(all.begin(), all.end());
-    if (held.empty()) return self->begin_files(i + 1);
-    nlohmann::json hargs = {{"path", f.src}, {"chunk_size", self->spec_.chunk_size}, {"indices", held}};
+    bool dest_same = r->header.value("exists", false) && r->header.value("type", std::string()) == "file" &&
+                     r->header.value("size", int64_t{-1}) == f.size;
+    struct stat st;
+    bool local_same = !f.local.empty() && ::stat(f.local.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                      st.st_size == f.size;
+    if (!dest_same && !local_same) return self->begin_receivers(i, "");
+    nlohmann::json hargs = {{"path", f.src}, {"chunk_size", self->spec_.chunk_size},
+                            {"indices", nlohmann::json::array()}};
     self->env_.call_agent(self->spec_.from_host, "fs.hash", hargs, [self, i](Result<protocol::Frame> h) {
       if (self->finished_) return;
       if (!h.ok()) {
@@ -161,16 +170,79 @@ void CopyStage::begin_files(size_t i) {
         return self->fail("hashing source " + self->files_[i].src + ": " + h.status().message());
       }
       File& f = self->files_[i];
-      for (auto& [k, v] : h->header["chunks"].items()) {
-        int64_t idx = std::stoll(k);
-        std::string src_hash = v.get<std::string>();
-        auto d = f.dest_have.find(idx);
-        if (d != f.dest_have.end() && d->second != src_hash) f.dest_have.erase(d);
-        auto l = f.local_have.find(idx);
-        if (l != f.local_have.end() && l->second != src_hash) f.local_have.erase(l);
+      const auto& chunks = h->header["chunks"];
+      if (static_cast<int64_t>(chunks.size()) != f.chunks) {
+        return self->fail("source " + self->spec_.from_host + ":" + f.src + " changed size during the copy");
       }
-      self->begin_files(i + 1);
+      for (auto& [k, v] : chunks.items()) f.hashes[static_cast<size_t>(std::stoll(k))] = v.get<std::string>();
+      self->begin_receivers(i, file_hash_of(f.hashes));
     });
+  });
+}
+
+void CopyStage::begin_receivers(size_t i, const std::string& file_hash) {
+  File& f = files_[i];
+  if (!f.local.empty()) {
+    auto local = receive_begin(f.local, f.size, spec_.chunk_size, f.mode, file_hash);
+    if (!local.ok()) return fail("keep_local " + f.local + ": " + local.status().message());
+    f.local_complete = local->complete;
+    f.local_have = local->have;
+  }
+  auto self = shared_from_this();
+  nlohmann::json args = {{"dest", f.dest}, {"size", f.size}, {"chunk_size", spec_.chunk_size}, {"mode", f.mode}};
+  if (!file_hash.empty()) args["file_hash"] = file_hash;
+  env_.call_agent(spec_.to_host, "recv.begin", args, [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
+    if (self->finished_) return;
+    if (!r.ok()) {
+      if (self->transient(r.status())) return self->retry_later([self, i] { self->begin_files(i); });
+      return self->fail(self->spec_.to_host + ":" + self->files_[i].dest + ": " + r.status().message());
+    }
+    File& f = self->files_[i];
+    f.dest_complete = r->header.value("complete", false);
+    f.dest_have.clear();
+    for (auto& [k, v] : r->header["have"].items()) f.dest_have[std::stoll(k)] = v.get<std::string>();
+    for (int64_t c = 0; c < f.chunks; ++c) {
+      if (f.dest_complete) f.dest_have[c] = f.hashes[static_cast<size_t>(c)];
+      if (f.local_complete) f.local_have[c] = f.hashes[static_cast<size_t>(c)];
+    }
+    self->check_held(i, known);
+  });
+}
+
+void CopyStage::check_held(size_t i, bool hashes_known) {
+  File& f = files_[i];
+  // Chunks held from an earlier attempt count only if the source still has the same bytes.
+  auto drop_stale = [&f](const std::map<int64_t, std::string>& src) {
+    for (auto& [idx, src_hash] : src) {
+      auto d = f.dest_have.find(idx);
+      if (d != f.dest_have.end() && d->second != src_hash) f.dest_have.erase(d);
+      auto l = f.local_have.find(idx);
+      if (l != f.local_have.end() && l->second != src_hash) f.local_have.erase(l);
+    }
+  };
+  if (hashes_known) {
+    std::map<int64_t, std::string> src;
+    for (int64_t c = 0; c < f.chunks; ++c) src[c] = f.hashes[static_cast<size_t>(c)];
+    drop_stale(src);
+    return begin_files(i + 1);
+  }
+  std::set<int64_t> all;
+  for (auto& [k, v] : f.dest_have) all.insert(k);
+  for (auto& [k, v] : f.local_have) all.insert(k);
+  std::vector<int64_t> held(all.begin(), all.end());
+  if (held.empty()) return begin_files(i + 1);
+  auto self = shared_from_this();
+  nlohmann::json hargs = {{"path", f.src}, {"chunk_size", spec_.chunk_size}, {"indices", held}};
+  env_.call_agent(spec_.from_host, "fs.hash", hargs, [self, i, drop_stale](Result<protocol::Frame> h) {
+    if (self->finished_) return;
+    if (!h.ok()) {
+      if (self->transient(h.status())) return self->retry_later([self, i] { self->begin_files(i); });
+      return self->fail("hashing source " + self->files_[i].src + ": " + h.status().message());
+    }
+    std::map<int64_t, std::string> src;
+    for (auto& [k, v] : h->header["chunks"].items()) src[std::stoll(k)] = v.get<std::string>();
+    drop_stale(src);
+    self->begin_files(i + 1);
   });
 }
 
@@ -221,13 +293,27 @@ void CopyStage::write_chunk(int lane, Chunk c, std::string data, std::string has
         return self->lane_loop(lane);
       }
       if (self->transient(r.status())) {
+        // Link lost: take the next chunk only once this lane reaches the destination
+        // again, so an outage costs the one chunk that was in flight, not one per retry.
         self->queue_.push_front(c);
-        return self->retry_later([self, lane] { self->lane_loop(lane); });
+        return self->retry_later([self, lane] { self->await_dest_lane(lane); });
       }
       return self->fail(self->spec_.to_host + ":" + self->files_[c.file].dest + ": " + r.status().message());
     }
     self->files_[c.file].dest_have[c.index] = hash;
     self->chunk_done(lane, c);
+  });
+}
+
+void CopyStage::await_dest_lane(int lane) {
+  if (finished_ || cancelled_) return;
+  auto self = shared_from_this();
+  // A bodiless request: it proves the lane's connection is back without sending a chunk into the void.
+  env_.call_agent_lane(spec_.to_host, lane, "fs.stat", {{"path", "."}}, {}, [self, lane](Result<protocol::Frame> r) {
+    if (self->finished_) return;
+    if (r.ok()) return self->lane_loop(lane);
+    if (self->transient(r.status())) return self->retry_later([self, lane] { self->await_dest_lane(lane); });
+    self->fail("reaching " + self->spec_.to_host + ": " + r.status().message());
   });
 }
 
@@ -240,7 +326,7 @@ void CopyStage::chunk_done(int lane, Chunk c) {
 
 void CopyStage::commit_file(size_t i) {
   File& f = files_[i];
-  if (!f.local.empty()) {
+  if (!f.local.empty() && !f.local_complete) {
     std::vector<int64_t> bad;
     Status s = receive_commit(f.local, spec_.chunk_size, f.hashes, &bad);
     if (!s.ok() && bad.empty()) return fail("keep_local " + f.local + ": " + s.message());
@@ -253,6 +339,14 @@ void CopyStage::commit_file(size_t i) {
       for (int lane = 1; lane <= lanes_; ++lane) lane_loop(lane);
       return;
     }
+    // Renamed into place: a later commit_file (the destination re-sending chunks
+    // that failed on its disk) must not commit it again.
+    f.local_complete = true;
+  }
+  if (f.dest_complete) {  // already there whole: nothing to commit
+    f.committed = true;
+    if (++files_committed_ == files_.size()) finish_folder();
+    return;
   }
   auto self = shared_from_this();
   nlohmann::json args = {{"dest", f.dest}, {"chunk_size", spec_.chunk_size}, {"chunks", f.hashes}};

@@ -11,6 +11,9 @@
 // that was in flight on each lane. Chunks the
 // destination already holds (recv.begin reports them, re-verified) are not sent
 // again, so a new attempt or `ferry resume` continues where the last one ended.
+// A file already at its final name with the same size is hashed at the source;
+// when the destination (or keep_local) holds exactly those bytes it is skipped
+// whole, so a second run to the same place sends nothing.
 // `keep_local` writes every relayed byte on the coordinator too, with the same
 // receiver code, so an in-process eval can start as soon as the copy ends.
 //
@@ -57,6 +60,8 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
     int64_t remaining = 0;                      // chunks not yet everywhere
     bool committed = false;
     bool skipped = false;
+    bool dest_complete = false;   // the destination already holds exactly these bytes
+    bool local_complete = false;  // so does keep_local
   };
   struct Chunk {
     size_t file;
@@ -66,9 +71,12 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
   void list_source();
   void decide_route();
   void begin_files(size_t i);
+  void begin_receivers(size_t i, const std::string& file_hash);
+  void check_held(size_t i, bool hashes_known);
   void lane_loop(int lane);
   void write_chunk(int lane, Chunk c, std::string data, std::string hash);
   void chunk_done(int lane, Chunk c);
+  void await_dest_lane(int lane);
   void commit_file(size_t i);
   void finish_folder();
   void retry_later(std::function<void()> fn);

@@ -1,7 +1,9 @@
 #include "orchestrator/ssh/ssh_transport.h"
 
+#include <chrono>
 #include <cstring>
 
+#include "base/file_hash.h"
 #include "orchestrator/ssh/agent_bootstrap.h"
 #include "orchestrator/ssh/shell_quote.h"
 
@@ -22,22 +24,52 @@ std::string SshTransport::describe() const {
 
 std::string SshTransport::remote_stderr() const { return channel_ ? channel_->stderr_tail() : std::string(); }
 
+namespace {
+
+constexpr char kAgentReady[] = "FERRY-AGENT-READY\n";
+constexpr char kAgentMissing[] = "FERRY-AGENT-MISSING\n";
+constexpr int kMarkerTimeoutMs = 30000;
+
+}  // namespace
+
 Status SshTransport::open() {
   close();
   session_ = std::make_unique<SshSession>(target_);
   FERRY_RETURN_IF_ERROR(session_->connect());
-  std::string command = remote_command_;
-  if (command.empty()) {
-    auto path = ensure_remote_agent(*session_, local_agent_path_, target_.workdir, &uploaded_agent_);
-    if (!path.ok()) {
-      Status s = path.status();
-      close();
-      return s;
-    }
-    remote_agent_path_ = *path;
-    const std::string workdir = target_.workdir.empty() ? "." : target_.workdir;
-    command = shell_quote(remote_agent_path_) + " serve --workdir " + shell_quote(workdir);
+  const std::string workdir = target_.workdir.empty() ? "." : target_.workdir;
+  if (!rbuf_) rbuf_.reset(new char[kReadWindowBytes]);
+  rpos_ = rlen_ = 0;
+  if (!remote_command_.empty()) return start_command(remote_command_);
+
+  // The common case costs one exec: start the agent if it is there, else say so.
+  auto hash = xxh128_file_hex(local_agent_path_);
+  if (!hash.ok()) {
+    close();
+    return hash.status();
   }
+  remote_agent_path_ = ::ferry::remote_agent_path(target_.workdir, *hash);
+  std::string serve = shell_quote(remote_agent_path_) + " serve --workdir " + shell_quote(workdir);
+  std::string probe = "if [ -x " + shell_quote(remote_agent_path_) + " ]; then printf 'FERRY-AGENT-READY\\n'; exec " +
+                      serve + "; else printf 'FERRY-AGENT-MISSING\\n'; fi";
+  FERRY_RETURN_IF_ERROR(start_command(probe));
+  auto marker = read_marker();
+  if (!marker.ok()) {
+    close();
+    return marker.status();
+  }
+  if (*marker == kAgentReady) return Status();
+  // Missing: install it over the same session, then start it.
+  channel_.reset();
+  auto path = ensure_remote_agent(*session_, local_agent_path_, target_.workdir, &uploaded_agent_);
+  if (!path.ok()) {
+    Status s = path.status();
+    close();
+    return s;
+  }
+  return start_command(serve);
+}
+
+Status SshTransport::start_command(const std::string& command) {
   auto ch = session_->open_exec(command);
   if (!ch.ok()) {
     Status s = ch.status();
@@ -45,9 +77,28 @@ Status SshTransport::open() {
     return s;
   }
   channel_ = std::move(*ch);
-  if (!rbuf_) rbuf_.reset(new char[kReadWindowBytes]);
   rpos_ = rlen_ = 0;
   return Status();
+}
+
+// Reads exactly one marker line, leaving anything after it buffered for read_some.
+Result<std::string> SshTransport::read_marker() {
+  std::string got;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kMarkerTimeoutMs);
+  while (got.find('\n') == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Status(StatusCode::kDeadlineExceeded, describe() + ": no answer from the agent start command");
+    }
+    char c;
+    auto n = read_some(&c, 1, 100);
+    if (!n.ok()) return n.status();
+    if (*n == 1) got += c;
+    if (got.size() > 64) return internal_error(describe() + ": unexpected output before the agent: " + got);
+  }
+  if (got != kAgentReady && got != kAgentMissing) {
+    return internal_error(describe() + ": unexpected output before the agent: " + got);
+  }
+  return got;
 }
 
 Result<size_t> SshTransport::read_some(char* buf, size_t n, int timeout_ms) {

@@ -49,6 +49,9 @@ class SshTransport : public AgentTransport {
   std::string remote_stderr() const;
 
  private:
+  Status start_command(const std::string& command);
+  Result<std::string> read_marker();
+
   SshTarget target_;
   std::string local_agent_path_;
   std::string remote_command_;

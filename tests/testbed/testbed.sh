@@ -209,6 +209,8 @@ ClientAliveCountMax 3
 MaxStartups 100:30:200
 MaxSessions 64
 Subsystem sftp /usr/lib/openssh/sftp-server
+${FERRY_TESTBED_CIPHERS:+# Benchmarks pin one cipher so every client is measured with the same one.
+Ciphers $FERRY_TESTBED_CIPHERS}
 EOF
     "$SSHD" -t -f "$hd/sshd_config" || die "sshd rejects $hd/sshd_config"
     ip netns exec "$ns" "$SSHD" -D -f "$hd/sshd_config" -E "$hd/sshd.log" </dev/null >/dev/null 2>&1 &

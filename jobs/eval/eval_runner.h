@@ -1,0 +1,43 @@
+// run_eval: the drafter eval as one call — load the Qwen3 target, the DFlash drafter
+// (and optionally a reference drafter), run speculative decoding over the prompts, the
+// same prompts with B = 1 for the speedup figure, and apply the gate.
+//
+// This is the public face of jobs/eval for the rest of ferry: no libtorch in this header.
+// run_eval never throws (libtorch errors become a Status naming the file or tensor),
+// may run on any worker thread (one eval per thread; note that `threads` sets
+// libtorch's process-wide intra-op pool size), and checks `cancel` between steps.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "jobs/eval/eval_report.h"
+
+namespace ferry::eval {
+
+struct EvalSpec {
+  std::string target;      // folder: config.json + model.safetensors or sharded index
+  std::string drafter;     // folder
+  std::string reference;   // optional folder ("" = none)
+  std::string prompts;     // JSONL file: {"input_ids":[...]} or {"text":"..."} (byte-level vocab)
+  int max_new_tokens = 128;
+  int block_size = 0;      // 0 = from the drafter config
+  std::string device = "cpu";   // "cuda" when libtorch has it, else clear error
+  std::string dtype = "float32";  // float32 | bfloat16 | float16; weights are converted on load
+  int threads = 0;         // 0 = libtorch default; caps intra-op threads
+  std::optional<double> min_tau;                 // gate
+  std::optional<double> min_ratio_to_reference;  // gate: tau(candidate)/tau(reference)
+  bool baseline = true;    // also run B=1 plain decoding for the speedup figure
+};
+
+/// One progress line (loading, each response done, ...). Called on the eval's thread.
+using ProgressFn = std::function<void(const std::string& line)>;
+
+/// progress and cancel may be null. A failed gate is a successful Result whose report
+/// has gate_passed == false.
+ferry::Result<EvalReport> run_eval(const EvalSpec& spec, const ProgressFn& progress, const std::atomic<bool>* cancel);
+
+}  // namespace ferry::eval

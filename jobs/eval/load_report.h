@@ -1,0 +1,26 @@
+// LoadReport: what loading one model's checkpoint found (files, tensors loaded,
+// unused, skipped unread, problems). Filled by WeightLoader, carried by EvalReport.
+// Plain value; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ferry::eval {
+
+struct LoadReport {
+  std::string what;      // "target", "drafter", "reference drafter"
+  std::string location;  // folder or file
+  bool sharded = false;
+  std::vector<std::string> files_opened;
+  int64_t tensors_loaded = 0;
+  int64_t tensors_zero_copy = 0;          // taken from the mapping without a copy (q/k/v and
+                                          // gate/up are then fused into new matrices)
+  std::vector<std::string> unused;        // in the checkpoint, never used (reported, not fatal)
+  std::vector<std::string> skipped;       // under a skip prefix (vision, mtp); never read
+  std::vector<std::string> problems;      // missing / shape / dtype; fatal
+  std::vector<std::string> source_dtypes; // distinct dtypes of the tensors loaded
+};
+
+}  // namespace ferry::eval

@@ -1,0 +1,116 @@
+#include "jobs/eval/qwen3_target.h"
+
+#include <algorithm>
+
+namespace ferry::eval {
+
+Result<std::unique_ptr<Qwen3Target>> Qwen3Target::load(const std::string& folder, const ComputeOptions& options,
+                                                       LoadReport* report) {
+  auto config = load_qwen3_config(folder);
+  if (!config.ok()) return config.status();
+  auto checkpoint = SafetensorsCheckpoint::open(folder);
+  if (!checkpoint.ok()) return checkpoint.status();
+  SafetensorsCheckpoint& ckpt = **checkpoint;
+
+  // Name scheme: a VLM wrapper nests the text model under model.language_model.
+  std::string prefix = "model.";
+  std::vector<std::string> skip = {"mtp.", "model.mtp."};
+  if (ckpt.contains("model.language_model.embed_tokens.weight")) {
+    prefix = "model.language_model.";
+    skip.push_back("model.visual.");
+    skip.push_back("visual.");
+  } else if (config->vlm_wrapped) {
+    skip.push_back("model.visual.");
+    skip.push_back("visual.");
+  }
+
+  std::unique_ptr<Qwen3Target> t(new Qwen3Target());
+  t->config_ = *config;
+  t->options_ = options;
+  const Qwen3Config& c = t->config_;
+  const int64_t h = c.hidden_size, v = c.vocab_size, hd = c.head_dim;
+  const int64_t qd = c.num_attention_heads * hd, kvd = c.num_key_value_heads * hd, in = c.intermediate_size;
+
+  WeightLoader loader(&ckpt, "target", options);
+  t->embed_tokens_ = loader.take(prefix + "embed_tokens.weight", {v, h});
+  t->norm_ = loader.take(prefix + "norm.weight", {h});
+  if (c.tie_word_embeddings) {
+    t->lm_head_ = t->embed_tokens_;
+    if (loader.has("lm_head.weight")) loader.ignore("lm_head.weight");
+  } else {
+    t->lm_head_ = loader.take("lm_head.weight", {v, h});
+  }
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = prefix + "layers." + std::to_string(i) + ".";
+    Layer layer;
+    layer.input_norm = loader.take(p + "input_layernorm.weight", {h});
+    at::Tensor q = loader.take(p + "self_attn.q_proj.weight", {qd, h});
+    at::Tensor k = loader.take(p + "self_attn.k_proj.weight", {kvd, h});
+    at::Tensor vv = loader.take(p + "self_attn.v_proj.weight", {kvd, h});
+    layer.o = loader.take(p + "self_attn.o_proj.weight", {h, qd});
+    layer.q_norm = loader.take(p + "self_attn.q_norm.weight", {hd});
+    layer.k_norm = loader.take(p + "self_attn.k_norm.weight", {hd});
+    layer.post_norm = loader.take(p + "post_attention_layernorm.weight", {h});
+    at::Tensor gate = loader.take(p + "mlp.gate_proj.weight", {in, h});
+    at::Tensor up = loader.take(p + "mlp.up_proj.weight", {in, h});
+    layer.down = loader.take(p + "mlp.down_proj.weight", {h, in});
+    if (q.defined() && k.defined() && vv.defined()) layer.qkv = at::cat({q, k, vv}, 0);
+    if (gate.defined() && up.defined()) layer.gate_up = at::cat({gate, up}, 0);
+    t->layers_.push_back(std::move(layer));
+  }
+  FERRY_RETURN_IF_ERROR(loader.finish(skip, report));
+  t->caches_.resize(c.num_hidden_layers);
+  return t;
+}
+
+at::Tensor Qwen3Target::embed(const at::Tensor& ids) const { return embed_tokens_.index_select(0, ids); }
+
+at::Tensor Qwen3Target::lm_head(const at::Tensor& hidden) const {
+  return at::linear(hidden, lm_head_).to(at::kFloat);
+}
+
+Qwen3Target::Output Qwen3Target::forward(const at::Tensor& ids, const std::vector<int64_t>& capture,
+                                         int64_t logits_rows) {
+  const Qwen3Config& c = config_;
+  const int64_t t = ids.size(0);
+  const int64_t past = cache_length();
+  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
+  RopeTables rope = rope_tables(past, t, hd, c.rope_theta, options_);
+  std::vector<at::Tensor> captured(capture.size());
+
+  at::Tensor x = embed(ids.to(options_.device));  // [T, hidden]
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const Layer& layer = layers_[i];
+    at::Tensor h = rms_norm(x, layer.input_norm, c.rms_norm_eps);
+    at::Tensor qkv = at::linear(h, layer.qkv);  // [T, (nh + 2 nkv) hd]
+    at::Tensor q = qkv.narrow(1, 0, nh * hd).view({t, nh, hd});
+    at::Tensor k = qkv.narrow(1, nh * hd, nkv * hd).view({t, nkv, hd});
+    at::Tensor v = qkv.narrow(1, (nh + nkv) * hd, nkv * hd).reshape({t, nkv, hd});
+    q = apply_rope(rms_norm(q, layer.q_norm, c.rms_norm_eps).transpose(0, 1), rope);  // [nh, T, hd]
+    k = apply_rope(rms_norm(k, layer.k_norm, c.rms_norm_eps).transpose(0, 1), rope);  // [nkv, T, hd]
+    caches_[i].append(k, v.transpose(0, 1));
+    at::Tensor attn = attention(q, caches_[i].keys(), caches_[i].values(), past);  // [T, nh*hd]
+    x = x + at::linear(attn, layer.o);
+    x = x + swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate_up, layer.down);
+    for (size_t j = 0; j < capture.size(); ++j) {
+      // hidden_states[N] in Hugging Face is the final-normed output, not the raw one.
+      if (capture[j] == i) captured[j] = i == c.num_hidden_layers - 1 ? rms_norm(x, norm_, c.rms_norm_eps) : x;
+    }
+  }
+  Output out;
+  at::Tensor last = x;
+  if (logits_rows >= 0 && logits_rows < t) last = x.narrow(0, t - logits_rows, logits_rows);
+  out.logits = lm_head(rms_norm(last, norm_, c.rms_norm_eps));
+  if (!capture.empty()) out.features = at::cat(captured, -1);
+  return out;
+}
+
+void Qwen3Target::crop(int64_t length) {
+  for (KvCache& cache : caches_) cache.crop(length);
+}
+
+void Qwen3Target::reset() {
+  for (KvCache& cache : caches_) cache.reset();
+}
+
+}  // namespace ferry::eval

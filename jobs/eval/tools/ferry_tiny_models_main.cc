@@ -1,0 +1,169 @@
+// ferry-tiny-models: writes deterministic random tiny Qwen3 targets, DFlash drafters and
+// prompt files for tests and examples. See jobs/eval/README.md for the flags.
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jobs/eval/tools/tiny_models.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ferry-tiny-models target  --out DIR [--kind random|oracle] [--seed N] [--vocab N] [--hidden N]\n"
+    "                                 [--intermediate N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N]\n"
+    "                                 [--tie] [--eos N] [--oracle-token N] [--oracle-period N] [--oracle-mask N]\n"
+    "                                 [--dtype F32|BF16|F16] [--shards N] [--vlm]\n"
+    "       ferry-tiny-models drafter --out DIR [--kind random|agree|disagree] [--seed N] [--target-vocab N]\n"
+    "                                 [--hidden N] [--intermediate N] [--layers N] [--heads N] [--kv-heads N]\n"
+    "                                 [--head-dim N] [--block-size B] [--mask N] [--num-target-layers N]\n"
+    "                                 [--target-layer-ids 1,2,3] [--dtype F32|BF16|F16] [--shards N]\n"
+    "       ferry-tiny-models prompts --out FILE [--count N] [--vocab N] [--min-len N] [--max-len N] [--seed N]\n"
+    "       ferry-tiny-models suite   --out DIR   (a ready set: random and oracle targets, drafters, prompts)\n";
+
+int usage_error(const std::string& what) {
+  std::cerr << "ferry-tiny-models: " << what << "\n" << kUsage;
+  return 2;
+}
+
+bool to_int(const std::string& s, int64_t* out) {
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.empty()) return usage_error("missing command");
+  const std::string cmd = args[0];
+  std::map<std::string, std::string> flags;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--tie" || a == "--vlm") {
+      flags[a] = "1";
+    } else if (a.rfind("--", 0) == 0 && i + 1 < args.size()) {
+      flags[a] = args[++i];
+    } else {
+      return usage_error("bad argument '" + a + "'");
+    }
+  }
+  if (!flags.count("--out")) return usage_error("--out is required");
+  const std::string out = flags["--out"];
+  bool ok = true;
+  auto num = [&](const char* flag, int64_t def) {
+    auto it = flags.find(flag);
+    if (it == flags.end()) return def;
+    int64_t v = 0;
+    if (!to_int(it->second, &v)) ok = false;
+    return v;
+  };
+  ferry::eval::TinyWriteSpec write;
+  write.dtype = flags.count("--dtype") ? flags["--dtype"] : "F32";
+  write.shards = static_cast<int>(num("--shards", 0));
+  write.vlm_wrapped = flags.count("--vlm") != 0;
+  ferry::Status status;
+  if (cmd == "target") {
+    ferry::eval::TinyTargetSpec s;
+    s.kind = flags.count("--kind") ? flags["--kind"] : "random";
+    s.seed = static_cast<uint64_t>(num("--seed", 1));
+    s.vocab = num("--vocab", s.vocab);
+    s.hidden = num("--hidden", s.hidden);
+    s.intermediate = num("--intermediate", s.intermediate);
+    s.layers = num("--layers", s.layers);
+    s.heads = num("--heads", s.heads);
+    s.kv_heads = num("--kv-heads", s.kv_heads);
+    s.head_dim = num("--head-dim", s.head_dim);
+    s.tie_embeddings = flags.count("--tie") != 0;
+    s.eos_token_id = num("--eos", -1);
+    s.oracle_fixed_token = num("--oracle-token", s.oracle_fixed_token);
+    s.oracle_period = num("--oracle-period", s.oracle_period);
+    s.oracle_mask_token = num("--oracle-mask", -1);
+    if (!ok) return usage_error("a numeric flag is not an integer");
+    status = ferry::eval::write_tiny_target(out, s, write);
+  } else if (cmd == "drafter") {
+    ferry::eval::TinyDrafterSpec s;
+    s.kind = flags.count("--kind") ? flags["--kind"] : "random";
+    s.seed = static_cast<uint64_t>(num("--seed", 2));
+    s.target_vocab = num("--target-vocab", s.target_vocab);
+    s.hidden = num("--hidden", s.hidden);
+    s.intermediate = num("--intermediate", s.intermediate);
+    s.layers = num("--layers", s.layers);
+    s.heads = num("--heads", s.heads);
+    s.kv_heads = num("--kv-heads", s.kv_heads);
+    s.head_dim = num("--head-dim", s.head_dim);
+    s.block_size = num("--block-size", s.block_size);
+    s.mask_token_id = num("--mask", s.mask_token_id);
+    s.num_target_layers = num("--num-target-layers", s.num_target_layers);
+    if (flags.count("--target-layer-ids")) {
+      std::stringstream ids(flags["--target-layer-ids"]);
+      std::string item;
+      while (std::getline(ids, item, ',')) {
+        int64_t v = 0;
+        if (!to_int(item, &v)) return usage_error("--target-layer-ids: bad id '" + item + "'");
+        s.target_layer_ids.push_back(v);
+      }
+    }
+    if (!ok) return usage_error("a numeric flag is not an integer");
+    status = ferry::eval::write_tiny_drafter(out, s, write);
+  } else if (cmd == "prompts") {
+    int64_t count = num("--count", 20), vocab = num("--vocab", 320), lo = num("--min-len", 4), hi = num("--max-len", 24);
+    int64_t seed = num("--seed", 3);
+    if (!ok) return usage_error("a numeric flag is not an integer");
+    status = ferry::eval::write_tiny_prompts(out, static_cast<int>(count), vocab, static_cast<int>(lo),
+                                             static_cast<int>(hi), static_cast<uint64_t>(seed));
+  } else if (cmd == "suite") {
+    using namespace ferry::eval;
+    TinyTargetSpec target;
+    target.eos_token_id = 257;
+    status = write_tiny_target(out + "/target", target, {});
+    if (status.ok()) status = write_tiny_target(out + "/target-bf16-sharded", target, {"BF16", 3, false});
+    if (status.ok()) status = write_tiny_target(out + "/target-vlm", target, {"F32", 0, true});
+    TinyDrafterSpec drafter;
+    drafter.mask_token_id = 258;
+    drafter.target_layer_ids = {1, 2};
+    if (status.ok()) status = write_tiny_drafter(out + "/drafter", drafter, {});
+    drafter.seed = 5;
+    if (status.ok()) status = write_tiny_drafter(out + "/drafter-reference", drafter, {});
+    TinyTargetSpec oracle;
+    oracle.kind = "oracle";
+    oracle.vocab = 64;
+    oracle.hidden = 96;
+    oracle.heads = 6;
+    oracle.oracle_period = 3;
+    oracle.oracle_mask_token = 63;
+    if (status.ok()) status = write_tiny_target(out + "/oracle-target", oracle, {});
+    TinyDrafterSpec agree;
+    agree.kind = "agree";
+    agree.target_vocab = 64;
+    agree.hidden = 96;
+    agree.heads = 6;
+    agree.mask_token_id = 63;
+    agree.target_layer_ids = {1, 2};
+    if (status.ok()) status = write_tiny_drafter(out + "/oracle-agree", agree, {});
+    agree.kind = "disagree";
+    if (status.ok()) status = write_tiny_drafter(out + "/oracle-disagree", agree, {});
+    if (status.ok()) status = write_tiny_prompts(out + "/prompts.jsonl", 20, 320, 4, 24, 3);
+    if (status.ok()) status = write_tiny_prompts(out + "/oracle-prompts.jsonl", 20, 63, 4, 24, 4);
+  } else {
+    return usage_error("unknown command '" + cmd + "'");
+  }
+  if (!status.ok()) {
+    std::cerr << "ferry-tiny-models: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  return run(args);
+}

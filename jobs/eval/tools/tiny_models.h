@@ -1,0 +1,80 @@
+// Deterministic random tiny models in the Hugging Face layout (config.json +
+// safetensors, single file or sharded, F32/F16/BF16, plain or VLM-wrapped names), made
+// here so tests and examples download nothing. Values are rounded to what BF16
+// represents exactly, so a BF16 checkpoint and its F32 twin hold the same numbers.
+//
+// Two target kinds:
+//  * random: ordinary random Qwen3 weights; greedy output is arbitrary but fixed.
+//  * oracle: greedy next token is a known function of the current token, oracle_next(),
+//    by construction: embeddings are one-hot in the first `vocab` dims, every layer
+//    writes only into the dims above `vocab`, and lm_head reads only the first `vocab`
+//    dims, so logit j is positive exactly when j == oracle_next(current token) and 0
+//    otherwise. Attention and MLPs still compute real, non-zero values in the upper dims.
+// Drafter kinds: random; agree (predicts oracle_next(mask) = the oracle's fixed token
+// at every slot, built the same way); disagree (final norm negated on the vocab dims,
+// so it never predicts the fixed token).
+// Plain functions, no libtorch; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ferry::eval {
+
+struct TinyTargetSpec {
+  std::string kind = "random";  // random | oracle
+  int64_t vocab = 320;
+  int64_t hidden = 64;
+  int64_t intermediate = 128;
+  int64_t layers = 4;
+  int64_t heads = 4;
+  int64_t kv_heads = 2;
+  int64_t head_dim = 16;
+  bool tie_embeddings = false;
+  double rope_theta = 10000.0;
+  int64_t eos_token_id = -1;  // -1: none
+  uint64_t seed = 1;
+  // oracle: f(t) = fixed_token when t % period == 0, t == fixed_token or t == mask_token;
+  // otherwise (7 t + 3) mod vocab.
+  int64_t oracle_fixed_token = 7;
+  int64_t oracle_period = 1;
+  int64_t oracle_mask_token = -1;  // the drafter's mask id (maps to fixed_token)
+};
+
+struct TinyDrafterSpec {
+  std::string kind = "random";  // random | agree | disagree
+  int64_t target_vocab = 320;   // agree/disagree: the oracle target's vocab
+  int64_t hidden = 64;          // must equal the target's
+  int64_t intermediate = 128;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t kv_heads = 2;
+  int64_t head_dim = 16;
+  double rope_theta = 10000.0;
+  int64_t block_size = 16;
+  int64_t mask_token_id = 0;
+  int64_t num_target_layers = 4;
+  std::vector<int64_t> target_layer_ids;  // empty: left out of the config (derived)
+  uint64_t seed = 2;
+};
+
+struct TinyWriteSpec {
+  std::string dtype = "F32";  // F32 | F16 | BF16
+  int shards = 0;             // 0: single file
+  bool vlm_wrapped = false;   // targets: model.language_model.* + model.visual.* + mtp.*
+};
+
+Status write_tiny_target(const std::string& folder, const TinyTargetSpec& spec, const TinyWriteSpec& write);
+Status write_tiny_drafter(const std::string& folder, const TinyDrafterSpec& spec, const TinyWriteSpec& write);
+
+/// The oracle target's greedy next token after `token`.
+int64_t oracle_next(const TinyTargetSpec& spec, int64_t token);
+
+/// Deterministic prompts: `count` lines of {"input_ids": [...]}, lengths in [min_len, max_len].
+Status write_tiny_prompts(const std::string& path, int count, int64_t vocab, int min_len, int max_len,
+                          uint64_t seed);
+
+}  // namespace ferry::eval

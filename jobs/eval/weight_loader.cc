@@ -1,0 +1,119 @@
+#include "jobs/eval/weight_loader.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace ferry::eval {
+namespace {
+
+// Lists longer than this are cut in error messages.
+constexpr size_t kMaxListedProblems = 12;
+
+std::string shape_string(at::IntArrayRef shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+}  // namespace
+
+Result<at::Tensor> tensor_from_record(const TensorRecord& record) {
+  at::ScalarType type;
+  switch (record.info.dtype) {
+    case StDtype::kF32: type = at::kFloat; break;
+    case StDtype::kF16: type = at::kHalf; break;
+    case StDtype::kBF16: type = at::kBFloat16; break;
+    case StDtype::kF64: type = at::kDouble; break;
+    default:
+      return invalid_argument(record.info.file + ": tensor '" + record.info.name + "' has dtype " +
+                              record.info.dtype_name + "; weights must be F32, F16, BF16 or F64");
+  }
+  // The deleter keeps the mapping alive while any tensor views it.
+  std::shared_ptr<MappedFile> owner = record.owner;
+  try {
+    return at::from_blob(const_cast<uint8_t*>(record.data), record.info.shape,
+                         [owner](void*) mutable { owner.reset(); },
+                         at::TensorOptions().dtype(type).device(at::kCPU));
+  } catch (const c10::Error& e) {
+    return internal_error(record.info.file + ": tensor '" + record.info.name + "': " + e.what_without_backtrace());
+  }
+}
+
+WeightLoader::WeightLoader(SafetensorsCheckpoint* checkpoint, std::string what, ComputeOptions options)
+    : checkpoint_(checkpoint), what_(std::move(what)), options_(options) {
+  report_.what = what_;
+  report_.location = checkpoint_->location();
+  report_.sharded = checkpoint_->sharded();
+}
+
+at::Tensor WeightLoader::take(const std::string& name, const std::vector<int64_t>& shape) {
+  taken_.push_back(name);
+  if (!checkpoint_->contains(name)) {
+    report_.problems.push_back("missing tensor '" + name + "' (expected " + shape_string(shape) + ")");
+    return at::Tensor();
+  }
+  auto info = checkpoint_->info(name);
+  if (!info.ok()) {
+    report_.problems.push_back(info.status().message());
+    return at::Tensor();
+  }
+  if (info->shape != shape) {
+    report_.problems.push_back(info->file + ": tensor '" + name + "' has shape " + shape_string(info->shape) +
+                               ", expected " + shape_string(shape));
+    return at::Tensor();
+  }
+  auto record = checkpoint_->read(name);
+  if (!record.ok()) {
+    report_.problems.push_back(record.status().message());
+    return at::Tensor();
+  }
+  auto raw = tensor_from_record(*record);
+  if (!raw.ok()) {
+    report_.problems.push_back(raw.status().message());
+    return at::Tensor();
+  }
+  if (std::find(report_.source_dtypes.begin(), report_.source_dtypes.end(), info->dtype_name) ==
+      report_.source_dtypes.end()) {
+    report_.source_dtypes.push_back(info->dtype_name);
+  }
+  ++report_.tensors_loaded;
+  if (raw->scalar_type() == options_.dtype && options_.device.is_cpu()) {
+    ++report_.tensors_zero_copy;
+    return *raw;
+  }
+  return raw->to(options_.device, options_.dtype);
+}
+
+void WeightLoader::ignore(const std::string& name) { ignored_.push_back(name); }
+
+Status WeightLoader::finish(const std::vector<std::string>& skip_prefixes, LoadReport* report) {
+  std::set<std::string> used(taken_.begin(), taken_.end());
+  used.insert(ignored_.begin(), ignored_.end());
+  for (const std::string& name : checkpoint_->names()) {
+    bool skip = false;
+    for (const std::string& p : skip_prefixes) {
+      if (name.compare(0, p.size(), p) == 0) skip = true;
+    }
+    if (skip) {
+      report_.skipped.push_back(name);
+    } else if (!used.count(name)) {
+      report_.unused.push_back(name);
+    }
+  }
+  report_.files_opened = checkpoint_->opened_files();
+  if (report != nullptr) *report = report_;
+  if (report_.problems.empty()) return Status();
+  std::ostringstream msg;
+  msg << what_ << " " << checkpoint_->location() << ": cannot load (" << report_.problems.size()
+      << " problem" << (report_.problems.size() == 1 ? "" : "s") << "): ";
+  for (size_t i = 0; i < report_.problems.size() && i < kMaxListedProblems; ++i) {
+    msg << (i ? "; " : "") << report_.problems[i];
+  }
+  if (report_.problems.size() > kMaxListedProblems) msg << "; ...";
+  return invalid_argument(msg.str());
+}
+
+}  // namespace ferry::eval

@@ -1,0 +1,48 @@
+// WeightLoader: takes a model's parameters out of a SafetensorsCheckpoint by name and
+// shape, converting to the compute dtype/device (zero-copy from the mapping when they
+// already match: F32 on CPU). It records every tensor missing, of the wrong shape or of
+// an unusable dtype, and at finish() every checkpoint tensor never taken; finish()
+// fails if anything was missing or wrong, so a half-loaded model never runs.
+// Tensors under skip prefixes (a VLM's vision tower, an MTP head) are neither read
+// nor reported as unused. One loader per model load, on one thread.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "jobs/eval/load_report.h"
+#include "jobs/eval/safetensors_reader.h"
+#include "jobs/eval/tensor_ops.h"
+
+namespace ferry::eval {
+
+class WeightLoader {
+ public:
+  WeightLoader(SafetensorsCheckpoint* checkpoint, std::string what, ComputeOptions options);
+
+  /// The tensor `name` with `shape`, or an undefined tensor (the problem is recorded).
+  at::Tensor take(const std::string& name, const std::vector<int64_t>& shape);
+  /// Whether the checkpoint has `name` (no data read).
+  bool has(const std::string& name) const { return checkpoint_->contains(name); }
+  /// Marks a present tensor as deliberately ignored (e.g. lm_head of a tied model).
+  void ignore(const std::string& name);
+
+  /// Fails with every problem listed if any take() failed; fills `report` (may be null).
+  Status finish(const std::vector<std::string>& skip_prefixes, LoadReport* report);
+
+ private:
+  SafetensorsCheckpoint* checkpoint_;
+  std::string what_;
+  ComputeOptions options_;
+  std::vector<std::string> taken_;
+  std::vector<std::string> ignored_;
+  LoadReport report_;
+};
+
+/// A checkpoint record as a tensor of its own dtype, sharing the mapped bytes.
+Result<at::Tensor> tensor_from_record(const TensorRecord& record);
+
+}  // namespace ferry::eval

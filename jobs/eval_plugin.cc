@@ -1,0 +1,55 @@
+#include "jobs/eval_plugin.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+namespace ferry {
+namespace {
+
+std::string plugin_path() {
+  const char* env = std::getenv("FERRY_EVAL_PLUGIN");
+  if (env && *env) return env;
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "libferry-eval.so";
+  buf[n] = 0;
+  std::string exe = buf;
+  return exe.substr(0, exe.rfind('/')) + "/libferry-eval.so";
+}
+
+}  // namespace
+
+Result<const EvalPlugin*> load_eval_plugin() {
+  static std::once_flag once;
+  static EvalPlugin plugin;
+  static Status status;
+  std::call_once(once, [] {
+    std::string path = plugin_path();
+    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* err = ::dlerror();
+      status = failed_precondition("the eval engine is not available: cannot load " + path + " (" +
+                                   (err ? err : "unknown error") +
+                                   "); build with FERRY_WITH_TORCH=ON or set FERRY_EVAL_PLUGIN");
+      return;
+    }
+    auto abi = reinterpret_cast<decltype(&ferry_eval_abi)>(::dlsym(h, "ferry_eval_abi"));
+    plugin.run = reinterpret_cast<decltype(&ferry_eval_run)>(::dlsym(h, "ferry_eval_run"));
+    plugin.main = reinterpret_cast<decltype(&ferry_eval_main)>(::dlsym(h, "ferry_eval_main"));
+    plugin.free = reinterpret_cast<decltype(&ferry_eval_free)>(::dlsym(h, "ferry_eval_free"));
+    if (!abi || !plugin.run || !plugin.main || !plugin.free) {
+      status = failed_precondition(path + " is not a ferry eval plugin");
+    } else if (abi() != FERRY_EVAL_PLUGIN_ABI) {
+      status = failed_precondition(path + " speaks plugin ABI " + std::to_string(abi()) + ", this ferry speaks " +
+                                   std::to_string(FERRY_EVAL_PLUGIN_ABI) + " (rebuild)");
+    }
+  });
+  if (!status.ok()) return status;
+  return &plugin;
+}
+
+}  // namespace ferry

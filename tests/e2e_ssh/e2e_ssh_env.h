@@ -1,0 +1,190 @@
+// End-to-end helpers for runs over SSH hosts: the real `ferry` binary against the
+// network-namespace testbed (tests/testbed/). Reads $FERRY_TESTBED/hosts.json,
+// writes workflow host entries for it, runs `ferry`, reads `ferry status --json`
+// and the events table. Each test gets its own FERRY_HOME and its own host
+// workdirs (absolute paths under a temp folder: every testbed host shares this
+// machine's file system, so the test reads what a job wrote directly).
+// Tests only; one thread.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+
+namespace ferry::e2e {
+
+struct Host {
+  std::string name, address, coordinator_address, sshd_log;
+};
+
+struct Testbed {
+  std::string state_dir, script, identity, known_hosts, user;
+  std::vector<Host> hosts;
+
+  /// `testbed.sh VERB ARGS STATE_DIR`; returns the exit code.
+  int run(const std::string& verb_and_args) const {
+    std::string cmd = "'" + script + "' " + verb_and_args + " '" + state_dir + "'";
+    return std::system(cmd.c_str());
+  }
+};
+
+/// Loads the testbed named by $FERRY_TESTBED; false when not run through ctest.
+inline bool load_testbed(Testbed* tb) {
+  const char* dir = std::getenv("FERRY_TESTBED");
+  const char* script = std::getenv("FERRY_TESTBED_SCRIPT");
+  if (dir == nullptr || script == nullptr) return false;
+  std::ifstream in(std::string(dir) + "/hosts.json");
+  EXPECT_TRUE(in.good()) << "no hosts.json in " << dir << ": is the testbed up?";
+  if (!in.good()) return false;
+  nlohmann::json j = nlohmann::json::parse(in);
+  tb->state_dir = j.at("state_dir");
+  tb->script = script;
+  tb->identity = j.at("identity");
+  tb->known_hosts = j.at("known_hosts");
+  tb->user = j.at("user");
+  for (const auto& h : j.at("hosts")) {
+    tb->hosts.push_back({h.at("name"), h.at("address"), h.at("coordinator_address"), h.at("sshd_log")});
+  }
+  return true;
+}
+
+struct Event {
+  std::string stage, type;
+  int64_t ts_ms = 0;
+  std::string detail;
+};
+
+/// Runs `f` at scope exit (restores a cut link, ends a stray process) even when
+/// an assertion returns early.
+struct Defer {
+  std::function<void()> f;
+  ~Defer() {
+    if (f) f();
+  }
+};
+
+/// Base fixture: one FERRY_HOME and one folder of host workdirs per test.
+class SshRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!load_testbed(&tb_)) GTEST_SKIP() << "FERRY_TESTBED not set (run through ctest -L testbed)";
+    ASSERT_GE(tb_.hosts.size(), 3u) << "the e2e tests need 3 testbed hosts";
+  }
+
+  std::map<std::string, std::string> env() const { return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}; }
+
+  testing::ProcessResult ferry(std::vector<std::string> args, int timeout_s = 180) {
+    args.insert(args.begin(), testing::bin_dir() + "/ferry");
+    return testing::run_process(args, env(), timeout_s);
+  }
+
+  /// `ferry ARGS` in the background, output to a file of the test; returns its pid.
+  pid_t spawn_ferry(std::vector<std::string> args, const std::string& log_name) {
+    args.insert(args.begin(), testing::bin_dir() + "/ferry");
+    return testing::spawn_process(args, env(), work_.file(log_name));
+  }
+
+  /// The workdir host `name` gets in this test (created by its agent).
+  std::string workdir(const std::string& name) const { return work_.file(name); }
+
+  /// A workflow `hosts:` entry for testbed host `i` (0-based) under the testbed's
+  /// name, overridable key by key.
+  std::string host_entry(size_t i, const std::map<std::string, std::string>& over = {}) const {
+    const Host& h = tb_.hosts[i];
+    std::map<std::string, std::string> kv = {{"transport", "ssh"},
+                                             {"address", h.address},
+                                             {"user", tb_.user},
+                                             {"identity", tb_.identity},
+                                             {"known_hosts", tb_.known_hosts},
+                                             {"ssh_config", "none"},
+                                             {"workdir", workdir(h.name)},
+                                             {"give_up", "5m"}};
+    for (const auto& [k, v] : over) kv[k] = v;
+    std::string out = "  " + h.name + ": {";
+    const char* sep = "";
+    for (const auto& [k, v] : kv) {
+      out += sep + k + ": " + v;
+      sep = ", ";
+    }
+    return out + "}\n";
+  }
+
+  std::string write_workflow(const std::string& text) {
+    std::string path = work_.file("wf.yaml");
+    testing::write_text(path, text);
+    return path;
+  }
+
+  nlohmann::json status(const std::string& run) {
+    auto r = ferry({"status", run, "--json"}, 30);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
+  }
+
+  static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
+    if (st.contains("stages")) {
+      for (const auto& s : st["stages"]) {
+        if (s["name"] == name) return s;
+      }
+    }
+    return nlohmann::json::object();
+  }
+
+  /// Every event of `run` (and `stage`, when given), in the order recorded.
+  std::vector<Event> events(const std::string& run, const std::string& stage_name = "") {
+    std::string sql = "SELECT stage, type, ts_ms, detail FROM events WHERE run_id='" + run + "'" +
+                      (stage_name.empty() ? "" : " AND stage='" + stage_name + "'") + " ORDER BY seq";
+    auto r = testing::run_process({"sqlite3", "-json", home_.file("ferry.db"), sql}, {}, 30);
+    std::vector<Event> out;
+    if (r.exit_code != 0 || r.out.empty()) return out;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (!j.is_array()) return out;
+    for (const auto& e : j) out.push_back({e.value("stage", ""), e.value("type", ""), e.value("ts_ms", int64_t{0}), e.value("detail", "")});
+    return out;
+  }
+
+  int count(const std::vector<Event>& evs, const std::string& type) {
+    int n = 0;
+    for (const auto& e : evs) n += e.type == type;
+    return n;
+  }
+
+  static std::string dump(const std::vector<Event>& evs) {
+    std::string s;
+    for (const auto& e : evs) s += std::to_string(e.ts_ms) + " " + e.stage + " " + e.type + " " + e.detail + "\n";
+    return s;
+  }
+
+  /// The coordinator's copy of a stage attempt's log.
+  std::string log_file(const std::string& run, const std::string& stage_name, int attempt = 1) const {
+    return home_.path() + "/logs/" + run + "/" + stage_name + "/" + std::to_string(attempt) + ".log";
+  }
+
+  /// Ends a process the test started (or a job it made) if it is still there.
+  static void end_process(pid_t pid) {
+    if (pid > 0 && testing::process_running(pid)) ::kill(pid, SIGKILL);
+  }
+  /// Ends the job whose pid the job itself wrote to `pid_file`.
+  static void end_job(const std::string& pid_file) {
+    if (!testing::exists(pid_file)) return;
+    pid_t pid = std::atoi(testing::read_text(pid_file).c_str());
+    if (pid > 0 && testing::process_running(pid)) ::kill(-pid, SIGKILL), ::kill(pid, SIGKILL);
+  }
+
+  Testbed tb_;
+  testing::TempDir home_;
+  testing::TempDir work_;
+};
+
+}  // namespace ferry::e2e

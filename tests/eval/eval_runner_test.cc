@@ -1,0 +1,258 @@
+// run_eval and `ferry eval` end to end on tiny constructed models: τ and the gate on
+// pairs whose τ is known (oracle target with agree / disagree drafters), the report and
+// its drafter diff, errors as statuses (never exceptions), cancellation from another
+// thread, and the CLI's exit codes.
+#include "jobs/eval/eval_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "jobs/eval/eval_command.h"
+#include "tests/eval/eval_test_util.h"
+
+namespace ferry::eval {
+namespace {
+
+using testing::ScratchDir;
+
+class EvalRunnerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir("runner");
+    ASSERT_TRUE(write_tiny_target(*dir_ / "target", testing::oracle_target_spec(1), {}).ok());
+    ASSERT_TRUE(write_tiny_drafter(*dir_ / "agree", testing::oracle_drafter_spec("agree", 8), {}).ok());
+    ASSERT_TRUE(write_tiny_drafter(*dir_ / "disagree", testing::oracle_drafter_spec("disagree", 8), {}).ok());
+    TinyDrafterSpec other = testing::oracle_drafter_spec("agree", 8);
+    other.target_layer_ids = {1, 2};
+    ASSERT_TRUE(write_tiny_drafter(*dir_ / "agree-other-layers", other, {}).ok());
+    ASSERT_TRUE(write_tiny_prompts(*dir_ / "prompts.jsonl", 5, 64, 3, 10, 9).ok());
+    ASSERT_TRUE(write_tiny_target(*dir_ / "bytes", testing::random_target_spec(), {}).ok());
+    ASSERT_TRUE(write_tiny_drafter(*dir_ / "bytes-drafter", testing::random_drafter_spec(), {}).ok());
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static EvalSpec spec(const std::string& drafter, const std::string& reference = "") {
+    EvalSpec s;
+    s.target = *dir_ / "target";
+    s.drafter = *dir_ / drafter;
+    s.reference = reference.empty() ? "" : *dir_ / reference;
+    s.prompts = *dir_ / "prompts.jsonl";
+    s.max_new_tokens = 24;
+    s.threads = 1;
+    return s;
+  }
+  static ScratchDir* dir_;
+};
+ScratchDir* EvalRunnerTest::dir_ = nullptr;
+
+TEST_F(EvalRunnerTest, ReportsKnownTauAndPassesGate) {
+  EvalSpec s = spec("agree", "disagree");
+  s.min_tau = 7.5;
+  s.min_ratio_to_reference = 7.5;
+  std::vector<std::string> lines;
+  auto r = run_eval(s, [&](const std::string& l) { lines.push_back(l); }, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->block_size, 8);
+  EXPECT_EQ(r->prompt_count, 5);
+  EXPECT_DOUBLE_EQ(r->candidate.tau, 8.0);  // always accepted: every step accepts 7 + bonus
+  EXPECT_DOUBLE_EQ(r->reference_run->tau, 1.0);
+  EXPECT_DOUBLE_EQ(*r->ratio_to_reference, 8.0);
+  EXPECT_EQ(r->candidate.acceptance_histogram[8], r->candidate.steps);
+  EXPECT_DOUBLE_EQ(r->candidate.acceptance_rate[7], 1.0);
+  EXPECT_DOUBLE_EQ(r->reference_run->acceptance_rate[1], 0.0);
+  EXPECT_EQ(r->candidate.steps, 5 * 3);  // 24 new tokens, 8 per step
+  EXPECT_EQ(r->candidate.target_forwards, 5 * 4);
+  EXPECT_EQ(r->baseline->steps, 5 * 24);
+  EXPECT_EQ(r->candidate.responses_differing_from_baseline, 0);
+  EXPECT_EQ(r->reference_run->responses_differing_from_baseline, 0);
+  EXPECT_GT(r->speedup, 0);
+  EXPECT_TRUE(r->gate_passed) << r->gate_message;
+  EXPECT_FALSE(lines.empty());
+
+  auto m = r->metrics();
+  EXPECT_DOUBLE_EQ(m.at("tau"), 8.0);
+  EXPECT_DOUBLE_EQ(m.at("reference_tau"), 1.0);
+  EXPECT_DOUBLE_EQ(m.at("ratio_to_reference"), 8.0);
+  EXPECT_TRUE(m.count("speedup"));
+  EXPECT_TRUE(m.count("tokens_per_second"));
+  nlohmann::json j = r->to_json();
+  EXPECT_DOUBLE_EQ(j["candidate"]["tau"].get<double>(), 8.0);
+  EXPECT_EQ(j["gate_passed"], true);
+
+  // The diff: same config, the final norm differs (negated on the vocab dims).
+  ASSERT_TRUE(r->diff.has_value());
+  for (const auto& f : r->diff->fields) EXPECT_FALSE(f.differs) << f.name;
+  bool norm_listed = false;
+  for (const auto& t : r->diff->tensors) norm_listed |= t.name == "norm.weight" && t.issue == "values";
+  EXPECT_TRUE(norm_listed);
+  const std::string text = r->to_text();
+  EXPECT_NE(text.find("TAU 8.000"), std::string::npos) << text;
+  EXPECT_NE(text.find("norm.weight: values"), std::string::npos) << text;
+  EXPECT_NE(text.find("gate: PASSED"), std::string::npos);
+}
+
+TEST_F(EvalRunnerTest, GateFailsBelowThresholds) {
+  EvalSpec s = spec("disagree", "agree");
+  s.min_tau = 1.5;
+  s.min_ratio_to_reference = 0.9;
+  s.baseline = false;
+  auto r = run_eval(s, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->candidate.tau, 1.0);
+  EXPECT_FALSE(r->gate_passed);
+  EXPECT_NE(r->gate_message.find("min_tau"), std::string::npos);
+  EXPECT_NE(r->gate_message.find("min_ratio_to_reference"), std::string::npos);
+  EXPECT_FALSE(r->baseline.has_value());
+  EXPECT_EQ(r->metrics().count("speedup"), 0u);
+}
+
+TEST_F(EvalRunnerTest, DiffShowsConfigDifferences) {
+  EvalSpec s = spec("agree", "agree-other-layers");
+  s.baseline = false;
+  auto r = run_eval(s, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  bool layers = false;
+  for (const auto& f : r->diff->fields) {
+    if (f.name == "target_layer_ids") {
+      layers = f.differs;
+      EXPECT_EQ(f.candidate, "[0, 2]");
+      EXPECT_EQ(f.reference, "[1, 2]");
+    }
+  }
+  EXPECT_TRUE(layers);
+  EXPECT_NE(r->to_text().find("DIFF target_layer_ids"), std::string::npos) << r->to_text();
+}
+
+TEST_F(EvalRunnerTest, TextPromptsOnByteVocabulary) {
+  ScratchDir dir("text");
+  testing::write_file(dir / "p.jsonl", "{\"text\": \"hello world\"}\n\n{\"input_ids\": [1, 2, 3]}\n");
+  EvalSpec s;
+  s.target = *dir_ / "bytes";
+  s.drafter = *dir_ / "bytes-drafter";
+  s.prompts = dir / "p.jsonl";
+  s.max_new_tokens = 8;
+  s.block_size = 4;
+  s.threads = 1;
+  auto r = run_eval(s, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->prompt_count, 2);
+  EXPECT_EQ(r->candidate.responses_differing_from_baseline, 0);
+}
+
+TEST_F(EvalRunnerTest, BadInputIsAStatusNamingTheProblem) {
+  ScratchDir dir("bad");
+  struct Case {
+    std::string lines;
+    std::string expect;
+  };
+  for (const Case& c : std::vector<Case>{{"{\"input_ids\": [1, 2\n", "p.jsonl:1"},
+                                         {"{\"input_ids\": [1]}\n{\"input_ids\": [999]}\n", "p.jsonl:2"},
+                                         {"{\"text\": \"hi\"}\n", "byte-level"},
+                                         {"{\"other\": 1}\n", "input_ids"},
+                                         {"", "no prompts"}}) {
+    testing::write_file(dir / "p.jsonl", c.lines);
+    EvalSpec s = spec("agree");
+    s.prompts = dir / "p.jsonl";
+    auto r = run_eval(s, nullptr, nullptr);
+    ASSERT_FALSE(r.ok()) << c.lines;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+  }
+  EvalSpec s = spec("agree");
+  s.device = "cuda";
+  auto r = run_eval(s, nullptr, nullptr);
+  if (!r.ok()) {  // without CUDA in libtorch the error says so; with it, the eval just runs
+    EXPECT_NE(r.status().message().find("CUDA"), std::string::npos) << r.status().message();
+  }
+  s = spec("agree");
+  s.dtype = "int8";
+  EXPECT_FALSE(run_eval(s, nullptr, nullptr).ok());
+  s = spec("missing-folder");
+  r = run_eval(s, nullptr, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("missing-folder"), std::string::npos);
+  s = spec("agree");
+  s.min_ratio_to_reference = 1.0;  // without a reference
+  EXPECT_FALSE(run_eval(s, nullptr, nullptr).ok());
+  // A drafter made for another target: fc width and layer ids do not fit.
+  s = spec("agree");
+  s.target = *dir_ / "bytes";
+  r = run_eval(s, nullptr, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("fc.weight"), std::string::npos) << r.status().message();
+}
+
+TEST_F(EvalRunnerTest, CancelFromAnotherThread) {
+  std::atomic<bool> cancel{false};
+  Result<EvalReport> result = internal_error("not run");
+  // The progress callback raises the flag after the first response, from the eval's
+  // thread; the eval must stop at the next step.
+  std::thread worker([&] {
+    result = run_eval(spec("disagree"), [&](const std::string& line) {
+      if (line.find("response 1/") != std::string::npos) cancel = true;
+    }, &cancel);
+  });
+  worker.join();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kCancelled);
+}
+
+int run_cli(const std::string& args, std::string* out) {
+  std::string cmd = std::string(FERRY_EVAL_BIN) + " " + args + " 2>/dev/null";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out->append(buf, n);
+  int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_F(EvalRunnerTest, CommandExitCodes) {
+  const std::string base = "--target " + (*dir_ / "target") + " --prompts " + (*dir_ / "prompts.jsonl") +
+                           " --max-new-tokens 8 --threads 1 --no-baseline";
+  std::string out;
+  EXPECT_EQ(run_cli(base + " --drafter " + (*dir_ / "agree") + " --min-tau 7.9 --json", &out), 0);
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_DOUBLE_EQ(j["metrics"]["tau"].get<double>(), 8.0);
+  EXPECT_EQ(run_cli(base + " --drafter " + (*dir_ / "disagree") + " --min-tau 1.5", &out), 1);
+  EXPECT_NE(out.find("gate: FAILED"), std::string::npos) << out;
+  EXPECT_EQ(run_cli(base, &out), 2);  // no drafter
+  EXPECT_EQ(run_cli(base + " --drafter " + (*dir_ / "agree") + " --block-size x", &out), 2);
+  EXPECT_EQ(run_cli(base + " --drafter " + (*dir_ / "agree") + " --bogus 1", &out), 2);
+  EXPECT_EQ(run_cli(base + " --drafter /nonexistent", &out), 2);
+
+  bool json = false;
+  auto parsed = parse_eval_args({"--target", "t", "--drafter", "d", "--prompts", "p", "--min-ratio", "0.8",
+                                 "--block-size", "4", "--json"}, &json);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(json);
+  EXPECT_EQ(parsed->block_size, 4);
+  EXPECT_DOUBLE_EQ(*parsed->min_ratio_to_reference, 0.8);
+}
+
+TEST(TinyModelsToolTest, WritesLoadableSuite) {
+  ScratchDir dir("tool");
+  std::string cmd = std::string(FERRY_TINY_MODELS_BIN) + " suite --out " + dir.path();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EvalSpec s;
+  s.target = dir / "target-bf16-sharded";
+  s.drafter = dir / "drafter";
+  s.reference = dir / "drafter-reference";
+  s.prompts = dir / "prompts.jsonl";
+  s.max_new_tokens = 4;
+  s.threads = 1;
+  auto r = run_eval(s, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->prompt_count, 20);
+  cmd = std::string(FERRY_TINY_MODELS_BIN) + " target --out " + (dir / "x") + " --layers nope 2>/dev/null";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+}
+
+}  // namespace
+}  // namespace ferry::eval

@@ -1,0 +1,100 @@
+#include "tests/eval/eval_test_util.h"
+
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace ferry::eval::testing {
+
+ScratchDir::ScratchDir(const std::string& tag) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/ferry-eval-" + tag + "-XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+  path_ = buf.data();
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+TinyTargetSpec random_target_spec(uint64_t seed) {
+  TinyTargetSpec s;
+  s.seed = seed;
+  return s;
+}
+
+TinyDrafterSpec random_drafter_spec(uint64_t seed, int64_t block_size) {
+  TinyDrafterSpec d;
+  d.seed = seed;
+  d.block_size = block_size;
+  d.mask_token_id = 300;
+  d.target_layer_ids = {1, 3};
+  return d;
+}
+
+TinyTargetSpec oracle_target_spec(int64_t period) {
+  TinyTargetSpec s;
+  s.kind = "oracle";
+  s.vocab = 64;
+  s.hidden = 96;
+  s.heads = 6;
+  s.kv_heads = 2;
+  s.head_dim = 16;
+  s.layers = 3;
+  s.oracle_fixed_token = 7;
+  s.oracle_period = period;
+  s.oracle_mask_token = 63;
+  s.seed = 21 + static_cast<uint64_t>(period);
+  return s;
+}
+
+TinyDrafterSpec oracle_drafter_spec(const std::string& kind, int64_t block_size) {
+  TinyDrafterSpec d;
+  d.kind = kind;
+  d.target_vocab = 64;
+  d.hidden = 96;
+  d.heads = 6;
+  d.kv_heads = 2;
+  d.head_dim = 16;
+  d.layers = 2;
+  d.block_size = block_size;
+  d.mask_token_id = 63;
+  d.target_layer_ids = {0, 2};
+  d.num_target_layers = 3;
+  d.seed = kind == "agree" ? 31 : 32;
+  return d;
+}
+
+std::vector<std::vector<int64_t>> make_prompts(int count, int64_t vocab, int min_len, int max_len, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<std::vector<int64_t>> out;
+  for (int i = 0; i < count; ++i) {
+    int len = min_len + static_cast<int>(gen() % static_cast<uint64_t>(max_len - min_len + 1));
+    std::vector<int64_t> p;
+    for (int k = 0; k < len; ++k) p.push_back(static_cast<int64_t>(gen() % static_cast<uint64_t>(vocab)));
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+}  // namespace ferry::eval::testing

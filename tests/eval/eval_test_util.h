@@ -1,0 +1,45 @@
+// Helpers shared by the eval tests and the eval benchmark: scratch folders and the
+// standard tiny models (all written by jobs/eval/tools/tiny_models, seeded, so every
+// run sees the same numbers). No gtest, no libtorch here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jobs/eval/tools/tiny_models.h"
+
+namespace ferry::eval::testing {
+
+/// A fresh folder under $TMPDIR (or /tmp), removed by the destructor.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& tag);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+/// Random Qwen3 target: vocab 320 (byte-level prompts work), hidden 64, 4 layers,
+/// 4 query / 2 kv heads of 16.
+TinyTargetSpec random_target_spec(uint64_t seed = 11);
+/// A DFlash drafter for random_target_spec(): 2 layers reading target layers {1, 3}.
+TinyDrafterSpec random_drafter_spec(uint64_t seed = 12, int64_t block_size = 16);
+/// Oracle target (vocab 64 in hidden 96): period 1 = always predicts the fixed token;
+/// period > 1 = only for some tokens.
+TinyTargetSpec oracle_target_spec(int64_t period);
+/// agree / disagree drafter for oracle_target_spec().
+TinyDrafterSpec oracle_drafter_spec(const std::string& kind, int64_t block_size = 16);
+
+/// `count` prompts of ids < vocab, deterministic.
+std::vector<std::vector<int64_t>> make_prompts(int count, int64_t vocab, int min_len, int max_len, uint64_t seed);
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes);
+
+}  // namespace ferry::eval::testing
