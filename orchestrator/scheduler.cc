@@ -113,6 +113,24 @@ class Scheduler::AttemptEnv : public StageEnv {
   void set_progress(nlohmann::json progress) override {
     Status st = s_.store_.set_progress(s_.run_.id, stage_, progress);
     if (!st.ok()) s_.store_error_ = st;
+    // The terminal hears about it too, at most every kProgressLineMs (a TTY gets it more often).
+    int64_t now = now_ms();
+    bool tty = s_.options_.color;
+    if (!progress.contains("bytes_total") || now - last_progress_line_ms_ < (tty ? 500 : kProgressLineMs)) return;
+    last_progress_line_ms_ = now;
+    double done = progress.value("bytes_done", 0.0), total = progress.value("bytes_total", 0.0);
+    double rate = progress.value("rate", 0.0);
+    int pct = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
+    std::ostringstream line;
+    if (tty) {
+      int filled = pct / 5;
+      line << "[" << std::string(static_cast<size_t>(filled), '#') << std::string(static_cast<size_t>(20 - filled), '.') << "] ";
+    }
+    line << pct << "% " << std::fixed << std::setprecision(1) << done / (1 << 20) << "/" << total / (1 << 20)
+         << " MiB, " << rate / (1 << 20) << " MiB/s";
+    if (progress.contains("eta_s")) line << ", ETA " << static_cast<int>(progress.value("eta_s", 0.0)) << "s";
+    line << " via " << progress.value("route", std::string("?"));
+    s_.say(stage_, line.str(), "90");
   }
 
  private:
@@ -121,6 +139,8 @@ class Scheduler::AttemptEnv : public StageEnv {
   int attempt_;
   std::string log_path_;
   int64_t log_size_ = 0;
+  int64_t last_progress_line_ms_ = 0;
+  static constexpr int64_t kProgressLineMs = 2000;
 };
 
 std::string Scheduler::log_path(const std::string& logs_dir, const std::string& run_id, const std::string& stage,
