@@ -1,16 +1,31 @@
 #!/bin/sh
-# The demo: runs the example workflow on local hosts and shows what ferry recorded.
-# Usage: scripts/demo.sh [BUILD_DIR]
+# The demo: the dflash-tiny story on two local hosts (no root, no sshd needed).
+# A tiny byte-level Qwen3 target and a DFlash drafter train on `trainer`, the
+# checkpoints are relayed to `evaluator` through this machine, and the drafter is
+# evaluated in-process against a reference drafter. Ends with the eval report and
+# the status table.
+# Usage: scripts/demo.sh [BUILD_DIR] [extra `ferry run` args, e.g. -p wrong_layers=0]
 set -eu
 build="${1:-build}"
+[ $# -gt 0 ] && shift
 ferry="$build/bin/ferry"
 export FERRY_HOME="${FERRY_HOME:-$HOME/.local/share/ferry}"
+bin=$(cd "$build/bin" && pwd)
+if [ ! -x "$bin/dflash-train-drafter" ] || [ ! -f "$bin/libferry-eval.so" ]; then
+  echo "demo: $bin has no trainers or eval plugin; build with FERRY_WITH_TORCH=ON (make demo does)" >&2
+  exit 2
+fi
 
-echo "== ferry run examples/hello/workflow.yaml   (state in $FERRY_HOME)"
-"$ferry" run examples/hello/workflow.yaml
-run=$("$ferry" runs --json | sed -n 's/.*"id": "\(hello-[0-9]*\)".*/\1/p' | head -n 1)
+echo "== ferry run examples/dflash-tiny/workflow.yaml   (state in $FERRY_HOME)"
+status=0
+"$ferry" run examples/dflash-tiny/workflow.yaml -p bin="$bin" -p local="$FERRY_HOME/dflash-tiny" "$@" || status=$?
+run=$("$ferry" runs --json | sed -n 's/.*"id": "\(dflash-tiny-[0-9]*\)".*/\1/p' | head -n 1)
 echo
-echo "== ferry logs $run report"
-"$ferry" logs "$run" report
+echo "== ferry logs $run eval   (the eval report)"
+"$ferry" logs "$run" eval
 echo
-echo "Try: $ferry status $run --json | $ferry runs | $ferry logs $run flaky --attempt 1"
+echo "== ferry status $run"
+"$ferry" status "$run"
+echo
+echo "More: $ferry logs $run drafter | $ferry status $run --json | $ferry runs"
+exit $status
