@@ -7,6 +7,7 @@
 
 #include "orchestrator/host_connection.h"
 #include "orchestrator/transport_factory.h"
+#include "orchestrator/workflow_paths.h"
 #include "workflows/template.h"
 
 namespace ferry {
@@ -31,9 +32,7 @@ std::string workdir_of(const workflow::Workflow& wf, const workflow::Host& h, co
         return std::string("check");
       },
       false);
-  std::string v = w.ok() ? *w : h.workdir.value;
-  if (h.transport == workflow::Transport::kSsh) return v.empty() ? ".ferry/work" : v;
-  return v.empty() ? home + "/hosts/" + h.name : v;
+  return resolve_host_workdir(h, w.ok() ? *w : h.workdir.value, wf.path, home);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "orchestrator/local_transport.h"
 #include "jobs/stage_factory.h"
 #include "orchestrator/transport_factory.h"
+#include "orchestrator/workflow_paths.h"
 #include "workflows/dag.h"
 #include "workflows/template.h"
 
@@ -204,13 +205,7 @@ Status Scheduler::load() {
   return Status();
 }
 
-std::string Scheduler::local_path(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  char real[4096];
-  std::string base = dirname_of(run_.workflow_path);
-  if (::realpath(base.c_str(), real)) base = real;
-  return join_path(base, path);
-}
+std::string Scheduler::local_path(const std::string& path) { return resolve_local_path(path, run_.workflow_path); }
 
 HostConnection& Scheduler::connection(const std::string& name, int lane) {
   std::string key = lane == 0 ? name : name + "#" + std::to_string(lane);
@@ -234,19 +229,8 @@ HostConnection& Scheduler::connection(const std::string& name, int lane) {
 
 std::string Scheduler::host_workdir(const workflow::Host& host) {
   auto expanded = resolve(host.workdir, nullptr, false);
-  std::string w = expanded.ok() ? *expanded : host.workdir.value;
-  if (host.transport == workflow::Transport::kSsh) return w.empty() ? ".ferry/work" : w;
-  if (w.empty()) return options_.ferry_home + "/hosts/" + host.name;
-  if (w[0] == '/') return w;
-  if (w[0] == '~') {
-    const char* home = std::getenv("HOME");
-    return std::string(home ? home : "") + w.substr(1);
-  }
-  // Relative local workdirs are relative to the workflow file, as a reader expects.
-  char real[4096];
-  std::string base = dirname_of(run_.workflow_path);
-  if (::realpath(base.c_str(), real)) base = real;
-  return join_path(base, w);
+  return resolve_host_workdir(host, expanded.ok() ? *expanded : host.workdir.value, run_.workflow_path,
+                              options_.ferry_home);
 }
 
 Result<std::string> Scheduler::resolve(const workflow::Text& text, const Stage* stage, bool shell_quote) {
