@@ -151,7 +151,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 cold=$(median ferry_cold); warm=$(median ferry_warm); ans=$(median ansible); pd=$(median pdsh)
 agent_bytes=$(stat -c %s "$BUILD/bin/ferry-agent")
 echo "start a trivial command on $N_HOSTS SSH hosts (testbed, same key and known_hosts; $REPS rounds, interleaved)"
-echo "ferry-agent binary: $agent_bytes bytes; ssh exec on these hosts runs root's login rc each time"
+echo "ferry-agent binary: $agent_bytes bytes; each testbed host has its own HOME, so no login rc of this machine runs"
 printf '%-12s %8s   %s\n' "tool" "median" "all runs (ms)"
 printf '%-12s %6s ms   %s\n' "ferry cold" "$cold" "$(all ferry_cold)"
 printf '%-12s %6s ms   %s\n' "ferry warm" "$warm" "$(all ferry_warm)"
