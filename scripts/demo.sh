@@ -5,6 +5,7 @@
 # evaluated in-process against a reference drafter. Ends with the eval report and
 # the status table.
 # Usage: scripts/demo.sh [BUILD_DIR] [extra `ferry run` args, e.g. -p wrong_layers=0]
+# DEMO_WORKFLOW names another workflow file (scripts/demo-ssh.sh uses it).
 set -eu
 build="${1:-build}"
 [ $# -gt 0 ] && shift
@@ -16,9 +17,10 @@ if [ ! -x "$bin/dflash-train-drafter" ] || [ ! -f "$bin/libferry-eval.so" ]; the
   exit 2
 fi
 
-echo "== ferry run examples/dflash-tiny/workflow.yaml   (state in $FERRY_HOME)"
+workflow="${DEMO_WORKFLOW:-examples/dflash-tiny/workflow.yaml}"
+echo "== ferry run $workflow   (state in $FERRY_HOME)"
 status=0
-"$ferry" run examples/dflash-tiny/workflow.yaml -p bin="$bin" -p local="$FERRY_HOME/dflash-tiny" "$@" || status=$?
+"$ferry" run "$workflow" -p bin="$bin" -p local="$FERRY_HOME/dflash-tiny" "$@" || status=$?
 run=$("$ferry" runs --json | sed -n 's/.*"id": "\(dflash-tiny-[0-9]*\)".*/\1/p' | head -n 1)
 echo
 echo "== ferry logs $run eval   (the eval report)"
