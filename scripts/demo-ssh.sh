@@ -4,7 +4,7 @@
 # own network namespace and sshd, reachable from this machine, not from each other,
 # so the checkpoints must be relayed. Needs root (network namespaces) and sshd.
 # The testbed is taken down on exit; the run's state stays in $FERRY_HOME.
-# Usage: scripts/demo-ssh.sh [BUILD_DIR] [extra `ferry run` args, e.g. -p wrong_layers=0]
+# Usage: scripts/demo-ssh.sh [BUILD_DIR] [extra `ferry run` args, e.g. -p wrong_mask=258]
 set -eu
 build="${1:-build}"
 [ $# -gt 0 ] && shift

@@ -4,7 +4,7 @@
 # checkpoints are relayed to `evaluator` through this machine, and the drafter is
 # evaluated in-process against a reference drafter. Ends with the eval report and
 # the status table.
-# Usage: scripts/demo.sh [BUILD_DIR] [extra `ferry run` args, e.g. -p wrong_layers=0]
+# Usage: scripts/demo.sh [BUILD_DIR] [extra `ferry run` args, e.g. -p wrong_mask=258]
 # DEMO_WORKFLOW names another workflow file (scripts/demo-ssh.sh uses it).
 set -eu
 build="${1:-build}"

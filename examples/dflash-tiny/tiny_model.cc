@@ -1,6 +1,7 @@
 #include "examples/dflash-tiny/tiny_model.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -113,7 +114,7 @@ json dims_json(const Dims& d) {
               {"torch_dtype", "float32"}};
 }
 
-// Writes into folder/.tmp, then renames weights and config into folder.
+// Writes into folder/.tmp, then renames weights and config into folder and removes .tmp.
 Status save(const std::string& folder, const Named& named, const json& config) {
   ::mkdir(folder.c_str(), 0755);
   const std::string tmp = folder + "/.tmp";
@@ -139,6 +140,7 @@ Status save(const std::string& folder, const Named& named, const json& config) {
     const std::string from = tmp + "/" + file, to = folder + "/" + file;
     if (std::rename(from.c_str(), to.c_str()) != 0) return errno_status("rename " + from + " -> " + to, errno);
   }
+  ::rmdir(tmp.c_str());  // empty now; a checkpoint folder holds only the checkpoint
   return Status();
 }
 

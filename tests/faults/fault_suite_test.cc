@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "tests/e2e_ssh/e2e_ssh_env.h"
@@ -39,9 +40,10 @@ std::vector<Outcome>& table() {
   return t;
 }
 
-bool same_tree(const std::string& a, const std::string& b) {
+// Empty when the two folders hold the same files with the same bytes; else diff's words.
+std::string tree_difference(const std::string& a, const std::string& b) {
   auto r = testing::run_process({"diff", "-r", "-x", ".ferry-complete", a, b});
-  return r.exit_code == 0;
+  return r.exit_code == 0 ? "" : "diff: " + r.out + r.err;
 }
 
 class FaultSuiteTest : public SshRunTest {
@@ -62,21 +64,27 @@ class FaultSuiteTest : public SshRunTest {
     while ((p = ssh_hosts.find("  h2:")) != std::string::npos) ssh_hosts.replace(p, 5, "  evaluator:");
     text = text.substr(0, hosts) + ssh_hosts + text.substr(stages);
     // Short training gives a weak drafter: the gate is not what this suite tests.
-    p = text.find("min_tau: 2.0");
-    if (p != std::string::npos) text.replace(p, 12, "min_tau: 1.0");
-    p = text.find("min_ratio_to_reference: 0.6");
-    if (p != std::string::npos) text.replace(p, 27, "min_ratio_to_reference: 0.1");
+    for (auto [from, to] : {std::pair<std::string, std::string>{"min_tau: 2.0", "min_tau: 1.0"},
+                            {"min_ratio_to_reference: 0.8", "min_ratio_to_reference: 0.1"}}) {
+      p = text.find(from);
+      EXPECT_NE(p, std::string::npos) << "examples/dflash-tiny/workflow.yaml has no '" << from << "' to relax";
+      if (p != std::string::npos) text.replace(p, from.size(), to);
+    }
     return write_workflow(text);
   }
   std::vector<std::string> run_args() {
     return {"run", workflow(), "-p", "bin=" + testing::bin_dir(), "-p", "local=" + work_.file("coordinator"),
             "-p", "target_steps=30", "-p", "drafter_steps=30"};
   }
+  // The newest run, or "" until a run newer than the last trial's exists (a trial's
+  // ferry may not have created its run yet when we first look).
   std::string run_id() {
     auto r = ferry({"runs", "--json"}, 30);
     auto j = nlohmann::json::parse(r.out, nullptr, false);
-    return j.is_array() && !j.empty() ? j[0]["id"].get<std::string>() : "";
+    std::string newest = j.is_array() && !j.empty() ? j[0]["id"].get<std::string>() : "";
+    return newest == previous_run_ ? "" : newest;
   }
+  std::string previous_run_;
   // Resumes until the run has ended, at most `limit` times.
   int finish(const std::string& run, int limit = 3) {
     int resumes = 0;
@@ -93,17 +101,31 @@ class FaultSuiteTest : public SshRunTest {
     o.resumes = resumes;
     auto st = status(run);
     o.succeeded = st["state"] == "succeeded";
-    o.identical = same_tree(workdir("h1") + "/drafter", workdir("h2") + "/models/drafter") &&
-                  same_tree(workdir("h1") + "/drafter", work_.file("coordinator") + "/" + run + "/drafter");
+    std::string differs = tree_difference(workdir("h1") + "/drafter", workdir("h2") + "/models/drafter") +
+                          tree_difference(workdir("h1") + "/drafter", work_.file("coordinator") + "/" + run + "/drafter");
+    o.identical = differs.empty();
+    o.note += differs;
+    // Ran once: every command stage has one attempt, whose job the host started once.
+    // A launch whose reply a cut swallowed shows up as attempt.reattached (job.start is
+    // idempotent by attempt token), so count the distinct pids the host reported.
     auto evs = events(run);
     o.launched_once = true;
     for (const char* s : {"data", "target", "drafter", "reference", "report"}) {
-      int launched = 0;
-      for (const auto& e : evs) launched += e.stage == s && e.type == "attempt.launched";
-      if (launched != 1) {
-        o.launched_once = false;
-        o.note += std::string(s) + " launched " + std::to_string(launched) + "x; ";
+      std::set<int64_t> pids;
+      for (const auto& e : evs) {
+        if (e.stage != s || (e.type != "attempt.launched" && e.type != "attempt.reattached")) continue;
+        auto d = nlohmann::json::parse(e.detail, nullptr, false);
+        if (d.is_object()) pids.insert(d.value("pid", int64_t{0}));
       }
+      int attempts = stage(st, s).value("attempt", 0);
+      if (pids.size() != 1 || attempts != 1) {
+        o.launched_once = false;
+        o.note += std::string(s) + ": " + std::to_string(pids.size()) + " process(es), " + std::to_string(attempts) +
+                  " attempt(s); ";
+      }
+    }
+    for (const auto& sj : st.value("stages", nlohmann::json::array())) {
+      if (sj.value("state", "") == "failed") o.note += sj.value("name", "") + " failed: " + sj.value("error", "") + "; ";
     }
     auto ev = stage(st, "eval");
     if (ev.contains("metrics") && ev["metrics"].contains("tau")) o.tau = ev["metrics"]["tau"].get<double>();
@@ -112,7 +134,7 @@ class FaultSuiteTest : public SshRunTest {
   }
   void expect_good(const Outcome& o) {
     EXPECT_TRUE(o.succeeded) << o.trial << ": " << o.note;
-    EXPECT_TRUE(o.identical) << o.trial << ": the drafter differs at the destination";
+    EXPECT_TRUE(o.identical) << o.trial << ": the drafter differs at the destination: " << o.note;
     EXPECT_TRUE(o.launched_once) << o.trial << ": " << o.note;
     static double baseline_tau = -1;
     if (o.trial == "uninterrupted") baseline_tau = o.tau;
@@ -125,18 +147,35 @@ class FaultSuiteTest : public SshRunTest {
     }
     return false;
   }
-  // The agent serving this test's trainer workdir: ours, found by its command line.
-  pid_t trainer_agent_pid() {
+  // Whether the coordinator has noticed that `host` is cut off (a run-level event).
+  bool noticed_unreachable(const std::string& run, const std::string& host) {
+    for (const auto& e : events(run, "")) {
+      if (e.type == "host.unreachable" && e.detail.find("\"" + host + "\"") != std::string::npos) return true;
+    }
+    return false;
+  }
+  // The agents serving this test's trainer workdir (the main link's and any copy
+  // lanes'): ours, found by command line, and started by sshd. A job's supervisor is
+  // a fork of the agent with the same command line, but it hangs off init, not sshd.
+  std::vector<pid_t> trainer_agent_pids() {
+    std::vector<pid_t> found;
     DIR* d = opendir("/proc");
-    pid_t found = -1;
     while (dirent* e = d ? readdir(d) : nullptr) {
       pid_t pid = std::atoi(e->d_name);
       if (pid <= 0) continue;
-      std::string cmd = testing::read_text("/proc/" + std::to_string(pid) + "/cmdline");
+      std::string proc = "/proc/" + std::to_string(pid);
+      std::string cmd = testing::read_text(proc + "/cmdline");
       for (auto& c : cmd) c = c == '\0' ? ' ' : c;
-      if (cmd.find("ferry-agent") != std::string::npos && cmd.find(" serve --workdir " + workdir("h1")) != std::string::npos) {
-        found = pid;
+      if (cmd.find("ferry-agent") == std::string::npos ||
+          cmd.find(" serve --workdir " + workdir("h1")) == std::string::npos) {
+        continue;
       }
+      std::string stat = testing::read_text(proc + "/stat");  // pid (comm) state ppid ...
+      size_t close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      pid_t ppid = std::atoi(stat.c_str() + close + 4);
+      std::string parent = testing::read_text("/proc/" + std::to_string(ppid) + "/comm");
+      if (parent.rfind("sshd", 0) == 0) found.push_back(pid);
     }
     if (d) closedir(d);
     return found;
@@ -152,6 +191,7 @@ TEST_F(FaultSuiteTest, AllTrials) {
 
   // Each trial trains and relays from scratch (the agents stay installed).
   auto fresh = [&] {
+    previous_run_ = run_id();
     testing::run_process({"rm", "-rf", workdir("h1") + "/data", workdir("h1") + "/target", workdir("h1") + "/drafter",
                           workdir("h1") + "/reference", workdir("h2") + "/models", workdir("h2") + "/prompts.jsonl",
                           work_.file("coordinator")});
@@ -166,28 +206,31 @@ TEST_F(FaultSuiteTest, AllTrials) {
     ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty() && stage_started(run, "drafter"); },
                                     std::chrono::seconds(300)));
     ASSERT_EQ(tb_.run("cut h1"), 0);
-    ASSERT_TRUE(testing::wait_until([&] { return count(events(run, "drafter"), "host.disconnected") > 0; },
-                                    std::chrono::seconds(60)));
+    // The drafter may finish while the link is down; what matters is that the cut was
+    // noticed while training ran, and that the run still ends with everything once.
+    ASSERT_TRUE(testing::wait_until([&] { return noticed_unreachable(run, "trainer"); }, std::chrono::seconds(60)))
+        << dump(events(run));
     ASSERT_EQ(tb_.run("restore h1"), 0);
     testing::wait_process(c, kRunTimeoutS);
     expect_good(check("link cut during training", run, finish(run)));
   }
 
-  // 3. The evaluator's link cut as the checkpoints start to cross.
+  // 3. The evaluator's link cut while a relay to it runs. Short training makes the
+  //    checkpoints small enough to cross in under a second, so the cut comes first
+  //    (as the target starts training) and is lifted only once the coordinator has
+  //    noticed it and the target's relay has started: that relay runs into the cut.
   fresh();
   {
     pid_t c = spawn_ferry(run_args(), "cut-copy.log");
     Defer guard{[&] { tb_.run("restore h2"); end_process(c); }};
     std::string run;
-    ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty() && stage_started(run, "ship_target"); },
+    ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty() && stage_started(run, "target"); },
                                     std::chrono::seconds(300)));
     ASSERT_EQ(tb_.run("cut h2"), 0);
-    ASSERT_TRUE(testing::wait_until([&] {
-      for (const auto& e : events(run, "")) {
-        if (e.type == "host.unreachable" && e.detail.find("evaluator") != std::string::npos) return true;
-      }
-      return false;
-    }, std::chrono::seconds(60)));
+    ASSERT_TRUE(testing::wait_until(
+        [&] { return noticed_unreachable(run, "evaluator") && stage_started(run, "ship_target"); },
+        std::chrono::seconds(300)))
+        << dump(events(run));
     ASSERT_EQ(tb_.run("restore h2"), 0);
     testing::wait_process(c, kRunTimeoutS);
     expect_good(check("link cut during the relay", run, finish(run)));
@@ -210,7 +253,7 @@ TEST_F(FaultSuiteTest, AllTrials) {
     expect_good(o);
   }
 
-  // 5. The trainer's agent killed while the drafter trains.
+  // 5. The trainer's agents killed while the drafter trains.
   fresh();
   {
     pid_t c = spawn_ferry(run_args(), "kill-agent.log");
@@ -218,11 +261,11 @@ TEST_F(FaultSuiteTest, AllTrials) {
     std::string run;
     ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty() && stage_started(run, "drafter"); },
                                     std::chrono::seconds(300)));
-    pid_t agent = trainer_agent_pid();
-    ASSERT_GT(agent, 0);
-    ::kill(agent, SIGKILL);
+    std::vector<pid_t> agents = trainer_agent_pids();
+    ASSERT_FALSE(agents.empty());
+    for (pid_t agent : agents) ::kill(agent, SIGKILL);
     testing::wait_process(c, kRunTimeoutS);
-    expect_good(check("trainer's agent killed", run, finish(run)));
+    expect_good(check("trainer's agents killed", run, finish(run)));
   }
 
   std::printf("\nfault suite (dflash-tiny on the SSH testbed, short training):\n");
