@@ -2,17 +2,23 @@
 //   ferry-agent serve --workdir DIR   speak the frame protocol on stdin/stdout
 //   ferry-agent version               print the agent and protocol versions
 //   ferry-agent hash-self             print the XXH3-128 of this binary (bootstrap check)
+//   ferry-agent push [SPEC.json]      send a copy straight to another host over this
+//                                     host's ssh (agents/push.h); the spec comes from the
+//                                     file or $FERRY_PUSH_SPEC; run as a detached job
 #include <unistd.h>
 
 #include <csignal>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "agents/agent_server.h"
-#include "base/file_hash.h"
 #include "agents/file_util.h"
+#include "agents/push.h"
+#include "agents/push_progress.h"
+#include "base/file_hash.h"
 
 namespace {
 
@@ -20,8 +26,66 @@ int usage() {
   std::fprintf(stderr,
                "usage: ferry-agent serve --workdir DIR [--idle-exit SECONDS]\n"
                "       ferry-agent version\n"
-               "       ferry-agent hash-self\n");
+               "       ferry-agent hash-self\n"
+               "       ferry-agent push [SPEC.json]\n");
   return 2;
+}
+
+// A push runs as attempt N of a detached job; once the coordinator has started
+// a newer attempt of the same job (.ferry/jobs/JOB/current), this one must stop
+// rather than race it. The attempt folder is where $FERRY_OUTPUT lives.
+std::string superseded_by(const std::string& output_path) {
+  if (output_path.empty()) return "";
+  std::string attempt_dir = ferry::dirname_of(output_path);
+  std::string job_dir = ferry::dirname_of(attempt_dir);
+  int mine = std::atoi(attempt_dir.substr(attempt_dir.rfind('/') + 1).c_str());
+  auto current = ferry::read_file(job_dir + "/current");
+  if (!current.ok() || mine <= 0) return "";
+  int newest = std::atoi(current->c_str());
+  if (newest <= mine) return "";
+  return "attempt " + std::to_string(newest) + " of this copy took over";
+}
+
+int push_main(int argc, char** argv) {
+  std::string text;
+  if (argc > 2) {
+    auto file = ferry::read_file(argv[2]);
+    if (!file.ok()) {
+      std::fprintf(stdout, "%s%s\n", ferry::kPushErrorPrefix, file.status().message().c_str());
+      return 2;
+    }
+    text = *file;
+  } else if (const char* env = std::getenv("FERRY_PUSH_SPEC")) {
+    text = env;
+  } else {
+    return usage();
+  }
+  auto json = nlohmann::json::parse(text, nullptr, false);
+  auto spec = ferry::PushSpec::from_json(json);
+  if (!spec.ok()) {
+    std::fprintf(stdout, "%s%s\n", ferry::kPushErrorPrefix, spec.status().message().c_str());
+    return 2;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  const char* out_env = std::getenv("FERRY_OUTPUT");
+  std::string outputs = out_env ? out_env : "";
+  auto result = ferry::run_push(*spec, stdout, [outputs] { return superseded_by(outputs); });
+  if (!result.ok()) {
+    std::fprintf(stdout, "%s%s\n", ferry::kPushErrorPrefix, result.status().message().c_str());
+    std::fflush(stdout);
+    return 1;
+  }
+  if (!outputs.empty()) {
+    std::string lines = "path=" + spec->to + "\nmanifest_hash=" + result->manifest_hash +
+                        "\nbytes=" + std::to_string(result->bytes_total) + "\n";
+    auto s = ferry::write_file_atomic(outputs, lines);
+    if (!s.ok()) {
+      std::fprintf(stdout, "%s%s\n", ferry::kPushErrorPrefix, s.message().c_str());
+      return 1;
+    }
+  }
+  std::fprintf(stdout, "ferry-push: done, manifest %s\n", result->manifest_hash.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -42,6 +106,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", hex->c_str());
     return 0;
   }
+  if (cmd == "push") return push_main(argc, argv);
   if (cmd == "serve") {
     std::string workdir;
     double idle_exit = 120;

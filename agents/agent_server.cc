@@ -95,7 +95,8 @@ Result<nlohmann::json> AgentServer::hello() {
                         {"version", kAgentVersion},
                         {"pid", ::getpid()},
                         {"workdir", workdir_},
-                        {"hostname", host}};
+                        {"hostname", host},
+                        {"exe", self_exe()}};
 }
 
 Result<JobPaths> AgentServer::attempt_with_token(const nlohmann::json& args) {
@@ -227,17 +228,7 @@ Result<std::string> AgentServer::data_path(const nlohmann::json& args, const cha
   auto p = arg<std::string>(args, key);
   if (!p.ok()) return p.status();
   if (p->empty()) return invalid_argument(std::string("empty '") + key + "'");
-  // A relative path stays inside the workdir; an absolute one was named on purpose.
-  if ((*p)[0] != '/') {
-    size_t pos = 0;
-    while (pos <= p->size()) {
-      size_t end = p->find('/', pos);
-      if (end == std::string::npos) end = p->size();
-      if (p->compare(pos, end - pos, "..") == 0) return invalid_argument("path '" + *p + "' escapes the workdir");
-      pos = end + 1;
-    }
-  }
-  return resolve(*p);
+  return resolve_data_path(workdir_, *p);
 }
 
 Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const protocol::Frame& req, std::string* body) {

@@ -99,6 +99,28 @@ std::string join_path(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
+Result<std::string> resolve_data_path(const std::string& workdir, const std::string& path) {
+  if (path.empty()) return invalid_argument("empty path");
+  // A relative path stays inside the workdir; an absolute one was named on purpose.
+  if (path[0] != '/') {
+    size_t pos = 0;
+    while (pos <= path.size()) {
+      size_t end = path.find('/', pos);
+      if (end == std::string::npos) end = path.size();
+      if (path.compare(pos, end - pos, "..") == 0) return invalid_argument("path '" + path + "' escapes the workdir");
+      pos = end + 1;
+    }
+  }
+  return join_path(workdir, path);
+}
+
+std::string self_exe() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
 int64_t now_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();

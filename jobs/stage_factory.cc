@@ -6,7 +6,7 @@
 namespace ferry {
 
 std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, const nlohmann::json& inputs,
-                                               StageEnv& env) {
+                                               StageEnv& env, const AttemptId& id) {
   if (stage.kind == workflow::StageKind::kCopy) {
     CopySpec spec;
     spec.from_host = inputs.value("from_host", std::string());
@@ -17,6 +17,13 @@ std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, con
     spec.keep_local = keep.empty() ? "" : env.local_path(keep);
     spec.route = inputs.value("route", std::string("auto"));
     spec.streams = inputs.value("streams", 4);
+    spec.from_ssh = inputs.value("from_transport", std::string()) == "ssh";
+    spec.to_ssh = inputs.value("to_transport", std::string()) == "ssh";
+    spec.to_address = inputs.value("to_address", std::string());
+    spec.to_port = inputs.value("to_port", 22);
+    spec.to_user = inputs.value("to_user", std::string());
+    spec.give_up_s = inputs.value("to_give_up_s", 600.0);
+    spec.attempt = id;
     return std::make_shared<CopyStage>(env, spec);
   }
   // Eval: paths on the coordinator, relative to the workflow file like keep_local.

@@ -12,6 +12,6 @@ namespace ferry {
 /// scheduler's stage_inputs). Kinds this build cannot run get a runner that
 /// fails with the reason.
 std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, const nlohmann::json& inputs,
-                                               StageEnv& env);
+                                               StageEnv& env, const AttemptId& id);
 
 }  // namespace ferry

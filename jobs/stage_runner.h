@@ -38,6 +38,15 @@ const char* outcome_state_name(StageOutcome::State state);
 
 using ReplyFn = std::function<void(Result<protocol::Frame>)>;
 
+/// Who an attempt is on a host, for runners that start detached jobs there (a
+/// command; a direct copy's push): the agent re-attaches to the same job, attempt
+/// and token, and refuses an older token.
+struct AttemptId {
+  std::string job;  // "<run>.<stage>"
+  int attempt = 1;
+  std::string token;
+};
+
 /// What a running attempt may use. Implemented by the scheduler.
 class StageEnv {
  public:

@@ -3,8 +3,9 @@
 // One thread (the host's connection thread), as every AgentTransport.
 #pragma once
 
-#include <sys/types.h>
+#include <memory>
 
+#include "agents/child_process.h"
 #include "orchestrator/agent_transport.h"
 
 namespace ferry {
@@ -22,9 +23,7 @@ class LocalTransport : public AgentTransport {
  private:
   std::string agent_path_;
   std::string workdir_;
-  pid_t pid_ = -1;
-  int to_agent_ = -1;
-  int from_agent_ = -1;
+  std::unique_ptr<ChildProcess> agent_;
 };
 
 /// The ferry-agent binary to run or upload: $FERRY_AGENT_BIN, else the one

@@ -189,7 +189,9 @@ Status Scheduler::load() {
     st.outputs = rec.outputs;
     if (rec.state == "succeeded") {
       st.state = "succeeded";  // kept if its inputs are unchanged (checked when it comes up)
-    } else if (rec.state == "running" && st.spec->kind == StageKind::kCommand && rec.attempt > 0) {
+    } else if (rec.state == "running" && st.spec->kind != StageKind::kEval && rec.attempt > 0) {
+      // A command's job, or a copy (a direct copy's push is a job on its source
+      // host; a relay continues from the receiver's journal): same attempt, same token.
       st.state = "pending";
       st.reattach = true;
     } else if (rec.state == "running") {
@@ -310,6 +312,23 @@ Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
     }
     in["from_host"] = s.from.host;
     in["to_host"] = s.to.host;
+    if (s.kind == StageKind::kCopy) {
+      // What the route choice needs: a direct copy is ssh from the source to the
+      // destination's address, as the workflow names it.
+      const workflow::Host* from = wf_.find_host(s.from.host);
+      const workflow::Host* to = wf_.find_host(s.to.host);
+      auto transport = [](const workflow::Host* h) {
+        return h && h->transport == workflow::Transport::kSsh ? "ssh" : "local";
+      };
+      in["from_transport"] = transport(from);
+      in["to_transport"] = transport(to);
+      if (to) {
+        in["to_address"] = to->address;
+        in["to_port"] = to->port;
+        in["to_user"] = to->user;
+        in["to_give_up_s"] = to->give_up_s;
+      }
+    }
     in["route"] = s.route;
     in["streams"] = s.streams;
     in["max_new_tokens"] = s.max_new_tokens;
@@ -440,7 +459,7 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
     say(s.name, std::string(reattach ? "re-attaching to" : "starting") + " attempt " + std::to_string(attempt) +
                     " on " + s.host, "34");
   } else {
-    st.runner = make_stage_runner(s, *inputs, *st.env);
+    st.runner = make_stage_runner(s, *inputs, *st.env, AttemptId{run_.id + "." + s.name, st.attempt, st.token});
     say(s.name, "starting " + std::string(workflow::stage_kind_name(s.kind)) + " attempt " + std::to_string(attempt),
         "34");
   }

@@ -89,6 +89,7 @@ struct Stage {
   // copy
   Endpoint from, to;
   std::string route = "auto";  // auto | direct | relay
+  Location route_at;           // of the 'route' value; unknown when the key is absent
   Text keep_local;
   int streams = 4;
 

@@ -447,6 +447,7 @@ class Parser {
       }
       if (auto x = find(e, "route")) {
         if (auto r = one_of(*x, "route", {"auto", "direct", "relay"})) s.route = *r;
+        s.route_at = loc(*x);
       }
       if (auto x = find(e, "keep_local")) {
         if (auto t = text(*x, "keep_local")) s.keep_local = *t;

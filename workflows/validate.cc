@@ -131,6 +131,21 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
       if (!s.from.host.empty() && s.from.host == s.to.host) {
         d.error(s.to.path.at, what + " copies from host '" + s.from.host + "' to itself; use a command stage");
       }
+      if (s.route == "direct") {
+        // Direct: the source's own ssh client reaches the destination, so both are
+        // ssh hosts, and the bytes never pass through the coordinator.
+        if (!s.keep_local.empty()) {
+          d.error(s.route_at, what + ": route: direct sends the bytes host to host, so the coordinator cannot "
+                                     "keep_local a copy; use route: relay (or auto, which relays with keep_local)");
+        }
+        for (const Endpoint* e : {&s.from, &s.to}) {
+          const Host* h = wf.find_host(e->host);
+          if (h && h->transport != Transport::kSsh) {
+            d.error(s.route_at, what + ": route: direct needs both hosts on transport: ssh; '" + h->name +
+                                    "' is a local host (use route: relay or auto)");
+          }
+        }
+      }
     }
     for (size_t i = 0; i < s.needs.size(); ++i) {
       const std::string& n = s.needs[i];

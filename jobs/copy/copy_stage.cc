@@ -6,46 +6,88 @@
 
 #include "agents/chunk_files.h"
 #include "agents/file_util.h"
+#include "agents/push.h"
+#include "agents/push_progress.h"
+#include "base/shell_quote.h"
+#include "jobs/command/command_stage.h"
 
 namespace ferry {
-namespace {
 
-std::string basename_of(const std::string& p) {
-  size_t s = p.rfind('/');
-  return s == std::string::npos ? p : p.substr(s + 1);
-}
+// The StageEnv of the push's CommandStage: everything goes to the stage's own
+// env, except that the push's log is also read line by line for its progress
+// and its error, and the job's attempt events are named as the push's.
+class CopyStage::PushEnv : public StageEnv {
+ public:
+  PushEnv(StageEnv& env, CopyStage& copy) : env_(env), copy_(copy) {}
+  boost::asio::io_context& io() override { return env_.io(); }
+  void call_agent(const std::string& host, const std::string& op, nlohmann::json args, ReplyFn fn) override {
+    env_.call_agent(host, op, std::move(args), std::move(fn));
+  }
+  void call_agent_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args,
+                       std::string body, ReplyFn fn) override {
+    env_.call_agent_lane(host, lane, op, std::move(args), std::move(body), std::move(fn));
+  }
+  std::string local_path(const std::string& path) override { return env_.local_path(path); }
+  void record_event(const std::string& type, nlohmann::json detail) override {
+    // attempt.launched / attempt.reattached of the push job: copy.push_launched / copy.push_reattached.
+    if (type.rfind("attempt.", 0) == 0) return env_.record_event("copy.push_" + type.substr(8), std::move(detail));
+    env_.record_event(type, std::move(detail));
+  }
+  Status append_log(const std::string& bytes) override {
+    FERRY_RETURN_IF_ERROR(env_.append_log(bytes));
+    partial_ += bytes;
+    size_t start = 0;
+    for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
+      copy_.on_push_line(partial_.substr(start, nl - start));
+    }
+    partial_.erase(0, start);
+    return Status();
+  }
+  int64_t log_size() override { return env_.log_size(); }
+  void set_disconnected(int64_t since_ms) override { env_.set_disconnected(since_ms); }
+  void note(const std::string& line) override { env_.note(line); }
+  void set_progress(nlohmann::json progress) override { env_.set_progress(std::move(progress)); }
 
-std::string dest_for(const std::string& to, const std::string& from, const std::string& rel, bool is_dir) {
-  if (is_dir) return to + "/" + rel;
-  if (!to.empty() && to.back() == '/') return to + basename_of(from);
-  return to;
-}
-
-}  // namespace
+ private:
+  StageEnv& env_;
+  CopyStage& copy_;
+  std::string partial_;  // a line the log read cut in two
+};
 
 CopyStage::CopyStage(StageEnv& env, CopySpec spec) : env_(env), spec_(std::move(spec)), progress_timer_(env.io()) {
   lanes_ = std::max(1, spec_.streams);
 }
+
+CopyStage::~CopyStage() = default;
 
 bool CopyStage::transient(const Status& s) const {
   return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kCancelled;
 }
 
 int64_t CopyStage::chunk_len(const File& f, int64_t index) const {
-  return std::min(spec_.chunk_size, f.size - index * spec_.chunk_size);
+  return copy_chunk_len(f.size, spec_.chunk_size, index);
 }
 
 void CopyStage::start(std::function<void(StageOutcome)> done) {
   done_ = std::move(done);
   started_ms_ = now_ms();
-  // Bring every data lane up now, in parallel with listing: an SSH session and
-  // an agent per lane take seconds each, and the copy should not wait for them in turn.
+  // A copy that will surely relay brings its lanes up while listing; one that
+  // may go direct waits for the route, so a direct copy opens no lane at all.
+  bool may_go_direct = spec_.route != "relay" && spec_.keep_local.empty() && spec_.from_ssh && spec_.to_ssh;
+  if (!may_go_direct) warm_lanes();
+  list_source();
+}
+
+void CopyStage::warm_lanes() {
+  if (lanes_warm_) return;
+  lanes_warm_ = true;
+  // Bring every data lane up now, in parallel: an SSH session and an agent per
+  // lane take seconds each, and the copy should not wait for them in turn.
   for (int lane = 1; lane <= lanes_; ++lane) {
     for (const auto& host : {spec_.from_host, spec_.to_host}) {
       env_.call_agent_lane(host, lane, "ping", nlohmann::json::object(), {}, [](Result<protocol::Frame>) {});
     }
   }
-  list_source();
 }
 
 void CopyStage::retry_later(std::function<void()> fn) {
@@ -64,20 +106,14 @@ void CopyStage::list_source() {
       if (self->transient(r.status())) return self->retry_later([self] { self->list_source(); });
       return self->fail("listing " + self->spec_.from_host + ":" + self->spec_.from_path + ": " + r.status().message());
     }
-    self->is_dir_ = r->header.value("type", std::string()) == "dir";
-    for (const auto& f : r->header["files"]) {
+    const CopySpec& spec = self->spec_;
+    CopyListing plan = plan_copy(r->header, spec.from_path, spec.to_path, spec.chunk_size);
+    self->is_dir_ = plan.is_dir;
+    self->bytes_total_ = plan.bytes_total;
+    for (auto& f : plan.files) {
       File file;
-      file.rel = f.value("path", std::string());
-      file.size = f.value("size", int64_t{0});
-      file.mode = f.value("mode", 0644);
-      file.src = self->is_dir_ ? self->spec_.from_path + "/" + file.rel : self->spec_.from_path;
-      file.dest = dest_for(self->spec_.to_path, self->spec_.from_path, file.rel, self->is_dir_);
-      if (!self->spec_.keep_local.empty()) {
-        file.local = dest_for(self->spec_.keep_local, self->spec_.from_path, file.rel, self->is_dir_);
-      }
-      file.chunks = file.size == 0 ? 0 : (file.size + self->spec_.chunk_size - 1) / self->spec_.chunk_size;
-      file.hashes.resize(static_cast<size_t>(file.chunks));
-      self->bytes_total_ += file.size;
+      static_cast<CopyFile&>(file) = std::move(f);
+      if (!spec.keep_local.empty()) file.local = copy_dest_for(spec.keep_local, spec.from_path, file.rel, plan.is_dir);
       self->files_.push_back(std::move(file));
     }
     self->decide_route();
@@ -85,13 +121,114 @@ void CopyStage::list_source() {
 }
 
 void CopyStage::decide_route() {
-  if (spec_.route == "direct") {
-    return fail("route: direct is not available in this build; use relay or auto (relays through the coordinator)");
+  const bool direct = spec_.route == "direct";
+  if (spec_.route == "relay") return choose("relay", "route: relay");
+  if (!spec_.keep_local.empty()) {
+    if (direct) {
+      return fail("route: direct cannot keep_local: the bytes never reach the coordinator; use relay or auto");
+    }
+    return choose("relay", "keep_local: the coordinator keeps a copy, so the bytes pass through it");
   }
-  route_ = "relay";
-  env_.record_event("copy.started", {{"route", route_}, {"files", files_.size()}, {"bytes", bytes_total_},
-                                     {"streams", lanes_}, {"chunk_size", spec_.chunk_size}});
+  if (!spec_.from_ssh || !spec_.to_ssh) {
+    const std::string& local = spec_.from_ssh ? spec_.to_host : spec_.from_host;
+    if (direct) return fail("route: direct needs both hosts on transport: ssh; '" + local + "' is a local host");
+    return choose("relay", "'" + local + "' is a local host");
+  }
+  ask_hosts();
+}
+
+// The agents' own binaries and workdirs: the push runs the source's, and its ssh
+// starts the destination's (installed there already: this coordinator reached it).
+void CopyStage::ask_hosts() {
+  auto self = shared_from_this();
+  env_.call_agent(spec_.from_host, "hello", nlohmann::json::object(), [self](Result<protocol::Frame> r) {
+    if (self->finished_) return;
+    if (!r.ok()) {
+      if (self->transient(r.status())) return self->retry_later([self] { self->ask_hosts(); });
+      return self->fail("reaching " + self->spec_.from_host + ": " + r.status().message());
+    }
+    self->src_exe_ = r->header.value("exe", std::string());
+    self->src_workdir_ = r->header.value("workdir", std::string());
+    self->env_.call_agent(self->spec_.to_host, "hello", nlohmann::json::object(), [self](Result<protocol::Frame> r) {
+      if (self->finished_) return;
+      if (!r.ok()) {
+        if (self->transient(r.status())) return self->retry_later([self] { self->ask_hosts(); });
+        return self->fail("reaching " + self->spec_.to_host + ": " + r.status().message());
+      }
+      self->dest_exe_ = r->header.value("exe", std::string());
+      self->dest_workdir_ = r->header.value("workdir", std::string());
+      self->find_push();
+    });
+  });
+}
+
+// A push this very attempt started (before a coordinator crash, `ferry resume`
+// brings us here with the same token) is followed, whatever a probe would say now.
+void CopyStage::find_push() {
+  if (spec_.attempt.job.empty()) return probe_route();
+  auto self = shared_from_this();
+  nlohmann::json args = {
+      {"job", spec_.attempt.job}, {"attempt", spec_.attempt.attempt}, {"token", spec_.attempt.token}};
+  env_.call_agent(spec_.from_host, "job.status", args, [self](Result<protocol::Frame> r) {
+    if (self->finished_) return;
+    if (r.ok()) {
+      self->route_ = "direct";
+      self->route_reason_ = "this attempt's push is on " + self->spec_.from_host + " (" +
+                            r->header.value("state", std::string("?")) + "): re-attached";
+      self->env_.record_event("copy.started", {{"route", self->route_}, {"reason", self->route_reason_},
+                                               {"files", self->files_.size()}, {"bytes", self->bytes_total_},
+                                               {"streams", self->lanes_}, {"chunk_size", self->spec_.chunk_size}});
+      self->report_progress();
+      return self->start_push(true);
+    }
+    if (r.status().code() == StatusCode::kNotFound) return self->probe_route();
+    if (self->transient(r.status())) return self->retry_later([self] { self->find_push(); });
+    self->fail("looking for this attempt's push on " + self->spec_.from_host + ": " + r.status().message());
+  });
+}
+
+void CopyStage::probe_route() {
+  const std::string target = spec_.to_address + ":" + std::to_string(spec_.to_port);
+  if (src_exe_.empty() || dest_exe_.empty() || dest_workdir_.empty()) {
+    std::string why = "the agents did not say where they are installed";
+    if (spec_.route == "direct") return fail("route: direct: " + why);
+    return choose("relay", why);
+  }
+  auto self = shared_from_this();
+  nlohmann::json args = {{"address", spec_.to_address}, {"port", spec_.to_port}, {"timeout_ms", kProbeTimeoutMs}};
+  env_.call_agent(spec_.from_host, "net.probe", args, [self, target](Result<protocol::Frame> r) {
+    if (self->finished_) return;
+    const CopySpec& s = self->spec_;
+    if (!r.ok()) {
+      if (self->transient(r.status())) return self->retry_later([self] { self->probe_route(); });
+      return self->fail("probing " + target + " from " + s.from_host + ": " + r.status().message());
+    }
+    if (r->header.value("reachable", false)) {
+      return self->choose("direct", s.from_host + " reaches " + s.to_host + " at " + target);
+    }
+    std::string why = s.from_host + " cannot reach " + s.to_host + " at " + target + " (" +
+                      r->header.value("error", std::string("unreachable")) + ")";
+    if (s.route == "direct") {
+      return self->fail("route: direct: host '" + s.from_host + "' cannot reach host '" + s.to_host + "' at " + target +
+                        " (" + r->header.value("error", std::string("unreachable")) +
+                        "); link them, or use route: relay or auto");
+    }
+    self->choose("relay", why);
+  });
+}
+
+void CopyStage::choose(const std::string& route, const std::string& reason) {
+  route_ = route;
+  route_reason_ = reason;
+  env_.record_event("copy.started", {{"route", route_}, {"reason", reason}, {"files", files_.size()},
+                                     {"bytes", bytes_total_}, {"streams", lanes_}, {"chunk_size", spec_.chunk_size}});
   report_progress();
+  if (route_ == "direct") return start_push(false);
+  start_relay();
+}
+
+void CopyStage::start_relay() {
+  warm_lanes();
   auto self = shared_from_this();
   auto begin = [self] { self->begin_files(0); };
   if (!is_dir_) return begin();
@@ -99,14 +236,76 @@ void CopyStage::decide_route() {
     Status s = receive_prepare_dir(spec_.keep_local);
     if (!s.ok()) return fail("keep_local: " + s.message());
   }
-  env_.call_agent(spec_.to_host, "recv.prepare_dir", {{"path", spec_.to_path}}, [self, begin](Result<protocol::Frame> r) {
+  nlohmann::json args = {{"path", spec_.to_path}};
+  env_.call_agent(spec_.to_host, "recv.prepare_dir", args, [self, begin](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) {
-      if (self->transient(r.status())) return self->retry_later([self] { self->decide_route(); });
+      if (self->transient(r.status())) return self->retry_later([self] { self->start_relay(); });
       return self->fail("preparing " + self->spec_.to_host + ":" + self->spec_.to_path + ": " + r.status().message());
     }
     begin();
   });
+}
+
+void CopyStage::start_push(bool reattach) {
+  PushSpec ps;
+  ps.from = spec_.from_path;
+  ps.workdir = src_workdir_;
+  ps.to = spec_.to_path;
+  ps.from_host = spec_.from_host;
+  ps.to_host = spec_.to_host;
+  ps.address = spec_.to_address;
+  ps.port = spec_.to_port;
+  ps.user = spec_.to_user;
+  ps.dest_agent = dest_exe_;
+  ps.dest_workdir = dest_workdir_;
+  ps.streams = lanes_;
+  ps.chunk_size = spec_.chunk_size;
+  ps.give_up_s = spec_.give_up_s;
+  CommandSpec cs;
+  cs.host = spec_.from_host;
+  cs.job = spec_.attempt.job;
+  cs.attempt = spec_.attempt.attempt;
+  cs.token = spec_.attempt.token;
+  cs.command = "exec " + shell_quote(src_exe_) + " push";
+  cs.env = {{"FERRY_PUSH_SPEC", ps.to_json().dump()}};
+  cs.required_outputs = {"manifest_hash"};
+  if (reattach) env_.note("re-attaching to the direct copy running on " + spec_.from_host);
+  push_env_ = std::make_unique<PushEnv>(env_, *this);
+  push_ = std::make_shared<CommandStage>(*push_env_, std::move(cs));
+  auto self = shared_from_this();
+  push_->start([self](StageOutcome o) { self->on_push_done(std::move(o)); });
+  if (cancelled_) push_->cancel(false);
+}
+
+void CopyStage::on_push_line(const std::string& line) {
+  if (auto p = parse_push_progress(line)) {
+    bytes_done_ = p->bytes_done;
+    bytes_total_ = p->bytes_total;
+    bytes_sent_ = p->bytes_sent;
+    bytes_resent_ = p->bytes_resent;
+    bytes_skipped_ = p->bytes_skipped;
+    push_rate_ = p->rate;
+    push_seconds_ = p->elapsed_ms / 1000.0;
+  } else if (auto e = parse_push_error(line)) {
+    push_error_ = *e;
+  }
+}
+
+void CopyStage::on_push_done(StageOutcome o) {
+  if (finished_) return;
+  StageOutcome out;
+  out.state = o.state;
+  if (o.state == StageOutcome::State::kSucceeded) {
+    out.outputs = {{"path", spec_.to_path},
+                   {"manifest_hash", o.outputs["manifest_hash"]},
+                   {"bytes", o.outputs.count("bytes") ? o.outputs["bytes"] : std::to_string(bytes_total_)}};
+    return succeed_with(std::move(out));
+  }
+  out.exit_code = o.exit_code;
+  out.error = "direct copy " + spec_.from_host + " → " + spec_.to_host + ": " +
+              (push_error_.empty() ? o.error : push_error_);
+  finish(std::move(out));
 }
 
 void CopyStage::begin_files(size_t i) {
@@ -155,8 +354,7 @@ void CopyStage::begin_files(size_t i) {
       return self->fail(self->spec_.to_host + ":" + self->files_[i].dest + ": " + r.status().message());
     }
     File& f = self->files_[i];
-    bool dest_same = r->header.value("exists", false) && r->header.value("type", std::string()) == "file" &&
-                     r->header.value("size", int64_t{-1}) == f.size;
+    bool dest_same = dest_may_hold(r->header, f.size);
     struct stat st;
     bool local_same = !f.local.empty() && ::stat(f.local.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
                       st.st_size == f.size;
@@ -189,8 +387,7 @@ void CopyStage::begin_receivers(size_t i, const std::string& file_hash) {
     f.local_have = local->have;
   }
   auto self = shared_from_this();
-  nlohmann::json args = {{"dest", f.dest}, {"size", f.size}, {"chunk_size", spec_.chunk_size}, {"mode", f.mode}};
-  if (!file_hash.empty()) args["file_hash"] = file_hash;
+  nlohmann::json args = recv_begin_args(f, spec_.chunk_size, file_hash);
   env_.call_agent(spec_.to_host, "recv.begin", args, [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) {
@@ -198,13 +395,8 @@ void CopyStage::begin_receivers(size_t i, const std::string& file_hash) {
       return self->fail(self->spec_.to_host + ":" + self->files_[i].dest + ": " + r.status().message());
     }
     File& f = self->files_[i];
-    f.dest_complete = r->header.value("complete", false);
-    f.dest_have.clear();
-    for (auto& [k, v] : r->header["have"].items()) f.dest_have[std::stoll(k)] = v.get<std::string>();
-    for (int64_t c = 0; c < f.chunks; ++c) {
-      if (f.dest_complete) f.dest_have[c] = f.hashes[static_cast<size_t>(c)];
-      if (f.local_complete) f.local_have[c] = f.hashes[static_cast<size_t>(c)];
-    }
+    apply_recv_begin(&f, r->header);
+    for (int64_t c = 0; c < f.chunks && f.local_complete; ++c) f.local_have[c] = f.hashes[static_cast<size_t>(c)];
     self->check_held(i, known);
   });
 }
@@ -213,12 +405,8 @@ void CopyStage::check_held(size_t i, bool hashes_known) {
   File& f = files_[i];
   // Chunks held from an earlier attempt count only if the source still has the same bytes.
   auto drop_stale = [&f](const std::map<int64_t, std::string>& src) {
-    for (auto& [idx, src_hash] : src) {
-      auto d = f.dest_have.find(idx);
-      if (d != f.dest_have.end() && d->second != src_hash) f.dest_have.erase(d);
-      auto l = f.local_have.find(idx);
-      if (l != f.local_have.end() && l->second != src_hash) f.local_have.erase(l);
-    }
+    drop_stale_chunks(&f.dest_have, src);
+    drop_stale_chunks(&f.local_have, src);
   };
   if (hashes_known) {
     std::map<int64_t, std::string> src;
@@ -239,9 +427,7 @@ void CopyStage::check_held(size_t i, bool hashes_known) {
       if (self->transient(h.status())) return self->retry_later([self, i] { self->begin_files(i); });
       return self->fail("hashing source " + self->files_[i].src + ": " + h.status().message());
     }
-    std::map<int64_t, std::string> src;
-    for (auto& [k, v] : h->header["chunks"].items()) src[std::stoll(k)] = v.get<std::string>();
-    drop_stale(src);
+    drop_stale(chunk_map_from_json(h->header["chunks"]));
     self->begin_files(i + 1);
   });
 }
@@ -349,7 +535,7 @@ void CopyStage::commit_file(size_t i) {
     return;
   }
   auto self = shared_from_this();
-  nlohmann::json args = {{"dest", f.dest}, {"chunk_size", spec_.chunk_size}, {"chunks", f.hashes}};
+  nlohmann::json args = recv_commit_args(f, spec_.chunk_size);
   env_.call_agent(spec_.to_host, "recv.commit", args, [self, i](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) {
@@ -357,9 +543,9 @@ void CopyStage::commit_file(size_t i) {
       return self->fail("committing " + self->spec_.to_host + ":" + self->files_[i].dest + ": " + r.status().message());
     }
     File& f = self->files_[i];
-    if (!r->header.value("committed", false)) {
+    std::vector<int64_t> bad = recv_commit_bad(r->header);
+    if (!bad.empty()) {
       // Bytes went bad on the destination's disk after they were verified: send them again.
-      auto bad = r->header.value("bad", std::vector<int64_t>{});
       self->env_.record_event("copy.chunks_failed_on_disk", {{"file", f.rel}, {"chunks", bad}});
       for (int64_t b : bad) {
         f.dest_have.erase(b);
@@ -376,10 +562,7 @@ void CopyStage::commit_file(size_t i) {
 }
 
 void CopyStage::finish_folder() {
-  nlohmann::json manifest = nlohmann::json::array();
-  for (const auto& f : files_) manifest.push_back({f.rel, f.size, file_hash_of(f.hashes)});
-  std::string text = manifest.dump();
-  std::string manifest_hash = file_hash_of({text});
+  std::string manifest_hash = copy_manifest_hash({files_.begin(), files_.end()});
   auto self = shared_from_this();
   auto done = [self, manifest_hash] {
     StageOutcome o;
@@ -408,7 +591,8 @@ void CopyStage::finish_folder() {
 void CopyStage::report_progress() {
   if (finished_) return;
   double secs = std::max(0.001, (now_ms() - started_ms_) / 1000.0);
-  double rate = static_cast<double>(bytes_done_ - bytes_skipped_) / secs;
+  // A direct copy's rate is the push's own: it may have run before this coordinator did.
+  double rate = route_ == "direct" ? push_rate_ : static_cast<double>(bytes_done_ - bytes_skipped_) / secs;
   nlohmann::json p = {{"bytes_done", bytes_done_}, {"bytes_total", bytes_total_}, {"rate", rate},
                       {"route", route_.empty() ? "?" : route_}, {"files", files_.size()},
                       {"bytes_resent", bytes_resent_}};
@@ -424,6 +608,7 @@ void CopyStage::report_progress() {
 void CopyStage::cancel(bool hard) {
   if (finished_) return;
   cancelled_ = true;
+  if (push_) return push_->cancel(hard);  // the push's own end finishes this stage
   StageOutcome o;
   o.state = StageOutcome::State::kCancelled;
   o.error = "cancelled";
@@ -440,7 +625,8 @@ void CopyStage::succeed_with(StageOutcome o) { finish(std::move(o)); }
 
 void CopyStage::finish(StageOutcome o) {
   if (finished_) return;
-  double secs = std::max(0.001, (now_ms() - started_ms_) / 1000.0);
+  double secs = route_ == "direct" && push_seconds_ > 0 ? push_seconds_
+                                                          : std::max(0.001, (now_ms() - started_ms_) / 1000.0);
   o.metrics = {{"bytes_total", static_cast<double>(bytes_total_)},
                {"bytes_sent", static_cast<double>(bytes_sent_)},
                {"bytes_resent", static_cast<double>(bytes_resent_)},

@@ -1,8 +1,21 @@
 // CopyStage: moves a file or a checkpoint folder from one host to another,
-// relayed through the coordinator, chunked, verified, resumable, in bounded
-// memory (DESIGN §3 step 4).
+// chunked, verified, resumable, in bounded memory (DESIGN §3 step 4), either
+// relayed through the coordinator or direct from host to host.
 //
-// Data path per lane (a pair of extra connections, one to each host, each with
+// Route. `relay` always relays. `direct` sends host to host: the source host's
+// agent runs `ferry-agent push` (agents/push.h) as a detached job — through a
+// CommandStage, so it is started, followed, re-attached after a drop or by
+// `ferry resume`, and cancelled exactly like a command — and the push's progress
+// lines (agents/push_progress.h) become this stage's progress. It needs both
+// hosts on ssh and the source reaching the destination's address:port, which
+// the source's agent probes first (net.probe); otherwise it fails naming both.
+// `auto` is direct when that probe succeeds and relay otherwise, and relays
+// whenever keep_local is set (the coordinator needs the bytes then). The choice
+// and its reason are recorded in the copy.started event. Both routes use the
+// same plan, messages and receiver (agents/copy_plan.h, agents/chunk_files.h),
+// so either resumes what the other left.
+//
+// Relay data path per lane (a pair of extra connections, one to each host, each with
 // its own SSH session and thread so the ciphers use more than one core):
 //   fs.read on the source lane  →  recv.write on the destination lane
 // with one chunk per lane at a time (reads and writes overlap across lanes), so
@@ -24,9 +37,13 @@
 #include <deque>
 #include <set>
 
+#include "agents/copy_plan.h"
 #include "jobs/stage_runner.h"
 
 namespace ferry {
+
+class CommandStage;
+struct PushProgress;
 
 struct CopySpec {
   std::string from_host, from_path;  // path as the source agent resolves it
@@ -35,33 +52,33 @@ struct CopySpec {
   std::string route = "auto";        // auto | direct | relay
   int streams = 4;
   int64_t chunk_size = 2 << 20;
+  // For the direct route: both hosts on ssh, and how the source reaches the destination.
+  bool from_ssh = false, to_ssh = false;
+  std::string to_address;
+  int to_port = 22;
+  std::string to_user;
+  double give_up_s = 600;  // the push's patience without the destination
+  AttemptId attempt;       // the push is a job of this attempt on the source host
 };
 
 class CopyStage : public StageRunner, public std::enable_shared_from_this<CopyStage> {
  public:
   CopyStage(StageEnv& env, CopySpec spec);
+  ~CopyStage() override;
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
 
   static constexpr int kRetryMs = 1000;
   static constexpr int kProgressEveryMs = 500;
   static constexpr int kMaxCorruptRetries = 5;
+  static constexpr int kProbeTimeoutMs = 3000;
 
  private:
-  struct File {
-    std::string rel;
-    std::string src, dest, local;  // full paths
-    int64_t size = 0;
-    int mode = 0644;
-    int64_t chunks = 0;
-    std::vector<std::string> hashes;            // from the source, as chunks are read
-    std::map<int64_t, std::string> dest_have;   // verified at the destination
+  class PushEnv;
+  struct File : CopyFile {
+    std::string local;                          // keep_local's full path ("" = none)
     std::map<int64_t, std::string> local_have;  // verified in keep_local
-    int64_t remaining = 0;                      // chunks not yet everywhere
-    bool committed = false;
-    bool skipped = false;
-    bool dest_complete = false;   // the destination already holds exactly these bytes
-    bool local_complete = false;  // so does keep_local
+    bool local_complete = false;                // keep_local already holds exactly these bytes
   };
   struct Chunk {
     size_t file;
@@ -70,6 +87,15 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
 
   void list_source();
   void decide_route();
+  void warm_lanes();
+  void ask_hosts();
+  void find_push();
+  void probe_route();
+  void choose(const std::string& route, const std::string& reason);
+  void start_relay();
+  void start_push(bool reattach);
+  void on_push_line(const std::string& line);
+  void on_push_done(StageOutcome o);
   void begin_files(size_t i);
   void begin_receivers(size_t i, const std::string& file_hash);
   void check_held(size_t i, bool hashes_known);
@@ -94,7 +120,15 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
   bool finished_ = false;
   bool cancelled_ = false;
   bool is_dir_ = false;
-  std::string route_;
+  bool lanes_warm_ = false;
+  std::string route_, route_reason_;
+  // Direct route: the agents' own paths (hello) and the push's job.
+  std::string src_exe_, src_workdir_, dest_exe_, dest_workdir_;
+  std::unique_ptr<PushEnv> push_env_;
+  std::shared_ptr<CommandStage> push_;
+  std::string push_error_;      // the push's own `ferry-push error:` line
+  double push_rate_ = 0;        // bytes/s, as the push measures it
+  double push_seconds_ = 0;
   std::vector<File> files_;
   std::deque<Chunk> queue_;
   std::map<std::pair<size_t, int64_t>, int> corrupt_retries_;

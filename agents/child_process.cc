@@ -1,0 +1,170 @@
+#include "agents/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace ferry {
+namespace {
+
+constexpr size_t kStderrKeepBytes = 4096;
+constexpr int kPipeBytes = 1 << 20;  // fewer wakeups for multi-MiB frames; best effort
+
+void close_fd(int* fd) {
+  if (*fd >= 0) ::close(*fd);
+  *fd = -1;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std::string>& argv, Options options) {
+  if (argv.empty()) return invalid_argument("no program to run");
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {in, out, err, exec_err}) {
+      close_fd(&p[0]);
+      close_fd(&p[1]);
+    }
+  };
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
+      (options.capture_stderr && ::pipe2(err, O_CLOEXEC) != 0) || ::pipe2(exec_err, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_all();
+    return errno_status("pipe", e);
+  }
+  ::fcntl(in[1], F_SETPIPE_SZ, kPipeBytes);
+  ::fcntl(out[0], F_SETPIPE_SZ, kPipeBytes);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    close_all();
+    return errno_status("fork", e);
+  }
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    if (options.capture_stderr) ::dup2(err[1], 2);
+    if (options.own_process_group) ::setpgid(0, 0);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::execvp(args[0], args.data());
+    int e = errno;
+    ssize_t ignored = ::write(exec_err[1], &e, sizeof e);
+    (void)ignored;
+    _exit(127);
+  }
+  std::unique_ptr<ChildProcess> child(new ChildProcess());
+  child->pid_ = pid;
+  child->in_ = in[1];
+  child->out_ = out[0];
+  child->err_ = err[0];
+  in[1] = out[0] = err[0] = -1;
+  close_fd(&exec_err[1]);
+  // The exec-error pipe closes on a successful exec (CLOEXEC) or carries errno.
+  int e = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_err[0], &e, sizeof e);
+  } while (n < 0 && errno == EINTR);
+  close_all();
+  if (n == sizeof e) {
+    child->finish(0);
+    return errno_status("cannot run " + argv[0], e);
+  }
+  ::fcntl(child->in_, F_SETFL, ::fcntl(child->in_, F_GETFL) | O_NONBLOCK);
+  if (child->err_ >= 0) ::fcntl(child->err_, F_SETFL, ::fcntl(child->err_, F_GETFL) | O_NONBLOCK);
+  return child;
+}
+
+ChildProcess::~ChildProcess() { finish(1000); }
+
+Status ChildProcess::write_all(const char* data, size_t n, int timeout_ms) {
+  size_t off = 0;
+  while (off < n) {
+    if (in_ < 0) return unavailable("the child's input is closed");
+    pollfd p{in_, POLLOUT, 0};
+    int r = ::poll(&p, 1, timeout_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno_status("poll", errno);
+    if (r == 0) return unavailable("no room to write for " + std::to_string(timeout_ms / 1000) + " s");
+    ssize_t w = ::write(in_, data + off, n - off);
+    if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (w <= 0) return unavailable(std::string("writing to the child: ") + std::strerror(errno));
+    off += static_cast<size_t>(w);
+  }
+  return Status();
+}
+
+Result<size_t> ChildProcess::read_some(char* buf, size_t n, int timeout_ms) {
+  if (out_ < 0) return unavailable("the child's output is closed");
+  pollfd p{out_, POLLIN, 0};
+  int r = ::poll(&p, 1, timeout_ms);
+  if (r < 0) {
+    if (errno == EINTR) return size_t{0};
+    return errno_status("poll", errno);
+  }
+  if (r == 0) return size_t{0};
+  ssize_t got = ::read(out_, buf, n);
+  if (got < 0) {
+    if (errno == EINTR || errno == EAGAIN) return size_t{0};
+    return unavailable(std::string("reading from the child: ") + std::strerror(errno));
+  }
+  if (got == 0) return unavailable("the child closed its output");
+  return static_cast<size_t>(got);
+}
+
+void ChildProcess::drain_stderr() {
+  if (err_ < 0) return;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(err_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    stderr_.append(buf, static_cast<size_t>(n));
+    if (stderr_.size() > 2 * kStderrKeepBytes) stderr_.erase(0, stderr_.size() - kStderrKeepBytes);
+  }
+  if (stderr_.size() > kStderrKeepBytes) stderr_.erase(0, stderr_.size() - kStderrKeepBytes);
+}
+
+std::string ChildProcess::stderr_tail() {
+  drain_stderr();
+  return stderr_;
+}
+
+int ChildProcess::finish(int grace_ms) {
+  if (pid_ <= 0) return wait_status_;
+  close_fd(&in_);
+  close_fd(&out_);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  for (;;) {
+    int st = 0;
+    pid_t r = ::waitpid(pid_, &st, WNOHANG);
+    if (r == pid_ || (r < 0 && errno != EINTR)) {
+      wait_status_ = r == pid_ ? st : -1;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid_, SIGKILL);
+      while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+      }
+      wait_status_ = st;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  pid_ = -1;
+  drain_stderr();  // what it said on the way out: the child is gone, so this cannot block
+  close_fd(&err_);
+  return wait_status_;
+}
+
+}  // namespace ferry

@@ -1,0 +1,82 @@
+// CopyPlan: what both copy senders share — the relay (jobs/copy/copy_stage.h,
+// the coordinator moving bytes between two agents) and the direct push
+// (agents/push.h, the source host's own agent sending over its own ssh): the
+// files of a copy and where each lands, the chunking, the manifest, and the
+// receiver protocol's messages (recv.begin / recv.write / recv.commit and their
+// replies; chunk_files.h is the receiver itself).
+//
+// The two senders drive these differently (the relay asynchronously over the
+// coordinator's lanes, the push with one blocking loop per ssh stream), so what
+// is shared is the data and the messages, not the event loop: a change to the
+// receiver protocol is made here once. Plain values and pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ferry {
+
+/// One file of a copy, as a sender tracks it.
+struct CopyFile {
+  std::string rel;        // relative to the copied folder; "" for a single file
+  std::string src, dest;  // full paths as the source and the destination agents resolve them
+  int64_t size = 0;
+  int mode = 0644;
+  int64_t chunks = 0;
+  std::vector<std::string> hashes;           // per chunk, from the source, as they become known
+  std::map<int64_t, std::string> dest_have;  // verified at the destination
+  int64_t remaining = 0;                     // chunks not yet everywhere
+  bool committed = false;
+  bool dest_complete = false;  // the destination already holds exactly these bytes
+};
+
+/// A copy's files from the source's listing ({type, files: [{path, size, mode}]},
+/// as list_source() and the agent's fs.list give it).
+struct CopyListing {
+  bool is_dir = false;
+  std::vector<CopyFile> files;
+  int64_t bytes_total = 0;
+};
+CopyListing plan_copy(const nlohmann::json& listing, const std::string& from, const std::string& to,
+                      int64_t chunk_size);
+
+/// Where `rel` of a copy from `from` lands under `to` (a folder copy keeps its
+/// layout; a single file copied to "DIR/" keeps its name).
+std::string copy_dest_for(const std::string& to, const std::string& from, const std::string& rel, bool is_dir);
+
+/// Bytes in chunk `index` of a file of `size` bytes.
+int64_t copy_chunk_len(int64_t size, int64_t chunk_size, int64_t index);
+
+/// The manifest of a finished copy (each file's path, size and hash) and its
+/// hash: the `manifest_hash` output and what the completion marker holds.
+std::string copy_manifest_hash(const std::vector<CopyFile>& files);
+
+/// Whether an fs.stat reply of the destination says a file of `size` bytes is
+/// already there under its final name — then the source is hashed up front so
+/// an identical file can be skipped whole.
+bool dest_may_hold(const nlohmann::json& stat_reply, int64_t size);
+
+/// Drops chunks from `have` whose hash differs from the source's (`source`
+/// holds the source's hashes of some indices): a chunk held from an earlier
+/// attempt counts only if the source still has the same bytes.
+void drop_stale_chunks(std::map<int64_t, std::string>* have, const std::map<int64_t, std::string>& source);
+
+/// {index: hash} as the agent's replies carry it (fs.hash "chunks", recv.begin "have").
+std::map<int64_t, std::string> chunk_map_from_json(const nlohmann::json& j);
+nlohmann::json chunk_map_to_json(const std::map<int64_t, std::string>& m);
+
+// The receiver protocol (agent_server.h lists the ops).
+nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std::string& file_hash);
+/// Takes a recv.begin reply: dest_complete and dest_have (all chunks when complete).
+void apply_recv_begin(CopyFile* f, const nlohmann::json& reply);
+nlohmann::json recv_write_args(const CopyFile& f, int64_t index, int64_t chunk_size, const std::string& hash);
+nlohmann::json recv_commit_args(const CopyFile& f, int64_t chunk_size);
+/// The chunks a recv.commit reply says failed on the destination's disk (empty: committed).
+std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply);
+
+}  // namespace ferry

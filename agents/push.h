@@ -1,0 +1,69 @@
+// Push: the sending end of a direct copy (`route: direct`), run on the SOURCE
+// host as `ferry-agent push`, itself a detached job of that host's agent, so it
+// survives the coordinator's link to the source dropping (DESIGN §3 step 4).
+//
+// It starts the source host's own OpenSSH client towards the destination —
+//   ssh [-F $HOME/.ssh/config] -o BatchMode=yes … [-p PORT] [-l USER] ADDRESS
+//       'exec DEST_AGENT serve --workdir DEST_WORKDIR'
+// — once per stream, and speaks the agent protocol over each: the same plan,
+// chunk hashes (XXH3-128), receiver ops, journal and completion marker as the
+// relay (copy_plan.h; chunk_files.h is the receiver), so a direct copy and a
+// relay resume each other's partial files. -F is given only when $HOME is not
+// the account's home (OpenSSH reads ~/.ssh from the password database, not from
+// $HOME); otherwise ssh finds its config, keys and known_hosts by itself.
+//
+// Each stream keeps a few recv.write requests in flight and re-reads a chunk
+// from the source file when it must be sent again, so memory is about one chunk
+// per stream. A stream that loses its link puts its chunks back, reconnects with
+// backoff and jitter, and gives up after `give_up_s` without the destination;
+// failures no retry can fix (host key not trusted, login refused, the agent
+// missing, disk full) end the push at once with a message naming both hosts.
+// Progress lines (push_progress.h) go to `log` about once a second.
+//
+// Thread contract: run_push() blocks its caller and runs one thread per stream.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ferry {
+
+struct PushSpec {
+  std::string from;                      // source path, relative to `workdir` unless absolute
+  std::string workdir;                   // the source host's workdir
+  std::string to;                        // destination path, as the destination's agent resolves it
+  std::string from_host, to_host;        // the workflow's names, for messages
+  std::string address;                   // how the source reaches the destination
+  int port = 22;                         // 22: the ssh config's Port, if any, wins
+  std::string user;                      // "" = the ssh config's User or the account's name
+  std::string dest_agent, dest_workdir;  // the destination agent's binary and workdir
+  int streams = 4;
+  int64_t chunk_size = 2 << 20;
+  double give_up_s = 600;   // without a working link to the destination
+  std::string ssh = "ssh";  // the client program
+
+  nlohmann::json to_json() const;
+  static Result<PushSpec> from_json(const nlohmann::json& j);
+};
+
+struct PushResult {
+  std::string manifest_hash;
+  int64_t bytes_total = 0;
+};
+
+/// The ssh command line of one stream. `home` is $HOME, `account_home` the
+/// password database's home of this user.
+std::vector<std::string> push_ssh_command(const PushSpec& spec, const std::string& home,
+                                          const std::string& account_home);
+
+/// Sends the source to the destination. `superseded` is asked once a second; a
+/// non-empty answer stops the push with that reason (a newer attempt took over).
+Result<PushResult> run_push(const PushSpec& spec, std::FILE* log, std::function<std::string()> superseded = {});
+
+}  // namespace ferry
