@@ -95,14 +95,4 @@ Result<std::string> expand_template(const std::string& s, const Resolver& resolv
   return out;
 }
 
-std::string shell_quote(const std::string& value) {
-  std::string out = "'";
-  for (char c : value) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  out += "'";
-  return out;
-}
-
 }  // namespace ferry::workflow

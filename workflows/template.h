@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/shell_quote.h"
 #include "base/status.h"
 
 namespace ferry::workflow {
@@ -32,7 +33,6 @@ using Resolver = std::function<Result<std::string>(const Reference&)>;
 /// Replaces each reference with resolve(ref); shell-quotes the values when asked.
 Result<std::string> expand_template(const std::string& s, const Resolver& resolve, bool shell_quote);
 
-/// 'it'\''s' style quoting: safe as one word for POSIX sh.
-std::string shell_quote(const std::string& value);
+using ferry::shell_quote;  // base/shell_quote.h: one quoting rule for every command line
 
 }  // namespace ferry::workflow
