@@ -1,0 +1,62 @@
+// The receiver's commit, on real files: it renames a verified part into place, and
+// a commit sent again (its first reply lost with a cut link) finds its work done
+// rather than failing on the part file it already renamed.
+#include "agents/chunk_files.h"
+
+#include <gtest/gtest.h>
+
+#include "agents/file_util.h"
+#include "base/file_hash.h"
+#include "tests/support/process.h"
+
+namespace ferry {
+namespace {
+
+constexpr int64_t kChunk = 4;
+
+std::string chunk_hash(const std::string& bytes) { return xxh128_hex(bytes.data(), bytes.size()); }
+
+// Receives `data` into `dest` in kChunk pieces, up to (not including) the commit.
+std::vector<std::string> receive_all(const std::string& dest, const std::string& data) {
+  std::vector<std::string> hashes;
+  for (size_t off = 0; off < data.size(); off += kChunk) hashes.push_back(chunk_hash(data.substr(off, kChunk)));
+  auto begin = receive_begin(dest, static_cast<int64_t>(data.size()), kChunk, 0644, "");
+  EXPECT_TRUE(begin.ok()) << begin.status().message();
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    Status w = receive_write(dest, static_cast<int64_t>(i), kChunk, hashes[i], data.substr(i * kChunk, kChunk));
+    EXPECT_TRUE(w.ok()) << w.message();
+  }
+  return hashes;
+}
+
+TEST(ReceiveCommitTest, ASecondCommitOfTheSameBytesSucceeds) {
+  testing::TempDir dir;
+  const std::string dest = dir.file("weights.bin");
+  auto hashes = receive_all(dest, "0123456789abcdef-tail");
+  std::vector<int64_t> bad;
+  ASSERT_TRUE(receive_commit(dest, kChunk, hashes, &bad).ok());
+  EXPECT_EQ(testing::read_text(dest), "0123456789abcdef-tail");
+  EXPECT_TRUE(receive_commit(dest, kChunk, hashes, &bad).ok()) << "the repeated commit must find its work done";
+  EXPECT_TRUE(bad.empty());
+}
+
+TEST(ReceiveCommitTest, ACommitWithNoPartFailsWhenTheDestinationHoldsOtherBytes) {
+  testing::TempDir dir;
+  const std::string dest = dir.file("weights.bin");
+  auto hashes = receive_all(dest, "0123456789abcdef-tail");
+  std::vector<int64_t> bad;
+  ASSERT_TRUE(receive_commit(dest, kChunk, hashes, &bad).ok());
+  ASSERT_TRUE(write_file_atomic(dest, "0123456789abcdef-TAIL").ok());
+  Status again = receive_commit(dest, kChunk, hashes, &bad);
+  EXPECT_FALSE(again.ok());
+  EXPECT_NE(again.message().find(".ferry-part"), std::string::npos) << again.message();
+}
+
+TEST(ReceiveCommitTest, ACommitWithNothingReceivedFails) {
+  testing::TempDir dir;
+  std::vector<int64_t> bad;
+  EXPECT_FALSE(receive_commit(dir.file("never.bin"), kChunk, {chunk_hash("abcd")}, &bad).ok());
+}
+
+}  // namespace
+}  // namespace ferry
