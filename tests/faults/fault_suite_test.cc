@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -183,9 +184,12 @@ class FaultSuiteTest : public SshRunTest {
 };
 
 TEST_F(FaultSuiteTest, AllTrials) {
-  // 1. The reference point.
+  // 1. The reference point; its length scales the coordinator kills below.
+  auto t0 = std::chrono::steady_clock::now();
   auto r = ferry(run_args(), kRunTimeoutS);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto base_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   std::string base_run = run_id();
   expect_good(check("uninterrupted", base_run, 0));
 
@@ -236,17 +240,20 @@ TEST_F(FaultSuiteTest, AllTrials) {
     expect_good(check("link cut during the relay", run, finish(run)));
   }
 
-  // 4. The coordinator SIGKILLed at seeded random moments, then resumed.
+  // 4. The coordinator SIGKILLed at seeded random moments, then resumed. The moments
+  //    are fractions of the uninterrupted run, so a fast machine does not finish first.
   std::mt19937 rng(20261130);
   for (int trial = 0; trial < 2; ++trial) {
     fresh();
-    int delay_ms = std::uniform_int_distribution<int>(3000, 40000)(rng);
+    int delay_ms = static_cast<int>(std::uniform_real_distribution<double>(0.05, 0.85)(rng) * base_ms);
     pid_t c = spawn_ferry(run_args(), "kill-" + std::to_string(trial) + ".log");
     Defer guard{[&] { end_process(c); }};
     std::string run;
     ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty(); }, std::chrono::seconds(60)));
     // The deliberate, seeded wait is the fault's timing, not a wait for an event.
     testing::wait_until([&] { return !testing::process_running(c); }, std::chrono::milliseconds(delay_ms));
+    EXPECT_TRUE(testing::process_running(c)) << "the run ended before the kill at " << delay_ms
+                                             << " ms: this trial tested nothing";
     ::kill(c, SIGKILL);
     testing::wait_process(c, 30);
     Outcome o = check("coordinator SIGKILL at " + std::to_string(delay_ms) + " ms", run, finish(run));
