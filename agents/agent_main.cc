@@ -18,6 +18,7 @@
 #include "agents/file_util.h"
 #include "agents/push.h"
 #include "agents/push_progress.h"
+#include "base/chunk_memory.h"
 #include "base/file_hash.h"
 
 namespace {
@@ -126,6 +127,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     ::signal(SIGPIPE, SIG_IGN);
+    ferry::keep_chunk_buffers_warm();
     return ferry::AgentServer(workdir).serve(0, 1, idle_exit);
   }
   return usage();

@@ -33,10 +33,19 @@ Status pread_all(int fd, char* buf, int64_t len, int64_t offset, const std::stri
   return Status();
 }
 
+// Chunks are written in pieces of this size. The kernel sizes page-cache folios by
+// the write: one 2 MiB pwrite takes 2 MiB folios from the buddy allocator's
+// high-order (cold) memory, while ≤ 32 KiB writes take order ≤ 3 folios from the
+// per-CPU lists of recently freed, warm pages. Measured on the testbed VM (kernel
+// 6.18, ext4, 1 GiB into a fresh file after freeing 1 GiB): 2.9-3.5 s of CPU with
+// 2 MiB writes, 0.26-0.32 s with 32 KiB ones (16 KiB 0.35-0.54, 64 KiB 0.4-1.6).
+constexpr int64_t kWritePieceBytes = 32 * 1024;
+
 Status pwrite_all(int fd, const char* buf, int64_t len, int64_t offset, const std::string& path) {
   int64_t done = 0;
   while (done < len) {
-    ssize_t n = ::pwrite(fd, buf + done, static_cast<size_t>(len - done), offset + done);
+    size_t piece = static_cast<size_t>(std::min(len - done, kWritePieceBytes));
+    ssize_t n = ::pwrite(fd, buf + done, piece, offset + done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       if (errno == ENOSPC) return failed_precondition("no space left on device writing " + path);
@@ -243,6 +252,10 @@ Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size,
   int fd = ::open(part.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return errno_status("open " + part + " (was the copy begun?)", errno);
   Status s = pwrite_all(fd, data.data(), static_cast<int64_t>(data.size()), index * chunk_size, part);
+  // Start writing the chunk to disk now, without waiting for it: otherwise the whole
+  // file is still dirty when commit fsyncs it, and that fsync (about 0.5 s per GiB
+  // on the testbed) runs after the last byte arrived instead of alongside the copy.
+  if (s.ok()) (void)::sync_file_range(fd, index * chunk_size, static_cast<off_t>(data.size()), SYNC_FILE_RANGE_WRITE);
   ::close(fd);
   if (!s.ok()) return s;
   // One short O_APPEND write per chunk: concurrent writers never interleave inside a line.

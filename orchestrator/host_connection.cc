@@ -13,6 +13,12 @@ double mono_s() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+/// Most bytes asked of the transport at once (the decoder bounds it further).
+constexpr size_t kMaxReadBytes = 8u << 20;
+/// With no call awaiting a reply the thread sleeps on its queue this long at most
+/// between looks at the link (heartbeats, a dead peer).
+constexpr double kIdleWaitS = 0.05;
+
 }  // namespace
 
 HostConnection::HostConnection(boost::asio::io_context& io, std::string host, TransportFactory factory,
@@ -137,7 +143,13 @@ void HostConnection::run() {
 bool HostConnection::session(AgentTransport& t) {
   protocol::FrameDecoder decoder;
   std::map<uint32_t, ReplyFn> in_flight;
-  std::vector<char> buf(1 << 20);
+  // Reads go straight into the decoder (a chunk's body in place); see read_into().
+  auto read_into = [&t, &decoder](int timeout_ms) -> Result<size_t> {
+    auto [dst, room] = decoder.prepare(kMaxReadBytes);
+    auto n = t.read_some(dst, room, timeout_ms);
+    if (n.ok()) decoder.commit(*n);
+    return n;
+  };
   auto fail = [&](const std::string& why) {
     std::deque<Pending> q;
     for (auto& [id, fn] : in_flight) q.push_back({protocol::Frame(), std::move(fn)});
@@ -156,12 +168,11 @@ bool HostConnection::session(AgentTransport& t) {
       s = Status(StatusCode::kDeadlineExceeded, "no hello from agent");
       break;
     }
-    auto n = t.read_some(buf.data(), buf.size(), 100);
+    auto n = read_into(100);
     if (!n.ok()) {
       s = n.status();
       break;
     }
-    decoder.feed(buf.data(), *n);
     for (;;) {
       auto f = decoder.next();
       if (!f.ok()) {
@@ -196,7 +207,15 @@ bool HostConnection::session(AgentTransport& t) {
   for (;;) {
     std::deque<Pending> out;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
+      // Nothing awaited: wait for work here, not in the transport, so a call made now
+      // goes out at once rather than after the transport's poll slice.
+      if (in_flight.empty() && queue_.empty() && !stopping_) {
+        double ping_due = last_tx + options_.ping_every_s - mono_s();
+        double wait_s = std::min(kIdleWaitS, std::max(ping_due, 0.0));
+        cv_.wait_for(lock, std::chrono::duration<double>(wait_s),
+                     [this] { return stopping_ || !queue_.empty(); });
+      }
       if (stopping_) {
         std::deque<Pending> q;
         for (auto& [id, fn] : in_flight) q.push_back({protocol::Frame(), std::move(fn)});
@@ -229,7 +248,7 @@ bool HostConnection::session(AgentTransport& t) {
       }
       last_tx = now;
     }
-    auto n = t.read_some(buf.data(), buf.size(), options_.poll_ms);
+    auto n = read_into(in_flight.empty() && out.empty() ? 0 : options_.poll_ms);
     if (!n.ok()) {
       fail(n.status().message());
       return true;
@@ -242,7 +261,6 @@ bool HostConnection::session(AgentTransport& t) {
       continue;
     }
     last_rx = mono_s();
-    decoder.feed(buf.data(), *n);
     for (;;) {
       auto f = decoder.next();
       if (!f.ok()) {

@@ -3,7 +3,10 @@
 // Owns an AgentTransport on a thread of its own (libssh sessions must stay on
 // one thread; pipes come along for uniformity). The io thread calls call();
 // the connection thread writes the request, matches the reply by request id and
-// posts the callback back to the io executor. Requests are pipelined.
+// posts the callback back to the io executor. Requests are pipelined. While a
+// reply is awaited the thread reads the transport in poll_ms slices (replies are
+// read straight into the frame decoder, a chunk's body in place); with none
+// awaited it sleeps on its queue, so a new call goes out at once.
 //
 // Liveness: a ping every kPingEvery; no byte from the agent within kDeadAfter
 // means the link is dead: the transport is closed, pending calls fail with
@@ -38,7 +41,7 @@ struct ConnectionOptions {
   double dead_after_s = 15;
   double backoff_initial_s = 0.5;
   double backoff_max_s = 10;
-  int poll_ms = 5;  // how long the thread waits on the transport between queue checks
+  int poll_ms = 5;  // while replies are awaited: how long the thread waits on the transport between queue checks
 };
 
 class HostConnection : public std::enable_shared_from_this<HostConnection> {

@@ -1,5 +1,6 @@
 #include "agents/protocol/frame.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ferry::protocol {
@@ -43,26 +44,72 @@ std::string encode_frame_prefix(const Frame& frame) {
   return out;
 }
 
-void FrameDecoder::feed(const char* data, size_t n) {
-  // Compact before growing so a long stream does not keep consumed bytes.
-  if (consumed_ > 0 && consumed_ >= buffer_.size() / 2) {
-    buffer_.erase(0, consumed_);
-    consumed_ = 0;
+void FrameDecoder::reserve_tail(size_t n) {
+  if (cap_ - end_ >= n) return;
+  size_t used = end_ - begin_;
+  if (cap_ - used >= n && begin_ > 0) {  // room enough once the consumed bytes are dropped
+    std::memmove(buf_.get(), buf_.get() + begin_, used);
+  } else {
+    size_t want = std::max({cap_ * 2, used + n, kDirectBodyBytes});
+    std::unique_ptr<char[]> bigger(new char[want]);
+    if (used > 0) std::memcpy(bigger.get(), buf_.get() + begin_, used);
+    buf_ = std::move(bigger);
+    cap_ = want;
   }
-  buffer_.append(data, n);
+  begin_ = 0;
+  end_ = used;
+}
+
+std::pair<char*, size_t> FrameDecoder::prepare(size_t max_bytes) {
+  max_bytes = std::max<size_t>(max_bytes, 1);
+  if (in_body_ && body_filled_ < body_frame_.body.size()) {
+    return {&body_frame_.body[body_filled_], std::min(max_bytes, body_frame_.body.size() - body_filled_)};
+  }
+  // Between bodies: a modest read, so a large body that follows mostly lands in place.
+  size_t n = std::min(max_bytes, kDirectBodyBytes);
+  if (begin_ == end_) begin_ = end_ = 0;
+  reserve_tail(n);
+  return {buf_.get() + end_, n};
+}
+
+void FrameDecoder::commit(size_t n) {
+  if (in_body_ && body_filled_ < body_frame_.body.size()) {
+    body_filled_ += n;
+  } else {
+    end_ += n;
+  }
+}
+
+void FrameDecoder::feed(const char* data, size_t n) {
+  while (n > 0) {
+    auto [dst, room] = prepare(n);
+    size_t k = std::min(room, n);
+    std::memcpy(dst, data, k);
+    commit(k);
+    data += k;
+    n -= k;
+  }
 }
 
 Result<std::optional<Frame>> FrameDecoder::next() {
   if (failed_) return invalid_argument("frame stream already failed");
-  size_t avail = buffer_.size() - consumed_;
+  if (in_body_) {
+    if (body_filled_ < body_frame_.body.size()) return std::optional<Frame>();
+    in_body_ = false;
+    body_filled_ = 0;
+    std::optional<Frame> out(std::move(body_frame_));
+    body_frame_ = Frame();
+    return out;
+  }
+  size_t avail = end_ - begin_;
   if (avail < 4) return std::optional<Frame>();
-  const char* p = buffer_.data() + consumed_;
+  const char* p = buf_.get() + begin_;
   uint32_t length = get_u32(p);
   if (length < kFixedBytes || length > kMaxFrameBytes) {
     failed_ = true;
     return invalid_argument("bad frame length " + std::to_string(length));
   }
-  if (avail < 4 + size_t(length)) return std::optional<Frame>();
+  if (avail < 4 + kFixedBytes) return std::optional<Frame>();
   uint8_t type = static_cast<uint8_t>(p[4]);
   uint32_t request_id = get_u32(p + 5);
   uint32_t header_len = get_u32(p + 9);
@@ -73,6 +120,12 @@ Result<std::optional<Frame>> FrameDecoder::next() {
   if (header_len > kMaxHeaderBytes || header_len > length - kFixedBytes) {
     failed_ = true;
     return invalid_argument("bad frame header length " + std::to_string(header_len));
+  }
+  size_t body_len = length - kFixedBytes - header_len;
+  bool whole = avail >= 4 + size_t(length);
+  // Wait for the whole frame, unless its header is in and its body is worth reading in place.
+  if (!whole && (body_len < kDirectBodyBytes || avail < 4 + kFixedBytes + header_len)) {
+    return std::optional<Frame>();
   }
   Frame frame;
   frame.type = static_cast<FrameType>(type);
@@ -87,8 +140,19 @@ Result<std::optional<Frame>> FrameDecoder::next() {
       return invalid_argument("frame header is not a JSON object");
     }
   }
-  frame.body.assign(header + header_len, length - kFixedBytes - header_len);
-  consumed_ += 4 + length;
+  if (!whole) {
+    // Every buffered byte belongs to this frame: move them into the body and read the rest there.
+    size_t have = avail - (4 + kFixedBytes + header_len);
+    frame.body.resize(body_len);
+    std::memcpy(&frame.body[0], header + header_len, have);
+    body_frame_ = std::move(frame);
+    body_filled_ = have;
+    in_body_ = true;
+    begin_ = end_ = 0;
+    return std::optional<Frame>();
+  }
+  frame.body.assign(header + header_len, body_len);
+  begin_ += 4 + length;
   return std::optional<Frame>(std::move(frame));
 }
 

@@ -14,8 +14,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -47,22 +49,45 @@ std::string encode_frame(const Frame& frame);
 /// and a multi-MiB body is never copied.
 std::string encode_frame_prefix(const Frame& frame);
 
-/// Incremental decoder: feed bytes as they arrive, take whole frames out.
-/// After an error the stream is unusable (the peer must close the connection).
+/// Incremental decoder: bytes in, whole frames out. After an error the stream is
+/// unusable (the peer must close the connection).
+///
+/// Two ways in. feed() copies bytes the caller already holds. prepare()/commit()
+/// let the caller read straight into the decoder: once a frame's header is in and
+/// its body is large (≥ kDirectBodyBytes), prepare() hands out the body's own
+/// storage, bounded by the bytes the body still lacks, so a multi-MiB chunk goes
+/// from the socket or pipe into Frame::body with no copy and never spans frames.
 class FrameDecoder {
  public:
+  /// A body at least this large is read in place rather than through the buffer.
+  static constexpr size_t kDirectBodyBytes = 64 * 1024;
+
   void feed(const char* data, size_t n);
+
+  /// Space for the next bytes of the stream: 1..max_bytes bytes at the returned
+  /// pointer (at most the rest of the current body while one is read in place).
+  /// Valid until the next call on this decoder; follow with commit().
+  std::pair<char*, size_t> prepare(size_t max_bytes);
+  /// `n` bytes (≤ what prepare() offered) were written there.
+  void commit(size_t n);
 
   /// The next complete frame, std::nullopt if more bytes are needed, or an
   /// error for a malformed frame (bad length, type, header JSON).
   Result<std::optional<Frame>> next();
 
-  size_t buffered() const { return buffer_.size() - consumed_; }
+  /// Bytes received but not yet returned as frames.
+  size_t buffered() const { return (end_ - begin_) + (in_body_ ? body_filled_ : 0); }
 
  private:
-  std::string buffer_;
-  size_t consumed_ = 0;
+  void reserve_tail(size_t n);
+
+  std::unique_ptr<char[]> buf_;  // [begin_, end_) holds undecoded bytes
+  size_t cap_ = 0, begin_ = 0, end_ = 0;
   bool failed_ = false;
+  // A frame whose body is being read in place (prepare() points into it).
+  bool in_body_ = false;
+  Frame body_frame_;
+  size_t body_filled_ = 0;
 };
 
 /// Convenience builders.

@@ -88,6 +88,8 @@ void CopyStage::warm_lanes() {
       env_.call_agent_lane(host, lane, "ping", nlohmann::json::object(), {}, [](Result<protocol::Frame>) {});
     }
   }
+  // The destination's main link too: its first use comes only after the listing.
+  env_.call_agent(spec_.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
 }
 
 void CopyStage::retry_later(std::function<void()> fn) {
@@ -432,23 +434,58 @@ void CopyStage::check_held(size_t i, bool hashes_known) {
   });
 }
 
+// Per lane: up to kChunksPerLane chunks held at once — fs.read requests in flight
+// on the source lane, chunks read and waiting, and at most ONE recv.write in flight
+// on the destination lane, so a cut destination link costs at most one chunk per
+// lane, while reads from the source overlap writes to the destination.
 void CopyStage::lane_loop(int lane) {
-  if (finished_ || cancelled_ || queue_.empty()) return;
-  Chunk c = queue_.front();
-  queue_.pop_front();
-  const File& f = files_[c.file];
-  auto self = shared_from_this();
-  nlohmann::json args = {{"path", f.src}, {"offset", c.index * spec_.chunk_size}, {"length", chunk_len(f, c.index)}};
-  env_.call_agent_lane(spec_.from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
-    if (self->finished_) return;
-    if (!r.ok()) {
-      self->queue_.push_front(c);
-      if (self->transient(r.status())) return self->retry_later([self, lane] { self->lane_loop(lane); });
-      return self->fail("reading " + self->files_[c.file].src + ": " + r.status().message());
-    }
-    std::string hash = r->header.value("hash", std::string());
-    self->write_chunk(lane, c, std::move(r->body), hash);
-  });
+  if (finished_ || cancelled_) return;
+  Lane& l = lane_state(lane);
+  while (!l.source_paused && !l.dest_paused && !queue_.empty() &&
+         l.reads + static_cast<int>(l.ready.size()) + (l.writing ? 1 : 0) < kChunksPerLane) {
+    Chunk c = queue_.front();
+    queue_.pop_front();
+    ++l.reads;
+    const File& f = files_[c.file];
+    auto self = shared_from_this();
+    nlohmann::json args = {{"path", f.src}, {"offset", c.index * spec_.chunk_size}, {"length", chunk_len(f, c.index)}};
+    env_.call_agent_lane(spec_.from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
+      if (self->finished_) return;
+      Lane& l = self->lane_state(lane);
+      --l.reads;
+      if (!r.ok()) {
+        self->queue_.push_front(c);
+        if (!self->transient(r.status())) {
+          return self->fail("reading " + self->files_[c.file].src + ": " + r.status().message());
+        }
+        // Source link lost: read nothing more on this lane until a retry; its chunks go to other lanes.
+        if (!l.source_paused) {
+          l.source_paused = true;
+          self->retry_later([self, lane] {
+            self->lane_state(lane).source_paused = false;
+            self->lane_loop(lane);
+          });
+        }
+        return self->pump_writes(lane);
+      }
+      if (l.dest_paused) {  // this lane lost its destination meanwhile: another lane takes the chunk
+        self->queue_.push_front(c);
+        return self->wake_other_lanes(lane);
+      }
+      l.ready.push_back({c, std::move(r->body), r->header.value("hash", std::string())});
+      self->pump_writes(lane);
+    });
+  }
+  pump_writes(lane);
+}
+
+void CopyStage::pump_writes(int lane) {
+  Lane& l = lane_state(lane);
+  while (!finished_ && !cancelled_ && !l.writing && !l.dest_paused && !l.ready.empty()) {
+    Ready r = std::move(l.ready.front());
+    l.ready.pop_front();
+    write_chunk(lane, r.chunk, std::move(r.data), std::move(r.hash));
+  }
 }
 
 void CopyStage::write_chunk(int lane, Chunk c, std::string data, std::string hash) {
@@ -466,9 +503,12 @@ void CopyStage::write_chunk(int lane, Chunk c, std::string data, std::string has
   auto self = shared_from_this();
   nlohmann::json args = {{"dest", f.dest}, {"index", c.index}, {"chunk_size", spec_.chunk_size}, {"hash", hash}};
   bytes_sent_ += len;
+  lane_state(lane).writing = true;
   env_.call_agent_lane(spec_.to_host, lane, "recv.write", args, std::move(data),
                        [self, lane, c, hash, len](Result<protocol::Frame> r) {
     if (self->finished_) return;
+    Lane& l = self->lane_state(lane);
+    l.writing = false;
     if (!r.ok()) {
       self->bytes_resent_ += len;  // it will cross again
       if (r.status().code() == StatusCode::kDataLoss &&
@@ -479,10 +519,16 @@ void CopyStage::write_chunk(int lane, Chunk c, std::string data, std::string has
         return self->lane_loop(lane);
       }
       if (self->transient(r.status())) {
-        // Link lost: take the next chunk only once this lane reaches the destination
-        // again, so an outage costs the one chunk that was in flight, not one per retry.
+        // Link lost: this lane writes again only once it reaches the destination, so
+        // an outage costs the one chunk that was in flight, not one per retry. It gives
+        // back every chunk it holds (those read but not sent never crossed) for the
+        // other lanes, or itself later, to read again.
+        for (auto it = l.ready.rbegin(); it != l.ready.rend(); ++it) self->queue_.push_front(it->chunk);
+        l.ready.clear();
         self->queue_.push_front(c);
-        return self->retry_later([self, lane] { self->await_dest_lane(lane); });
+        l.dest_paused = true;
+        self->retry_later([self, lane] { self->await_dest_lane(lane); });
+        return self->wake_other_lanes(lane);
       }
       return self->fail(self->spec_.to_host + ":" + self->files_[c.file].dest + ": " + r.status().message());
     }
@@ -497,7 +543,10 @@ void CopyStage::await_dest_lane(int lane) {
   // A bodiless request: it proves the lane's connection is back without sending a chunk into the void.
   env_.call_agent_lane(spec_.to_host, lane, "fs.stat", {{"path", "."}}, {}, [self, lane](Result<protocol::Frame> r) {
     if (self->finished_) return;
-    if (r.ok()) return self->lane_loop(lane);
+    if (r.ok()) {
+      self->lane_state(lane).dest_paused = false;
+      return self->lane_loop(lane);
+    }
     if (self->transient(r.status())) return self->retry_later([self, lane] { self->await_dest_lane(lane); });
     self->fail("reaching " + self->spec_.to_host + ": " + r.status().message());
   });
@@ -508,6 +557,17 @@ void CopyStage::chunk_done(int lane, Chunk c) {
   bytes_done_ += chunk_len(f, c.index);
   if (--f.remaining == 0) commit_file(c.file);
   lane_loop(lane);
+}
+
+void CopyStage::wake_other_lanes(int lane) {
+  for (int other = 1; other <= lanes_; ++other) {
+    if (other != lane) lane_loop(other);
+  }
+}
+
+CopyStage::Lane& CopyStage::lane_state(int lane) {
+  if (lane_states_.size() < static_cast<size_t>(lanes_)) lane_states_.resize(static_cast<size_t>(lanes_));
+  return lane_states_[static_cast<size_t>(lane - 1)];
 }
 
 void CopyStage::commit_file(size_t i) {

@@ -18,10 +18,12 @@
 // Relay data path per lane (a pair of extra connections, one to each host, each with
 // its own SSH session and thread so the ciphers use more than one core):
 //   fs.read on the source lane  →  recv.write on the destination lane
-// with one chunk per lane at a time (reads and writes overlap across lanes), so
-// memory is bounded by about lanes × chunk_size (plus the transports' buffers)
-// whatever the size of the files, and a dropped link costs at most the one chunk
-// that was in flight on each lane. Chunks the
+// with up to kChunksPerLane chunks per lane at a time: the source reads ahead
+// while the destination writes, but each lane has at most one recv.write in
+// flight. So memory is bounded by about lanes × kChunksPerLane × chunk_size (plus
+// the transports' buffers) whatever the size of the files, and a dropped
+// destination link costs at most the one chunk being written on each lane (a
+// lane that loses its link gives its chunks back to the queue). Chunks the
 // destination already holds (recv.begin reports them, re-verified) are not sent
 // again, so a new attempt or `ferry resume` continues where the last one ended.
 // A file already at its final name with the same size is hashed at the source;
@@ -72,6 +74,9 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
   static constexpr int kProgressEveryMs = 500;
   static constexpr int kMaxCorruptRetries = 5;
   static constexpr int kProbeTimeoutMs = 3000;
+  /// Chunks a relay lane holds at once (reading, read, writing): reads run ahead of
+  /// the one write, and memory stays about lanes × kChunksPerLane × chunk_size.
+  static constexpr int kChunksPerLane = 3;
 
  private:
   class PushEnv;
@@ -83,6 +88,17 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
   struct Chunk {
     size_t file;
     int64_t index;
+  };
+  struct Ready {  // read from the source, not yet handed to the destination
+    Chunk chunk;
+    std::string data, hash;
+  };
+  struct Lane {
+    int reads = 0;               // fs.read requests in flight
+    std::deque<Ready> ready;     // read, waiting for this lane's destination link
+    bool writing = false;        // a recv.write in flight (never more than one)
+    bool source_paused = false;  // the source lane failed; a retry is scheduled
+    bool dest_paused = false;    // the destination lane failed; await_dest_lane runs
   };
 
   void list_source();
@@ -100,9 +116,12 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
   void begin_receivers(size_t i, const std::string& file_hash);
   void check_held(size_t i, bool hashes_known);
   void lane_loop(int lane);
+  void pump_writes(int lane);
   void write_chunk(int lane, Chunk c, std::string data, std::string hash);
   void chunk_done(int lane, Chunk c);
   void await_dest_lane(int lane);
+  void wake_other_lanes(int lane);  // chunks came back to the queue
+  Lane& lane_state(int lane);       // lanes are numbered from 1
   void commit_file(size_t i);
   void finish_folder();
   void retry_later(std::function<void()> fn);
@@ -133,7 +152,7 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
   std::deque<Chunk> queue_;
   std::map<std::pair<size_t, int64_t>, int> corrupt_retries_;
   int lanes_ = 1;
-  int lanes_idle_ = 0;
+  std::vector<Lane> lane_states_;
   int64_t bytes_total_ = 0;
   int64_t bytes_done_ = 0;   // reached every destination
   int64_t bytes_sent_ = 0;   // written to the destination host, counting re-sends

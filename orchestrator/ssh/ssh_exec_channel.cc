@@ -52,15 +52,19 @@ Result<size_t> SshExecChannel::read_stderr_nonblocking(char* buf, size_t n) {
 Result<size_t> SshExecChannel::read_some(char* buf, size_t n, int timeout_ms) {
   if (channel_ == nullptr) return Status(StatusCode::kFailedPrecondition, "channel closed");
   if (broken_) return Status(StatusCode::kUnavailable, session_->describe() + ": channel is broken");
-  drain_stderr();
-  if (broken_) return error_status("read failed");
   int r = ssh_channel_read_timeout(channel_, buf, static_cast<uint32_t>(std::min<size_t>(n, INT_MAX)), 0,
                                    std::max(timeout_ms, 0));
   if (r == SSH_ERROR) {
     broken_ = true;
     return error_status("read failed");
   }
-  if (r == 0) drain_stderr();
+  // stderr costs a poll() per look, so look when stdout is quiet and now and then
+  // while it flows. (It cannot stall stdout: libssh grants window on stdout reads.)
+  auto now = Clock::now();
+  if (r == 0 || now >= next_stderr_drain_) {
+    next_stderr_drain_ = now + std::chrono::milliseconds(kStderrDrainEveryMs);
+    drain_stderr();
+  }
   return static_cast<size_t>(std::max(r, 0));
 }
 

@@ -10,6 +10,7 @@
 // TCP_USER_TIMEOUT (tcp_socket.h).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 
@@ -27,6 +28,8 @@ constexpr int kWriteStallTimeoutMs = 60000;
 constexpr size_t kWriteChunkBytes = 256 * 1024;
 /// stderr kept for error messages (the newest bytes win).
 constexpr size_t kStderrTailBytes = 64 * 1024;
+/// While stdout flows, stderr is drained at most this often.
+constexpr int kStderrDrainEveryMs = 100;
 
 class SshExecChannel {
  public:
@@ -38,7 +41,7 @@ class SshExecChannel {
   /// Reads up to `n` stdout bytes. Returns 0 when nothing came within `timeout_ms`
   /// *or* at end of stream (then at_eof() is true); an error when the link broke.
   /// `n` is also the receive window libssh advertises, so large reads are fast reads.
-  /// Drains stderr (non-blocking) as it goes, so stderr output cannot stall stdout.
+  /// Drains stderr (non-blocking) when nothing came and every kStderrDrainEveryMs.
   Result<size_t> read_some(char* buf, size_t n, int timeout_ms);
 
   /// Reads up to `n` stderr bytes without waiting.
@@ -77,6 +80,7 @@ class SshExecChannel {
   ssh_channel_struct* channel_;
   std::string command_;
   std::string stderr_tail_;
+  std::chrono::steady_clock::time_point next_stderr_drain_{};
   bool broken_ = false;
 };
 

@@ -37,8 +37,6 @@ Status SshTransport::open() {
   session_ = std::make_unique<SshSession>(target_);
   FERRY_RETURN_IF_ERROR(session_->connect());
   const std::string workdir = target_.workdir.empty() ? "." : target_.workdir;
-  if (!rbuf_) rbuf_.reset(new char[kReadWindowBytes]);
-  rpos_ = rlen_ = 0;
   if (!remote_command_.empty()) return start_command(remote_command_);
 
   // The common case costs one exec: start the agent if it is there, else say so.
@@ -77,11 +75,10 @@ Status SshTransport::start_command(const std::string& command) {
     return s;
   }
   channel_ = std::move(*ch);
-  rpos_ = rlen_ = 0;
   return Status();
 }
 
-// Reads exactly one marker line, leaving anything after it buffered for read_some.
+// Reads exactly one marker line, byte by byte, so nothing after it is consumed.
 Result<std::string> SshTransport::read_marker() {
   std::string got;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kMarkerTimeoutMs);
@@ -103,25 +100,16 @@ Result<std::string> SshTransport::read_marker() {
 
 Result<size_t> SshTransport::read_some(char* buf, size_t n, int timeout_ms) {
   if (!channel_) return failed_precondition(describe() + ": transport is not open");
-  if (rpos_ == rlen_) {
-    rpos_ = rlen_ = 0;
-    auto got = channel_->read_some(rbuf_.get(), kReadWindowBytes, timeout_ms);
-    if (!got.ok()) return got.status();
-    if (*got == 0) {
-      if (channel_->at_eof()) {
-        std::string err = channel_->stderr_tail();
-        if (err.size() > 512) err = err.substr(err.size() - 512);
-        return unavailable(describe() + ": the remote `" + channel_->command() + "` closed its output" +
-                           (err.empty() ? "" : "; stderr: " + err));
-      }
-      return size_t{0};
-    }
-    rlen_ = *got;
+  // Straight into the caller's buffer: its size is the window libssh advertises.
+  auto got = channel_->read_some(buf, n, timeout_ms);
+  if (!got.ok()) return got.status();
+  if (*got == 0 && channel_->at_eof()) {
+    std::string err = channel_->stderr_tail();
+    if (err.size() > 512) err = err.substr(err.size() - 512);
+    return unavailable(describe() + ": the remote `" + channel_->command() + "` closed its output" +
+                       (err.empty() ? "" : "; stderr: " + err));
   }
-  size_t k = std::min(n, rlen_ - rpos_);
-  std::memcpy(buf, rbuf_.get() + rpos_, k);
-  rpos_ += k;
-  return k;
+  return *got;
 }
 
 Status SshTransport::write_all(const char* data, size_t n) {
@@ -138,7 +126,6 @@ void SshTransport::close() {
     session_->disconnect();
     session_.reset();
   }
-  rpos_ = rlen_ = 0;
 }
 
 }  // namespace ferry

@@ -6,9 +6,9 @@
 // stdin/stdout are the byte stream. For tests and tools the remote command can be
 // overridden (e.g. `cat` as an echo server), which skips the bootstrap.
 //
-// Reads go through an internal kReadWindowBytes buffer: the count passed to
-// ssh_channel_read is the receive window libssh advertises, so one large read keeps
-// the data flowing even when the caller reads in small pieces.
+// Reads go straight into the caller's buffer (HostConnection reads a chunk's body
+// in place): the count passed to ssh_channel_read is also the receive window libssh
+// advertises, so callers that want speed read with large counts.
 //
 // Thread contract: as AgentTransport: one thread opens, reads, writes and closes
 // (it owns the libssh session). Every call is bounded (connect timeout, read
@@ -24,9 +24,6 @@
 #include "orchestrator/ssh/ssh_target.h"
 
 namespace ferry {
-
-/// Receive window / internal read buffer per transport.
-constexpr size_t kReadWindowBytes = 4u << 20;
 
 class SshTransport : public AgentTransport {
  public:
@@ -59,9 +56,6 @@ class SshTransport : public AgentTransport {
   bool uploaded_agent_ = false;
   std::unique_ptr<SshSession> session_;
   std::unique_ptr<SshExecChannel> channel_;  // destroyed before session_
-  std::unique_ptr<char[]> rbuf_;
-  size_t rpos_ = 0;
-  size_t rlen_ = 0;
 };
 
 }  // namespace ferry

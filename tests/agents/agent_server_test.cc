@@ -7,6 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <thread>
+
+#include "agents/chunk_files.h"
 #include "agents/file_util.h"
 #include "tests/support/process.h"
 
@@ -161,6 +164,59 @@ TEST_F(AgentServerTest, ServeAnswersAGarbageStreamWithAnErrorAndCloses) {
   EXPECT_EQ((*err)->type, protocol::FrameType::kError);
   close(sv[0]);
   close(sv[1]);
+}
+
+// The serve loop end to end with chunk-sized frames: a body read in place on the
+// way in, a reply body written beside its prefix on the way out.
+TEST_F(AgentServerTest, ServeWritesAndReadsBackAChunkOverAStream) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  std::string chunk(1536 * 1024 + 5, '\0');
+  for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<char>((i * 131) >> 3);
+  ASSERT_TRUE(write_file_atomic(dir_.path() + "/src.bin", chunk).ok());
+  std::string hash;
+  ASSERT_TRUE(read_chunk(dir_.path() + "/src.bin", 0, static_cast<int64_t>(chunk.size()), &hash).ok());
+  int64_t size = static_cast<int64_t>(chunk.size());
+  std::string in =
+      protocol::encode_frame(protocol::make_request(1, "recv.begin", {{"dest", "out.bin"}, {"size", size},
+                                                                      {"chunk_size", 2 << 20}, {"mode", 0644}})) +
+      protocol::encode_frame(protocol::make_request(
+          2, "recv.write", {{"dest", "out.bin"}, {"index", 0}, {"chunk_size", 2 << 20}, {"hash", hash}}, chunk)) +
+      protocol::encode_frame(protocol::make_request(3, "fs.read", {{"path", "src.bin"}, {"offset", 0}, {"length", size}}));
+  std::thread server([&] {
+    server_.serve(sv[0], sv[0], 10);
+    close(sv[0]);  // our end of the stream sees EOF
+  });
+  size_t off = 0;
+  while (off < in.size()) {
+    ssize_t n = write(sv[1], in.data() + off, in.size() - off);
+    ASSERT_GT(n, 0);
+    off += static_cast<size_t>(n);
+  }
+  shutdown(sv[1], SHUT_WR);  // EOF ends serve() once it has answered everything
+  protocol::FrameDecoder d;
+  std::vector<protocol::Frame> replies;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(sv[1], buf, sizeof buf);
+    if (n <= 0) break;
+    d.feed(buf, static_cast<size_t>(n));
+    for (;;) {
+      auto f = d.next();
+      ASSERT_TRUE(f.ok());
+      if (!f->has_value()) break;
+      if ((*f)->type != protocol::FrameType::kEvent) replies.push_back(std::move(**f));
+    }
+  }
+  server.join();
+  close(sv[1]);
+  ASSERT_EQ(replies.size(), 3u);
+  for (const auto& r : replies) EXPECT_EQ(r.type, protocol::FrameType::kReply) << r.header.dump();
+  EXPECT_EQ(replies[2].header["hash"], hash);
+  EXPECT_EQ(replies[2].body, chunk);
+  auto part = read_file(dir_.path() + "/out.bin.ferry-part");
+  ASSERT_TRUE(part.ok());
+  EXPECT_EQ(*part, chunk);
 }
 
 }  // namespace

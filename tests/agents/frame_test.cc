@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 namespace ferry::protocol {
 namespace {
 
@@ -43,6 +45,75 @@ TEST(FrameTest, DecodesFramesFedOneByteAtATime) {
   ASSERT_EQ(frames.size(), 2u);
   EXPECT_EQ(frames[0].request_id, 1u);
   EXPECT_EQ(frames[1].body, "xyz");
+}
+
+// Reads straight into the decoder, as the agent and the coordinator do: a large
+// body lands in its own storage (no copy) and no read runs past its frame.
+TEST(FrameTest, LargeBodyIsReadInPlaceAndNoReadSpansTwoFrames) {
+  std::string big(300 * 1024 + 17, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 + 3);
+  std::string bytes = encode_frame(make_reply(7, {{"k", 1}}, big)) + encode_frame(make_reply(8, {{"k", 2}}, "tail"));
+  FrameDecoder d;
+  std::vector<Frame> frames;
+  size_t pos = 0;
+  constexpr size_t kRead = 10000;
+  bool big_in_place = false;
+  while (pos < bytes.size()) {
+    auto [dst, room] = d.prepare(kRead);
+    ASSERT_GE(room, 1u);
+    ASSERT_LE(room, kRead);
+    size_t n = std::min(room, bytes.size() - pos);
+    std::memcpy(dst, bytes.data() + pos, n);
+    d.commit(n);
+    pos += n;
+    for (;;) {
+      auto got = d.next();
+      ASSERT_TRUE(got.ok()) << got.status().message();
+      if (!got->has_value()) break;
+      frames.push_back(std::move(**got));
+      // The read that completed the big body ended exactly at its end, inside it.
+      if (frames.back().request_id == 7) big_in_place = frames.back().body.data() + big.size() == dst + n;
+    }
+  }
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].body, big);
+  EXPECT_EQ(frames[0].header["k"], 1);
+  EXPECT_TRUE(big_in_place);
+  EXPECT_EQ(frames[1].request_id, 8u);
+  EXPECT_EQ(frames[1].body, "tail");
+  EXPECT_EQ(d.buffered(), 0u);
+}
+
+TEST(FrameTest, FeedAndInPlaceReadsMix) {
+  std::string big(200 * 1024, 'b');
+  std::string bytes = encode_frame(make_reply(1, {}, "x")) + encode_frame(make_reply(2, {}, big)) +
+                      encode_frame(make_reply(3, {}, big + "c"));
+  FrameDecoder d;
+  std::vector<Frame> frames;
+  size_t pos = 0;
+  for (int step = 0; pos < bytes.size(); ++step) {
+    size_t n;
+    if (step % 2 == 0) {
+      n = std::min<size_t>(70000, bytes.size() - pos);
+      d.feed(bytes.data() + pos, n);
+    } else {
+      auto [dst, room] = d.prepare(50000);
+      n = std::min(room, bytes.size() - pos);
+      std::memcpy(dst, bytes.data() + pos, n);
+      d.commit(n);
+    }
+    pos += n;
+    for (;;) {
+      auto got = d.next();
+      ASSERT_TRUE(got.ok());
+      if (!got->has_value()) break;
+      frames.push_back(std::move(**got));
+    }
+  }
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0].body, "x");
+  EXPECT_EQ(frames[1].body, big);
+  EXPECT_EQ(frames[2].body, big + "c");
 }
 
 TEST(FrameTest, RefusesOversizedLengthBeforeAllocating) {
