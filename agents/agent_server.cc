@@ -23,6 +23,11 @@ constexpr int64_t kMaxLogRead = 1 << 20;
 constexpr double kHeartbeatEveryS = 5.0;
 constexpr int kPipeBytes = 1 << 20;     // F_SETPIPE_SZ for stdin/stdout (the default max for a user)
 constexpr size_t kReadBytes = 1 << 20;  // most bytes one read() may take
+// Job keys carry a random run uid since schema 2, so two coordinators meet here only
+// when the same run is driven twice or both runs were recorded before that change.
+constexpr char kSharedKeyAdvice[] =
+    "Another state database or coordinator is driving a run with the same job key: run it from one "
+    "coordinator, or start a new run (new runs get unique job keys); remove that folder only if its run is gone";
 
 // Typed argument access that turns a missing or mistyped field into a Status.
 template <typename T>
@@ -131,7 +136,9 @@ Result<JobPaths> AgentServer::attempt_with_token(const nlohmann::json& args) {
   auto spec = nlohmann::json::parse(*spec_text, nullptr, false);
   if (spec.is_discarded()) return data_loss("corrupt " + paths.spec());
   if (spec.value("token", std::string()) != *token) {
-    return failed_precondition("stale attempt token for job " + *job + " attempt " + std::to_string(*attempt));
+    return failed_precondition("stale attempt token for job " + *job + " attempt " + std::to_string(*attempt) +
+                               ": that attempt on this host was started by another coordinator (a different token)" +
+                               "; its journal is " + paths.job_dir + ". " + kSharedKeyAdvice);
   }
   return paths;
 }
@@ -170,9 +177,16 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
       cur_attempt = std::atoi(current->substr(0, space).c_str());
       cur_token = current->substr(space + 1);
     }
-    if (*attempt < cur_attempt || (*attempt == cur_attempt && cur_token != *token)) {
+    if (*attempt < cur_attempt) {
       return failed_precondition("stale attempt token for job " + *job + ": attempt " + std::to_string(*attempt) +
-                                 " refused, attempt " + std::to_string(cur_attempt) + " is newer");
+                                 " refused, attempt " + std::to_string(cur_attempt) +
+                                 " is newer on this host (a later resume of this run took over); this coordinator "
+                                 "must stop driving the stage: see `ferry status` for the newer attempt");
+    }
+    if (*attempt == cur_attempt && cur_token != *token) {
+      return failed_precondition("stale attempt token for job " + *job + ": attempt " + std::to_string(*attempt) +
+                                 " on this host was started by another coordinator (a different token); its journal is " +
+                                 paths.job_dir + ". " + kSharedKeyAdvice);
     }
     if (*attempt == cur_attempt) {
       auto rec = read_job_record(paths);

@@ -445,7 +445,7 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
   if (s.kind == StageKind::kCommand) {
     CommandSpec cs;
     cs.host = s.host;
-    cs.job = run_.id + "." + s.name;
+    cs.job = run_.job_key(s.name);
     cs.attempt = st.attempt;
     cs.token = st.token;
     cs.command = (*inputs)["command"];
@@ -459,7 +459,7 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
     say(s.name, std::string(reattach ? "re-attaching to" : "starting") + " attempt " + std::to_string(attempt) +
                     " on " + s.host, "34");
   } else {
-    st.runner = make_stage_runner(s, *inputs, *st.env, AttemptId{run_.id + "." + s.name, st.attempt, st.token});
+    st.runner = make_stage_runner(s, *inputs, *st.env, AttemptId{run_.job_key(s.name), st.attempt, st.token});
     say(s.name, "starting " + std::string(workflow::stage_kind_name(s.kind)) + " attempt " + std::to_string(attempt),
         "34");
   }

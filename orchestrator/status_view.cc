@@ -106,6 +106,7 @@ bool coordinator_alive(const RunRecord& run) {
 
 nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>& stages) {
   nlohmann::json j = {{"id", run.id},
+                      {"uid", run.uid},
                       {"name", run.name},
                       {"workflow", run.workflow_path},
                       {"state", run.state},
@@ -122,6 +123,7 @@ nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>&
                          {"host", s.host},
                          {"state", s.state},
                          {"attempt", s.attempt},
+                         {"job", run.job_key(s.name)},
                          {"started_ms", s.started_ms},
                          {"ended_ms", s.ended_ms},
                          {"exit_code", s.exit_code ? nlohmann::json(*s.exit_code) : nlohmann::json()},

@@ -3,6 +3,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <cstdlib>
+#include <random>
 
 #include "agents/file_util.h"
 
@@ -69,6 +70,12 @@ CREATE TABLE metrics(
   run_id TEXT NOT NULL, stage TEXT NOT NULL, key TEXT NOT NULL, value REAL NOT NULL,
   PRIMARY KEY(run_id, stage, key));
 )sql",
+    // v2: a run's identity across coordinators. `id` ("name-N") is counted in this
+    // database only; `uid` is random, so two databases never share a job key on a
+    // host. Runs recorded before keep uid '' and their old job keys.
+    R"sql(
+ALTER TABLE runs ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+)sql",
 };
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kMigrationCount == kSchemaVersion, "one migration per schema version");
@@ -80,6 +87,16 @@ Status db_error(const std::string& what, const std::exception& e) {
 nlohmann::json parse_json(const std::string& s) {
   auto j = nlohmann::json::parse(s, nullptr, false);
   return j.is_discarded() ? nlohmann::json() : j;
+}
+
+// 8 characters of [0-9a-z]: 41 bits, so two coordinators that count the same
+// run id ("train-3") collide on a host only by a 1-in-10^12 chance.
+std::string new_run_uid() {
+  static const char kAlphabet[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::random_device rd;
+  std::string uid;
+  for (int i = 0; i < 8; ++i) uid += kAlphabet[rd() % 36];
+  return uid;
 }
 
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
@@ -97,6 +114,7 @@ RunRecord read_run(SQLite::Statement& q) {
   r.created_ms = q.getColumn("created_ms").getInt64();
   r.ended_ms = q.getColumn("ended_ms").getInt64();
   r.error = q.getColumn("error").getString();
+  r.uid = q.getColumn("uid").getString();
   return r;
 }
 
@@ -110,6 +128,10 @@ std::string Store::default_path() {
   if (home && *home) return std::string(home) + "/ferry.db";
   const char* user_home = std::getenv("HOME");
   return std::string(user_home && *user_home ? user_home : "/tmp") + "/.local/share/ferry/ferry.db";
+}
+
+std::string RunRecord::job_key(const std::string& stage) const {
+  return (uid.empty() ? id : id + "." + uid) + "." + stage;
 }
 
 Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
@@ -202,9 +224,11 @@ Result<RunRecord> Store::create_run(const std::string& name, const std::string& 
     ins.exec();
     int64_t seq = db_->getLastInsertRowid();
     std::string id = name + "-" + std::to_string(seq);
-    SQLite::Statement upd(*db_, "UPDATE runs SET id=? WHERE seq=?");
+    std::string uid = new_run_uid();
+    SQLite::Statement upd(*db_, "UPDATE runs SET id=?, uid=? WHERE seq=?");
     upd.bind(1, id);
-    upd.bind(2, seq);
+    upd.bind(2, uid);
+    upd.bind(3, seq);
     upd.exec();
     SQLite::Statement st(*db_, "INSERT INTO stages(run_id, name, position, kind, host, state) VALUES(?,?,?,?,?, 'pending')");
     int pos = 0;
@@ -221,6 +245,7 @@ Result<RunRecord> Store::create_run(const std::string& name, const std::string& 
     tx.commit();
     RunRecord r;
     r.id = id;
+    r.uid = uid;
     r.name = name;
     r.workflow_path = workflow_path;
     r.workflow_source = workflow_source;

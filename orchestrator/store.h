@@ -27,10 +27,11 @@ class Database;
 
 namespace ferry {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct RunRecord {
-  std::string id;  // "<workflow name>-<n>"
+  std::string id;   // "<workflow name>-<n>": short, unique in this database only
+  std::string uid;  // random, unique across databases; '' for runs recorded before schema 2
   std::string name;
   std::string workflow_path;
   std::string workflow_source;
@@ -41,6 +42,11 @@ struct RunRecord {
   int64_t ended_ms = 0;
   std::string error;
   bool cancel_requested = false;
+
+  /// The key of a stage's job on its host (<workdir>/.ferry/jobs/<key>): "<id>.<uid>.<stage>",
+  /// so a second coordinator or a fresh database that counts the same id never meets
+  /// this run's journal. Runs without a uid keep the key they were started with.
+  std::string job_key(const std::string& stage) const;
 };
 
 struct StageRecord {

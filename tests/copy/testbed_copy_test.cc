@@ -281,11 +281,19 @@ protected:
     return write_workflow(text, name + ".yaml");
   }
 
+  /// The folder of a stage's job on h1, by the key `ferry status` reports.
+  /// Empty until the run has recorded the stage.
+  std::string job_dir(const std::string &run, const std::string &stage_name) {
+    auto r = ferry({"status", run, "--json"}, 30);
+    auto job = stage(nlohmann::json::parse(r.out, nullptr, false), stage_name)["job"];
+    return job.is_string() ? workdir(0) + "/.ferry/jobs/" + job.get<std::string>()
+                           : std::string();
+  }
+
   /// The push's job on h1 has been started (its supervisor wrote pid.json).
   std::string push_pid_file(const std::string &run,
-                            const std::string &stage_name) const {
-    return workdir(0) + "/.ferry/jobs/" + run + "." + stage_name +
-           "/1/pid.json";
+                            const std::string &stage_name) {
+    return job_dir(run, stage_name) + "/1/pid.json";
   }
 
   /// The copy stage of `run` succeeded in its first attempt and h2 holds the
@@ -468,7 +476,7 @@ TEST_F(TestbedDirectCopyTest,
   EXPECT_EQ(metric(s, "bytes_sent"), total_) << s.dump(2);
   // One push ran: its log on h1 (the job's own) opens with one header line.
   std::string push_log = testing::read_text(
-      workdir(0) + "/.ferry/jobs/crash-1.copy/1/log");
+      job_dir("crash-1", "copy") + "/1/log");
   size_t headers = 0;
   for (size_t at = push_log.find("ferry-push: " + hosts_[0].name + ":ckpt ");
        at != std::string::npos;
@@ -498,7 +506,7 @@ TEST_F(TestbedDirectCopyTest,
   int64_t arrived_at_cut = bytes_arrived(dest_on(1), files_);
   ASSERT_LT(arrived_at_cut, total_) << "the copy finished before the cut";
   // The event: the push's own log says a stream lost the destination.
-  std::string push_log = workdir(0) + "/.ferry/jobs/flap-1.copy/1/log";
+  std::string push_log = job_dir("flap-1", "copy") + "/1/log";
   EXPECT_TRUE(testing::wait_until(
       [&] {
         return testing::read_text(push_log).find("reconnecting") !=

@@ -158,6 +158,30 @@ TEST_F(SshRunTest, ResumeAfterSigkillReattachesToTheSshJob) {
   EXPECT_TRUE(wait_until([&] { return !testing::process_running(job); }, seconds(10)));
 }
 
+// Issue 18: two state databases (two people, or one that started over) count the
+// same run id; on one SSH host account their jobs must not meet.
+TEST_F(SshRunTest, TwoStateDatabasesShareAnSshHostAndBothSucceed) {
+  std::string wf = write_workflow("name: same\nhosts:\n" + host_entry(0) + R"wf(stages:
+  s:
+    host: h1
+    run: echo $FERRY_RUN_ID >> runs.txt
+)wf");
+  testing::TempDir other_home;
+  auto first = ferry({"run", wf}, kRunTimeoutS);
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  auto second = testing::run_process({testing::bin_dir() + "/ferry", "run", wf},
+                                     {{"FERRY_HOME", other_home.path()}, {"NO_COLOR", "1"}}, kRunTimeoutS);
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  auto other = testing::run_process({testing::bin_dir() + "/ferry", "status", "same-1", "--json"},
+                                    {{"FERRY_HOME", other_home.path()}});
+  std::string job_a = stage(status("same-1"), "s")["job"];
+  std::string job_b = stage(nlohmann::json::parse(other.out, nullptr, false), "s")["job"];
+  EXPECT_NE(job_a, job_b);
+  EXPECT_TRUE(exists(workdir("h1") + "/.ferry/jobs/" + job_a + "/1/spec.json"));
+  EXPECT_TRUE(exists(workdir("h1") + "/.ferry/jobs/" + job_b + "/1/spec.json"));
+  EXPECT_EQ(read_text(workdir("h1") + "/runs.txt"), "same-1\nsame-1\n");
+}
+
 // Waits until host `i`'s sshd log, after `offset`, has logged the end of a
 // connection, and returns that part.
 std::string sshd_slice_after(const Host& h, size_t offset) {

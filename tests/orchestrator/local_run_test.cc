@@ -232,5 +232,118 @@ stages:
   EXPECT_EQ(stage(st, "sleepy")["state"], "cancelled");
 }
 
+// Issue 18: run ids ("same-1") are counted per database, so two databases (a
+// teammate's, or a fresh one after deleting the old) produce the same id. Their jobs
+// on a shared host workdir must not be taken for attempts of one another.
+class SharedHostRunTest : public LocalRunTest {
+ protected:
+  std::map<std::string, std::string> env_of(const testing::TempDir& home) {
+    return {{"FERRY_HOME", home.path()}, {"NO_COLOR", "1"}};
+  }
+  testing::ProcessResult ferry_in(const testing::TempDir& home, std::vector<std::string> args) {
+    args.insert(args.begin(), testing::bin_dir() + "/ferry");
+    return testing::run_process(args, env_of(home));
+  }
+  nlohmann::json status_in(const testing::TempDir& home, const std::string& run) {
+    auto r = ferry_in(home, {"status", run, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  }
+  std::string shared_workflow(const std::string& stages) {
+    return workflow("name: same\nhosts:\n  box: {transport: local, workdir: " + shared_.path() + "}\nstages:\n" + stages);
+  }
+  testing::TempDir home2_;
+  testing::TempDir shared_;
+};
+
+TEST_F(SharedHostRunTest, TwoStateDatabasesOneHostWorkdirBothSucceed) {
+  auto wf = shared_workflow("  s:\n    host: box\n    run: echo $FERRY_RUN_ID >> runs.txt\n");
+  auto first = ferry_in(home_, {"run", wf});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  auto second = ferry_in(home2_, {"run", wf});
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+
+  auto a = status_in(home_, "same-1"), b = status_in(home2_, "same-1");
+  EXPECT_EQ(a["state"], "succeeded");
+  EXPECT_EQ(b["state"], "succeeded");
+  std::string job_a = stage(a, "s")["job"], job_b = stage(b, "s")["job"];
+  EXPECT_NE(job_a, job_b) << "two databases' runs share a job key on the host";
+  EXPECT_NE(job_a.find("same-1."), std::string::npos) << job_a;
+  // Each job folder holds its own run's one attempt, with that run's token.
+  for (const auto& [home, job] : {std::make_pair(&home_, job_a), std::make_pair(&home2_, job_b)}) {
+    std::string dir = shared_.path() + "/.ferry/jobs/" + job;
+    EXPECT_TRUE(exists(dir + "/1/spec.json")) << dir;
+    EXPECT_FALSE(exists(dir + "/2")) << dir;
+    auto token = testing::run_process({"sqlite3", home->file("ferry.db"),
+                                       "SELECT token FROM attempts WHERE run_id='same-1' AND stage='s'"});
+    EXPECT_NE(read_text(dir + "/1/spec.json").find(token.out.substr(0, token.out.find('\n'))), std::string::npos);
+  }
+  EXPECT_EQ(read_text(shared_.path() + "/runs.txt"), "same-1\nsame-1\n");
+}
+
+TEST_F(SharedHostRunTest, TwoCoordinatorsAtOnceOnOneHostBothSucceed) {
+  // Each job marks its arrival, then waits (bounded) for the other's: both succeed
+  // only if they were on the host at the same time.
+  auto wf = shared_workflow(R"wf(  s:
+    host: box
+    run: |
+      mktemp arrived.XXXXXX > /dev/null
+      i=0
+      while [ "$(ls arrived.* | wc -l)" -lt 2 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+      [ "$(ls arrived.* | wc -l)" -ge 2 ]
+)wf");
+  pid_t one = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env_of(home_), work_.file("one.log"));
+  pid_t two = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env_of(home2_), work_.file("two.log"));
+  ASSERT_GT(one, 0);
+  ASSERT_GT(two, 0);
+  EXPECT_EQ(testing::wait_process(one, 120), 0) << read_text(work_.file("one.log"));
+  EXPECT_EQ(testing::wait_process(two, 120), 0) << read_text(work_.file("two.log"));
+  EXPECT_EQ(stage(status_in(home_, "same-1"), "s")["state"], "succeeded");
+  EXPECT_EQ(stage(status_in(home2_, "same-1"), "s")["state"], "succeeded");
+}
+
+// A database from before run uids (schema 1) keeps the job keys its runs started
+// with: `resume` re-attaches to a job under the old key "<id>.<stage>".
+TEST_F(SharedHostRunTest, RunRecordedBeforeUidsResumesUnderItsOldJobKey) {
+  std::string gate = work_.file("gate"), release = work_.file("release");
+  auto wf = shared_workflow(R"(  gate:
+    host: box
+    run: test -f )" + gate + R"(
+  long:
+    host: box
+    needs: gate
+    run: |
+      echo $$ > long.pid
+      while [ ! -f )" + release + R"( ]; do sleep 0.05; done
+      exit 3
+)");
+  auto first = ferry_in(home_, {"run", wf});
+  ASSERT_EQ(first.exit_code, 1) << "gate fails until its file exists\n" << first.out << first.err;
+  // Turn the database into what ferry wrote before this change: schema 1, no uid.
+  auto down = testing::run_process(
+      {"sqlite3", home_.file("ferry.db"), "ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version=1;"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+
+  write_text(gate, "open");
+  pid_t coordinator =
+      testing::spawn_process({testing::bin_dir() + "/ferry", "resume", "same-1"}, env_of(home_), work_.file("resume.log"));
+  ASSERT_GT(coordinator, 0);
+  ASSERT_TRUE(wait_until([&] { return exists(shared_.path() + "/long.pid"); }, std::chrono::seconds(60)))
+      << read_text(work_.file("resume.log"));
+  kill(coordinator, SIGKILL);
+  testing::wait_process(coordinator);
+  EXPECT_TRUE(exists(shared_.path() + "/.ferry/jobs/same-1.long/1/spec.json")) << "not the pre-change job key";
+  EXPECT_EQ(stage(status("same-1"), "long")["job"], "same-1.long");
+
+  write_text(release, "go");
+  auto r = ferry_in(home_, {"resume", "same-1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto long_stage = stage(status("same-1"), "long");
+  EXPECT_EQ(long_stage["exit_code"], 3);
+  EXPECT_EQ(long_stage["attempt"], 1) << "re-attached, not restarted";
+  EXPECT_EQ(count_events("same-1", "long", "attempt.reattached"), 1);
+  EXPECT_EQ(count_events("same-1", "long", "attempt.finished"), 1);
+}
+
 }  // namespace
 }  // namespace ferry

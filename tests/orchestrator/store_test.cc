@@ -38,6 +38,25 @@ TEST_F(StoreTest, CreatesRunsWithIdsAndStagesInOrder) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(StoreTest, RunsOfTwoDatabasesShareTheIdButNotTheJobKey) {
+  auto other = Store::open(dir_.file("other.db"));
+  ASSERT_TRUE(other.ok());
+  auto a = store_->create_run("wf", "wf.yaml", "", {}, {{"s", "command", "h"}});
+  auto b = (*other)->create_run("wf", "wf.yaml", "", {}, {{"s", "command", "h"}});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->id, b->id);
+  EXPECT_NE(a->uid, b->uid);
+  EXPECT_EQ(a->uid.size(), 8u);
+  EXPECT_EQ(a->job_key("s"), "wf-1." + a->uid + ".s");
+  EXPECT_NE(a->job_key("s"), b->job_key("s"));
+  auto again = store_->find_run("wf-1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->uid, a->uid) << "the uid is stored, not made anew";
+  RunRecord legacy;  // recorded before schema 2
+  legacy.id = "wf-1";
+  EXPECT_EQ(legacy.job_key("s"), "wf-1.s");
+}
+
 TEST_F(StoreTest, AnAttemptEndIsRecordedExactlyOnce) {
   auto run = store_->create_run("wf", "wf.yaml", "", {}, {{"s", "command", "h"}});
   ASSERT_TRUE(run.ok());
