@@ -33,10 +33,11 @@
 
 #include "agents/job_journal.h"
 #include "agents/protocol/frame.h"
+#include "base/version.h"
 
 namespace ferry {
 
-inline constexpr const char* kAgentVersion = "0.1.0";
+inline constexpr const char* kAgentVersion = kFerryVersion;
 
 class AgentServer {
  public:

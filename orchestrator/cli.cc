@@ -2,64 +2,47 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 
 #include "agents/file_util.h"
+#include "agents/protocol/frame.h"
+#include "base/version.h"
 
 namespace ferry::cli {
 namespace {
 
-const char* kUsage = R"(ferry — run multi-host ML evaluation workflows
+constexpr char kDescription[] = "ferry — run multi-host ML evaluation workflows";
+constexpr char kFooter[] =
+    "eval: `ferry eval --target D --drafter D --prompts F [...]` runs the drafter eval standalone\n"
+    "      (`ferry eval --help`).\n"
+    "exit codes: 0 ok, 1 run or gate failed, 2 usage or invalid workflow,\n"
+    "            3 not found, 4 internal or state-store error, 130 cancelled\n";
 
-usage: ferry COMMAND [ARGS] [--db PATH]
+std::string version_text() {
+  return std::string("ferry ") + kFerryVersion + " (agent protocol " + std::to_string(protocol::kProtocolVersion) + ")";
+}
 
-commands:
-  run F [-p k=v]...      run workflow file F; prints progress, then the status table
-  resume RUN             finish RUN: re-attach running stages, re-run failed ones,
-                         keep stages that succeeded with the same inputs
-  cancel RUN             stop RUN (graceful: SIGTERM to running jobs)
-  status [RUN] [--json]  one row per stage of RUN (default: the newest run)
-  runs [--json]          every run, newest first
-  logs RUN STAGE [-f] [--attempt N]
-                         a stage's output (-f follows it until the stage ends)
-  validate F             check workflow file F; lists every error as file:line:col
-  eval --target D --drafter D --prompts F [...]
-                         run the drafter eval standalone (`ferry eval --help`)
-  hosts check F [--json] reachability, host keys, agent, disk, cores, memory, GPUs
+void add_db(CLI::App* sub, Common* c) {
+  sub->add_option("--db", c->db, "state database (default $FERRY_HOME/ferry.db, FERRY_HOME defaulting to "
+                                 "~/.local/share/ferry)");
+}
 
-common options:
-  --db PATH              state database (default $FERRY_HOME/ferry.db,
-                         FERRY_HOME defaulting to ~/.local/share/ferry)
-  --help                 this text, or a command's
-
-exit codes: 0 ok, 1 run or gate failed, 2 usage or invalid workflow,
-            3 not found, 4 internal or state-store error, 130 cancelled
-)";
+// The subcommand that was being parsed when an error came: its usage is the useful one.
+const CLI::App* innermost(const CLI::App& app) {
+  const CLI::App* at = &app;
+  for (;;) {
+    auto subs = at->get_subcommands();
+    if (subs.empty()) return at;
+    at = subs.front();
+  }
+}
 
 }  // namespace
-
-Common parse_common(int argc, char** argv) {
-  Common c;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--db" && i + 1 < argc) {
-      c.db = argv[++i];
-    } else if (a.rfind("--db=", 0) == 0) {
-      c.db = a.substr(5);
-    } else if (a == "--json") {
-      c.json = true;
-    } else if (a == "--help" || a == "-h") {
-      c.help = true;
-    } else {
-      c.args.push_back(a);
-    }
-  }
-  if (c.db.empty()) c.db = Store::default_path();
-  return c;
-}
 
 Result<std::unique_ptr<Store>> open_store(const Common& c) { return Store::open(c.db); }
 Result<std::unique_ptr<Store>> open_store_read_only(const Common& c) { return Store::open_read_only(c.db); }
@@ -83,29 +66,111 @@ int fail(const Status& s) {
   }
 }
 
+int exit_for_state(const std::string& state) {
+  if (state == "succeeded") return kExitOk;
+  if (state == "cancelled") return kExitCancelled;
+  return kExitFailed;
+}
+
 int cli_main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
+  // The eval engine parses its own flags (it runs standalone too, as ferry-eval).
   if (argc >= 2 && std::strcmp(argv[1], "eval") == 0) return cmd_eval(argc - 1, argv + 1);
-  Common c = parse_common(argc, argv);
-  if (c.args.empty()) {
-    std::cout << kUsage;
-    return c.help ? kExitOk : kExitUsage;
-  }
-  const std::string cmd = c.args[0];
-  if (cmd == "help") {
-    std::cout << kUsage;
+
+  CLI::App app(kDescription, "ferry");
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  std::function<int()> action;
+  Common c;
+
+  RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "run workflow file F; prints progress, then the status table. "
+                                            "Ctrl-C once cancels gracefully, twice kills running jobs");
+  run_cmd->add_option("workflow", run.workflow, "the workflow file")->required();
+  run_cmd->add_option("-p,--param", run.params, "set a workflow param (NAME=VALUE), repeatable")
+      ->allow_extra_args(false);
+  run_cmd->add_flag("--json", run.json, "progress to stderr, the finished run as JSON on stdout");
+  add_db(run_cmd, &c);
+  run_cmd->callback([&] { action = [&] { return cmd_run(c, run); }; });
+
+  RunRef resume;
+  auto* resume_cmd = app.add_subcommand("resume", "finish RUN: re-attach running stages, re-run failed ones, "
+                                                  "keep stages that succeeded with the same inputs");
+  resume_cmd->add_option("run", resume.run, "the run id (or 'last')")->required();
+  resume_cmd->add_flag("--json", resume.json, "progress to stderr, the finished run as JSON on stdout");
+  add_db(resume_cmd, &c);
+  resume_cmd->callback([&] { action = [&] { return cmd_resume(c, resume); }; });
+
+  RunRef cancel;
+  auto* cancel_cmd = app.add_subcommand("cancel", "stop RUN (graceful: SIGTERM to running jobs)");
+  cancel_cmd->add_option("run", cancel.run, "the run id (or 'last')")->required();
+  add_db(cancel_cmd, &c);
+  cancel_cmd->callback([&] { action = [&] { return cmd_cancel(c, cancel); }; });
+
+  StatusOptions status;
+  auto* status_cmd = app.add_subcommand("status", "one row per stage of RUN (default: the newest run)");
+  status_cmd->add_option("run", status.run, "the run id (default: the newest run)");
+  status_cmd->add_flag("--json", status.json, "the run and its stages as JSON");
+  status_cmd->add_flag("-w,--watch", status.watch, "redraw until the run ends; exits as `ferry run` would");
+  status_cmd->add_option("--interval", status.interval_s, "seconds between redraws with --watch")
+      ->check(CLI::Range(0.05, 3600.0));
+  status_cmd->get_option("--json")->excludes("--watch");
+  add_db(status_cmd, &c);
+  status_cmd->callback([&] { action = [&] { return cmd_status(c, status); }; });
+
+  bool runs_json = false;
+  auto* runs_cmd = app.add_subcommand("runs", "every run, newest first");
+  runs_cmd->add_flag("--json", runs_json, "as JSON");
+  add_db(runs_cmd, &c);
+  runs_cmd->callback([&] { action = [&] { return cmd_runs(c, runs_json); }; });
+
+  LogsOptions logs;
+  auto* logs_cmd = app.add_subcommand("logs", "a stage's output (stdout and stderr)");
+  logs_cmd->add_option("run", logs.run, "the run id (or 'last')")->required();
+  logs_cmd->add_option("stage", logs.stage, "the stage")->required();
+  logs_cmd->add_flag("-f,--follow", logs.follow, "follow the output until the stage ends");
+  logs_cmd->add_option("--attempt", logs.attempt, "an earlier attempt (default: the newest)")
+      ->check(CLI::PositiveNumber);
+  add_db(logs_cmd, &c);
+  logs_cmd->callback([&] { action = [&] { return cmd_logs(c, logs); }; });
+
+  FileOptions validate;
+  auto* validate_cmd = app.add_subcommand("validate", "check workflow file F; lists every error as file:line:col");
+  validate_cmd->add_option("workflow", validate.workflow, "the workflow file")->required();
+  validate_cmd->add_flag("--json", validate.json, "the result (or every error, with its place) as JSON");
+  validate_cmd->callback([&] { action = [&] { return cmd_validate(validate); }; });
+
+  FileOptions hosts;
+  auto* hosts_cmd = app.add_subcommand("hosts", "the hosts of a workflow");
+  hosts_cmd->require_subcommand(1);
+  auto* check_cmd = hosts_cmd->add_subcommand(
+      "check", "connects to every host as a run would (host key, auth, agent) and reports agent version, cores, "
+               "memory, free disk, GPUs, and which hosts reach which");
+  check_cmd->add_option("workflow", hosts.workflow, "the workflow file")->required();
+  check_cmd->add_flag("--json", hosts.json, "as JSON");
+  add_db(check_cmd, &c);
+  check_cmd->callback([&] { action = [&] { return cmd_hosts_check(c, hosts); }; });
+
+  app.add_subcommand("eval", "run the drafter eval standalone (`ferry eval --help`)");  // listed; handled above
+  app.footer(kFooter);  // after the subcommands, which would otherwise inherit it
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << innermost(app)->help();
     return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::CallForVersion&) {
+    std::cout << version_text() << "\n";
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ferry: " << e.what() << "\n\n" << innermost(app)->help();
+    return kExitUsage;
   }
-  if (cmd == "run") return cmd_run(c);
-  if (cmd == "resume") return cmd_resume(c);
-  if (cmd == "cancel") return cmd_cancel(c);
-  if (cmd == "validate") return cmd_validate(c);
-  if (cmd == "status") return cmd_status(c);
-  if (cmd == "runs") return cmd_runs(c);
-  if (cmd == "logs") return cmd_logs(c);
-  if (cmd == "hosts") return cmd_hosts(c);
-  std::cerr << "ferry: unknown command '" << cmd << "'\n\n" << kUsage;
-  return kExitUsage;
+  if (c.db.empty()) c.db = Store::default_path();
+  return action ? action() : kExitUsage;
 }
 
 }  // namespace ferry::cli

@@ -1,5 +1,6 @@
-// The `ferry` command line: parsing, the documented exit codes, and one function
-// per command. main() only calls cli_main(). Main thread.
+// The `ferry` command line: flags declared once per command (CLI11, in cli.cc
+// only), the documented exit codes, and one function per command. main() only
+// calls cli_main(). Main thread.
 #pragma once
 
 #include <map>
@@ -19,15 +20,36 @@ inline constexpr int kExitNotFound = 3;   // no such run, stage or file
 inline constexpr int kExitInternal = 4;   // state store or other internal error
 inline constexpr int kExitCancelled = 130;
 
-/// Options common to every command, taken out of argv before the command parses it.
+/// Options every command that reads the state store takes.
 struct Common {
   std::string db;  // --db, else Store::default_path()
-  bool json = false;
-  bool help = false;
-  std::vector<std::string> args;  // the rest, command name first
 };
 
-Common parse_common(int argc, char** argv);
+struct RunOptions {
+  std::string workflow;
+  std::vector<std::string> params;  // NAME=VALUE, from -p
+  bool json = false;                // progress to stderr, the final run as JSON on stdout
+};
+struct RunRef {  // resume, cancel
+  std::string run;
+  bool json = false;
+};
+struct StatusOptions {
+  std::string run = "last";
+  bool json = false;
+  bool watch = false;
+  double interval_s = 1.0;
+};
+struct LogsOptions {
+  std::string run, stage;
+  bool follow = false;
+  int attempt = 0;  // 0: the newest
+};
+struct FileOptions {  // validate, hosts check
+  std::string workflow;
+  bool json = false;
+};
+
 Result<std::unique_ptr<Store>> open_store(const Common& c);
 Result<std::unique_ptr<Store>> open_store_read_only(const Common& c);
 /// Colour only on a terminal, and never with NO_COLOR set.
@@ -37,16 +59,18 @@ std::string logs_dir(const std::string& db_path);
 std::string ferry_home(const std::string& db_path);
 /// Prints a status error and returns the exit code for it.
 int fail(const Status& s);
+/// The exit code for a run's final state.
+int exit_for_state(const std::string& state);
 
-int cmd_run(const Common& c);
-int cmd_resume(const Common& c);
-int cmd_cancel(const Common& c);
-int cmd_validate(const Common& c);
-int cmd_status(const Common& c);
-int cmd_runs(const Common& c);
-int cmd_logs(const Common& c);
+int cmd_run(const Common& c, const RunOptions& o);
+int cmd_resume(const Common& c, const RunRef& o);
+int cmd_cancel(const Common& c, const RunRef& o);
+int cmd_validate(const FileOptions& o);
+int cmd_status(const Common& c, const StatusOptions& o);
+int cmd_runs(const Common& c, bool json);
+int cmd_logs(const Common& c, const LogsOptions& o);
 int cmd_eval(int argc, char** argv);
-int cmd_hosts(const Common& c);
+int cmd_hosts_check(const Common& c, const FileOptions& o);
 
 int cli_main(int argc, char** argv);
 

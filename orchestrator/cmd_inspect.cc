@@ -13,37 +13,62 @@
 
 namespace ferry::cli {
 
-int cmd_status(const Common& c) {
-  if (c.help || c.args.size() > 2) {
-    std::cout << "usage: ferry status [RUN] [--json] [--db PATH]\n"
-                 "One row per stage: state, host, attempt, start, duration, exit code or error.\n";
-    return c.help ? kExitOk : kExitUsage;
+namespace {
+
+// `status --watch`: the table again whenever it changes, until the run ends or its
+// coordinator is gone. On a terminal each table replaces the last one.
+int watch_status(Store& store, const StatusOptions& o) {
+  const bool tty = use_color(1);
+  const auto interval = std::chrono::milliseconds(static_cast<int64_t>(o.interval_s * 1000));
+  std::string shown;
+  for (;;) {
+    auto run = store.find_run(o.run);
+    if (!run.ok()) return fail(run.status());
+    auto stages = store.stages(run->id);
+    if (!stages.ok()) return fail(stages.status());
+    std::string table = render_status(*run, *stages, tty);
+    if (table != shown) {
+      if (tty) std::cout << "\033[H\033[2J";  // home, clear screen
+      else if (!shown.empty()) std::cout << "\n";
+      std::cout << table << std::flush;
+      shown = table;
+    }
+    bool live = run->state == "pending" || run->state == "running";
+    if (!live) return exit_for_state(run->state);
+    if (run->state == "running" && !coordinator_alive(*run)) {
+      std::cerr << "ferry: the coordinator of run " << run->id << " is gone; `ferry resume " << run->id
+                << "` finishes it\n";
+      return kExitFailed;
+    }
+    std::this_thread::sleep_for(interval);
   }
+}
+
+}  // namespace
+
+int cmd_status(const Common& c, const StatusOptions& o) {
   auto store = open_store_read_only(c);
   if (!store.ok()) return fail(store.status());
-  auto run = (*store)->find_run(c.args.size() == 2 ? c.args[1] : "last");
+  if (o.watch) return watch_status(**store, o);
+  auto run = (*store)->find_run(o.run);
   if (!run.ok()) return fail(run.status());
   auto stages = (*store)->stages(run->id);
   if (!stages.ok()) return fail(stages.status());
-  if (c.json) std::cout << run_to_json(*run, *stages).dump(2) << "\n";
+  if (o.json) std::cout << run_to_json(*run, *stages).dump(2) << "\n";
   else std::cout << render_status(*run, *stages, use_color(1));
   return kExitOk;
 }
 
-int cmd_runs(const Common& c) {
-  if (c.help) {
-    std::cout << "usage: ferry runs [--json] [--db PATH]\nEvery run, newest first.\n";
-    return kExitOk;
-  }
+int cmd_runs(const Common& c, bool json) {
   if (!path_exists(c.db)) {  // no database yet: no runs, not an error
-    std::cout << (c.json ? "[]\n" : "no runs yet (state database " + c.db + ")\n");
+    std::cout << (json ? "[]\n" : "no runs yet (state database " + c.db + ")\n");
     return kExitOk;
   }
   auto store = open_store_read_only(c);
   if (!store.ok()) return fail(store.status());
   auto runs = (*store)->list_runs(1000);
   if (!runs.ok()) return fail(runs.status());
-  if (c.json) {
+  if (json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : *runs) {
       arr.push_back({{"id", r.id}, {"name", r.name}, {"state", r.state}, {"workflow", r.workflow_path},
@@ -56,20 +81,10 @@ int cmd_runs(const Common& c) {
   return kExitOk;
 }
 
-int cmd_logs(const Common& c) {
-  bool follow = false;
-  int attempt = 0;
-  std::vector<std::string> pos;
-  for (size_t i = 1; i < c.args.size(); ++i) {
-    if (c.args[i] == "-f" || c.args[i] == "--follow") follow = true;
-    else if (c.args[i] == "--attempt" && i + 1 < c.args.size()) attempt = std::atoi(c.args[++i].c_str());
-    else pos.push_back(c.args[i]);
-  }
-  if (c.help || pos.size() != 2) {
-    std::cout << "usage: ferry logs RUN STAGE [-f] [--attempt N] [--db PATH]\n"
-                 "Prints a stage's output (stdout and stderr); -f follows it until the stage ends.\n";
-    return c.help ? kExitOk : kExitUsage;
-  }
+int cmd_logs(const Common& c, const LogsOptions& o) {
+  const bool follow = o.follow;
+  const int attempt = o.attempt;
+  const std::vector<std::string> pos = {o.run, o.stage};
   auto store = open_store_read_only(c);
   if (!store.ok()) return fail(store.status());
   auto run = (*store)->find_run(pos[0]);

@@ -1,5 +1,7 @@
 // `ferry run`, `ferry resume`, `ferry cancel`, `ferry validate`.
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "orchestrator/cli.h"
 #include "orchestrator/scheduler.h"
@@ -10,53 +12,37 @@
 namespace ferry::cli {
 namespace {
 
-int exit_for_state(const std::string& state) {
-  if (state == "succeeded") return kExitOk;
-  if (state == "cancelled") return kExitCancelled;
-  return kExitFailed;
-}
-
-int drive(Store& store, workflow::Workflow wf, RunRecord run, const Common& c, bool cancel_now) {
+// Drives the run to its end. With `json`, progress goes to stderr and stdout
+// carries only the finished run as JSON (what `ferry status --json` prints).
+int drive(Store& store, workflow::Workflow wf, RunRecord run, bool json, bool cancel_now) {
+  std::ostream& progress = json ? std::cerr : std::cout;
+  int progress_fd = json ? 2 : 1;
   SchedulerOptions opts;
   opts.logs_dir = logs_dir(store.path());
   opts.ferry_home = ferry_home(store.path());
-  opts.out = &std::cout;
-  opts.color = use_color(1);
+  opts.out = &progress;
+  opts.color = use_color(progress_fd);
   opts.cancel_now = cancel_now;
   std::string id = run.id;
-  std::cout << "run " << id << " (" << wf.path << ")\n" << std::flush;
+  progress << "run " << id << " (" << wf.path << ")\n" << std::flush;
   Scheduler scheduler(store, std::move(wf), std::move(run), opts);
   auto state = scheduler.run();
   if (!state.ok()) return fail(state.status());
   auto rec = store.find_run(id);
   auto stages = store.stages(id);
-  if (rec.ok() && stages.ok()) std::cout << "\n" << render_status(*rec, *stages, use_color(1));
+  if (rec.ok() && stages.ok()) {
+    if (json) std::cout << run_to_json(*rec, *stages).dump(2) << "\n";
+    else std::cout << "\n" << render_status(*rec, *stages, use_color(1));
+  }
   return exit_for_state(*state);
 }
 
-const char* kRunHelp =
-    "usage: ferry run WORKFLOW.yaml [-p NAME=VALUE]... [--db PATH]\n"
-    "Runs every stage of the workflow; prints progress and the final status table.\n"
-    "Ctrl-C once cancels gracefully, twice kills running jobs.\n";
-
 }  // namespace
 
-int cmd_run(const Common& c) {
-  if (c.help || c.args.size() < 2) {
-    std::cout << kRunHelp;
-    return c.help ? kExitOk : kExitUsage;
-  }
-  std::string path = c.args[1];
+int cmd_run(const Common& c, const RunOptions& o) {
+  const std::string& path = o.workflow;
   std::map<std::string, std::string> overrides;
-  for (size_t i = 2; i < c.args.size(); ++i) {
-    std::string a = c.args[i];
-    std::string kv;
-    if (a == "-p" && i + 1 < c.args.size()) kv = c.args[++i];
-    else if (a.rfind("-p", 0) == 0 && a.size() > 2) kv = a.substr(2);
-    else {
-      std::cerr << "ferry run: unexpected argument '" << a << "'\n" << kRunHelp;
-      return kExitUsage;
-    }
+  for (const std::string& kv : o.params) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
       std::cerr << "ferry run: -p wants NAME=VALUE, got '" << kv << "'\n";
@@ -79,7 +65,7 @@ int cmd_run(const Common& c) {
   }
   auto run = (*store)->create_run(wf->name, path, wf->source, params, seeds);
   if (!run.ok()) return fail(run.status());
-  return drive(**store, std::move(*wf), std::move(*run), c, false);
+  return drive(**store, std::move(*wf), std::move(*run), o.json, false);
 }
 
 // Rebuilds the workflow exactly as the run saw it: its saved text and params.
@@ -95,38 +81,34 @@ static Result<workflow::Workflow> workflow_of(const RunRecord& run) {
   return wf;
 }
 
-int cmd_resume(const Common& c) {
-  if (c.help || c.args.size() != 2) {
-    std::cout << "usage: ferry resume RUN [--db PATH]\n"
-                 "Finishes RUN: stages that succeeded with the same inputs are kept, running ones are\n"
-                 "re-attached (never restarted), failed or never-run ones run again.\n";
-    return c.help ? kExitOk : kExitUsage;
-  }
+int cmd_resume(const Common& c, const RunRef& o) {
   auto store = open_store(c);
   if (!store.ok()) return fail(store.status());
-  auto run = (*store)->find_run(c.args[1]);
+  auto run = (*store)->find_run(o.run);
   if (!run.ok()) return fail(run.status());
   if (run->state == "running" && coordinator_alive(*run)) {
     std::cerr << "ferry: run " << run->id << " is being driven by process " << run->coordinator_pid << "\n";
     return kExitFailed;
   }
   if (run->state == "succeeded") {
-    std::cout << "run " << run->id << " already succeeded; nothing to do\n";
+    if (o.json) {
+      auto stages = (*store)->stages(run->id);
+      if (!stages.ok()) return fail(stages.status());
+      std::cout << run_to_json(*run, *stages).dump(2) << "\n";
+    } else {
+      std::cout << "run " << run->id << " already succeeded; nothing to do\n";
+    }
     return kExitOk;
   }
   auto wf = workflow_of(*run);
   if (!wf.ok()) return fail(wf.status());
-  return drive(**store, std::move(*wf), std::move(*run), c, false);
+  return drive(**store, std::move(*wf), std::move(*run), o.json, false);
 }
 
-int cmd_cancel(const Common& c) {
-  if (c.help || c.args.size() != 2) {
-    std::cout << "usage: ferry cancel RUN [--db PATH]\nStops RUN: running jobs get SIGTERM, nothing new starts.\n";
-    return c.help ? kExitOk : kExitUsage;
-  }
+int cmd_cancel(const Common& c, const RunRef& o) {
   auto store = open_store(c);
   if (!store.ok()) return fail(store.status());
-  auto run = (*store)->find_run(c.args[1]);
+  auto run = (*store)->find_run(o.run);
   if (!run.ok()) return fail(run.status());
   if (run->state == "succeeded" || run->state == "failed" || run->state == "cancelled") {
     std::cout << "run " << run->id << " already ended (" << run->state << ")\n";
@@ -141,24 +123,40 @@ int cmd_cancel(const Common& c) {
   // Nobody drives the run: reach its hosts ourselves and stop what still runs.
   auto wf = workflow_of(*run);
   if (!wf.ok()) return fail(wf.status());
-  int code = drive(**store, std::move(*wf), std::move(*run), c, true);
+  int code = drive(**store, std::move(*wf), std::move(*run), false, true);
   return code == kExitCancelled ? kExitOk : code;
 }
 
-int cmd_validate(const Common& c) {
-  if (c.help || c.args.size() != 2) {
-    std::cout << "usage: ferry validate WORKFLOW.yaml\nLists every problem as file:line:col: message.\n";
-    return c.help ? kExitOk : kExitUsage;
+int cmd_validate(const FileOptions& o) {
+  std::ifstream in(o.workflow, std::ios::binary);
+  if (!in) return fail(not_found(o.workflow + ": cannot open workflow file"));
+  std::stringstream text;
+  text << in.rdbuf();
+  workflow::Diagnostics diagnostics(o.workflow);
+  workflow::Workflow wf = workflow::parse_workflow_collecting(o.workflow, text.str(), &diagnostics);
+  if (o.json) {
+    nlohmann::json j = {{"file", o.workflow}, {"ok", diagnostics.empty()}};
+    nlohmann::json errors = nlohmann::json::array();
+    for (const auto& d : diagnostics.sorted()) {
+      errors.push_back({{"line", d.at.line}, {"column", d.at.column}, {"message", d.message}});
+    }
+    j["errors"] = errors;
+    if (diagnostics.empty()) {
+      j["name"] = wf.name;
+      j["hosts"] = wf.hosts.size();
+      j["stages"] = workflow::topological_order(wf);
+    }
+    std::cout << j.dump(2) << "\n";
+    return diagnostics.empty() ? kExitOk : kExitUsage;
   }
-  auto wf = workflow::load_workflow(c.args[1]);
-  if (!wf.ok()) {
-    std::cerr << wf.status().message() << "\n";
-    return wf.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitUsage;
+  if (!diagnostics.empty()) {
+    std::cerr << diagnostics.to_string();
+    return kExitUsage;
   }
-  std::cout << c.args[1] << ": ok — workflow '" << wf->name << "', " << wf->hosts.size() << " hosts, "
-            << wf->stages.size() << " stages\n";
-  for (const auto& name : workflow::topological_order(*wf)) {
-    const auto* s = wf->find_stage(name);
+  std::cout << o.workflow << ": ok — workflow '" << wf.name << "', " << wf.hosts.size() << " hosts, "
+            << wf.stages.size() << " stages\n";
+  for (const auto& name : workflow::topological_order(wf)) {
+    const auto* s = wf.find_stage(name);
     std::cout << "  " << name << " (" << workflow::stage_kind_name(s->kind)
               << (s->host.empty() ? "" : " on " + s->host) << ")";
     if (!s->needs.empty()) {

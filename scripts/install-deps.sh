@@ -6,7 +6,7 @@ set -eu
 
 packages="build-essential cmake pkg-config git ca-certificates
   libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev sqlite3
-  libxxhash-dev nlohmann-json3-dev libtorch-dev
+  libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev
   openssh-server openssh-client iproute2 procps"
 if [ "${1:-}" = "--bench" ]; then packages="$packages pdsh ansible"; fi
 

@@ -4,13 +4,17 @@
 
 namespace ferry::workflow {
 
-std::string Diagnostics::to_string() const {
+std::vector<Diagnostic> Diagnostics::sorted() const {
   std::vector<Diagnostic> sorted = list_;
   std::stable_sort(sorted.begin(), sorted.end(), [](const Diagnostic& a, const Diagnostic& b) {
     return a.at.line != b.at.line ? a.at.line < b.at.line : a.at.column < b.at.column;
   });
+  return sorted;
+}
+
+std::string Diagnostics::to_string() const {
   std::string out;
-  for (const auto& d : sorted) {
+  for (const auto& d : sorted()) {
     out += file_ + ":" + std::to_string(d.at.line) + ":" + std::to_string(d.at.column) + ": " + d.message + "\n";
   }
   return out;

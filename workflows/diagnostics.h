@@ -21,6 +21,8 @@ class Diagnostics {
   bool empty() const { return list_.empty(); }
   size_t size() const { return list_.size(); }
   const std::vector<Diagnostic>& list() const { return list_; }
+  /// All of them in file order (line, then column).
+  std::vector<Diagnostic> sorted() const;
   /// All of them, one per line, sorted by place.
   std::string to_string() const;
   const std::string& file() const { return file_; }

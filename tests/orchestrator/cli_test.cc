@@ -1,0 +1,130 @@
+// The `ferry` command line as a user meets it: --version, --help, an unknown flag
+// (exit 2 with that command's usage), --json where it is offered, and
+// `status --watch` following a live run to its end. The real binary, real runs.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/process.h"
+
+namespace ferry {
+namespace {
+
+using testing::read_text;
+using testing::write_text;
+
+class CliTest : public ::testing::Test {
+ protected:
+  std::map<std::string, std::string> env() { return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}; }
+  testing::ProcessResult ferry(std::vector<std::string> args) {
+    args.insert(args.begin(), testing::bin_dir() + "/ferry");
+    return testing::run_process(args, env());
+  }
+  std::string workflow(const std::string& text) {
+    std::string path = work_.file("wf.yaml");
+    write_text(path, text);
+    return path;
+  }
+  testing::TempDir home_;
+  testing::TempDir work_;
+};
+
+TEST_F(CliTest, VersionAndHelp) {
+  auto v = ferry({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out.rfind("ferry ", 0), 0u) << v.out;
+  EXPECT_NE(v.out.find("agent protocol"), std::string::npos) << v.out;
+  auto h = ferry({"logs", "--help"});
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("--follow"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("--attempt"), std::string::npos) << h.out;
+}
+
+TEST_F(CliTest, UnknownFlagsAndCommandsExitTwoWithTheCommandsUsage) {
+  auto r = ferry({"status", "--bogus"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--watch"), std::string::npos) << "status's usage, not the top-level one\n" << r.err;
+  auto logs = ferry({"logs", "run-1", "stage", "--json"});  // logs offers no --json: refused, not ignored
+  EXPECT_EQ(logs.exit_code, 2) << logs.out;
+  auto cmd = ferry({"sttaus"});
+  EXPECT_EQ(cmd.exit_code, 2);
+  auto missing = ferry({"run"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("workflow"), std::string::npos) << missing.err;
+  auto bad_param = ferry({"run", workflow("name: w\nstages:\n  s:\n    run: 'true'\n"), "-p", "novalue"});
+  EXPECT_EQ(bad_param.exit_code, 2);
+  EXPECT_NE(bad_param.err.find("NAME=VALUE"), std::string::npos) << bad_param.err;
+}
+
+TEST_F(CliTest, RunJsonPrintsTheFinishedRunOnStdoutAndProgressOnStderr) {
+  auto wf = workflow(R"(name: js
+params:
+  word: a
+stages:
+  s:
+    run: echo ${{ params.word }}
+)");
+  auto r = ferry({"run", wf, "-p", "word=b", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "stdout is not only JSON:\n" << r.out;
+  EXPECT_EQ(j["id"], "js-1");
+  EXPECT_EQ(j["state"], "succeeded");
+  EXPECT_EQ(j["params"]["word"], "b");
+  EXPECT_EQ(j["stages"][0]["state"], "succeeded");
+  EXPECT_NE(r.err.find("run js-1"), std::string::npos) << "progress belongs on stderr\n" << r.err;
+}
+
+TEST_F(CliTest, ValidateJsonListsEveryErrorWithItsPlace) {
+  auto wf = workflow("name: bad\nstages:\n  a:\n    run: 'true'\n    needs: nope\n  b:\n    rnu: x\n");
+  auto r = ferry({"validate", wf, "--json"});
+  EXPECT_EQ(r.exit_code, 2);
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["ok"], false);
+  ASSERT_GE(j["errors"].size(), 2u) << j.dump(2);
+  EXPECT_EQ(j["errors"][0]["line"], 5) << j.dump(2);  // needs: nope
+  EXPECT_GT(j["errors"][0]["column"].get<int>(), 0);
+  auto good = ferry({"validate", workflow("name: ok\nstages:\n  a:\n    run: 'true'\n"), "--json"});
+  EXPECT_EQ(good.exit_code, 0) << good.out;
+  EXPECT_EQ(nlohmann::json::parse(good.out)["stages"], nlohmann::json::array({"a"}));
+}
+
+TEST_F(CliTest, StatusWatchFollowsALiveRunToItsEnd) {
+  std::string release = work_.file("release");
+  auto wf = workflow(R"(name: watched
+stages:
+  wait:
+    run: |
+      while [ ! -f )" + release + R"( ]; do sleep 0.05; done
+  after:
+    needs: wait
+    run: exit 5
+)");
+  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  ASSERT_GT(coordinator, 0);
+  // The event: the run is recorded and its first stage runs.
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return ferry({"status", "watched-1"}).out.find("running") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << read_text(work_.file("run.log"));
+  pid_t watcher = testing::spawn_process(
+      {testing::bin_dir() + "/ferry", "status", "watched-1", "--watch", "--interval", "0.1"}, env(),
+      work_.file("watch.log"));
+  ASSERT_GT(watcher, 0);
+  ASSERT_TRUE(testing::wait_until([&] { return read_text(work_.file("watch.log")).find("running") != std::string::npos; },
+                                  std::chrono::seconds(30)));
+  EXPECT_TRUE(testing::process_running(watcher)) << "watch ended while the run was live";
+  write_text(release, "go");
+  EXPECT_EQ(testing::wait_process(coordinator, 60), 1);
+  EXPECT_EQ(testing::wait_process(watcher, 30), 1) << "watch exits as the run did (a stage failed)";
+  std::string shown = read_text(work_.file("watch.log"));
+  size_t last_table = shown.rfind("wait ");
+  ASSERT_NE(last_table, std::string::npos) << shown;
+  EXPECT_NE(shown.find("failed", last_table), std::string::npos) << "the final table shows the end\n" << shown;
+  EXPECT_NE(shown.find("running"), std::string::npos) << shown;
+}
+
+}  // namespace
+}  // namespace ferry
