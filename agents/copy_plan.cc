@@ -24,15 +24,55 @@ int64_t copy_chunk_len(int64_t size, int64_t chunk_size, int64_t index) {
   return std::min(chunk_size, size - index * chunk_size);
 }
 
-CopyListing plan_copy(const nlohmann::json& listing, const std::string& from, const std::string& to,
-                      int64_t chunk_size) {
+Status check_copy_rel(const std::string& rel) {
+  if (rel.empty()) return invalid_argument("an empty path");
+  if (rel[0] == '/') return invalid_argument("an absolute path '" + rel + "'");
+  if (rel.find('\0') != std::string::npos) return invalid_argument("a path with a NUL byte");
+  size_t pos = 0;
+  for (;;) {
+    size_t end = rel.find('/', pos);
+    std::string part = rel.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (part.empty() || part == "." || part == "..") {
+      return invalid_argument("path '" + rel + "' has a '" + part + "' component (it must stay inside the copy)");
+    }
+    if (end == std::string::npos) return Status();
+    pos = end + 1;
+  }
+}
+
+Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& from, const std::string& to,
+                              int64_t chunk_size) {
+  // The listing comes from the source host's agent: nothing in it is trusted.
+  auto bad = [&](const std::string& why) { return data_loss("listing of " + from + ": " + why); };
+  if (!listing.is_object() || !listing.contains("type") || !listing["type"].is_string()) {
+    return bad("no 'type' in the agent's reply");
+  }
+  if (!listing.contains("files") || !listing["files"].is_array()) return bad("no 'files' in the agent's reply");
   CopyListing out;
-  out.is_dir = listing.value("type", std::string()) == "dir";
-  for (const auto& f : listing.value("files", nlohmann::json::array())) {
+  out.is_dir = listing["type"] == "dir";
+  if (!out.is_dir && listing["type"] != "file") return bad("unknown type " + listing["type"].dump());
+  if (!out.is_dir && listing["files"].size() != 1) return bad("a file listing must name exactly one file");
+  for (const auto& f : listing["files"]) {
+    if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("size") ||
+        !f["size"].is_number_integer()) {
+      return bad("an entry without a string 'path' and an integer 'size': " + f.dump().substr(0, 200));
+    }
     CopyFile file;
-    file.rel = f.value("path", std::string());
-    file.size = f.value("size", int64_t{0});
-    file.mode = f.value("mode", 0644);
+    file.rel = f["path"].get<std::string>();
+    file.size = f["size"].get<int64_t>();
+    if (file.size < 0 || file.size > kMaxCopyFileBytes) {
+      return bad("'" + file.rel + "' has an impossible size " + std::to_string(file.size));
+    }
+    if (f.contains("mode")) {
+      if (!f["mode"].is_number_integer() || f["mode"].get<int64_t>() < 0 || f["mode"].get<int64_t>() > 07777) {
+        return bad("'" + file.rel + "' has a bad mode " + f["mode"].dump());
+      }
+      file.mode = f["mode"].get<int>();
+    }
+    if (out.is_dir) {
+      Status rel_ok = check_copy_rel(file.rel);
+      if (!rel_ok.ok()) return bad(rel_ok.message());
+    }
     file.src = out.is_dir ? from + "/" + file.rel : from;
     file.dest = copy_dest_for(to, from, file.rel, out.is_dir);
     file.chunks = file.size == 0 ? 0 : (file.size + chunk_size - 1) / chunk_size;
@@ -41,6 +81,21 @@ CopyListing plan_copy(const nlohmann::json& listing, const std::string& from, co
     out.files.push_back(std::move(file));
   }
   return out;
+}
+
+Status take_chunk_hashes(const nlohmann::json& chunks, CopyFile* f) {
+  if (!chunks.is_object() || static_cast<int64_t>(chunks.size()) != f->chunks) {
+    return data_loss("the source's hashes of " + f->src + " do not cover its " + std::to_string(f->chunks) +
+                     " chunks (did it change during the copy?)");
+  }
+  for (const auto& [index, hash] : chunk_map_from_json(chunks)) {
+    if (index >= f->chunks) break;
+    f->hashes[static_cast<size_t>(index)] = hash;
+  }
+  for (const auto& h : f->hashes) {
+    if (h.empty()) return data_loss("the source's hashes of " + f->src + " name chunks it does not have");
+  }
+  return Status();
 }
 
 std::string copy_manifest_hash(const std::vector<CopyFile>& files) {
@@ -65,7 +120,11 @@ std::map<int64_t, std::string> chunk_map_from_json(const nlohmann::json& j) {
   std::map<int64_t, std::string> out;
   if (!j.is_object()) return out;
   for (const auto& [k, v] : j.items()) {
-    if (v.is_string()) out[std::stoll(k)] = v.get<std::string>();
+    // Keys are decimal chunk indices; anything else (from a faulty agent) is not a chunk.
+    if (!v.is_string() || k.empty() || k.size() > 15 || k.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    out[std::stoll(k)] = v.get<std::string>();
   }
   return out;
 }
@@ -83,8 +142,13 @@ nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std:
 }
 
 void apply_recv_begin(CopyFile* f, const nlohmann::json& reply) {
-  f->dest_complete = reply.value("complete", false);
-  f->dest_have = chunk_map_from_json(reply.value("have", nlohmann::json::object()));
+  f->dest_complete = reply.is_object() && reply.contains("complete") && reply["complete"] == true;
+  f->dest_have.clear();
+  if (reply.is_object() && reply.contains("have")) {
+    for (auto& [index, hash] : chunk_map_from_json(reply["have"])) {
+      if (index < f->chunks) f->dest_have[index] = std::move(hash);
+    }
+  }
   if (f->dest_complete) {
     for (int64_t c = 0; c < f->chunks; ++c) f->dest_have[c] = f->hashes[static_cast<size_t>(c)];
   }
@@ -98,9 +162,19 @@ nlohmann::json recv_commit_args(const CopyFile& f, int64_t chunk_size) {
   return {{"dest", f.dest}, {"chunk_size", chunk_size}, {"chunks", f.hashes}};
 }
 
-std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply) {
-  if (reply.value("committed", false)) return {};
-  return reply.value("bad", std::vector<int64_t>{});
+std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile& f) {
+  if (reply.is_object() && reply.contains("committed") && reply["committed"] == true) return {};
+  std::vector<int64_t> bad;
+  if (reply.is_object() && reply.contains("bad") && reply["bad"].is_array()) {
+    for (const auto& i : reply["bad"]) {
+      if (i.is_number_integer() && i.get<int64_t>() >= 0 && i.get<int64_t>() < f.chunks) bad.push_back(i.get<int64_t>());
+    }
+  }
+  // Not committed and no chunk of this file named: trust none of it; send every chunk again.
+  if (bad.empty()) {
+    for (int64_t c = 0; c < f.chunks; ++c) bad.push_back(c);
+  }
+  return bad;
 }
 
 }  // namespace ferry

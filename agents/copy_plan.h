@@ -42,8 +42,18 @@ struct CopyListing {
   std::vector<CopyFile> files;
   int64_t bytes_total = 0;
 };
-CopyListing plan_copy(const nlohmann::json& listing, const std::string& from, const std::string& to,
-                      int64_t chunk_size);
+/// Refuses (kDataLoss, naming `from`) a listing whose shape is wrong, whose sizes are
+/// impossible, or whose folder entries are not plain relative paths inside the copy:
+/// the listing is the source host's word, and a path from it becomes a path to write.
+Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& from, const std::string& to,
+                              int64_t chunk_size);
+/// A file of a copy larger than this (1 PiB) is a faulty listing, not a file.
+inline constexpr int64_t kMaxCopyFileBytes = int64_t{1} << 50;
+/// OK when `rel` is non-empty, relative, and has no empty, "." or ".." component.
+Status check_copy_rel(const std::string& rel);
+/// Takes the source's fs.hash reply ({index: hash} for every chunk) into f->hashes;
+/// refuses one that does not name exactly the file's chunks.
+Status take_chunk_hashes(const nlohmann::json& chunks, CopyFile* f);
 
 /// Where `rel` of a copy from `from` lands under `to` (a folder copy keeps its
 /// layout; a single file copied to "DIR/" keeps its name).
@@ -76,7 +86,8 @@ nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std:
 void apply_recv_begin(CopyFile* f, const nlohmann::json& reply);
 nlohmann::json recv_write_args(const CopyFile& f, int64_t index, int64_t chunk_size, const std::string& hash);
 nlohmann::json recv_commit_args(const CopyFile& f, int64_t chunk_size);
-/// The chunks a recv.commit reply says failed on the destination's disk (empty: committed).
-std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply);
+/// The chunks of `f` a recv.commit reply says failed on the destination's disk
+/// (empty: committed; all of them when the reply is not understood).
+std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile& f);
 
 }  // namespace ferry

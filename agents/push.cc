@@ -356,7 +356,7 @@ Status Pusher::settle(const Pending& p, const protocol::Frame& reply) {
     return Status();
   }
   if (!err.ok()) return on_dest(err.with_context("committing " + f.dest));
-  std::vector<int64_t> bad = recv_commit_bad(reply.header);
+  std::vector<int64_t> bad = recv_commit_bad(reply.header, f);
   if (bad.empty()) {
     f.committed = true;
     ++committed_;
@@ -471,7 +471,9 @@ Result<PushResult> Pusher::run() {
   source_ = *source;
   auto listing = list_source(source_);
   if (!listing.ok()) return listing.status();
-  plan_ = plan_copy(*listing, source_, spec_.to, spec_.chunk_size);
+  auto plan = plan_copy(*listing, source_, spec_.to, spec_.chunk_size);
+  if (!plan.ok()) return plan.status();
+  plan_ = std::move(*plan);
   say("ferry-push: " + spec_.from_host + ":" + spec_.from + " → " + spec_.to_host + ":" + spec_.to + " over ssh to " +
       dest_name() + ": " + std::to_string(plan_.files.size()) + " file(s), " + std::to_string(plan_.bytes_total) +
       " bytes, up to " + std::to_string(spec_.streams) + " stream(s)");

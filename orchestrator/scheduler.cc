@@ -614,7 +614,15 @@ Result<std::string> Scheduler::run() {
     }
     schedule();
   });
-  io_.run();
+  try {
+    io_.run();
+  } catch (const std::exception& e) {
+    // A handler met a reply of a shape nobody expected (a faulty or version-skewed
+    // agent). Stop here without touching the jobs: they run on, detached, and
+    // `ferry resume` re-attaches to them.
+    return internal_error("run " + run_.id + " stopped on an unexpected agent reply (" + e.what() +
+                          "); its jobs keep running: `ferry resume " + run_.id + "` re-attaches");
+  }
   if (!store_error_.ok()) return store_error_;
   return final_state_;
 }

@@ -185,9 +185,16 @@ Frame make_error(uint32_t id, const Status& status) {
 }
 
 Status status_from_error_frame(const Frame& frame) {
-  int code = frame.header.value("code", static_cast<int>(StatusCode::kInternal));
-  if (code <= 0 || code > static_cast<int>(StatusCode::kInternal)) code = static_cast<int>(StatusCode::kInternal);
-  return Status(static_cast<StatusCode>(code), frame.header.value("message", std::string("agent error")));
+  // The peer's word: a field of the wrong type is an error to report, never an exception.
+  const nlohmann::json& h = frame.header;
+  int code = static_cast<int>(StatusCode::kInternal);
+  if (h.is_object() && h.contains("code") && h["code"].is_number_integer()) {
+    int64_t c = h["code"].get<int64_t>();
+    if (c > 0 && c <= static_cast<int>(StatusCode::kInternal)) code = static_cast<int>(c);
+  }
+  std::string message = "agent error";
+  if (h.is_object() && h.contains("message") && h["message"].is_string()) message = h["message"].get<std::string>();
+  return Status(static_cast<StatusCode>(code), message);
 }
 
 }  // namespace ferry::protocol

@@ -109,7 +109,9 @@ void CopyStage::list_source() {
       return self->fail("listing " + self->spec_.from_host + ":" + self->spec_.from_path + ": " + r.status().message());
     }
     const CopySpec& spec = self->spec_;
-    CopyListing plan = plan_copy(r->header, spec.from_path, spec.to_path, spec.chunk_size);
+    auto listed = plan_copy(r->header, spec.from_path, spec.to_path, spec.chunk_size);
+    if (!listed.ok()) return self->fail("source host " + spec.from_host + ": " + listed.status().message());
+    CopyListing& plan = *listed;
     self->is_dir_ = plan.is_dir;
     self->bytes_total_ = plan.bytes_total;
     for (auto& f : plan.files) {
@@ -370,11 +372,8 @@ void CopyStage::begin_files(size_t i) {
         return self->fail("hashing source " + self->files_[i].src + ": " + h.status().message());
       }
       File& f = self->files_[i];
-      const auto& chunks = h->header["chunks"];
-      if (static_cast<int64_t>(chunks.size()) != f.chunks) {
-        return self->fail("source " + self->spec_.from_host + ":" + f.src + " changed size during the copy");
-      }
-      for (auto& [k, v] : chunks.items()) f.hashes[static_cast<size_t>(std::stoll(k))] = v.get<std::string>();
+      Status taken = take_chunk_hashes(h->header.contains("chunks") ? h->header["chunks"] : nlohmann::json(), &f);
+      if (!taken.ok()) return self->fail("source host " + self->spec_.from_host + ": " + taken.message());
       self->begin_receivers(i, file_hash_of(f.hashes));
     });
   });
@@ -603,7 +602,7 @@ void CopyStage::commit_file(size_t i) {
       return self->fail("committing " + self->spec_.to_host + ":" + self->files_[i].dest + ": " + r.status().message());
     }
     File& f = self->files_[i];
-    std::vector<int64_t> bad = recv_commit_bad(r->header);
+    std::vector<int64_t> bad = recv_commit_bad(r->header, f);
     if (!bad.empty()) {
       // Bytes went bad on the destination's disk after they were verified: send them again.
       self->env_.record_event("copy.chunks_failed_on_disk", {{"file", f.rel}, {"chunks", bad}});

@@ -346,5 +346,31 @@ TEST_F(LocalCopyTest, PathsEscapingTheWorkdirAreRefused) {
   EXPECT_FALSE(testing::exists(b_dir() + "/secret"));
 }
 
+// The listing is the source host's word (review F1): a source agent that names a
+// file outside the copied folder must not make the coordinator (keep_local) or the
+// destination write there. The copy fails naming the host and the path.
+TEST_F(LocalCopyTest, ASourceListingThatEscapesTheCopyIsRefusedAndWritesNothing) {
+  auto env = this->env();
+  env["FERRY_AGENT_BIN"] = testing::bin_dir() + "/lying-agent";
+  env["LYING_AGENT_REAL"] = testing::bin_dir() + "/ferry-agent";
+  env["LYING_AGENT_WORKDIR"] = a_dir();
+  env["LYING_AGENT_PATH"] = "../../owned";  // from local/ckpt: the work folder; from b/incoming/ckpt: b
+  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", copy_workflow("lie", b_dir())}, env, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage(status(run_id(r)), "copy");
+  EXPECT_EQ(s["state"], "failed") << s.dump(2);
+  std::string error = s.value("error", "");
+  EXPECT_NE(error.find("source host a"), std::string::npos) << error;
+  EXPECT_NE(error.find("../../owned"), std::string::npos) << error;
+  for (const std::string& dir : {work_.path(), b_dir(), work_.file("local")}) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = ::readdir(d)) {
+      EXPECT_NE(std::string(e->d_name).rfind("owned", 0), 0u) << dir << "/" << e->d_name << " was written";
+    }
+    ::closedir(d);
+  }
+}
+
 } // namespace
 } // namespace ferry::copytest

@@ -1,0 +1,101 @@
+// What a copy sender takes from the other side's replies (review F1, F2): the
+// source's listing and hashes, the receiver's begin and commit replies. Faulty or
+// hostile replies become errors or are ignored, never a path outside the copy,
+// an index outside a file, or an exception.
+#include "agents/copy_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "agents/protocol/frame.h"
+
+namespace ferry {
+namespace {
+
+constexpr int64_t kChunk = 4;
+
+nlohmann::json dir_listing(const nlohmann::json& files) { return {{"type", "dir"}, {"files", files}}; }
+
+TEST(CopyPlanTest, FolderEntriesMustStayInsideTheCopy) {
+  auto ok = plan_copy(dir_listing({{{"path", "a/b.bin"}, {"size", 9}, {"mode", 0600}}}), "/src", "/dst", kChunk);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->files[0].dest, "/dst/a/b.bin");
+  EXPECT_EQ(ok->files[0].chunks, 3);
+  EXPECT_EQ(ok->files[0].mode, 0600);
+  for (const char* evil : {"../x", "a/../../x", "/etc/passwd", "a//b", "./a", "a/.", "", "a/"}) {
+    auto r = plan_copy(dir_listing({{{"path", evil}, {"size", 0}}}), "/src", "/dst", kChunk);
+    EXPECT_FALSE(r.ok()) << "'" << evil << "' was taken";
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+      EXPECT_NE(r.status().message().find("/src"), std::string::npos) << r.status().message();
+    }
+  }
+}
+
+TEST(CopyPlanTest, ListingsOfTheWrongShapeOrImpossibleSizesAreRefused) {
+  const nlohmann::json bad[] = {
+      nlohmann::json::array(),
+      {{"type", "dir"}},
+      {{"type", 7}, {"files", nlohmann::json::array()}},
+      {{"type", "fifo"}, {"files", nlohmann::json::array()}},
+      dir_listing({{{"path", "a"}, {"size", -1}}}),
+      dir_listing({{{"path", "a"}, {"size", int64_t{1} << 60}}}),
+      dir_listing({{{"path", "a"}, {"size", "9"}}}),
+      dir_listing({{{"path", 5}, {"size", 9}}}),
+      dir_listing({{{"path", "a"}, {"size", 9}, {"mode", "rw"}}}),
+      dir_listing({"just a string"}),
+      {{"type", "file"}, {"files", {{{"path", "f"}, {"size", 1}}, {{"path", "g"}, {"size", 1}}}}},
+  };
+  for (const auto& listing : bad) {
+    EXPECT_FALSE(plan_copy(listing, "/src", "/dst", kChunk).ok()) << listing.dump();
+  }
+}
+
+TEST(CopyPlanTest, SourceHashesMustNameExactlyTheFilesChunks) {
+  auto plan = plan_copy(dir_listing({{{"path", "f"}, {"size", 9}}}), "/src", "/dst", kChunk);
+  ASSERT_TRUE(plan.ok());
+  CopyFile f = plan->files[0];  // 3 chunks
+  EXPECT_TRUE(take_chunk_hashes({{"0", "h0"}, {"1", "h1"}, {"2", "h2"}}, &f).ok());
+  EXPECT_EQ(f.hashes, (std::vector<std::string>{"h0", "h1", "h2"}));
+  const nlohmann::json bad[] = {
+      {{"0", "h0"}, {"1", "h1"}},                       // too few
+      {{"0", "h0"}, {"1", "h1"}, {"100000000", "h2"}},  // out of range
+      {{"0", "h0"}, {"1", "h1"}, {"-1", "h2"}},
+      {{"0", "h0"}, {"1", "h1"}, {"x", "h2"}},
+      {{"0", "h0"}, {"1", "h1"}, {"2", 7}},
+      nlohmann::json::array({"h0", "h1", "h2"}),
+  };
+  for (const auto& chunks : bad) {
+    CopyFile g = plan->files[0];
+    EXPECT_FALSE(take_chunk_hashes(chunks, &g).ok()) << chunks.dump();
+  }
+}
+
+TEST(CopyPlanTest, ReceiverRepliesOutsideTheFileAreNotTaken) {
+  auto plan = plan_copy(dir_listing({{{"path", "f"}, {"size", 9}}}), "/src", "/dst", kChunk);
+  ASSERT_TRUE(plan.ok());
+  CopyFile f = plan->files[0];
+  apply_recv_begin(&f, {{"complete", "yes"}, {"have", {{"1", "h1"}, {"7", "h7"}, {"-2", "x"}, {"a", "y"}}}});
+  EXPECT_FALSE(f.dest_complete);
+  EXPECT_EQ(f.dest_have, (std::map<int64_t, std::string>{{1, "h1"}}));
+  EXPECT_TRUE(recv_commit_bad({{"committed", true}}, f).empty());
+  EXPECT_EQ(recv_commit_bad({{"committed", false}, {"bad", {2, 99, -1}}}, f), std::vector<int64_t>{2});
+  // Not committed, and nothing usable said: every chunk is sent again.
+  EXPECT_EQ(recv_commit_bad({{"committed", false}, {"bad", "all"}}, f), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(recv_commit_bad(nlohmann::json::array(), f), (std::vector<int64_t>{0, 1, 2}));
+}
+
+TEST(CopyPlanTest, ErrorFramesOfTheWrongShapeBecomeStatusesNotExceptions) {
+  protocol::Frame frame;
+  frame.type = protocol::FrameType::kError;
+  frame.header = {{"code", "x"}, {"message", 5}};
+  Status s = protocol::status_from_error_frame(frame);
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "agent error");
+  frame.header = nlohmann::json::array();
+  EXPECT_EQ(protocol::status_from_error_frame(frame).code(), StatusCode::kInternal);
+  frame.header = {{"code", static_cast<int>(StatusCode::kNotFound)}, {"message", "gone"}};
+  EXPECT_EQ(protocol::status_from_error_frame(frame).message(), "gone");
+}
+
+}  // namespace
+}  // namespace ferry

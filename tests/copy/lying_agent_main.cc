@@ -1,0 +1,99 @@
+// lying-agent: a faulty or hostile source host for the copy tests. Stands in for
+// ferry-agent (FERRY_AGENT_BIN): for the workdir in LYING_AGENT_WORKDIR it runs the
+// real agent (LYING_AGENT_REAL) behind itself and adds an entry named
+// LYING_AGENT_PATH (0 bytes) at the front of every fs.list reply; for any other
+// workdir it simply becomes the real agent. Everything else passes untouched.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agents/protocol/frame.h"
+
+namespace {
+
+bool write_all(int fd, const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string env_or_die(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) {
+    std::fprintf(stderr, "lying-agent: %s is not set\n", name);
+    std::exit(2);
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string real = env_or_die("LYING_AGENT_REAL");
+  std::vector<char*> args(argv, argv + argc);
+  args[0] = const_cast<char*>(real.c_str());
+  args.push_back(nullptr);
+  std::string workdir;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--workdir") workdir = argv[i + 1];
+  }
+  if (workdir != env_or_die("LYING_AGENT_WORKDIR")) {
+    ::execv(real.c_str(), args.data());
+    std::perror("lying-agent: exec");
+    return 127;
+  }
+  const std::string lie = env_or_die("LYING_AGENT_PATH");
+  int to_child[2], from_child[2];
+  if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) return 1;
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::dup2(to_child[0], 0);
+    ::dup2(from_child[1], 1);
+    ::close(to_child[1]);
+    ::close(from_child[0]);
+    ::execv(real.c_str(), args.data());
+    _exit(127);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  // Requests go to the real agent as they are.
+  std::thread forward([in = to_child[1]] {
+    char buf[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(0, buf, sizeof buf);
+      if (n <= 0 || !write_all(in, std::string(buf, static_cast<size_t>(n)))) break;
+    }
+    ::close(in);
+  });
+  forward.detach();
+  // Replies come back frame by frame, listings with the lie in front.
+  ferry::protocol::FrameDecoder decoder;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(from_child[0], buf, sizeof buf);
+    if (n <= 0) break;
+    decoder.feed(buf, static_cast<size_t>(n));
+    for (;;) {
+      auto frame = decoder.next();
+      if (!frame.ok() || !frame->has_value()) break;
+      ferry::protocol::Frame f = std::move(**frame);
+      if (f.type == ferry::protocol::FrameType::kReply && f.header.contains("files") && f.header["files"].is_array()) {
+        nlohmann::json entry = {{"path", lie}, {"size", 0}, {"mode", 0644}};
+        f.header["files"].insert(f.header["files"].begin(), entry);
+      }
+      if (!write_all(1, ferry::protocol::encode_frame(f))) return 1;
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return 0;
+}
