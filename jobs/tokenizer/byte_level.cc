@@ -1,6 +1,6 @@
 #include "jobs/tokenizer/byte_level.h"
 
-#include <unordered_map>
+#include <cstdint>
 
 #include "jobs/tokenizer/utf8.h"
 
@@ -32,10 +32,12 @@ const std::array<std::string, 256>& byte_level_alphabet() {
 }
 
 std::optional<std::string> byte_level_decode(std::string_view piece) {
-  static const std::unordered_map<char32_t, char> inverse = [] {
-    std::unordered_map<char32_t, char> m;
+  // Every stand-in is below U+0144: a flat table (-1 = not in the alphabet).
+  static const std::array<int16_t, 0x144> inverse = [] {
+    std::array<int16_t, 0x144> m;
+    m.fill(-1);
     auto cps = make_code_points();
-    for (int b = 0; b < 256; ++b) m[cps[b]] = static_cast<char>(b);
+    for (int b = 0; b < 256; ++b) m[cps[b]] = static_cast<int16_t>(b);
     return m;
   }();
   std::string out;
@@ -44,9 +46,8 @@ std::optional<std::string> byte_level_decode(std::string_view piece) {
   while (i < piece.size()) {
     auto cp = utf8_next(piece, &i);
     if (!cp) return std::nullopt;
-    auto it = inverse.find(*cp);
-    if (it == inverse.end()) return std::nullopt;
-    out.push_back(it->second);
+    if (*cp >= inverse.size() || inverse[*cp] < 0) return std::nullopt;
+    out.push_back(static_cast<char>(inverse[*cp]));
   }
   return out;
 }

@@ -68,22 +68,40 @@ std::string utf8_encode(char32_t cp) {
 }
 
 std::string utf8_lossy(std::string_view s) {
+  // One U+FFFD per maximal subpart of an ill-formed sequence (Unicode's recommended
+  // practice, which Rust's from_utf8_lossy and the WHATWG decoder both follow).
   std::string out;
   out.reserve(s.size());
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   size_t i = 0;
   while (i < s.size()) {
     size_t start = i;
     if (utf8_next(s, &i)) {
       out.append(s.substr(start, i - start));
-    } else {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      i = start + 1;
-      // A truncated sequence counts once: skip its continuation bytes.
-      while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80 &&
-             (static_cast<unsigned char>(s[start]) & 0xC0) != 0x80 && i - start < 4) {
-        ++i;
-      }
+      continue;
     }
+    unsigned char b0 = byte(start);
+    int need;            // continuation bytes a well-formed sequence would have
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+      need = 1;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+      need = 2;
+      if (b0 == 0xE0) lo = 0xA0;
+      if (b0 == 0xED) hi = 0x9F;
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+      need = 3;
+      if (b0 == 0xF0) lo = 0x90;
+      if (b0 == 0xF4) hi = 0x8F;
+    } else {
+      need = 0;  // never a lead byte
+    }
+    i = start + 1;
+    for (int k = 0; k < need && i < s.size(); ++k, ++i) {
+      unsigned char b = byte(i);
+      if (k == 0 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) break;
+    }
+    out += "\xEF\xBF\xBD";  // U+FFFD
   }
   return out;
 }
