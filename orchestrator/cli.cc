@@ -28,6 +28,8 @@ commands:
   validate F             check workflow file F; lists every error as file:line:col
   eval --target D --drafter D --prompts F [...]
                          run the drafter eval standalone (`ferry eval --help`)
+  tokenize --model D [--chat|--chat-no-think] [--json] [TEXT | -]
+                         the ids and pieces the model's tokenizer makes of TEXT
   hosts check F [--json] reachability, host keys, agent, disk, cores, memory, GPUs
 
 common options:
@@ -86,6 +88,7 @@ int fail(const Status& s) {
 int cli_main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   if (argc >= 2 && std::strcmp(argv[1], "eval") == 0) return cmd_eval(argc - 1, argv + 1);
+  if (argc >= 2 && std::strcmp(argv[1], "tokenize") == 0) return cmd_tokenize(argc - 1, argv + 1);
   Common c = parse_common(argc, argv);
   if (c.args.empty()) {
     std::cout << kUsage;

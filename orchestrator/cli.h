@@ -46,6 +46,7 @@ int cmd_status(const Common& c);
 int cmd_runs(const Common& c);
 int cmd_logs(const Common& c);
 int cmd_eval(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 int cmd_hosts(const Common& c);
 
 int cli_main(int argc, char** argv);

@@ -22,6 +22,42 @@ constexpr const char* kGpt2Pattern =
 
 std::string type_of(const json& j) { return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : ""; }
 
+// model.vocab and model.merges, taken out of the JSON while it is parsed: a DOM of
+// 151k vocabulary keys in a std::map and 151k two-string arrays costs most of the load.
+struct BpeTables {
+  std::vector<std::pair<std::string, json>> vocab;  // as written; ids checked later
+  std::vector<json> merges;                          // each ["a", "b"] or "a b"
+};
+
+json parse_tokenizer_json(const std::string& text, BpeTables* tables) {
+  std::string keys[3];  // the key being read at depths 1 and 2 (model → vocab | merges)
+  auto in = [&](const char* field) { return keys[1] == "model" && keys[2] == field; };
+  json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key) {
+      if (depth <= 2) keys[depth] = parsed.get<std::string>();
+      if (depth == 3 && in("vocab")) {
+        tables->vocab.emplace_back(parsed.get<std::string>(), json());
+        return false;  // not stored in the DOM; the value below lands in the table
+      }
+      return true;
+    }
+    if (event == json::parse_event_t::value && depth == 3 && in("vocab") && !tables->vocab.empty()) {
+      tables->vocab.back().second = std::move(parsed);
+      return true;  // its key was dropped, so the DOM drops it too
+    }
+    if (event == json::parse_event_t::value && depth == 3 && in("merges")) {
+      tables->merges.push_back(std::move(parsed));
+      return false;
+    }
+    if (event == json::parse_event_t::array_end && depth == 3 && in("merges")) {
+      tables->merges.push_back(std::move(parsed));
+      return false;
+    }
+    return true;
+  };
+  return json::parse(text, cb, /*allow_exceptions=*/false);
+}
+
 bool flag(const json& j, const char* key) { return j.contains(key) && j[key].is_boolean() && j[key].get<bool>(); }
 
 // The load, with each section's errors prefixed by where they are.
@@ -103,7 +139,7 @@ class Loader {
     return Status();
   }
 
-  Status model(const json& j, std::unordered_map<std::string, int32_t>* vocab,
+  Status model(const json& j, const BpeTables& tables, std::unordered_map<std::string, int32_t>* vocab,
                std::vector<std::pair<std::string, std::string>>* merges) const {
     std::string type = type_of(j);
     if (type != "BPE") return fail("model", "type '" + type + "' is not supported (supported: BPE)");
@@ -116,15 +152,16 @@ class Loader {
     }
     if (flag(j, "ignore_merges")) return fail("model", "BPE ignore_merges is not supported");
     if (!j.contains("vocab") || !j["vocab"].is_object()) return fail("model", "'vocab' must be an object");
-    for (const auto& [text, id] : j["vocab"].items()) {
+    vocab->reserve(tables.vocab.size());
+    for (const auto& [text, id] : tables.vocab) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
         return fail("model", "vocab entry '" + text + "' has no valid id");
       }
       (*vocab)[text] = id.get<int32_t>();
     }
     if (!j.contains("merges") || !j["merges"].is_array()) return fail("model", "'merges' must be a list");
-    merges->reserve(j["merges"].size());
-    for (const auto& m : j["merges"]) {
+    merges->reserve(tables.merges.size());
+    for (const auto& m : tables.merges) {
       // Two spellings: ["a", "b"] (tokenizers >= 0.20) and "a b" (older files).
       if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
         merges->emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
@@ -184,7 +221,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& path)
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(const std::string& json_text, const std::string& where) {
-  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  BpeTables tables;
+  json j = parse_tokenizer_json(json_text, &tables);
   if (j.is_discarded() || !j.is_object()) return invalid_argument(where + ": not a JSON object");
   Loader load(where);
   std::unique_ptr<Tokenizer> t(new Tokenizer());
@@ -203,7 +241,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(const std::string& json_
 
   std::unordered_map<std::string, int32_t> vocab;
   std::vector<std::pair<std::string, std::string>> merges;
-  if (!(s = load.model(section("model"), &vocab, &merges)).ok()) return s;
+  if (!(s = load.model(section("model"), tables, &vocab, &merges)).ok()) return s;
   auto bpe = BpeModel::create(vocab, merges);
   if (!bpe.ok()) return load.fail("model", bpe.status().message());
   t->bpe_ = std::make_unique<BpeModel>(std::move(*bpe));
