@@ -22,7 +22,7 @@ fetch_npm() {
       echo "install-deps: fetching $npm_packages into $npm_dir"
       mkdir -p "$npm_dir"
       # shellcheck disable=SC2086
-      (cd "$npm_dir" && npm install --no-audit --no-fund --no-save $npm_packages)
+      npm install --prefix "$npm_dir" --no-audit --no-fund $npm_packages
       return
     fi
   done
