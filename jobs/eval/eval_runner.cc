@@ -187,7 +187,10 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   auto encoder = PromptEncoder::open(spec.tokenizer, spec.target, *format, (*target)->config().vocab_size);
   if (!encoder.ok()) return encoder.status();
   report.prompt_format = spec.prompt_format;
-  if (encoder->tokenizer() != nullptr) report.tokenizer = (spec.tokenizer.empty() ? spec.target : spec.tokenizer) + "/tokenizer.json";
+  if (encoder->tokenizer() != nullptr) {
+    report.tokenizer = (spec.tokenizer.empty() ? spec.target : spec.tokenizer) + "/tokenizer.json";
+    say("tokenizer " + report.tokenizer + ", prompt format " + spec.prompt_format);
+  }
   auto prompts = load_prompts(spec.prompts, (*target)->config().vocab_size, &*encoder);
   if (!prompts.ok()) return prompts.status();
   report.prompt_count = static_cast<int64_t>(prompts->size());

@@ -141,11 +141,12 @@ TEST_F(PromptTextTest, TextReportShowsTheDecodedAnswers) {
   EXPECT_NE(text.out.find("--- response 1 (prompt line 1, "), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("--- response 2"), std::string::npos) << "--show 1 prints one response";
   EXPECT_NE(text.out.find("tokenizer " + *dir_ / "target/tokenizer.json"), std::string::npos);
-  // The answer's text (no draft marks when nothing was accepted) is in the report.
+  // The random pair never agrees (τ = 1), so the answer shows unmarked: its decoded text
+  // (checked against the JS decoder in EveryPromptFormThroughFerryEval) is in the report.
   const auto& first = report["responses"][0];
-  if (first["drafted_spans"].empty()) {
-    EXPECT_NE(text.out.find(first["text"].get<std::string>()), std::string::npos) << text.out;
-  }
+  EXPECT_TRUE(first["drafted_spans"].empty()) << first.dump();
+  ASSERT_FALSE(first["text"].get<std::string>().empty());
+  EXPECT_NE(text.out.find("\n" + first["text"].get<std::string>() + "\n"), std::string::npos) << text.out;
 }
 
 TEST_F(PromptTextTest, BadLinesNameFileLineAndField) {
