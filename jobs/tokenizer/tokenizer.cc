@@ -16,6 +16,10 @@ namespace {
 
 using json = nlohmann::json;
 
+// Ids index tables of that size: a corrupt file must not ask for gigabytes. The largest
+// real vocabularies are a few hundred thousand.
+constexpr int64_t kMaxTokenId = 1 << 24;
+
 // GPT-2's pre-tokenizer regex: what `ByteLevel` splits with when its `use_regex` is true.
 constexpr const char* kGpt2Pattern =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -154,7 +158,7 @@ class Loader {
     if (!j.contains("vocab") || !j["vocab"].is_object()) return fail("model", "'vocab' must be an object");
     vocab->reserve(tables.vocab.size());
     for (const auto& [text, id] : tables.vocab) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxTokenId) {
         return fail("model", "vocab entry '" + text + "' has no valid id");
       }
       (*vocab)[text] = id.get<int32_t>();
@@ -198,10 +202,12 @@ class Loader {
         return fail("added_tokens", "entry #" + std::to_string(out->size()) + " needs 'id' and 'content'");
       }
       std::string content = t["content"].get<std::string>();
+      int64_t id = t["id"].get<int64_t>();
+      if (id < 0 || id >= kMaxTokenId) return fail("added_tokens", "'" + content + "' has no valid id");
       for (const char* key : {"single_word", "lstrip", "rstrip"}) {
         if (flag(t, key)) return fail("added_tokens", "'" + content + "': " + key + " is not supported");
       }
-      out->push_back({t["id"].get<int32_t>(), content, flag(t, "special")});
+      out->push_back({static_cast<int32_t>(id), content, flag(t, "special")});
     }
     return Status();
   }

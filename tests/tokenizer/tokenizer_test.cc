@@ -159,8 +159,27 @@ TEST_F(TokenizerTest, UnsupportedTypesAreRefusedByName) {
       {"/post_processor", json{{"type", "TemplateProcessing"}}, "post_processor: type 'TemplateProcessing'"},
       {"/model/byte_fallback", true, "byte_fallback is not supported"},
       {"/added_tokens/0/lstrip", true, "'<|endoftext|>': lstrip is not supported"},
+      {"/added_tokens/0/id", -1, "added_tokens: '<|endoftext|>' has no valid id"},
+      {"/added_tokens/0/id", 1LL << 40, "added_tokens: '<|endoftext|>' has no valid id"},
+      {"/model/vocab/hello", 1LL << 40, "model: vocab entry 'hello' has no valid id"},
+      {"/model/merges/0", json::array({"Ġ"}), "merge #0 is not a pair of strings"},
+      {"/model/merges/0", "nospace", "merge 'nospace' is not two tokens"},
   };
-  const json base = qwen3_json();
+  // Qwen3's file cut to its first 1,000 tokens and the merges among them: loads fast,
+  // and the unchanged file must load, so each refusal comes from its one change.
+  json base = qwen3_json();
+  json vocab = json::object();
+  for (const auto& [text, id] : base["model"]["vocab"].items()) {
+    if (id.get<int>() < 1000) vocab[text] = id;
+  }
+  json merges = json::array();
+  for (const auto& m : base["model"]["merges"]) {
+    std::string a = m[0], b = m[1];
+    if (vocab.contains(a) && vocab.contains(b) && vocab.contains(a + b)) merges.push_back(m);
+  }
+  base["model"]["vocab"] = vocab;
+  base["model"]["merges"] = merges;
+  ASSERT_TRUE(Tokenizer::from_json(base.dump(), "x/tokenizer.json").ok());
   for (const auto& c : cases) {
     json j = base;
     j[json::json_pointer(c.pointer)] = c.value;
