@@ -87,8 +87,20 @@ Result<std::vector<Prompt>> load_prompts(const std::string& path, int64_t vocab_
     ++line;
     const std::string where = path + ":" + std::to_string(line) + ": ";
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
+    json j;
+    try {
+      j = json::parse(text);
+    } catch (const json::parse_error& e) {
+      // "... column 12: ... invalid string: ill-formed UTF-8 byte; last read: '...'": the
+      // column and the reason; not the echo of the input, which may be invalid UTF-8.
+      std::string why = e.what();
+      size_t at = why.find("column");
+      why = at == std::string::npos ? why : why.substr(at);
+      why = why.substr(0, why.find("; last read"));
+      bad(where + "not valid JSON (" + why + ")");
+      continue;
+    }
+    if (!j.is_object()) {
       bad(where + "not a JSON object");
       continue;
     }

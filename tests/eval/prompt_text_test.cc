@@ -155,7 +155,10 @@ TEST_F(PromptTextTest, BadLinesNameFileLineAndField) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {"not json", "bad.jsonl:2: not a JSON object"},
+      {"not json", "bad.jsonl:2: not valid JSON (column 2: syntax error while parsing value"},
+      {"[1, 2]", "bad.jsonl:2: not a JSON object"},
+      {"{\"text\": \"bad \xff byte\"}", "bad.jsonl:2: not valid JSON (column 15: syntax error while parsing value - "
+                                    "invalid string: ill-formed UTF-8 byte)"},
       {"{\"question\": \"x\"}", "bad.jsonl:2: needs one of 'input_ids', 'text', 'prompt', 'messages', 'turns'"},
       {"{\"text\": \"a\", \"prompt\": \"b\"}", "bad.jsonl:2: has both 'text' and 'prompt'"},
       {"{\"input_ids\": [1, \"x\"]}", "bad.jsonl:2: 'input_ids': must hold integers"},
@@ -163,7 +166,7 @@ TEST_F(PromptTextTest, BadLinesNameFileLineAndField) {
       {"{\"input_ids\": []}", "bad.jsonl:2: 'input_ids': empty prompt"},
       {"{\"text\": 5}", "bad.jsonl:2: 'text': must be a string"},
       {"{\"text\": \"\"}", "bad.jsonl:2: 'text': empty prompt"},
-      {"{\"text\": \"bad \\udc80\"}", "bad.jsonl:2: not a JSON object"},
+      {"{\"text\": \"bad \\udc80\"}", "bad.jsonl:2: not valid JSON (column"},
       {"{\"prompt\": [\"x\"]}", "bad.jsonl:2: 'prompt': must be a string"},
       {"{\"messages\": []}", "bad.jsonl:2: 'messages': must be a non-empty list"},
       {"{\"messages\": [{\"role\": \"user\"}]}", "bad.jsonl:2: 'messages': message 1: 'content' must be a string"},
