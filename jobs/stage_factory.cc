@@ -31,8 +31,9 @@ std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, con
                          {"block_size", inputs.value("block_size", 0)},
                          {"device", inputs.value("device", std::string("cpu"))},
                          {"dtype", inputs.value("dtype", std::string("float32"))},
-                         {"threads", inputs.value("threads", 0)}};
-  for (const char* key : {"target", "drafter", "reference", "prompts"}) {
+                         {"threads", inputs.value("threads", 0)},
+                         {"prompt_format", inputs.value("prompt_format", std::string("chat"))}};
+  for (const char* key : {"target", "drafter", "reference", "prompts", "tokenizer"}) {
     std::string v = inputs.value(key, std::string());
     spec[key] = v.empty() ? "" : env.local_path(v);
   }

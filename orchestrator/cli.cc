@@ -20,6 +20,7 @@ constexpr char kDescription[] = "ferry — run multi-host ML evaluation workflow
 constexpr char kFooter[] =
     "eval: `ferry eval --target D --drafter D --prompts F [...]` runs the drafter eval standalone\n"
     "      (`ferry eval --help`).\n"
+    "tokenize: `ferry tokenize --model D [--chat|--chat-no-think] [--json] [TEXT | -]`.\n"
     "exit codes: 0 ok, 1 run or gate failed, 2 usage or invalid workflow,\n"
     "            3 not found, 4 internal or state-store error, 130 cancelled\n";
 
@@ -76,6 +77,7 @@ int cli_main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   // The eval engine parses its own flags (it runs standalone too, as ferry-eval).
   if (argc >= 2 && std::strcmp(argv[1], "eval") == 0) return cmd_eval(argc - 1, argv + 1);
+  if (argc >= 2 && std::strcmp(argv[1], "tokenize") == 0) return cmd_tokenize(argc - 1, argv + 1);
 
   CLI::App app(kDescription, "ferry");
   app.set_version_flag("--version", version_text());
@@ -152,6 +154,8 @@ int cli_main(int argc, char** argv) {
   check_cmd->callback([&] { action = [&] { return cmd_hosts_check(c, hosts); }; });
 
   app.add_subcommand("eval", "run the drafter eval standalone (`ferry eval --help`)");  // listed; handled above
+  app.add_subcommand("tokenize", "the ids and pieces the model's tokenizer makes of a text "
+                                 "(`ferry tokenize --help`)");  // listed; handled above
   app.footer(kFooter);  // after the subcommands, which would otherwise inherit it
 
   try {

@@ -70,6 +70,7 @@ int cmd_status(const Common& c, const StatusOptions& o);
 int cmd_runs(const Common& c, bool json);
 int cmd_logs(const Common& c, const LogsOptions& o);
 int cmd_eval(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 int cmd_hosts_check(const Common& c, const FileOptions& o);
 
 int cli_main(int argc, char** argv);

@@ -305,7 +305,7 @@ Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
   } else {
     for (auto [key, t] : {std::pair{"from", &s.from.path}, {"to", &s.to.path}, {"keep_local", &s.keep_local},
                           {"target", &s.target}, {"drafter", &s.drafter}, {"reference", &s.reference},
-                          {"prompts", &s.prompts}}) {
+                          {"prompts", &s.prompts}, {"tokenizer", &s.tokenizer}}) {
       auto v = get(*t, false);
       if (!v.ok()) return v.status();
       in[key] = *v;
@@ -335,6 +335,7 @@ Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
     in["block_size"] = s.block_size;
     in["device"] = s.device;
     in["dtype"] = s.dtype;
+    in["prompt_format"] = s.prompt_format;
     in["threads"] = s.threads;
     if (s.gate.min_tau) in["min_tau"] = *s.gate.min_tau;
     if (s.gate.min_ratio_to_reference) in["min_ratio_to_reference"] = *s.gate.min_ratio_to_reference;

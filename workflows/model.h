@@ -95,6 +95,8 @@ struct Stage {
 
   // eval
   Text target, drafter, reference, prompts;
+  Text tokenizer;                       // folder with tokenizer.json; empty = the target's
+  std::string prompt_format = "chat";  // raw | chat | chat-no-think
   int max_new_tokens = 128;
   int block_size = 0;
   std::string device = "cpu";

@@ -20,7 +20,8 @@ const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env
 const std::vector<std::string> kCommandKeys = {"run", "cwd"};
 const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
 const std::vector<std::string> kEvalKeys = {"target", "drafter", "reference", "prompts", "max_new_tokens",
-                                            "block_size", "device", "dtype", "threads", "gate"};
+                                            "block_size", "device", "dtype", "threads", "gate",
+                                            "tokenizer", "prompt_format"};
 const std::vector<std::string> kGateKeys = {"min_tau", "min_ratio_to_reference"};
 
 Location mark_of(const YAML::Node& n) {
@@ -456,7 +457,8 @@ class Parser {
         if (auto r = integer(*x, "streams", 1, 64)) s.streams = static_cast<int>(*r);
       }
       for (auto [key, field] : {std::pair{"target", &s.target}, {"drafter", &s.drafter},
-                                {"reference", &s.reference}, {"prompts", &s.prompts}}) {
+                                {"reference", &s.reference}, {"prompts", &s.prompts},
+                                {"tokenizer", &s.tokenizer}}) {
         if (auto x = find(e, key)) {
           if (auto t = text(*x, key)) *field = *t;
         }
@@ -469,6 +471,9 @@ class Parser {
       }
       if (auto x = find(e, "device")) {
         if (auto r = one_of(*x, "device", {"cpu", "cuda"})) s.device = *r;
+      }
+      if (auto x = find(e, "prompt_format")) {
+        if (auto r = one_of(*x, "prompt_format", {"raw", "chat", "chat-no-think"})) s.prompt_format = *r;
       }
       if (auto x = find(e, "dtype")) {
         if (auto r = one_of(*x, "dtype", {"float32", "bfloat16", "float16"})) s.dtype = *r;

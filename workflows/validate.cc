@@ -170,7 +170,8 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
     for (const auto& o : s.outputs) {
       if (o.value) check.check_text(*o.value, &s, "stage '" + s.name + "' output " + o.name);
     }
-    for (const Text* t : {&s.from.path, &s.to.path, &s.keep_local, &s.target, &s.drafter, &s.reference, &s.prompts}) {
+    for (const Text* t : {&s.from.path, &s.to.path, &s.keep_local, &s.target, &s.drafter, &s.reference, &s.prompts,
+                          &s.tokenizer}) {
       check.check_text(*t, &s, "stage '" + s.name + "'");
     }
   }

@@ -4,13 +4,16 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "jobs/tokenizer/chat_format.h"
+
 namespace ferry::eval {
 namespace {
 
 constexpr const char* kUsage =
     "usage: ferry eval --target DIR --drafter DIR [--reference DIR] --prompts FILE.jsonl\n"
     "                  [--max-new-tokens N] [--block-size B] [--device cpu|cuda] [--dtype float32|bfloat16|float16]\n"
-    "                  [--threads N] [--min-tau X] [--min-ratio X] [--no-baseline] [--json]\n";
+    "                  [--threads N] [--min-tau X] [--min-ratio X] [--no-baseline] [--json]\n"
+    "                  [--tokenizer DIR] [--prompt-format raw|chat|chat-no-think] [--show N]\n";
 
 Result<int> parse_int(const std::string& flag, const std::string& text) {
   char* end = nullptr;
@@ -51,6 +54,14 @@ Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* jso
       spec.reference = v;
     } else if (a == "--prompts") {
       spec.prompts = v;
+    } else if (a == "--tokenizer") {
+      spec.tokenizer = v;
+    } else if (a == "--prompt-format") {
+      spec.prompt_format = v;
+    } else if (a == "--show") {
+      auto n = parse_int(a, v);
+      if (!n.ok()) return n.status();
+      spec.show_responses = *n;
     } else if (a == "--device") {
       spec.device = v;
     } else if (a == "--dtype") {
@@ -71,6 +82,8 @@ Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* jso
     return invalid_argument("--target, --drafter and --prompts are required");
   }
   if (spec.max_new_tokens < 1) return invalid_argument("--max-new-tokens must be at least 1");
+  auto format = tokenizer::parse_prompt_format(spec.prompt_format);
+  if (!format.ok()) return invalid_argument("--prompt-format: " + format.status().message());
   return spec;
 }
 

@@ -2,6 +2,7 @@
 //   ferry eval --target D --drafter D [--reference D] --prompts F [--max-new-tokens N]
 //              [--block-size B] [--device cpu] [--dtype float32] [--threads N]
 //              [--min-tau X] [--min-ratio X] [--no-baseline] [--json]
+//              [--tokenizer DIR] [--prompt-format raw|chat|chat-no-think] [--show N]
 // Prints the report (text, or JSON with --json) on stdout, progress on stderr.
 // Exit codes: 0 ok, 1 gate failed, 2 usage or bad input / load error.
 #pragma once

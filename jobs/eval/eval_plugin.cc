@@ -40,6 +40,8 @@ char* ferry_eval_run(const char* spec_json, ferry_eval_progress_fn progress, voi
     spec.drafter = j.value("drafter", std::string());
     spec.reference = j.value("reference", std::string());
     spec.prompts = j.value("prompts", std::string());
+    spec.tokenizer = j.value("tokenizer", std::string());
+    spec.prompt_format = j.value("prompt_format", spec.prompt_format);
     spec.max_new_tokens = j.value("max_new_tokens", spec.max_new_tokens);
     spec.block_size = j.value("block_size", spec.block_size);
     spec.device = j.value("device", spec.device);

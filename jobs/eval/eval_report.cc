@@ -77,6 +77,8 @@ nlohmann::json EvalReport::to_json() const {
   j["reference"] = reference;
   j["prompts"] = prompts;
   j["prompt_count"] = prompt_count;
+  j["prompt_format"] = prompt_format;
+  j["tokenizer"] = tokenizer;
   j["max_new_tokens"] = max_new_tokens;
   j["block_size"] = block_size;
   j["device"] = device;
@@ -96,6 +98,8 @@ nlohmann::json EvalReport::to_json() const {
   j["gate_passed"] = gate_passed;
   j["gate_message"] = gate_message;
   j["metrics"] = metrics();
+  j["responses"] = nlohmann::json::array();
+  for (const auto& r : responses) j["responses"].push_back(r.to_json());
   return j;
 }
 
@@ -107,6 +111,7 @@ std::string EvalReport::to_text() const {
   out << "  prompts  " << prompts << " (" << prompt_count << "), max_new_tokens " << max_new_tokens << ", block "
       << block_size << ", " << device << " " << dtype << (threads > 0 ? ", threads " + std::to_string(threads) : "")
       << "\n";
+  out << "  format   " << prompt_format << ", tokenizer " << (tokenizer.empty() ? "none (bytes)" : tokenizer) << "\n";
   for (const auto& l : loads) {
     out << "  loaded " << l.what << ": " << l.tensors_loaded << " tensors (";
     for (size_t i = 0; i < l.source_dtypes.size(); ++i) out << (i ? "," : "") << l.source_dtypes[i];
@@ -124,6 +129,7 @@ std::string EvalReport::to_text() const {
   if (reference_run) run_text(out, *reference_run);
   if (baseline) run_text(out, *baseline);
   if (diff) out << "\n" << diff->to_text();
+  if (show_responses > 0 && !responses.empty()) out << "\n" << render_responses(responses, show_responses);
   for (const auto& w : warnings) out << "warning: " << w << "\n";
   out << "\ngate: " << (gate_passed ? "PASSED" : "FAILED") << (gate_message.empty() ? "" : " (" + gate_message + ")")
       << "\n";

@@ -15,6 +15,7 @@
 
 #include "jobs/eval/drafter_diff.h"
 #include "jobs/eval/load_report.h"
+#include "jobs/eval/response_text.h"
 
 namespace ferry::eval {
 
@@ -50,6 +51,8 @@ struct EvalReport {
   std::string drafter;
   std::string reference;
   std::string prompts;
+  std::string prompt_format;
+  std::string tokenizer;  // tokenizer.json used; "" = none (byte-level text)
   int64_t prompt_count = 0;
   int64_t max_new_tokens = 0;
   int64_t block_size = 0;
@@ -67,6 +70,8 @@ struct EvalReport {
   std::optional<DrafterDiff> diff;
   std::vector<std::string> warnings;
   double wall_seconds = 0;
+  std::vector<ResponseText> responses;  // the candidate's, decoded
+  int show_responses = 0;               // how many to_text prints in full
 
   bool gate_passed = true;
   std::string gate_message;

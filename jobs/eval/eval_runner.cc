@@ -10,6 +10,7 @@
 
 #include "jobs/eval/dflash_drafter.h"
 #include "jobs/eval/drafter_diff.h"
+#include "jobs/eval/prompt_encoder.h"
 #include "jobs/eval/prompt_file.h"
 #include "jobs/eval/qwen3_target.h"
 #include "jobs/eval/speculative_decoder.h"
@@ -63,7 +64,8 @@ Status check_spec(const EvalSpec& spec) {
 // Runs one decoding configuration over every prompt and gathers its statistics.
 Result<DecodeRun> run_all(const std::string& label, const std::string& path, Qwen3Target* target, Drafter* drafter,
                           const std::vector<Prompt>& prompts, const DecodeOptions& options,
-                          std::vector<std::vector<int64_t>>* outputs, const ProgressFn& progress) {
+                          std::vector<std::vector<int64_t>>* outputs, const ProgressFn& progress,
+                          std::vector<std::vector<int64_t>>* acceptances = nullptr) {
   DecodeRun run;
   run.label = label;
   run.path = path;
@@ -93,6 +95,7 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Qwe
       ++tpot_count;
     }
     if (outputs != nullptr) outputs->push_back(r->tokens);
+    if (acceptances != nullptr) acceptances->push_back(r->acceptance_lengths);
     if (progress) {
       std::ostringstream line;
       line << label << ": response " << (i + 1) << "/" << prompts.size() << ": " << r->tokens.size()
@@ -179,7 +182,16 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
     }
   }
 
-  auto prompts = load_prompts(spec.prompts, (*target)->config().vocab_size);
+  auto format = tokenizer::parse_prompt_format(spec.prompt_format);
+  if (!format.ok()) return format.status();
+  auto encoder = PromptEncoder::open(spec.tokenizer, spec.target, *format, (*target)->config().vocab_size);
+  if (!encoder.ok()) return encoder.status();
+  report.prompt_format = spec.prompt_format;
+  if (encoder->tokenizer() != nullptr) {
+    report.tokenizer = (spec.tokenizer.empty() ? spec.target : spec.tokenizer) + "/tokenizer.json";
+    say("tokenizer " + report.tokenizer + ", prompt format " + spec.prompt_format);
+  }
+  auto prompts = load_prompts(spec.prompts, (*target)->config().vocab_size, &*encoder);
   if (!prompts.ok()) return prompts.status();
   report.prompt_count = static_cast<int64_t>(prompts->size());
 
@@ -190,14 +202,20 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   decode.cancel = cancel;
   report.block_size = decode.block_size;
 
-  std::vector<std::vector<int64_t>> candidate_out, reference_out, baseline_out;
+  std::vector<std::vector<int64_t>> candidate_out, reference_out, baseline_out, candidate_acceptance;
   DecodeOptions cand = decode;
   cand.capture_layers = (*drafter)->config().target_layer_ids;
   say("decoding " + std::to_string(prompts->size()) + " prompts, block " + std::to_string(cand.block_size));
   auto cand_run = run_all("candidate", spec.drafter, target->get(), proposer->get(), *prompts, cand,
-                          &candidate_out, progress);
+                          &candidate_out, progress, &candidate_acceptance);
   if (!cand_run.ok()) return cand_run.status();
   report.candidate = std::move(*cand_run);
+  for (size_t i = 0; i < candidate_out.size(); ++i) {
+    report.responses.push_back(
+        make_response_text((*prompts)[i].line, candidate_out[i], candidate_acceptance[i], encoder->tokenizer()));
+    report.responses.back().prompt_ids = (*prompts)[i].ids;
+  }
+  report.show_responses = spec.show_responses;
 
   if (reference_proposer) {
     DecodeOptions ref = decode;

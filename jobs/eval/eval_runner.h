@@ -22,7 +22,10 @@ struct EvalSpec {
   std::string target;      // folder: config.json + model.safetensors or sharded index
   std::string drafter;     // folder
   std::string reference;   // optional folder ("" = none)
-  std::string prompts;     // JSONL file: {"input_ids":[...]} or {"text":"..."} (byte-level vocab)
+  std::string prompts;     // JSONL file (jobs/eval/prompt_file.h): input_ids, text, prompt, messages, turns
+  std::string tokenizer;   // folder with tokenizer.json; "" = the target folder's, if any
+  std::string prompt_format = "chat";  // raw | chat | chat-no-think (jobs/tokenizer/chat_format.h)
+  int show_responses = 3;  // text report: responses printed in full, draft spans marked
   int max_new_tokens = 128;
   int block_size = 0;      // 0 = from the drafter config
   std::string device = "cpu";   // "cuda" when libtorch has it, else clear error

@@ -76,5 +76,31 @@ TEST_F(EvalStageTest, MissingCheckpointIsAClearStageError) {
       << st["stages"][0].dump();
 }
 
+// prompt_format and tokenizer travel from the workflow to the engine: each setting
+// gives its own refusal of a text prompt on the oracle target (vocabulary 64, no
+// tokenizer.json), naming the prompt file's line and field.
+TEST_F(EvalStageTest, PromptFormatAndTokenizerReachTheEngine) {
+  write_text(dir_.file("text-prompts.jsonl"), "{\"prompt\": \"hi\"}\n");
+  auto stage_error = [&](const std::string& extra) {
+    std::string path = dir_.file("wf-text.yaml");
+    write_text(path, "name: evaltext\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n"
+                     "    drafter: oracle-agree\n    prompts: text-prompts.jsonl\n    max_new_tokens: 4\n" + extra);
+    auto r = ferry({"run", path});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    auto runs = nlohmann::json::parse(ferry({"runs", "--json"}).out);
+    std::string run = runs[0]["id"].get<std::string>();
+    auto st = nlohmann::json::parse(ferry({"status", run, "--json"}).out);
+    return st["stages"][0]["error"].get<std::string>();
+  };
+  std::string chat = stage_error("");
+  EXPECT_NE(chat.find("text-prompts.jsonl:1: 'prompt': prompt_format chat needs the model's tokenizer"),
+            std::string::npos) << chat;
+  std::string raw = stage_error("    prompt_format: raw\n");
+  EXPECT_NE(raw.find("text-prompts.jsonl:1: 'prompt': no tokenizer"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("vocabulary (64) is not byte-level"), std::string::npos) << raw;
+  std::string named = stage_error("    tokenizer: oracle-agree\n");
+  EXPECT_NE(named.find("oracle-agree/tokenizer.json: no such file"), std::string::npos) << named;
+}
+
 }  // namespace
 }  // namespace ferry

@@ -62,6 +62,8 @@ stages:
     drafter: ${{ stages.ship.outputs.path }}
     reference: /models/reference
     prompts: prompts.jsonl
+    prompt_format: chat-no-think
+    tokenizer: /models/qwen3-tokenizer
     max_new_tokens: 64
     block_size: 16
     device: cuda
@@ -211,6 +213,8 @@ TEST_F(ParserTest, FullWorkflowEvalStage) {
   EXPECT_EQ(s->drafter.value, "${{ stages.ship.outputs.path }}");
   EXPECT_EQ(s->reference.value, "/models/reference");
   EXPECT_EQ(s->prompts.value, "prompts.jsonl");
+  EXPECT_EQ(s->prompt_format, "chat-no-think");
+  EXPECT_EQ(s->tokenizer.value, "/models/qwen3-tokenizer");
   EXPECT_EQ(s->max_new_tokens, 64);
   EXPECT_EQ(s->block_size, 16);
   EXPECT_EQ(s->device, "cuda");
