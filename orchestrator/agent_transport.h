@@ -37,6 +37,11 @@ class AgentTransport {
 
   /// For messages: "local pipe to /tmp/w" or "ssh root@198.18.0.2:22".
   virtual std::string describe() const = 0;
+
+  /// After a failed open(): the failure was an answer that there is no such host
+  /// here (a name that does not resolve, a refused connection) rather than silence
+  /// or a later step failing. HostConnection gives up on such a host at the first try.
+  virtual bool nobody_there() const { return false; }
 };
 
 }  // namespace ferry

@@ -1,4 +1,5 @@
 // `ferry run`, `ferry resume`, `ferry cancel`, `ferry validate`.
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -27,6 +28,13 @@ int drive(Store& store, workflow::Workflow wf, RunRecord run, bool json, bool ca
   progress << "run " << id << " (" << wf.path << ")\n" << std::flush;
   Scheduler scheduler(store, std::move(wf), std::move(run), opts);
   auto state = scheduler.run();
+  if (scheduler.abandoned()) {
+    // Connections to silent hosts may still be inside a connect or a handshake:
+    // do not wait for them (the state is in the store, the jobs are detached).
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(kExitCancelled);
+  }
   if (!state.ok()) return fail(state.status());
   auto rec = store.find_run(id);
   auto stages = store.stages(id);

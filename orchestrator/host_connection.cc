@@ -120,7 +120,9 @@ void HostConnection::run() {
     post_state(false, s.message());
     // A refused host key or a failed login will not heal by itself: stop now.
     bool permanent = s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kNotFound ||
-                     s.code() == StatusCode::kDataLoss;
+                     s.code() == StatusCode::kDataLoss ||
+                     // Never reached: a name that does not resolve, a port that refuses (not silence).
+                     (!was_connected && options_.first_failure_is_final && transport->nobody_there());
     {
       std::lock_guard<std::mutex> lock(mu_);
       last_error_ = s.message();
@@ -130,7 +132,6 @@ void HostConnection::run() {
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
     if (!wait_for(backoff * jitter(rng))) break;
     backoff = std::min(backoff * 2, options_.backoff_max_s);
-    (void)was_connected;
   }
   std::deque<Pending> q;
   {

@@ -13,7 +13,8 @@
 // kUnavailable, and the thread reconnects with exponential backoff and jitter
 // until `give_up_s` of continuous failure, after which calls fail with
 // kDeadlineExceeded. Failures no retry can fix (host key refused, authentication
-// failed, agent missing) give up at once, and calls fail with their message. Detached jobs keep running through all of it.
+// failed, agent missing) give up at once, and calls fail with their message; so
+// does an unreachable host at the first try when first_failure_is_final is set. Detached jobs keep running through all of it.
 //
 // Thread contract: construct, call(), stop() on the io thread. Callbacks and
 // state notifications run on the io thread.
@@ -42,6 +43,11 @@ struct ConnectionOptions {
   double backoff_initial_s = 0.5;
   double backoff_max_s = 10;
   int poll_ms = 5;  // while replies are awaited: how long the thread waits on the transport between queue checks
+  // A host we never reached in this process and where nothing of ours runs yet:
+  // an unresolvable name or a refused connection at the very first try (the
+  // transport's nobody_there()) is a mistake to report now, not a drop to wait
+  // out for give_up_s. Silence (timeouts) and later steps are still waited for.
+  bool first_failure_is_final = false;
 };
 
 class HostConnection : public std::enable_shared_from_this<HostConnection> {

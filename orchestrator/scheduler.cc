@@ -34,6 +34,9 @@ namespace {
 
 constexpr double kMaxRetryBackoffS = 300;
 constexpr int kCancelWatchMs = 300;
+// After a second Ctrl-C the coordinator waits this long for hosts to confirm the
+// kills, then leaves: a host that does not answer must not hold it.
+constexpr int kHardCancelExitMs = 4000;
 
 std::string random_token() {
   std::random_device rd;
@@ -151,7 +154,7 @@ std::string Scheduler::log_path(const std::string& logs_dir, const std::string& 
 
 Scheduler::Scheduler(Store& store, workflow::Workflow wf, RunRecord run, SchedulerOptions options)
     : store_(store), wf_(std::move(wf)), run_(std::move(run)), options_(std::move(options)),
-      signals_(io_, SIGINT, SIGTERM), cancel_watch_(io_) {}
+      signals_(io_, SIGINT, SIGTERM), cancel_watch_(io_), hard_cancel_deadline_(io_) {}
 
 Scheduler::~Scheduler() {
   for (auto& [name, h] : hosts_) h->request_stop();
@@ -194,6 +197,9 @@ Status Scheduler::load() {
       // host; a relay continues from the receiver's journal): same attempt, same token.
       st.state = "pending";
       st.reattach = true;
+      for (const std::string& h : {st.spec->host, st.spec->from.host, st.spec->to.host}) {
+        if (!h.empty()) hosts_with_jobs_.insert(h);
+      }
     } else if (rec.state == "running") {
       // An in-process stage died with its coordinator: close that attempt honestly.
       auto r = store_.finish_attempt(run_.id, rec.name, rec.attempt, "failed", std::nullopt,
@@ -217,6 +223,9 @@ HostConnection& Scheduler::connection(const std::string& name, int lane) {
   assert(host);
   ConnectionOptions opts = options_.connection;
   opts.give_up_s = host->give_up_s;
+  // The main link's first try decides whether the host exists at all; data lanes
+  // open later, to a host already reached, and ride out drops like any link.
+  opts.first_failure_is_final = lane == 0 && !hosts_with_jobs_.count(name);
   HostConnection::TransportFactory factory = make_transport_factory(*host, host_workdir(*host));
   auto conn = std::make_shared<HostConnection>(io_, name, std::move(factory), opts);
   conn->start([this, name, lane](bool connected, const std::string& why) {
@@ -545,6 +554,23 @@ void Scheduler::request_cancel(bool hard) {
   Status s = store_.request_cancel(run_.id);
   if (!s.ok()) store_error_ = s;
   say("", hard ? "cancelling hard (SIGKILL to running jobs)" : "cancelling (Ctrl-C again to kill)", nullptr);
+  if (hard) {
+    hard_cancel_deadline_.expires_after(std::chrono::milliseconds(kHardCancelExitMs));
+    hard_cancel_deadline_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || finished_) return;
+      abandoned_ = true;
+      std::string waiting;
+      for (auto& [name, st] : stages_) {
+        if (st->state == "running") waiting += " " + name;
+      }
+      Status e = store_.add_event(run_.id, "", "run.abandoned", {{"stages", waiting}});
+      if (!e.ok()) store_error_ = e;
+      say("", "leaving now: no word from the hosts of" + waiting + "; their jobs stay recorded: `ferry resume " +
+                  run_.id + "` re-attaches, `ferry cancel " + run_.id + "` stops them",
+          "31");
+      io_.stop();
+    });
+  }
   for (auto& [name, st] : stages_) {
     if (st->runner) st->runner->cancel(hard);
     if (st->state == "retrying") {
@@ -568,6 +594,7 @@ void Scheduler::watch_cancel_flag() {
 void Scheduler::finish_run() {
   if (finished_) return;
   finished_ = true;
+  hard_cancel_deadline_.cancel();
   bool all_ok = true;
   for (const auto& spec : wf_.stages) {
     StageState& st = *stages_[spec.name];
@@ -625,6 +652,7 @@ Result<std::string> Scheduler::run() {
                           "); its jobs keep running: `ferry resume " + run_.id + "` re-attaches");
   }
   if (!store_error_.ok()) return store_error_;
+  if (abandoned_) return Status(StatusCode::kCancelled, "run " + run_.id + " left running after a second Ctrl-C");
   return final_state_;
 }
 

@@ -17,6 +17,7 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -46,6 +47,10 @@ class Scheduler {
   /// Runs (or resumes) the run to its end. Returns the run's final state:
   /// "succeeded", "failed" or "cancelled"; an error Status when the store fails.
   Result<std::string> run();
+  /// After run(): a second Ctrl-C found hosts that did not answer in time, so the
+  /// run was left as it stands (jobs running, recorded) for `ferry resume`. The
+  /// caller should exit without waiting for those hosts' connections.
+  bool abandoned() const { return abandoned_; }
 
   /// Where a stage attempt's log is kept by the coordinator.
   static std::string log_path(const std::string& logs_dir, const std::string& run_id, const std::string& stage,
@@ -78,8 +83,11 @@ class Scheduler {
   boost::asio::steady_timer cancel_watch_;
   std::map<std::string, std::unique_ptr<StageState>> stages_;
   std::map<std::string, std::shared_ptr<HostConnection>> hosts_;
+  boost::asio::steady_timer hard_cancel_deadline_;
+  std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
   int cancel_level_ = 0;  // 0 none, 1 graceful, 2 hard
   bool finished_ = false;
+  bool abandoned_ = false;
   Status store_error_;
   std::string final_state_;
   int64_t started_ms_ = 0;

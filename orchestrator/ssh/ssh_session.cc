@@ -130,6 +130,7 @@ Status SshSession::connect() {
   if (session_ != nullptr) disconnect();
   broken_ = false;
   authenticated_ = false;
+  nobody_there_ = false;
   const auto deadline = Clock::now() + std::chrono::milliseconds(target_.connect_timeout_ms);
   Status s = apply_options();
   if (!s.ok()) {
@@ -137,7 +138,7 @@ Status SshSession::connect() {
     return s;
   }
   if (!proxied_) {
-    Result<int> fd = tcp_connect(host_, port_, ms_left(deadline));
+    Result<int> fd = tcp_connect(host_, port_, ms_left(deadline), &nobody_there_);
     if (!fd.ok()) {
       disconnect();
       return fd.status().with_context(describe());

@@ -73,6 +73,9 @@ class SshSession {
 
   /// "ssh root@198.18.0.2:22" (resolved values once connected, the target before).
   std::string describe() const;
+  /// After a failed connect(): the host's name does not resolve, or every address
+  /// refused the TCP connection (an answer, not a silence).
+  bool nobody_there() const { return nobody_there_; }
 
   const SshTarget& target() const { return target_; }
   /// After connect(): the values actually used (from the target and the ssh config).
@@ -107,6 +110,7 @@ class SshSession {
   bool broken_ = false;
   bool authenticated_ = false;
   bool proxied_ = false;  ///< a ProxyCommand carries the connection
+  bool nobody_there_ = false;  ///< the last connect() failed on a name that does not resolve, or refusals
   std::string host_;
   int port_ = 22;
   std::string user_;

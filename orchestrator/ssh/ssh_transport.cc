@@ -35,7 +35,9 @@ constexpr int kMarkerTimeoutMs = 30000;
 Status SshTransport::open() {
   close();
   session_ = std::make_unique<SshSession>(target_);
-  FERRY_RETURN_IF_ERROR(session_->connect());
+  Status connected = session_->connect();
+  nobody_there_ = !connected.ok() && session_->nobody_there();
+  if (!connected.ok()) return connected;
   const std::string workdir = target_.workdir.empty() ? "." : target_.workdir;
   if (!remote_command_.empty()) return start_command(remote_command_);
 

@@ -37,6 +37,7 @@ class SshTransport : public AgentTransport {
   Status write_all(const char* data, size_t n) override;
   void close() override;
   std::string describe() const override;
+  bool nobody_there() const override { return nobody_there_; }
 
   /// After open(): where the agent lives on the host ("" with a remote_command).
   const std::string& remote_agent_path() const { return remote_agent_path_; }
@@ -55,6 +56,7 @@ class SshTransport : public AgentTransport {
   std::string remote_agent_path_;
   bool uploaded_agent_ = false;
   std::unique_ptr<SshSession> session_;
+  bool nobody_there_ = false;  // the last open(): see SshSession::nobody_there
   std::unique_ptr<SshExecChannel> channel_;  // destroyed before session_
 };
 

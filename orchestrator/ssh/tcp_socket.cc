@@ -33,7 +33,7 @@ Status set_nonblocking(int fd, bool on) {
 }
 
 // One non-blocking connect attempt bounded by `deadline`. Returns the fd or the reason.
-Result<int> connect_one(const addrinfo* ai, Clock::time_point deadline) {
+Result<int> connect_one(const addrinfo* ai, Clock::time_point deadline, bool* refused) {
   int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
   if (fd < 0) return errno_status("socket", errno);
   // Options go on before connect so even the handshake is covered.
@@ -45,6 +45,7 @@ Result<int> connect_one(const addrinfo* ai, Clock::time_point deadline) {
   if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
     int err = errno;
     ::close(fd);
+    *refused = err == ECONNREFUSED;
     return errno_status("connect", err);
   }
   for (;;) {
@@ -67,6 +68,7 @@ Result<int> connect_one(const addrinfo* ai, Clock::time_point deadline) {
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0) soerr = errno;
     if (soerr != 0) {
       ::close(fd);
+      *refused = soerr == ECONNREFUSED;
       return errno_status("connect", soerr);
     }
     break;
@@ -92,7 +94,10 @@ Status set_dead_link_options(int fd) {
   return Status();
 }
 
-Result<int> tcp_connect(const std::string& host, int port, int timeout_ms) {
+Result<int> tcp_connect(const std::string& host, int port, int timeout_ms, bool* nobody_there) {
+  bool ignored = false;
+  if (nobody_there == nullptr) nobody_there = &ignored;
+  *nobody_there = false;
   const std::string where = host + ":" + std::to_string(port);
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   addrinfo hints{};
@@ -103,11 +108,15 @@ Result<int> tcp_connect(const std::string& host, int port, int timeout_ms) {
   const std::string port_str = std::to_string(port);
   int rc = getaddrinfo(host.c_str(), port_str.c_str(), &hints, &res);
   if (rc != 0) {
+    *nobody_there = rc != EAI_AGAIN;  // a temporary resolver failure is not an answer
     return unavailable("cannot resolve " + host + ": " + gai_strerror(rc));
   }
   Status last = unavailable("no address for " + host);
+  bool all_refused = true;
   for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    Result<int> fd = connect_one(ai, deadline);
+    bool refused = false;
+    Result<int> fd = connect_one(ai, deadline, &refused);
+    all_refused = all_refused && refused;
     if (fd.ok()) {
       freeaddrinfo(res);
       return fd;
@@ -121,6 +130,7 @@ Result<int> tcp_connect(const std::string& host, int port, int timeout_ms) {
                   "connect to " + where + " timed out after " + std::to_string(timeout_ms) + " ms");
   }
   // Refused, unreachable, ...: the host or link is down, worth retrying later.
+  *nobody_there = all_refused;
   return unavailable(last.message() + " (" + where + ")");
 }
 

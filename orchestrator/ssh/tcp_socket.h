@@ -31,7 +31,9 @@ constexpr int kDeadLinkDetectS = 15;
 /// `timeout_ms` runs out, and applies the keepalive options above plus TCP_NODELAY.
 /// The fd is returned in blocking mode with close-on-exec set.
 /// Note: name resolution itself (getaddrinfo) is not bounded by the timeout.
-Result<int> tcp_connect(const std::string& host, int port, int timeout_ms);
+/// `nobody_there`, when given, says whether the failure was an answer rather than
+/// silence: the name does not resolve, or every address refused the connection.
+Result<int> tcp_connect(const std::string& host, int port, int timeout_ms, bool* nobody_there = nullptr);
 
 /// Applies SO_KEEPALIVE, TCP_KEEPIDLE/INTVL/CNT, TCP_USER_TIMEOUT and TCP_NODELAY.
 Status set_dead_link_options(int fd);
