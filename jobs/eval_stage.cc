@@ -1,10 +1,9 @@
 #include "jobs/eval_stage.h"
 
 #include <boost/asio/post.hpp>
-#include <iomanip>
-#include <sstream>
 #include <thread>
 
+#include "jobs/eval_outcome.h"
 #include "jobs/eval_plugin.h"
 
 namespace ferry {
@@ -52,40 +51,7 @@ void EvalStage::cancel(bool hard) { cancel_->store(true); }
 void EvalStage::finish(const std::string& result_json) {
   if (finished_) return;
   finished_ = true;
-  StageOutcome o;
-  auto r = nlohmann::json::parse(result_json, nullptr, false);
-  if (r.is_discarded() || !r.value("ok", false)) {
-    o.error = r.is_discarded() ? "eval plugin returned bad JSON" : r.value("error", std::string("eval failed"));
-    if (cancel_->load()) {
-      o.state = StageOutcome::State::kCancelled;
-      o.error = "cancelled";
-    }
-    auto done = std::move(done_);
-    done(std::move(o));
-    return;
-  }
-  for (auto& [k, v] : r["metrics"].items()) {
-    if (v.is_number()) o.metrics[k] = v.get<double>();
-  }
-  auto fmt = [](double x) {
-    std::ostringstream s;
-    s << std::setprecision(6) << x;
-    return s.str();
-  };
-  for (const char* key : {"tau", "reference_tau", "speedup"}) {
-    auto it = o.metrics.find(key);
-    o.outputs[key] = it == o.metrics.end() ? "" : fmt(it->second);
-  }
-  o.report = r["report"];
-  Status s = env_.append_log(r.value("text", std::string()) + "\n");
-  (void)s;
-  env_.record_event("eval.report", r["report"]);
-  if (r.value("gate_passed", true)) {
-    o.state = StageOutcome::State::kSucceeded;
-  } else {
-    o.state = StageOutcome::State::kFailed;
-    o.error = "gate failed: " + r.value("gate_message", std::string());
-  }
+  StageOutcome o = eval_outcome(result_json, cancel_->load(), /*append_text=*/true, env_);
   auto done = std::move(done_);
   done(std::move(o));
 }
