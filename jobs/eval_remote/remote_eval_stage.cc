@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <boost/asio/steady_timer.hpp>
+#include <cstdio>
 #include <cstdlib>
 
 #include "agents/chunk_files.h"
@@ -19,6 +20,12 @@ namespace {
 
 constexpr const char* kProgressPrefix = "[eval] ";  // the worker's (jobs/eval/tools/eval_worker.h)
 constexpr int kLoaderFailedExit = 127;               // sh's "cannot execute", ld.so's missing library
+
+std::string gib_text(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
 
 bool transient(const Status& s) { return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kCancelled; }
 
@@ -65,8 +72,51 @@ void RemoteEvalStage::install_worker() {
     self->env_.record_event("eval.worker", {{"host", self->spec_.host}, {"path", self->worker_dest_},
                                             {"hash", hash}, {"bytes_sent", sent}});
     if (sent > 0) self->env_.note("sent the eval worker to " + self->spec_.host + " (" + std::to_string(sent) + " bytes)");
-    self->ship_prompts();
+    self->check_memory();
   });
+}
+
+// The checkpoints are memory-mapped whole: more bytes than the host has memory can
+// never run there, so say so now instead of after minutes of paging. Paths that do
+// not list are left to the engine, whose error names the file.
+void RemoteEvalStage::check_memory() {
+  auto self = shared_from_this();
+  auto total = std::make_shared<int64_t>(0);
+  auto listed = std::make_shared<std::vector<std::string>>();
+  auto pending = std::make_shared<int>(1);
+  auto host_memory = std::make_shared<int64_t>(0);
+  auto one_done = [self, total, listed, pending, host_memory] {
+    if (--*pending > 0 || self->finished_) return;
+    if (*host_memory > 0 && *total > *host_memory) {
+      std::string what;
+      for (const auto& l : *listed) what += (what.empty() ? "" : ", ") + l;
+      return self->fail("host '" + self->spec_.host + "' has " + gib_text(*host_memory) +
+                        " of memory and the eval's checkpoints hold " + gib_text(*total) + " (" + what +
+                        "): they cannot fit; evaluate on a host with more memory");
+    }
+    self->ship_prompts();
+  };
+  env_.call_agent(spec_.host, "host.info", nlohmann::json::object(), [host_memory, one_done](Result<protocol::Frame> r) {
+    if (r.ok()) *host_memory = r->header.value("mem_total_bytes", int64_t{0});
+    one_done();
+  });
+  for (const char* key : {"target", "drafter", "reference"}) {
+    std::string path = spec_.engine.value(key, std::string());
+    if (path.empty()) continue;
+    ++*pending;
+    env_.call_agent(spec_.host, "fs.list", {{"path", path}},
+                    [total, listed, one_done, key = std::string(key)](Result<protocol::Frame> r) {
+                      if (r.ok()) {
+                        int64_t bytes = 0;
+                        for (const auto& f : r->header.value("files", nlohmann::json::array())) {
+                          bytes += f.value("size", int64_t{0});
+                        }
+                        *total += bytes;
+                        listed->push_back(key + " " + gib_text(bytes));
+                      }
+                      one_done();
+                    });
+  }
 }
 
 void RemoteEvalStage::ship_prompts() {

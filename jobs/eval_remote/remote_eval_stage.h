@@ -4,6 +4,7 @@
 // Steps: ship the eval worker (`ferry-eval`, beside this ferry's binaries; it
 // links libtorch dynamically) into the host's workdir under its file hash, the
 // way the agent is installed, sending nothing when the host holds it already;
+// fail at once when the checkpoints hold more bytes than the host has memory;
 // ship the prompts when they come from the coordinator (`prompts:
 // coordinator:PATH`); then run `ferry-eval worker` as a detached job through a
 // CommandStage, so it has attempt tokens, re-attaches after drops and after
@@ -60,6 +61,7 @@ class RemoteEvalStage : public StageRunner, public std::enable_shared_from_this<
 
  private:
   void install_worker();
+  void check_memory();
   void ship_prompts();
   void start_job();
   void on_line(const std::string& line);

@@ -153,5 +153,41 @@ TEST_F(RemoteEvalStageTest, HostWithoutAWorkingLibtorchFailsTheStageAtOnceSaying
               error.c_str());
 }
 
+// `ferry hosts check` runs the eval worker's own check on each host, under the
+// host's env: one host can run evals (with the figures the worker reports and the
+// size of the model its eval stage names), the other's loader cannot link libtorch.
+TEST_F(RemoteEvalStageTest, HostsCheckShowsWhichHostsCanRunEvalsAndWhyNot) {
+  ASSERT_EQ(testing::run_process({"mkdir", "-p", dir_.file("broken-libtorch")}).exit_code, 0);
+  write_text(dir_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
+  std::string wf = dir_.file("wf.yaml");
+  write_text(wf, "name: caps\nhosts:\n  box: {workdir: " + dir_.path() + "}\n  bare:\n    workdir: " +
+                     dir_.file("bare") + "\n    env: {LD_LIBRARY_PATH: " + dir_.file("broken-libtorch") +
+                     "}\nstages:\n  eval:\n    kind: eval\n    host: box\n    target: oracle-target\n"
+                     "    prompts: oracle-prompts.jsonl\n" + kDrafters + kEvalFields);
+  auto r = ferry({"hosts", "check", wf, "--json"});
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out << r.err;
+  nlohmann::json box, bare;
+  for (const auto& h : j["hosts"]) (h["name"] == "box" ? box : bare) = h;
+  ASSERT_TRUE(box.contains("eval")) << j.dump(2);
+  EXPECT_EQ(box["eval"]["can_run"], true) << box.dump(2);
+  EXPECT_EQ(box["eval"]["libtorch"].get<std::string>().rfind("1.13", 0), 0u) << box.dump(2);
+  EXPECT_GE(box["eval"]["cores"].get<int>(), 1);
+  EXPECT_TRUE(box["eval"]["bf16"].is_boolean());
+  ASSERT_EQ(box["eval_models"].size(), 1u) << box.dump(2);
+  EXPECT_EQ(box["eval_models"][0]["bytes"].get<int64_t>(),
+            static_cast<int64_t>(read_text(dir_.file("oracle-target/model.safetensors")).size() +
+                                 read_text(dir_.file("oracle-target/config.json")).size()));
+  ASSERT_TRUE(bare.contains("eval")) << j.dump(2);
+  EXPECT_EQ(bare["eval"]["can_run"], false) << bare.dump(2);
+  EXPECT_NE(bare["eval"]["why"].get<std::string>().find("libtorch_cpu.so.1.13"), std::string::npos) << bare.dump(2);
+  EXPECT_NE(bare["eval"]["fix"].get<std::string>().find("apt-get install libtorch1.13"), std::string::npos);
+  // And the table says it in words.
+  auto text = ferry({"hosts", "check", wf}).out;
+  EXPECT_NE(text.find("evals: yes — libtorch 1.13"), std::string::npos) << text;
+  EXPECT_NE(text.find("evals: NO — the eval worker does not start"), std::string::npos) << text;
+  std::printf("%s", text.c_str());
+}
+
 }  // namespace
 }  // namespace ferry
