@@ -135,12 +135,8 @@ void RemoteEvalStage::ship_prompts() {
 }
 
 void RemoteEvalStage::start_job() {
-  if (cancelled_) {
-    StageOutcome o;
-    o.state = StageOutcome::State::kCancelled;
-    o.error = "cancelled";
-    return finish(o);
-  }
+  // Even when cancelled already: this attempt's worker may be running from before a
+  // coordinator crash, and only its job can stop it (CommandStage cancels once started).
   nlohmann::json engine = spec_.engine;
   engine["result"] = result_path_;
   CommandSpec cs;
@@ -238,14 +234,7 @@ std::string RemoteEvalStage::cannot_run_reason(const StageOutcome& o) const {
 void RemoteEvalStage::cancel(bool hard) {
   cancelled_ = true;
   cancel_hard_ = cancel_hard_ || hard;
-  if (job_) return job_->cancel(hard);
-  if (upload_) {
-    upload_->abandon();
-    StageOutcome o;
-    o.state = StageOutcome::State::kCancelled;
-    o.error = "cancelled";
-    finish(o);
-  }
+  if (job_) job_->cancel(hard);  // else start_job cancels the job it starts or finds
 }
 
 void RemoteEvalStage::fail(const std::string& why) {

@@ -5,7 +5,9 @@
 // (ferry-tiny-models suite), written by the test.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -187,6 +189,35 @@ TEST_F(RemoteEvalStageTest, HostsCheckShowsWhichHostsCanRunEvalsAndWhyNot) {
   EXPECT_NE(text.find("evals: yes — libtorch 1.13"), std::string::npos) << text;
   EXPECT_NE(text.find("evals: NO — the eval worker does not start"), std::string::npos) << text;
   std::printf("%s", text.c_str());
+}
+
+// `ferry cancel` reaches the worker on its host like any job: SIGTERM to its
+// group, the engine stops between steps, the stage ends cancelled.
+TEST_F(RemoteEvalStageTest, CancelStopsTheWorkerOnItsHost) {
+  std::string wf = dir_.file("wf.yaml");
+  write_text(wf, "name: stop\nhosts:\n  box: {workdir: " + dir_.path() +
+                     "}\nstages:\n  eval:\n    kind: eval\n    host: box\n    target: oracle-target\n"
+                     "    prompts: oracle-prompts.jsonl\n" + kDrafters +
+                     "    max_new_tokens: 4000\n    threads: 1\n");  // minutes: cancelled long before the end
+  std::map<std::string, std::string> env = {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}};
+  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env, dir_.file("run.log"));
+  ASSERT_GT(coordinator, 0);
+  std::string log = home_.path() + "/logs/stop-1/eval/1.log";
+  ASSERT_TRUE(testing::wait_until([&] { return read_text(log).find("[eval] decoding") != std::string::npos; },
+                                  std::chrono::seconds(60)))
+      << read_text(dir_.file("run.log"));
+  int64_t worker = 0;
+  for (auto& [type, d] : events("stop-1", "eval")) {
+    if (type == "attempt.launched") worker = d.value("pid", int64_t{0});
+  }
+  ASSERT_GT(worker, 0);
+  ASSERT_TRUE(testing::process_running(static_cast<pid_t>(worker)));
+  EXPECT_EQ(ferry({"cancel", "stop-1"}).exit_code, 0);
+  EXPECT_EQ(testing::wait_process(coordinator, 60), 130) << read_text(dir_.file("run.log"));
+  auto s = stage(status("stop-1"), "eval");
+  EXPECT_EQ(s["state"], "cancelled") << s.dump();
+  EXPECT_TRUE(testing::wait_until([&] { return !testing::process_running(static_cast<pid_t>(worker)); },
+                                  std::chrono::seconds(10)));
 }
 
 }  // namespace
