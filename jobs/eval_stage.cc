@@ -5,6 +5,7 @@
 
 #include "jobs/eval_outcome.h"
 #include "jobs/eval_plugin.h"
+#include "jobs/eval_progress.h"
 
 namespace ferry {
 
@@ -36,7 +37,11 @@ void EvalStage::start(std::function<void(StageOutcome)> done) {
                          auto* x = static_cast<Ctx*>(c);
                          std::string l = line;
                          boost::asio::post(*x->io, [s = x->self, l] {
-                           if (!s->finished_) s->env_.note(l);
+                           if (s->finished_) return;
+                           s->env_.note(l);
+                           // In the log too, marked as an eval on a host marks them.
+                           Status st = s->env_.append_log(kEvalProgressPrefix + l + "\n");
+                           (void)st;  // progress only; the report's own append reports errors
                          });
                        },
                        &ctx, cancel.get());

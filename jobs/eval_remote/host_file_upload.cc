@@ -58,6 +58,7 @@ void HostFileUpload::begin() {
       return self->finish(r.status());
     }
     if (r->header.value("complete", false)) return self->finish(Status());  // already there
+    self->have_.assign(self->hashes_.size(), false);  // what the host's part file holds now
     for (auto& [k, h] : r->header.value("have", nlohmann::json::object()).items()) {
       size_t i = static_cast<size_t>(std::stoll(k));
       if (i < self->hashes_.size() && h == self->hashes_[i]) self->have_[i] = true;
@@ -81,8 +82,8 @@ void HostFileUpload::send(size_t index) {
                        [self, index, len](Result<protocol::Frame> r) {
                          if (self->abandoned_) return;
                          if (!r.ok()) {
-                           if (transient(r.status())) return self->retry([self, index] { self->begin(); });
-                           return self->finish(r.status());
+                           if (transient(r.status())) return self->retry([self] { self->begin(); });
+                           return self->begin_again(r.status());
                          }
                          self->have_[index] = true;
                          self->sent_ += len;
@@ -97,7 +98,7 @@ void HostFileUpload::commit() {
     if (self->abandoned_) return;
     if (!r.ok()) {
       if (transient(r.status())) return self->retry([self] { self->begin(); });
-      return self->finish(r.status());
+      return self->begin_again(r.status());
     }
     if (!r->header.value("committed", false)) {
       // Chunks that went bad on the host's disk: send them again, a few times.
@@ -112,6 +113,14 @@ void HostFileUpload::commit() {
     }
     self->finish(Status());
   });
+}
+
+// Another upload of the same file to the same place (two evals starting on one
+// host at once) may commit the part file this one was writing: begin again, and
+// find the file complete.
+void HostFileUpload::begin_again(const Status& why) {
+  if (++restarts_ > kMaxRestarts) return finish(why);
+  begin();
 }
 
 void HostFileUpload::finish(Status s) {

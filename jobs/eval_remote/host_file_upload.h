@@ -30,6 +30,7 @@ class HostFileUpload : public std::enable_shared_from_this<HostFileUpload> {
   static constexpr int64_t kChunkBytes = 4 << 20;
   static constexpr int kRetryMs = 1000;
   static constexpr int kMaxRecommits = 3;
+  static constexpr int kMaxRestarts = 3;
 
   /// The file's hash as the receiver computes it (XXH3-128 of its chunk hashes),
   /// read from the coordinator's disk; names a worker's install folder.
@@ -45,6 +46,7 @@ class HostFileUpload : public std::enable_shared_from_this<HostFileUpload> {
   void begin();
   void send(size_t index);
   void commit();
+  void begin_again(const Status& why);
   void retry(std::function<void()> fn);
   void finish(Status s);
 
@@ -56,6 +58,7 @@ class HostFileUpload : public std::enable_shared_from_this<HostFileUpload> {
   std::vector<bool> have_;
   int64_t sent_ = 0;
   int recommits_ = 0;
+  int restarts_ = 0;
   bool abandoned_ = false;
 };
 

@@ -12,13 +12,13 @@
 #include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/eval_outcome.h"
+#include "jobs/eval_progress.h"
 #include "jobs/log_tap_env.h"
 #include "jobs/eval_remote/host_file_upload.h"
 
 namespace ferry {
 namespace {
 
-constexpr const char* kProgressPrefix = "[eval] ";  // the worker's (jobs/eval/tools/eval_worker.h)
 constexpr int kLoaderFailedExit = 127;               // sh's "cannot execute", ld.so's missing library
 
 std::string gib_text(int64_t bytes) {
@@ -158,7 +158,8 @@ void RemoteEvalStage::start_job() {
 }
 
 void RemoteEvalStage::on_line(const std::string& line) {
-  if (line.rfind(kProgressPrefix, 0) == 0) env_.note(line.substr(std::string(kProgressPrefix).size()));
+  const std::string prefix = kEvalProgressPrefix;
+  if (line.rfind(prefix, 0) == 0) env_.note(line.substr(prefix.size()));
   tail_.push_back(line);
   if (tail_.size() > kLogTailLines) tail_.pop_front();
 }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -104,6 +105,20 @@ TEST_F(RemoteEvalStageTest, EvalOnAHostGivesTheSameReportAsInTheCoordinator) {
     auto logs = ferry({"logs", "where-1", name});
     EXPECT_NE(logs.out.find("DFlash drafter eval"), std::string::npos) << logs.out;
     EXPECT_NE(logs.out.find("gate: PASSED"), std::string::npos) << logs.out;
+    // Progress lines marked alike in both logs: the same lines (but the worker's
+    // own first line and the paths being loaded, which are each side's), then the report.
+    auto progress = [](const std::string& log) {
+      std::string out, line;
+      std::istringstream in(log);
+      while (std::getline(in, line)) {
+        bool own = line.rfind("[eval] worker:", 0) == 0 || line.rfind("[eval] loading", 0) == 0;
+        if (line.rfind("[eval] ", 0) == 0 && !own) out += line + "\n";
+      }
+      return out;
+    };
+    auto here_logs = ferry({"logs", "where-1", "here"}).out;
+    EXPECT_NE(progress(here_logs).find("[eval] decoding 20 prompts"), std::string::npos) << here_logs;
+    EXPECT_EQ(progress(logs.out), progress(here_logs));
   }
   // The worker went into each host's workdir under its hash; the prompts to `far` only.
   auto worker_sent = [&](const std::string& name) {

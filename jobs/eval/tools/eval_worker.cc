@@ -22,6 +22,7 @@
 #include <torch/version.h>
 
 #include "jobs/eval_plugin_api.h"
+#include "jobs/eval_progress.h"
 
 namespace ferry::eval {
 namespace {
@@ -95,7 +96,7 @@ int eval_worker_main() {
   nlohmann::json cap = capability();
   std::string isa;
   for (const auto& f : cap["cpu_flags"]) isa += " " + f.get<std::string>();
-  std::cerr << kEvalWorkerProgress << "worker: libtorch " << cap["libtorch"].get<std::string>() << ", "
+  std::cerr << kEvalProgressPrefix << "worker: libtorch " << cap["libtorch"].get<std::string>() << ", "
             << cap["cores"].get<int>() << " cores, CPU" << (isa.empty() ? " (no AVX2)" : isa)
             << (cap["bf16"].get<bool>() ? " (BF16 in hardware)" : " (no BF16 in hardware)") << ", "
             << cap["cuda_devices"].get<int>() << " CUDA device(s)" << std::endl;
@@ -115,7 +116,7 @@ int eval_worker_main() {
   std::string spec_text = spec.dump();
   char* out = ferry_eval_run(
       spec_text.c_str(),
-      [](const char* line, void*) { std::cerr << kEvalWorkerProgress << line << std::endl; }, nullptr, &cancel);
+      [](const char* line, void*) { std::cerr << kEvalProgressPrefix << line << std::endl; }, nullptr, &cancel);
   std::string result = out ? out : R"({"ok":false,"error":"the eval engine returned nothing"})";
   if (out) ferry_eval_free(out);
   if (!write_atomically(result_path, result)) {

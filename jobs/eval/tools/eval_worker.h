@@ -4,7 +4,7 @@
 // It takes the same spec JSON as the plugin (jobs/eval_plugin_api.h) from
 // $FERRY_EVAL_SPEC, plus "result": where to write the plugin's result JSON
 // (temp + rename, so the file is absent or complete). Progress lines go to
-// stderr prefixed with kEvalWorkerProgress, the readable report to stdout, both
+// stderr prefixed with kEvalProgressPrefix (jobs/eval_progress.h), the readable report to stdout, both
 // into the job's log. SIGTERM/SIGINT raise the engine's cancel flag.
 // Exit codes: 0 done and the gate passed, 1 gate failed, 2 error (the result
 // file then holds {"ok": false, "error": ...} when it could be written).
@@ -15,8 +15,6 @@
 #pragma once
 
 namespace ferry::eval {
-
-inline constexpr const char* kEvalWorkerProgress = "[eval] ";
 
 int eval_worker_main();
 int eval_check_main();
