@@ -62,11 +62,13 @@ EvalCapabilityCheck::~EvalCapabilityCheck() = default;
 
 void EvalCapabilityCheck::start(std::function<void(nlohmann::json)> done) {
   done_ = std::move(done);
+  auto installed = env_vars_.find(kInstalledWorkerVar);
+  if (installed != env_vars_.end() && !installed->second.empty()) return run_check(installed->second);
   std::string worker = local_eval_worker_path();
   if (::access(worker.c_str(), X_OK) != 0) {
     return finish({{"can_run", false},
                    {"why", "this ferry has no eval worker to send (" + worker + " is missing)"},
-                   {"fix", "build ferry with FERRY_WITH_TORCH=ON, or set FERRY_EVAL_WORKER"}});
+                   {"fix", "build ferry with FERRY_WITH_TORCH=ON, or set FERRY_SEND_EVAL_WORKER"}});
   }
   auto hash = HostFileUpload::file_hash(worker);
   if (!hash.ok()) return finish({{"can_run", false}, {"why", hash.status().message()}});
@@ -84,7 +86,7 @@ void EvalCapabilityCheck::run_check(const std::string& worker_dest) {
   cs.host = host_;
   cs.job = fresh_job_name();
   cs.token = cs.job;
-  cs.command = "exec " + shell_quote("./" + worker_dest) + " check";
+  cs.command = "exec " + shell_quote(worker_dest[0] == '/' ? worker_dest : "./" + worker_dest) + " check";
   cs.env = env_vars_;
   cs.timeout_s = kCheckTimeoutS;
   job_ = std::make_shared<CommandStage>(*env_, std::move(cs));

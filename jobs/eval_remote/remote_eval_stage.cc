@@ -37,7 +37,7 @@ std::string base_name(const std::string& path) {
 }  // namespace
 
 std::string local_eval_worker_path() {
-  const char* env = std::getenv("FERRY_EVAL_WORKER");
+  const char* env = std::getenv("FERRY_SEND_EVAL_WORKER");
   if (env && *env) return env;
   std::string exe = self_exe();
   return exe.substr(0, exe.rfind('/') + 1) + "ferry-eval";
@@ -55,9 +55,17 @@ void RemoteEvalStage::start(std::function<void(StageOutcome)> done) {
 }
 
 void RemoteEvalStage::install_worker() {
+  // A worker installed on the host (say, one built against that host's own libtorch
+  // with CUDA) is named by the host's env and used as it is.
+  auto installed = spec_.env.find(kInstalledWorkerVar);
+  if (installed != spec_.env.end() && !installed->second.empty()) {
+    worker_dest_ = installed->second;
+    env_.record_event("eval.worker", {{"host", spec_.host}, {"path", worker_dest_}, {"installed", true}});
+    return check_memory();
+  }
   if (::access(spec_.worker.c_str(), X_OK) != 0) {
     return fail("this ferry has no eval worker to send to host '" + spec_.host + "' (" + spec_.worker +
-                " is missing: build with FERRY_WITH_TORCH=ON, or set FERRY_EVAL_WORKER)");
+                " is missing: build with FERRY_WITH_TORCH=ON, or set FERRY_SEND_EVAL_WORKER)");
   }
   auto hash = HostFileUpload::file_hash(spec_.worker);
   if (!hash.ok()) return fail("eval worker: " + hash.status().message());
@@ -144,7 +152,8 @@ void RemoteEvalStage::start_job() {
   cs.job = spec_.attempt.job;
   cs.attempt = spec_.attempt.attempt;
   cs.token = spec_.attempt.token;
-  cs.command = "exec " + shell_quote("./" + worker_dest_) + " worker";
+  const std::string worker = worker_dest_[0] == '/' ? worker_dest_ : "./" + worker_dest_;
+  cs.command = "exec " + shell_quote(worker) + " worker";
   cs.env = spec_.env;
   cs.env["FERRY_EVAL_SPEC"] = engine.dump();
   cs.timeout_s = spec_.timeout_s;

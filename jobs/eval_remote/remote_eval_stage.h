@@ -3,7 +3,8 @@
 //
 // Steps: ship the eval worker (`ferry-eval`, beside this ferry's binaries; it
 // links libtorch dynamically) into the host's workdir under its file hash, the
-// way the agent is installed, sending nothing when the host holds it already;
+// way the agent is installed, sending nothing when the host holds it already
+// (or use the one the host's env names in $FERRY_EVAL_WORKER);
 // fail at once when the checkpoints hold more bytes than the host has memory;
 // ship the prompts when they come from the coordinator (`prompts:
 // coordinator:PATH`); then run `ferry-eval worker` as a detached job through a
@@ -41,9 +42,13 @@ struct RemoteEvalSpec {
   std::string worker;  // the coordinator's ferry-eval binary
 };
 
-/// Where ferry looks for the worker it ships: $FERRY_EVAL_WORKER, else ferry-eval
+/// Where ferry looks for the worker it ships: $FERRY_SEND_EVAL_WORKER, else ferry-eval
 /// beside the running executable.
 std::string local_eval_worker_path();
+
+/// A host env variable naming an eval worker installed there, used instead of
+/// sending this ferry's.
+inline constexpr const char* kInstalledWorkerVar = "FERRY_EVAL_WORKER";
 
 /// The libtorch the worker was built against (Debian 12's libtorch1.13).
 inline constexpr const char* kEvalLibtorchVersion = "1.13";

@@ -235,5 +235,28 @@ TEST_F(RemoteEvalStageTest, CancelStopsTheWorkerOnItsHost) {
                                   std::chrono::seconds(10)));
 }
 
+// A worker installed on the host, named by the host's env, is run as it is:
+// nothing is sent, and the report is the same.
+TEST_F(RemoteEvalStageTest, AWorkerInstalledOnTheHostIsUsedAndNothingIsSent) {
+  std::string wf = dir_.file("wf.yaml");
+  write_text(wf, "name: installed\nhosts:\n  box:\n    workdir: " + dir_.file("box") +
+                     "\n    env: {FERRY_EVAL_WORKER: " + testing::bin_dir() +
+                     "/ferry-eval}\nstages:\n  eval:\n    kind: eval\n    host: box\n"
+                     "    target: ${{ hosts.box.workdir }}/../oracle-target\n"
+                     "    drafter: ${{ hosts.box.workdir }}/../oracle-agree\n"
+                     "    reference: ${{ hosts.box.workdir }}/../oracle-disagree\n"
+                     "    prompts: coordinator:oracle-prompts.jsonl\n" + kEvalFields);
+  auto r = ferry({"run", wf});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json worker;
+  for (auto& [type, d] : events("installed-1", "eval")) {
+    if (type == "eval.worker") worker = d;
+  }
+  EXPECT_EQ(worker.value("installed", false), true) << worker.dump();
+  EXPECT_EQ(worker.value("path", ""), testing::bin_dir() + "/ferry-eval");
+  EXPECT_FALSE(testing::exists(dir_.file("box") + "/.ferry/eval-worker"));
+  EXPECT_GT(stage(status("installed-1"), "eval")["metrics"]["tau"].get<double>(), 3.5);
+}
+
 }  // namespace
 }  // namespace ferry
