@@ -1,11 +1,11 @@
 #include "jobs/eval_stage.h"
 
 #include <boost/asio/post.hpp>
-#include <iomanip>
-#include <sstream>
 #include <thread>
 
+#include "jobs/eval_outcome.h"
 #include "jobs/eval_plugin.h"
+#include "jobs/eval_progress.h"
 
 namespace ferry {
 
@@ -37,7 +37,11 @@ void EvalStage::start(std::function<void(StageOutcome)> done) {
                          auto* x = static_cast<Ctx*>(c);
                          std::string l = line;
                          boost::asio::post(*x->io, [s = x->self, l] {
-                           if (!s->finished_) s->env_.note(l);
+                           if (s->finished_) return;
+                           s->env_.note(l);
+                           // In the log too, marked as an eval on a host marks them.
+                           Status st = s->env_.append_log(kEvalProgressPrefix + l + "\n");
+                           (void)st;  // progress only; the report's own append reports errors
                          });
                        },
                        &ctx, cancel.get());
@@ -52,40 +56,7 @@ void EvalStage::cancel(bool hard) { cancel_->store(true); }
 void EvalStage::finish(const std::string& result_json) {
   if (finished_) return;
   finished_ = true;
-  StageOutcome o;
-  auto r = nlohmann::json::parse(result_json, nullptr, false);
-  if (r.is_discarded() || !r.value("ok", false)) {
-    o.error = r.is_discarded() ? "eval plugin returned bad JSON" : r.value("error", std::string("eval failed"));
-    if (cancel_->load()) {
-      o.state = StageOutcome::State::kCancelled;
-      o.error = "cancelled";
-    }
-    auto done = std::move(done_);
-    done(std::move(o));
-    return;
-  }
-  for (auto& [k, v] : r["metrics"].items()) {
-    if (v.is_number()) o.metrics[k] = v.get<double>();
-  }
-  auto fmt = [](double x) {
-    std::ostringstream s;
-    s << std::setprecision(6) << x;
-    return s.str();
-  };
-  for (const char* key : {"tau", "reference_tau", "speedup"}) {
-    auto it = o.metrics.find(key);
-    o.outputs[key] = it == o.metrics.end() ? "" : fmt(it->second);
-  }
-  o.report = r["report"];
-  Status s = env_.append_log(r.value("text", std::string()) + "\n");
-  (void)s;
-  env_.record_event("eval.report", r["report"]);
-  if (r.value("gate_passed", true)) {
-    o.state = StageOutcome::State::kSucceeded;
-  } else {
-    o.state = StageOutcome::State::kFailed;
-    o.error = "gate failed: " + r.value("gate_message", std::string());
-  }
+  StageOutcome o = eval_outcome(result_json, cancel_->load(), /*append_text=*/true, env_);
   auto done = std::move(done_);
   done(std::move(o));
 }

@@ -3,8 +3,9 @@
 //
 // The worker posts progress lines and the result back to the io executor; cancel
 // raises a flag the engine checks between steps. τ and friends become the
-// stage's metrics and outputs; the readable report is appended to the stage's
-// log, so `ferry logs RUN STAGE` shows it; a failed gate fails the stage.
+// stage's metrics and outputs; the progress lines and the readable report are
+// appended to the stage's log, so `ferry logs RUN STAGE` shows them (as for an eval
+// on a host); a failed gate fails the stage.
 // io thread only, except the worker.
 #pragma once
 

@@ -1,6 +1,7 @@
 #include "jobs/stage_factory.h"
 
 #include "jobs/copy/copy_stage.h"
+#include "jobs/eval_remote/remote_eval_factory.h"
 #include "jobs/eval_stage.h"
 
 namespace ferry {
@@ -26,19 +27,21 @@ std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, con
     spec.attempt = id;
     return std::make_shared<CopyStage>(env, spec);
   }
-  // Eval: paths on the coordinator, relative to the workflow file like keep_local.
   nlohmann::json spec = {{"max_new_tokens", inputs.value("max_new_tokens", 128)},
                          {"block_size", inputs.value("block_size", 0)},
                          {"device", inputs.value("device", std::string("cpu"))},
                          {"dtype", inputs.value("dtype", std::string("float32"))},
                          {"threads", inputs.value("threads", 0)},
                          {"prompt_format", inputs.value("prompt_format", std::string("chat"))}};
+  for (const char* key : {"min_tau", "min_ratio_to_reference"}) {
+    if (inputs.contains(key)) spec[key] = inputs[key];
+  }
+  const std::string host = inputs.value("host", std::string());
+  if (!host.empty()) return make_remote_eval_stage(host, inputs, std::move(spec), env, id);
+  // In the coordinator: paths on the coordinator, relative to the workflow file like keep_local.
   for (const char* key : {"target", "drafter", "reference", "prompts", "tokenizer"}) {
     std::string v = inputs.value(key, std::string());
     spec[key] = v.empty() ? "" : env.local_path(v);
-  }
-  for (const char* key : {"min_tau", "min_ratio_to_reference"}) {
-    if (inputs.contains(key)) spec[key] = inputs[key];
   }
   return std::make_shared<EvalStage>(env, spec);
 }

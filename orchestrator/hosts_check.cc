@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "orchestrator/eval_capability.h"
 #include "orchestrator/host_connection.h"
 #include "orchestrator/transport_factory.h"
 #include "orchestrator/workflow_paths.h"
@@ -22,17 +23,60 @@ std::string gib(double bytes) {
   return s.str();
 }
 
-// Host workdirs as a run would see them, params at their defaults.
-std::string workdir_of(const workflow::Workflow& wf, const workflow::Host& h, const std::string& home) {
+// A host setting's template as a run would see it, params at their defaults.
+std::string expand_host_setting(const workflow::Workflow& wf, const workflow::Text& t) {
   auto w = workflow::expand_template(
-      h.workdir.value,
+      t.value,
       [&](const workflow::Reference& r) -> Result<std::string> {
         const auto* p = wf.find_param(r.name);
         if (p) return p->default_value;
         return std::string("check");
       },
       false);
-  return resolve_host_workdir(h, w.ok() ? *w : h.workdir.value, wf.path, home);
+  return w.ok() ? *w : t.value;
+}
+
+std::string workdir_of(const workflow::Workflow& wf, const workflow::Host& h, const std::string& home) {
+  return resolve_host_workdir(h, expand_host_setting(wf, h.workdir), wf.path, home);
+}
+
+// The target models of the eval stages on `host` whose paths need nothing of a run.
+std::vector<std::string> eval_targets_on(const workflow::Workflow& wf, const std::string& host) {
+  std::vector<std::string> out;
+  for (const auto& s : wf.stages) {
+    if (s.kind != workflow::StageKind::kEval || s.host != host) continue;
+    auto refs = workflow::parse_references(s.target.value);
+    bool params_only = refs.ok();
+    for (const auto& r : refs.ok() ? *refs : std::vector<workflow::Reference>{}) {
+      params_only = params_only && r.kind == workflow::Reference::Kind::kParam;
+    }
+    if (params_only) out.push_back(expand_host_setting(wf, s.target));
+  }
+  return out;
+}
+
+std::string render_eval_row(const nlohmann::json& h) {
+  const auto& e = h["eval"];
+  std::ostringstream out;
+  if (!e.value("can_run", false)) {
+    out << "evals: NO — " << e.value("why", std::string("unknown"));
+    if (e.contains("fix")) out << "; fix: " << e["fix"].get<std::string>();
+    return out.str();
+  }
+  out << "evals: yes — libtorch " << e.value("libtorch", std::string("?")) << ", CPU";
+  for (const auto& f : e.value("cpu_flags", nlohmann::json::array())) out << " " << f.get<std::string>();
+  out << (e.value("bf16", false) ? " (BF16 in hardware)" : " (no BF16 in hardware: bfloat16 evals run slowly)") << ", "
+      << e.value("cores", 0) << " cores, " << e.value("cuda_devices", 0) << " CUDA device(s)";
+  double mem = h["info"].value("mem_total_bytes", 0.0);
+  for (const auto& m : h.value("eval_models", nlohmann::json::array())) {
+    double bytes = m.value("bytes", 0.0);
+    std::ostringstream size;
+    size << std::fixed << std::setprecision(1) << bytes / (1024.0 * 1024) << " MiB";
+    out << "; model " << m.value("path", std::string()) << " " << (bytes < (1 << 30) ? size.str() : gib(bytes))
+        << " of " << gib(mem) << " memory"
+        << (bytes > mem ? " — DOES NOT FIT" : "");
+  }
+  return out.str();
 }
 
 }  // namespace
@@ -45,6 +89,32 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
   int pending = 0;
   auto done_one = [&] {
     if (--pending == 0) io.stop();
+  };
+  // Whether the host can run evals: the eval worker's own check, there, under the
+  // host's env; and the size of the models its eval stages name, when already there.
+  std::vector<std::shared_ptr<EvalCapabilityCheck>> eval_checks;
+  std::function<void(size_t)> check_eval = [&](size_t i) {
+    const auto& h = wf.hosts[i];
+    std::map<std::string, std::string> env;
+    for (const auto& [k, v] : h.env) env[k] = expand_host_setting(wf, v);
+    auto check = std::make_shared<EvalCapabilityCheck>(io, conns[i], h.name, env);
+    eval_checks.push_back(check);
+    ++pending;
+    check->start([&, i](nlohmann::json result) {
+      hosts[i]["eval"] = std::move(result);
+      done_one();
+    });
+    for (const auto& target : eval_targets_on(wf, h.name)) {
+      ++pending;
+      conns[i]->call("fs.list", {{"path", target}}, [&, i, target](Result<protocol::Frame> r) {
+        if (r.ok()) {
+          int64_t bytes = 0;
+          for (const auto& f : r->header.value("files", nlohmann::json::array())) bytes += f.value("size", int64_t{0});
+          hosts[i]["eval_models"].push_back({{"path", target}, {"bytes", bytes}});
+        }
+        done_one();
+      });
+    }
   };
   for (size_t i = 0; i < wf.hosts.size(); ++i) {
     const auto& h = wf.hosts[i];
@@ -66,6 +136,7 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
         hosts[i]["connected"] = true;
         hosts[i]["info"] = r->header;
         hosts[i]["agent"] = conns[i]->hello();
+        check_eval(i);
       } else if (!hosts[i].contains("error")) {
         hosts[i]["error"] = r.status().message();
       }
@@ -127,6 +198,7 @@ std::string render_hosts_check(const nlohmann::json& report) {
     if (info["gpus"].empty()) out << "no GPU";
     for (const auto& g : info["gpus"]) out << g.value("name", std::string()) << " (" << g.value("memory", std::string()) << ") ";
     out << "\n";
+    if (h.contains("eval")) out << "  " << render_eval_row(h) << "\n";
   }
   if (!report["reach"].empty()) {
     out << "reachability (from → to):\n";

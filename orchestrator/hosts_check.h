@@ -1,7 +1,9 @@
 // `ferry hosts check`: connects to every host of a workflow the way a run would
 // and reports what it finds: reachable, host key and auth (the transport's own
-// error), agent version, cores, memory, free disk in the workdir, GPUs, and the
-// host-to-host reachability matrix probed by each host's agent. Blocks the
+// error), agent version, cores, memory, free disk in the workdir, GPUs, whether
+// it can run evals (eval_capability.h; with the size of the models its eval
+// stages name, when they are there already), and the host-to-host reachability
+// matrix probed by each host's agent. Blocks the
 // calling thread (it runs its own io loop).
 #pragma once
 
@@ -12,7 +14,7 @@
 
 namespace ferry {
 
-/// {hosts: [{name, transport, address, connected, error, agent, info}],
+/// {hosts: [{name, transport, address, connected, error, agent, info, eval, eval_models}],
 ///  reach: [{from, to, reachable, error}]}
 nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home);
 std::string render_hosts_check(const nlohmann::json& report);

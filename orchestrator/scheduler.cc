@@ -192,9 +192,11 @@ Status Scheduler::load() {
     st.outputs = rec.outputs;
     if (rec.state == "succeeded") {
       st.state = "succeeded";  // kept if its inputs are unchanged (checked when it comes up)
-    } else if (rec.state == "running" && st.spec->kind != StageKind::kEval && rec.attempt > 0) {
-      // A command's job, or a copy (a direct copy's push is a job on its source
-      // host; a relay continues from the receiver's journal): same attempt, same token.
+    } else if (rec.state == "running" && (st.spec->kind != StageKind::kEval || !st.spec->host.empty()) &&
+               rec.attempt > 0) {
+      // A command's job, an eval's worker on its host, or a copy (a direct copy's push
+      // is a job on its source host; a relay continues from the receiver's journal):
+      // same attempt, same token.
       st.state = "pending";
       st.reattach = true;
       for (const std::string& h : {st.spec->host, st.spec->from.host, st.spec->to.host}) {
@@ -287,14 +289,8 @@ Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
     if (!r.ok()) return r.status().with_context(where.substr(0, where.size() - 2));
     return r;
   };
-  if (s.kind == StageKind::kCommand) {
-    auto run = get(s.run, true);
-    if (!run.ok()) return run.status();
-    auto cwd = get(s.cwd, false);
-    if (!cwd.ok()) return cwd.status();
-    in["command"] = *run;
-    in["cwd"] = *cwd;
-    in["timeout_s"] = s.timeout_s;
+  // A job on a host (a command, an eval's worker) gets the host's env and the stage's.
+  auto job_env = [&]() -> Result<nlohmann::json> {
     nlohmann::json env = nlohmann::json::object();
     const workflow::Host* host = wf_.find_host(s.host);
     for (const auto& [k, v] : host->env) {
@@ -310,8 +306,26 @@ Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
     env["FERRY_RUN_ID"] = run_.id;
     env["FERRY_STAGE"] = s.name;
     env["FERRY_WORKDIR"] = host_workdir(*host);
-    in["env"] = env;
+    return env;
+  };
+  if (s.kind == StageKind::kCommand) {
+    auto run = get(s.run, true);
+    if (!run.ok()) return run.status();
+    auto cwd = get(s.cwd, false);
+    if (!cwd.ok()) return cwd.status();
+    in["command"] = *run;
+    in["cwd"] = *cwd;
+    in["timeout_s"] = s.timeout_s;
+    auto env = job_env();
+    if (!env.ok()) return env.status();
+    in["env"] = *env;
   } else {
+    if (s.kind == StageKind::kEval && !s.host.empty()) {
+      auto env = job_env();
+      if (!env.ok()) return env.status();
+      in["env"] = *env;
+      in["timeout_s"] = s.timeout_s;
+    }
     for (auto [key, t] : {std::pair{"from", &s.from.path}, {"to", &s.to.path}, {"keep_local", &s.keep_local},
                           {"target", &s.target}, {"drafter", &s.drafter}, {"reference", &s.reference},
                           {"prompts", &s.prompts}, {"tokenizer", &s.tokenizer}}) {
@@ -470,8 +484,8 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
                     " on " + s.host, "34");
   } else {
     st.runner = make_stage_runner(s, *inputs, *st.env, AttemptId{run_.job_key(s.name), st.attempt, st.token});
-    say(s.name, "starting " + std::string(workflow::stage_kind_name(s.kind)) + " attempt " + std::to_string(attempt),
-        "34");
+    say(s.name, std::string(reattach ? "re-attaching to " : "starting ") + workflow::stage_kind_name(s.kind) +
+                    " attempt " + std::to_string(attempt) + (s.host.empty() ? "" : " on " + s.host), "34");
   }
   std::string name = s.name;
   st.runner->start([this, name, attempt](StageOutcome o) { on_outcome(*stages_[name], attempt, std::move(o)); });

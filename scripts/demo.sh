@@ -2,8 +2,8 @@
 # The demo: the dflash-tiny story on two local hosts (no root, no sshd needed).
 # A tiny byte-level Qwen3 target and a DFlash drafter train on `trainer`, the
 # checkpoints are relayed to `evaluator` through this machine, and the drafter is
-# evaluated in-process against a reference drafter. Ends with the eval report and
-# the status table.
+# evaluated on `evaluator` against a reference drafter. Ends with the eval report
+# and the status table.
 # Usage: scripts/demo.sh [BUILD_DIR] [extra `ferry run` args, e.g. -p wrong_mask=258]
 # DEMO_WORKFLOW names another workflow file (scripts/demo-ssh.sh uses it).
 set -eu
@@ -12,15 +12,15 @@ build="${1:-build}"
 ferry="$build/bin/ferry"
 export FERRY_HOME="${FERRY_HOME:-$HOME/.local/share/ferry}"
 bin=$(cd "$build/bin" && pwd)
-if [ ! -x "$bin/dflash-train-drafter" ] || [ ! -f "$bin/libferry-eval.so" ]; then
-  echo "demo: $bin has no trainers or eval plugin; build with FERRY_WITH_TORCH=ON (make demo does)" >&2
+if [ ! -x "$bin/dflash-train-drafter" ] || [ ! -x "$bin/ferry-eval" ]; then
+  echo "demo: $bin has no trainers or eval worker; build with FERRY_WITH_TORCH=ON (make demo does)" >&2
   exit 2
 fi
 
 workflow="${DEMO_WORKFLOW:-examples/dflash-tiny/workflow.yaml}"
 echo "== ferry run $workflow   (state in $FERRY_HOME)"
 status=0
-"$ferry" run "$workflow" -p bin="$bin" -p local="$FERRY_HOME/dflash-tiny" "$@" || status=$?
+"$ferry" run "$workflow" -p bin="$bin" "$@" || status=$?
 run=$("$ferry" runs --json | sed -n 's/.*"id": "\(dflash-tiny-[0-9]*\)".*/\1/p' | head -n 1)
 echo
 echo "== ferry logs $run eval   (the eval report)"

@@ -71,7 +71,7 @@ struct Stage {
   std::string name;
   Location at;
   StageKind kind = StageKind::kCommand;
-  std::string host;  // command stages
+  std::string host;  // command stages; eval stages ("" = in the coordinator)
   Location host_at;  // of the 'host' value; unknown when the key is absent
   std::vector<std::string> needs;
   std::vector<Location> needs_at;

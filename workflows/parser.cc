@@ -509,8 +509,8 @@ class Parser {
       case StageKind::kCopy: need("from"); need("to"); break;
       case StageKind::kEval: need("target"); need("drafter"); need("prompts"); break;
     }
-    if (s.kind != StageKind::kCommand && find(e, "host")) {
-      d_.error(s.host_at, what + ": 'host' applies to command stages (copy names hosts in from/to; eval runs in the coordinator)");
+    if (s.kind == StageKind::kCopy && find(e, "host")) {
+      d_.error(s.host_at, what + ": 'host' does not apply to copy stages (they name their hosts in from/to)");
     }
   }
 

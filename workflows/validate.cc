@@ -121,6 +121,10 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
         d.error(s.host_at, what + " runs on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
       }
     }
+    if (s.kind == StageKind::kEval && !s.host.empty() && !wf.find_host(s.host)) {
+      // An eval without 'host' runs in the coordinator; with one, on that host.
+      d.error(s.host_at, what + " evaluates on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
+    }
     if (s.kind == StageKind::kCopy) {
       for (const Endpoint* e : {&s.from, &s.to}) {
         if (!e->host.empty() && !wf.find_host(e->host)) {

@@ -10,48 +10,21 @@
 #include "agents/push_progress.h"
 #include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
+#include "jobs/log_tap_env.h"
 
 namespace ferry {
 
-// The StageEnv of the push's CommandStage: everything goes to the stage's own
-// env, except that the push's log is also read line by line for its progress
-// and its error, and the job's attempt events are named as the push's.
-class CopyStage::PushEnv : public StageEnv {
+// The StageEnv of the push's CommandStage (log_tap_env.h): the push's log lines
+// carry its progress and its error, and the job's attempt events are named as the push's.
+class CopyStage::PushEnv : public LogTapEnv {
  public:
-  PushEnv(StageEnv& env, CopyStage& copy) : env_(env), copy_(copy) {}
-  boost::asio::io_context& io() override { return env_.io(); }
-  void call_agent(const std::string& host, const std::string& op, nlohmann::json args, ReplyFn fn) override {
-    env_.call_agent(host, op, std::move(args), std::move(fn));
-  }
-  void call_agent_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args,
-                       std::string body, ReplyFn fn) override {
-    env_.call_agent_lane(host, lane, op, std::move(args), std::move(body), std::move(fn));
-  }
-  std::string local_path(const std::string& path) override { return env_.local_path(path); }
+  PushEnv(StageEnv& env, CopyStage& copy)
+      : LogTapEnv(env, [&copy](const std::string& line) { copy.on_push_line(line); }) {}
   void record_event(const std::string& type, nlohmann::json detail) override {
     // attempt.launched / attempt.reattached of the push job: copy.push_launched / copy.push_reattached.
     if (type.rfind("attempt.", 0) == 0) return env_.record_event("copy.push_" + type.substr(8), std::move(detail));
     env_.record_event(type, std::move(detail));
   }
-  Status append_log(const std::string& bytes) override {
-    FERRY_RETURN_IF_ERROR(env_.append_log(bytes));
-    partial_ += bytes;
-    size_t start = 0;
-    for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
-      copy_.on_push_line(partial_.substr(start, nl - start));
-    }
-    partial_.erase(0, start);
-    return Status();
-  }
-  int64_t log_size() override { return env_.log_size(); }
-  void set_disconnected(int64_t since_ms) override { env_.set_disconnected(since_ms); }
-  void note(const std::string& line) override { env_.note(line); }
-  void set_progress(nlohmann::json progress) override { env_.set_progress(std::move(progress)); }
-
- private:
-  StageEnv& env_;
-  CopyStage& copy_;
-  std::string partial_;  // a line the log read cut in two
 };
 
 CopyStage::CopyStage(StageEnv& env, CopySpec spec) : env_(env), spec_(std::move(spec)), progress_timer_(env.io()) {

@@ -1,11 +1,17 @@
 // ferry-eval: `ferry eval` as a standalone binary, for engine development without the
 // rest of ferry. Same flags and exit codes (jobs/eval/eval_command.h).
+// `ferry-eval worker` and `ferry-eval check`: the eval worker that runs on a host
+// holding the model (jobs/eval/tools/eval_worker.h).
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "jobs/eval/eval_command.h"
+#include "jobs/eval/tools/eval_worker.h"
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "worker") == 0) return ferry::eval::eval_worker_main();
+  if (argc == 2 && std::strcmp(argv[1], "check") == 0) return ferry::eval::eval_check_main();
   std::vector<char*> args;
   static char eval_name[] = "eval";
   args.push_back(eval_name);

@@ -1,0 +1,264 @@
+#include "jobs/eval_remote/remote_eval_stage.h"
+
+#include <unistd.h>
+
+#include <boost/asio/steady_timer.hpp>
+#include <cstdio>
+#include <cstdlib>
+
+#include "agents/chunk_files.h"
+#include "agents/file_util.h"
+#include "base/file_hash.h"
+#include "base/shell_quote.h"
+#include "jobs/command/command_stage.h"
+#include "jobs/eval_outcome.h"
+#include "jobs/eval_progress.h"
+#include "jobs/log_tap_env.h"
+#include "jobs/eval_remote/host_file_upload.h"
+
+namespace ferry {
+namespace {
+
+constexpr int kLoaderFailedExit = 127;               // sh's "cannot execute", ld.so's missing library
+
+std::string gib_text(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+bool transient(const Status& s) { return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kCancelled; }
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::string local_eval_worker_path() {
+  const char* env = std::getenv("FERRY_SEND_EVAL_WORKER");
+  if (env && *env) return env;
+  std::string exe = self_exe();
+  return exe.substr(0, exe.rfind('/') + 1) + "ferry-eval";
+}
+
+RemoteEvalStage::RemoteEvalStage(StageEnv& env, RemoteEvalSpec spec) : env_(env), spec_(std::move(spec)) {
+  result_path_ = ".ferry/eval-results/" + spec_.attempt.job + "." + std::to_string(spec_.attempt.attempt) + ".json";
+}
+
+RemoteEvalStage::~RemoteEvalStage() = default;
+
+void RemoteEvalStage::start(std::function<void(StageOutcome)> done) {
+  done_ = std::move(done);
+  install_worker();
+}
+
+void RemoteEvalStage::install_worker() {
+  // A worker installed on the host (say, one built against that host's own libtorch
+  // with CUDA) is named by the host's env and used as it is.
+  auto installed = spec_.env.find(kInstalledWorkerVar);
+  if (installed != spec_.env.end() && !installed->second.empty()) {
+    worker_dest_ = installed->second;
+    env_.record_event("eval.worker", {{"host", spec_.host}, {"path", worker_dest_}, {"installed", true}});
+    return check_memory();
+  }
+  if (::access(spec_.worker.c_str(), X_OK) != 0) {
+    return fail("this ferry has no eval worker to send to host '" + spec_.host + "' (" + spec_.worker +
+                " is missing: build with FERRY_WITH_TORCH=ON, or set FERRY_SEND_EVAL_WORKER)");
+  }
+  auto hash = HostFileUpload::file_hash(spec_.worker);
+  if (!hash.ok()) return fail("eval worker: " + hash.status().message());
+  // By hash, like the agent: a host keeps every worker it was sent, and a
+  // changed build never runs a stale one.
+  worker_dest_ = ".ferry/eval-worker/" + *hash + "/ferry-eval";
+  upload_ = std::make_shared<HostFileUpload>(env_, HostFile{spec_.worker, spec_.host, worker_dest_, 0755});
+  auto self = shared_from_this();
+  upload_->start([self, hash = *hash](Status s, int64_t sent) {
+    if (self->finished_) return;
+    if (!s.ok()) return self->fail(s.message());
+    self->env_.record_event("eval.worker", {{"host", self->spec_.host}, {"path", self->worker_dest_},
+                                            {"hash", hash}, {"bytes_sent", sent}});
+    if (sent > 0) self->env_.note("sent the eval worker to " + self->spec_.host + " (" + std::to_string(sent) + " bytes)");
+    self->check_memory();
+  });
+}
+
+// The checkpoints are memory-mapped whole: more bytes than the host has memory can
+// never run there, so say so now instead of after minutes of paging. Paths that do
+// not list are left to the engine, whose error names the file.
+void RemoteEvalStage::check_memory() {
+  auto self = shared_from_this();
+  auto total = std::make_shared<int64_t>(0);
+  auto listed = std::make_shared<std::vector<std::string>>();
+  auto pending = std::make_shared<int>(1);
+  auto host_memory = std::make_shared<int64_t>(0);
+  auto one_done = [self, total, listed, pending, host_memory] {
+    if (--*pending > 0 || self->finished_) return;
+    if (*host_memory > 0 && *total > *host_memory) {
+      std::string what;
+      for (const auto& l : *listed) what += (what.empty() ? "" : ", ") + l;
+      return self->fail("host '" + self->spec_.host + "' has " + gib_text(*host_memory) +
+                        " of memory and the eval's checkpoints hold " + gib_text(*total) + " (" + what +
+                        "): they cannot fit; evaluate on a host with more memory");
+    }
+    self->ship_prompts();
+  };
+  env_.call_agent(spec_.host, "host.info", nlohmann::json::object(), [host_memory, one_done](Result<protocol::Frame> r) {
+    if (r.ok()) *host_memory = r->header.value("mem_total_bytes", int64_t{0});
+    one_done();
+  });
+  for (const char* key : {"target", "drafter", "reference"}) {
+    std::string path = spec_.engine.value(key, std::string());
+    if (path.empty()) continue;
+    ++*pending;
+    env_.call_agent(spec_.host, "fs.list", {{"path", path}},
+                    [total, listed, one_done, key = std::string(key)](Result<protocol::Frame> r) {
+                      if (r.ok()) {
+                        int64_t bytes = 0;
+                        for (const auto& f : r->header.value("files", nlohmann::json::array())) {
+                          bytes += f.value("size", int64_t{0});
+                        }
+                        *total += bytes;
+                        listed->push_back(key + " " + gib_text(bytes));
+                      }
+                      one_done();
+                    });
+  }
+}
+
+void RemoteEvalStage::ship_prompts() {
+  if (spec_.coordinator_prompts.empty()) return start_job();
+  auto hash = HostFileUpload::file_hash(spec_.coordinator_prompts);
+  if (!hash.ok()) return fail("prompts: " + hash.status().message());
+  std::string dest = ".ferry/eval-prompts/" + *hash + "-" + base_name(spec_.coordinator_prompts);
+  upload_ = std::make_shared<HostFileUpload>(env_, HostFile{spec_.coordinator_prompts, spec_.host, dest, 0644});
+  auto self = shared_from_this();
+  upload_->start([self, dest](Status s, int64_t) {
+    if (self->finished_) return;
+    if (!s.ok()) return self->fail("prompts: " + s.message());
+    self->spec_.engine["prompts"] = dest;
+    self->start_job();
+  });
+}
+
+void RemoteEvalStage::start_job() {
+  // Even when cancelled already: this attempt's worker may be running from before a
+  // coordinator crash, and only its job can stop it (CommandStage cancels once started).
+  nlohmann::json engine = spec_.engine;
+  engine["result"] = result_path_;
+  CommandSpec cs;
+  cs.host = spec_.host;
+  cs.job = spec_.attempt.job;
+  cs.attempt = spec_.attempt.attempt;
+  cs.token = spec_.attempt.token;
+  const std::string worker = worker_dest_[0] == '/' ? worker_dest_ : "./" + worker_dest_;
+  cs.command = "exec " + shell_quote(worker) + " worker";
+  cs.env = spec_.env;
+  cs.env["FERRY_EVAL_SPEC"] = engine.dump();
+  cs.timeout_s = spec_.timeout_s;
+  env_.record_event("eval.started", {{"host", spec_.host}, {"spec", engine}});
+  // The log's lines: progress for the person watching, the last ones to explain a failure.
+  job_env_ = std::make_unique<LogTapEnv>(env_, [this](const std::string& line) { on_line(line); });
+  job_ = std::make_shared<CommandStage>(*job_env_, std::move(cs));
+  auto self = shared_from_this();
+  job_->start([self](StageOutcome o) { self->on_job_done(std::move(o)); });
+  if (cancelled_) job_->cancel(cancel_hard_);
+}
+
+void RemoteEvalStage::on_line(const std::string& line) {
+  const std::string prefix = kEvalProgressPrefix;
+  if (line.rfind(prefix, 0) == 0) env_.note(line.substr(prefix.size()));
+  tail_.push_back(line);
+  if (tail_.size() > kLogTailLines) tail_.pop_front();
+}
+
+void RemoteEvalStage::on_job_done(StageOutcome o) {
+  if (finished_) return;
+  if (o.state == StageOutcome::State::kCancelled || o.state == StageOutcome::State::kTimedOut) return finish(o);
+  job_outcome_ = std::move(o);
+  auto self = shared_from_this();
+  env_.call_agent(spec_.host, "fs.stat", {{"path", result_path_}}, [self](Result<protocol::Frame> r) {
+    if (self->finished_) return;
+    if (!r.ok()) {
+      if (transient(r.status())) {
+        auto timer = std::make_shared<boost::asio::steady_timer>(self->env_.io(), std::chrono::milliseconds(kRetryMs));
+        return timer->async_wait([self, timer](const boost::system::error_code& ec) {
+          if (!ec) self->on_job_done(self->job_outcome_);
+        });
+      }
+      return self->fail("reading the eval result on " + self->spec_.host + ": " + r.status().message());
+    }
+    if (!r->header.value("exists", false)) return self->fail(self->cannot_run_reason(self->job_outcome_));
+    self->read_result(r->header.value("size", int64_t{0}), "");
+  });
+}
+
+void RemoteEvalStage::read_result(int64_t size, std::string sofar) {
+  if (static_cast<int64_t>(sofar.size()) >= size) {
+    StageOutcome o = eval_outcome(sofar, cancelled_, /*append_text=*/false, env_);
+    return finish(std::move(o));
+  }
+  int64_t offset = static_cast<int64_t>(sofar.size());
+  int64_t len = std::min(kResultPiece, size - offset);
+  auto self = shared_from_this();
+  nlohmann::json args = {{"path", result_path_}, {"offset", offset}, {"length", len}};
+  env_.call_agent(spec_.host, "fs.read", args, [self, size, sofar = std::move(sofar)](Result<protocol::Frame> r) mutable {
+    if (self->finished_) return;
+    if (!r.ok()) {
+      if (transient(r.status())) {
+        auto timer = std::make_shared<boost::asio::steady_timer>(self->env_.io(), std::chrono::milliseconds(kRetryMs));
+        return timer->async_wait([self, timer, size, sofar](const boost::system::error_code& ec) {
+          if (!ec) self->read_result(size, sofar);
+        });
+      }
+      return self->fail("reading the eval result on " + self->spec_.host + ": " + r.status().message());
+    }
+    if (xxh128_hex(r->body.data(), r->body.size()) != r->header.value("hash", std::string())) {
+      return self->fail("the eval result read from " + self->spec_.host + " does not match its hash");
+    }
+    sofar += r->body;
+    self->read_result(size, std::move(sofar));
+  });
+}
+
+// Why the worker left no result: the loader's words when libtorch is missing,
+// else the worker's own last line.
+std::string RemoteEvalStage::cannot_run_reason(const StageOutcome& o) const {
+  for (const auto& line : tail_) {
+    if (line.find("error while loading shared libraries") != std::string::npos) {
+      return "host '" + spec_.host + "' cannot run evals: the eval worker does not start there (" + line +
+             "); it needs libtorch " + kEvalLibtorchVersion +
+             ": install it on the host (Debian 12: apt-get install libtorch" + kEvalLibtorchVersion +
+             "), or set LD_LIBRARY_PATH in the host's env to where it is";
+    }
+  }
+  std::string last = tail_.empty() ? "" : tail_.back();
+  if (o.exit_code == kLoaderFailedExit) {
+    return "host '" + spec_.host + "' cannot run the eval worker (exit 127" + (last.empty() ? "" : ": " + last) + ")";
+  }
+  return "the eval worker on '" + spec_.host + "' left no result (" + (o.error.empty() ? "no error" : o.error) +
+         (last.empty() ? "" : "; last log line: " + last) + ")";
+}
+
+void RemoteEvalStage::cancel(bool hard) {
+  cancelled_ = true;
+  cancel_hard_ = cancel_hard_ || hard;
+  if (job_) job_->cancel(hard);  // else start_job cancels the job it starts or finds
+}
+
+void RemoteEvalStage::fail(const std::string& why) {
+  StageOutcome o;
+  o.error = why;
+  finish(std::move(o));
+}
+
+void RemoteEvalStage::finish(StageOutcome o) {
+  if (finished_) return;
+  finished_ = true;
+  if (upload_) upload_->abandon();
+  auto done = std::move(done_);
+  done(std::move(o));
+}
+
+}  // namespace ferry

@@ -1,0 +1,43 @@
+// An eval report with what differs between two runs of the same eval taken out:
+// timings (seconds, tokens/s, speedups, which depend on the machine's load) and
+// the paths it names (the same files reached from the coordinator or from a
+// host). What stays is every figure the drafters earn: τ, the histogram, the
+// per-position acceptance, the per-prompt τ, forwards and tokens, the drafter
+// diff, the gate. Tests only.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ferry::testing {
+
+inline bool is_run_dependent_key(const std::string& k) {
+  static const char* kKeys[] = {"target", "drafter", "reference", "prompts", "path", "location", "files_opened", "speedup", "reference_speedup",
+                                "tokens_per_second", "mean_tpot", "wall_seconds", "attempt"};
+  for (const char* x : kKeys) {
+    if (k == x) return true;
+  }
+  auto ends_with = [&](const std::string& tail) {
+    return k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return ends_with("_seconds") || ends_with("tokens_per_second") || ends_with("_speedup");
+}
+
+inline nlohmann::json comparable_report(const nlohmann::json& j) {
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto& [k, v] : j.items()) {
+      if (!is_run_dependent_key(k)) out[k] = comparable_report(v);
+    }
+    return out;
+  }
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : j) out.push_back(comparable_report(v));
+    return out;
+  }
+  return j;
+}
+
+}  // namespace ferry::testing
