@@ -12,14 +12,18 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ferry-tiny-models target  --out DIR [--kind random|oracle] [--seed N] [--vocab N] [--hidden N]\n"
-    "                                 [--intermediate N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N]\n"
-    "                                 [--tie] [--eos N] [--oracle-token N] [--oracle-period N] [--oracle-mask N]\n"
-    "                                 [--dtype F32|BF16|F16] [--shards N] [--vlm]\n"
+    "usage: ferry-tiny-models target  --out DIR [--arch qwen3|qwen3_5] [--kind random|oracle] [--seed N]\n"
+    "                                 [--vocab N] [--hidden N] [--intermediate N] [--layers N] [--heads N]\n"
+    "                                 [--kv-heads N] [--head-dim N] [--tie] [--eos N] [--oracle-token N]\n"
+    "                                 [--oracle-period N] [--oracle-mask N] [--dtype F32|BF16|F16] [--shards N] [--vlm]\n"
+    "                                 qwen3_5: [--layer-types linear,linear,linear,full] [--linear-key-heads N]\n"
+    "                                 [--linear-value-heads N] [--linear-key-dim N] [--linear-value-dim N]\n"
+    "                                 [--conv-kernel N]\n"
     "       ferry-tiny-models drafter --out DIR [--kind random|agree|disagree] [--seed N] [--target-vocab N]\n"
     "                                 [--hidden N] [--intermediate N] [--layers N] [--heads N] [--kv-heads N]\n"
     "                                 [--head-dim N] [--block-size B] [--mask N] [--num-target-layers N]\n"
     "                                 [--target-layer-ids 1,2,3] [--dtype F32|BF16|F16] [--shards N]\n"
+    "                                 [--layer-types sliding,full] [--sliding-window N]\n"
     "       ferry-tiny-models prompts --out FILE [--count N] [--vocab N] [--min-len N] [--max-len N] [--seed N]\n"
     "       ferry-tiny-models suite   --out DIR   (a ready set: random and oracle targets, drafters, prompts)\n";
 
@@ -34,6 +38,24 @@ bool to_int(const std::string& s, int64_t* out) {
   if (s.empty() || *end != '\0') return false;
   *out = v;
   return true;
+}
+
+// "linear,full,sliding" -> the config's layer_types names.
+bool parse_layer_types(const std::string& list, std::vector<std::string>* out) {
+  std::stringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item == "linear" || item == "linear_attention") {
+      out->push_back("linear_attention");
+    } else if (item == "full" || item == "full_attention") {
+      out->push_back("full_attention");
+    } else if (item == "sliding" || item == "sliding_attention") {
+      out->push_back("sliding_attention");
+    } else {
+      return false;
+    }
+  }
+  return !out->empty();
 }
 
 int run(const std::vector<std::string>& args) {
@@ -68,7 +90,16 @@ int run(const std::vector<std::string>& args) {
   if (cmd == "target") {
     ferry::eval::TinyTargetSpec s;
     s.kind = flags.count("--kind") ? flags["--kind"] : "random";
+    s.arch = flags.count("--arch") ? flags["--arch"] : "qwen3";
     s.seed = static_cast<uint64_t>(num("--seed", 1));
+    s.linear_key_heads = num("--linear-key-heads", s.linear_key_heads);
+    s.linear_value_heads = num("--linear-value-heads", s.linear_value_heads);
+    s.linear_key_dim = num("--linear-key-dim", s.linear_key_dim);
+    s.linear_value_dim = num("--linear-value-dim", s.linear_value_dim);
+    s.conv_kernel = num("--conv-kernel", s.conv_kernel);
+    if (flags.count("--layer-types") && !parse_layer_types(flags["--layer-types"], &s.layer_types)) {
+      return usage_error("--layer-types: expected a comma list of linear / full");
+    }
     s.vocab = num("--vocab", s.vocab);
     s.hidden = num("--hidden", s.hidden);
     s.intermediate = num("--intermediate", s.intermediate);
@@ -87,6 +118,10 @@ int run(const std::vector<std::string>& args) {
     ferry::eval::TinyDrafterSpec s;
     s.kind = flags.count("--kind") ? flags["--kind"] : "random";
     s.seed = static_cast<uint64_t>(num("--seed", 2));
+    s.sliding_window = num("--sliding-window", 0);
+    if (flags.count("--layer-types") && !parse_layer_types(flags["--layer-types"], &s.layer_types)) {
+      return usage_error("--layer-types: expected a comma list of sliding / full");
+    }
     s.target_vocab = num("--target-vocab", s.target_vocab);
     s.hidden = num("--hidden", s.hidden);
     s.intermediate = num("--intermediate", s.intermediate);
