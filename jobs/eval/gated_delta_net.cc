@@ -1,6 +1,8 @@
 #include "jobs/eval/gated_delta_net.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace ferry::eval {
 namespace {
@@ -22,12 +24,78 @@ GdnState gdn_initial_state(const GdnDims& d, const at::Device& device) {
   return s;
 }
 
+namespace {
+
+// The recurrence on CPU float32, one head at a time, single-threaded: per step it reads
+// S once for Sᵀk and once more to decay, write and read the output, where the ATen
+// form makes ~5 passes of small ops whose thread-pool wake-ups dominate on a busy box.
+void delta_rule_cpu(const float* q, const float* k, const float* v, const float* decay, const float* beta,
+                    const float* initial, float* state, float* out, int64_t t_len, int64_t hv, int64_t dk,
+                    int64_t dv) {
+  std::vector<float> kv(static_cast<size_t>(dv)), delta(static_cast<size_t>(dv));
+  for (int64_t h = 0; h < hv; ++h) {
+    float* s = state + h * dk * dv;
+    const float* from = initial + h * dk * dv;  // first step reads the snapshot
+    for (int64_t t = 0; t < t_len; ++t) {
+      const float* kt = k + (t * hv + h) * dk;
+      const float* vt = v + (t * hv + h) * dv;
+      const float d = decay[t * hv + h], b = beta[t * hv + h];
+      std::fill(kv.begin(), kv.end(), 0.0f);
+      for (int64_t i = 0; i < dk; ++i) {
+        const float ki = kt[i];
+        const float* row = from + i * dv;
+        for (int64_t j = 0; j < dv; ++j) kv[static_cast<size_t>(j)] += row[j] * ki;
+      }
+      for (int64_t j = 0; j < dv; ++j) {
+        delta[static_cast<size_t>(j)] = b * (vt[j] - d * kv[static_cast<size_t>(j)]);
+      }
+      float* o = out != nullptr ? out + (t * hv + h) * dv : nullptr;
+      if (o != nullptr) std::fill(o, o + dv, 0.0f);
+      const float* qt = q != nullptr ? q + (t * hv + h) * dk : nullptr;
+      for (int64_t i = 0; i < dk; ++i) {
+        const float ki = kt[i];
+        const float* src = from + i * dv;
+        float* dst = s + i * dv;
+        for (int64_t j = 0; j < dv; ++j) dst[j] = d * src[j] + ki * delta[static_cast<size_t>(j)];
+        if (o != nullptr) {
+          const float qi = qt[i];
+          for (int64_t j = 0; j < dv; ++j) o[j] += dst[j] * qi;
+        }
+      }
+      from = s;
+    }
+    if (t_len == 0) std::copy(from, from + dk * dv, s);
+  }
+}
+
+}  // namespace
+
 at::Tensor gated_delta_rule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& decay,
                             const at::Tensor& beta, const at::Tensor& initial, at::Tensor* final_state) {
   const int64_t t_len = k.size(0), hv = k.size(1), dk = k.size(2), dv = v.size(2);
-  at::Tensor s = initial;
   at::Tensor out;
   if (q.defined()) out = at::empty({t_len, hv, dv}, v.options());
+  if (initial.device().is_cpu()) {
+    at::Tensor kc = k.contiguous(), vc = v.contiguous(), dc = decay.contiguous(), bc = beta.contiguous();
+    at::Tensor qc = q.defined() ? q.contiguous() : q;
+    at::Tensor init = initial.contiguous();
+    at::Tensor s = at::empty_like(init);  // never `initial`: that stays the rollback snapshot
+    delta_rule_cpu(qc.defined() ? qc.data_ptr<float>() : nullptr, kc.data_ptr<float>(), vc.data_ptr<float>(),
+                   dc.data_ptr<float>(), bc.data_ptr<float>(), init.data_ptr<float>(), s.data_ptr<float>(),
+                   out.defined() ? out.data_ptr<float>() : nullptr, t_len, hv, dk, dv);
+    *final_state = s;
+    return out;
+  }
+  return gated_delta_rule_generic(q, k, v, decay, beta, initial, final_state);
+}
+
+at::Tensor gated_delta_rule_generic(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const at::Tensor& decay, const at::Tensor& beta, const at::Tensor& initial,
+                                    at::Tensor* final_state) {
+  const int64_t t_len = k.size(0), hv = k.size(1), dk = k.size(2), dv = v.size(2);
+  at::Tensor out;
+  if (q.defined()) out = at::empty({t_len, hv, dv}, v.options());
+  at::Tensor s = initial;
   for (int64_t t = 0; t < t_len; ++t) {
     at::Tensor kt = k[t].view({hv, 1, dk});
     at::Tensor d = decay[t].view({hv, 1, 1});
@@ -43,7 +111,6 @@ at::Tensor gated_delta_rule(const at::Tensor& q, const at::Tensor& k, const at::
     s.baddbmm_(kt.transpose(1, 2), delta.view({hv, 1, dv}));
     if (q.defined()) out[t].copy_(at::bmm(q[t].view({hv, 1, dk}), s).view({hv, dv}));
   }
-  if (t_len == 0) s = initial;
   *final_state = s;
   return out;
 }

@@ -72,5 +72,10 @@ void gdn_rollback(GdnState* state, int64_t keep);
 /// (no outputs wanted). Returns o [T, Hv, d_v] (undefined without q); *final gets S_T.
 at::Tensor gated_delta_rule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& decay,
                             const at::Tensor& beta, const at::Tensor& initial, at::Tensor* final_state);
+/// The same in ATen ops on any device (what runs off the CPU; the CPU path is a plain
+/// single-threaded loop). Tests check the two agree.
+at::Tensor gated_delta_rule_generic(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const at::Tensor& decay, const at::Tensor& beta, const at::Tensor& initial,
+                                    at::Tensor* final_state);
 
 }  // namespace ferry::eval

@@ -270,6 +270,16 @@ TEST_F(Qwen35TargetTest, GdnLayerMatchesNaiveRecurrenceAcrossCalls) {
   for (int64_t t = 0; t < 11; ++t) want.push_back(naive.gdn(0, "", x[t].to(at::kDouble)));
   EXPECT_LT(relative_error(got, at::stack(want)), 1e-5);
   EXPECT_LT(relative_error(state.state, naive.state[0]), 1e-5);
+  // The CPU loop and the ATen form (used off the CPU) agree, and neither touches `initial`.
+  at::Tensor q = at::randn({5, 6, 8}), k = at::randn({5, 6, 8}), v = at::randn({5, 6, 4});
+  at::Tensor decay = at::rand({5, 6}), beta = at::rand({5, 6}), initial = at::randn({6, 8, 4});
+  const at::Tensor before = initial.clone();
+  at::Tensor s_loop, s_aten;
+  at::Tensor o_loop = gated_delta_rule(q, k, v, decay, beta, initial, &s_loop);
+  at::Tensor o_aten = gated_delta_rule_generic(q, k, v, decay, beta, initial, &s_aten);
+  EXPECT_LT(relative_error(o_loop, o_aten), 1e-5);
+  EXPECT_LT(relative_error(s_loop, s_aten), 1e-5);
+  EXPECT_TRUE(at::equal(initial, before));
 }
 
 TEST_F(Qwen35TargetTest, CachedStepsWithRollbackMatchFullRecompute) {

@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "                                 [--oracle-period N] [--oracle-mask N] [--dtype F32|BF16|F16] [--shards N] [--vlm]\n"
     "                                 qwen3_5: [--layer-types linear,linear,linear,full] [--linear-key-heads N]\n"
     "                                 [--linear-value-heads N] [--linear-key-dim N] [--linear-value-dim N]\n"
-    "                                 [--conv-kernel N]\n"
+    "                                 [--conv-kernel N] [--rope-theta X] [--stream]\n"
+    "                                 (--stream: values generated while written, for 27B-sized slices)\n"
     "       ferry-tiny-models drafter --out DIR [--kind random|agree|disagree] [--seed N] [--target-vocab N]\n"
     "                                 [--hidden N] [--intermediate N] [--layers N] [--heads N] [--kv-heads N]\n"
     "                                 [--head-dim N] [--block-size B] [--mask N] [--num-target-layers N]\n"
@@ -64,7 +65,7 @@ int run(const std::vector<std::string>& args) {
   std::map<std::string, std::string> flags;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--tie" || a == "--vlm") {
+    if (a == "--tie" || a == "--vlm" || a == "--stream") {
       flags[a] = "1";
     } else if (a.rfind("--", 0) == 0 && i + 1 < args.size()) {
       flags[a] = args[++i];
@@ -97,6 +98,8 @@ int run(const std::vector<std::string>& args) {
     s.linear_key_dim = num("--linear-key-dim", s.linear_key_dim);
     s.linear_value_dim = num("--linear-value-dim", s.linear_value_dim);
     s.conv_kernel = num("--conv-kernel", s.conv_kernel);
+    s.streamed = flags.count("--stream") != 0;
+    if (flags.count("--rope-theta")) s.rope_theta = std::strtod(flags["--rope-theta"].c_str(), nullptr);
     if (flags.count("--layer-types") && !parse_layer_types(flags["--layer-types"], &s.layer_types)) {
       return usage_error("--layer-types: expected a comma list of linear / full");
     }

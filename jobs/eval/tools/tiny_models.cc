@@ -102,6 +102,32 @@ nlohmann::json qwen3_fields(int64_t vocab, int64_t h, int64_t inter, int64_t lay
           {"torch_dtype", "float32"}};
 }
 
+// splitmix64: a stateless hash, so element i of a streamed tensor needs no stream position.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// random_tensor, or with s.streamed its lazily generated twin (own seed from rng).
+WriteTensor spec_random(Rng& rng, const TinyTargetSpec& s, const std::string& name, std::vector<int64_t> shape,
+                        double a) {
+  if (!s.streamed) return random_tensor(rng, name, std::move(shape), a);
+  WriteTensor t;
+  t.name = name;
+  t.shape = std::move(shape);
+  const uint64_t seed = rng.next();
+  t.fill = [seed, a](int64_t begin, int64_t count, float* out) {
+    for (int64_t i = 0; i < count; ++i) {
+      double u = static_cast<double>(mix(seed ^ mix(static_cast<uint64_t>(begin + i))) >> 11) *
+                 (1.0 / 9007199254740992.0);
+      out[i] = Rng::bf16_exact(static_cast<float>((2.0 * u - 1.0) * a));
+    }
+  };
+  return t;
+}
+
 // A zero-centred (1+w) norm weight: w near 0.
 WriteTensor centred_norm_tensor(Rng& rng, const std::string& name, int64_t n, double jitter) {
   WriteTensor t = tensor(name, {n});
@@ -118,36 +144,36 @@ void add_qwen35_layer(std::vector<WriteTensor>* out, Rng& rng, const std::string
   if (linear) {
     const std::string a = p + "linear_attn.";
     const int64_t kd = s.linear_key_heads * s.linear_key_dim, vd = s.linear_value_heads * s.linear_value_dim;
-    out->push_back(random_tensor(rng, a + "in_proj_qkv.weight", {2 * kd + vd, h}, bound(h, 1.0)));
-    out->push_back(random_tensor(rng, a + "in_proj_z.weight", {vd, h}, bound(h, 1.0)));
-    out->push_back(random_tensor(rng, a + "in_proj_b.weight", {s.linear_value_heads, h}, bound(h, 1.0)));
-    out->push_back(random_tensor(rng, a + "in_proj_a.weight", {s.linear_value_heads, h}, bound(h, 1.0)));
-    out->push_back(random_tensor(rng, a + "conv1d.weight", {2 * kd + vd, 1, s.conv_kernel}, bound(s.conv_kernel, 1.0)));
+    out->push_back(spec_random(rng, s, a + "in_proj_qkv.weight", {2 * kd + vd, h}, bound(h, 1.0)));
+    out->push_back(spec_random(rng, s, a + "in_proj_z.weight", {vd, h}, bound(h, 1.0)));
+    out->push_back(spec_random(rng, s, a + "in_proj_b.weight", {s.linear_value_heads, h}, bound(h, 1.0)));
+    out->push_back(spec_random(rng, s, a + "in_proj_a.weight", {s.linear_value_heads, h}, bound(h, 1.0)));
+    out->push_back(spec_random(rng, s, a + "conv1d.weight", {2 * kd + vd, 1, s.conv_kernel}, bound(s.conv_kernel, 1.0)));
     // A_log near -2: per-step decay 0.75..0.97, so the state carries over many tokens.
     WriteTensor a_log = tensor(a + "A_log", {s.linear_value_heads});
     for (float& v : a_log.values) v = Rng::bf16_exact(-2.0f + rng.uniform(1.0));
     out->push_back(std::move(a_log));
-    out->push_back(random_tensor(rng, a + "dt_bias", {s.linear_value_heads}, 0.5));
+    out->push_back(spec_random(rng, s, a + "dt_bias", {s.linear_value_heads}, 0.5));
     out->push_back(norm_tensor(rng, a + "norm.weight", s.linear_value_dim, 0.1));
-    WriteTensor o = random_tensor(rng, a + "out_proj.weight", {h, vd}, bound(vd, 0.5));
+    WriteTensor o = spec_random(rng, s, a + "out_proj.weight", {h, vd}, bound(vd, 0.5));
     if (protect > 0) zero_rows(&o, protect);
     out->push_back(std::move(o));
   } else {
     const std::string a = p + "self_attn.";
     const int64_t nh = s.heads, nkv = s.kv_heads, hd = s.head_dim;
-    out->push_back(random_tensor(rng, a + "q_proj.weight", {nh * hd * 2, h}, bound(h, 1.0)));
-    out->push_back(random_tensor(rng, a + "k_proj.weight", {nkv * hd, h}, bound(h, 1.0)));
-    out->push_back(random_tensor(rng, a + "v_proj.weight", {nkv * hd, h}, bound(h, 1.0)));
-    WriteTensor o = random_tensor(rng, a + "o_proj.weight", {h, nh * hd}, bound(nh * hd, 0.5));
+    out->push_back(spec_random(rng, s, a + "q_proj.weight", {nh * hd * 2, h}, bound(h, 1.0)));
+    out->push_back(spec_random(rng, s, a + "k_proj.weight", {nkv * hd, h}, bound(h, 1.0)));
+    out->push_back(spec_random(rng, s, a + "v_proj.weight", {nkv * hd, h}, bound(h, 1.0)));
+    WriteTensor o = spec_random(rng, s, a + "o_proj.weight", {h, nh * hd}, bound(nh * hd, 0.5));
     if (protect > 0) zero_rows(&o, protect);
     out->push_back(std::move(o));
     out->push_back(centred_norm_tensor(rng, a + "q_norm.weight", hd, 0.1));
     out->push_back(centred_norm_tensor(rng, a + "k_norm.weight", hd, 0.1));
   }
   out->push_back(centred_norm_tensor(rng, p + "post_attention_layernorm.weight", h, 0.1));
-  out->push_back(random_tensor(rng, p + "mlp.gate_proj.weight", {s.intermediate, h}, bound(h, 1.0)));
-  out->push_back(random_tensor(rng, p + "mlp.up_proj.weight", {s.intermediate, h}, bound(h, 1.0)));
-  WriteTensor down = random_tensor(rng, p + "mlp.down_proj.weight", {h, s.intermediate}, bound(s.intermediate, 0.5));
+  out->push_back(spec_random(rng, s, p + "mlp.gate_proj.weight", {s.intermediate, h}, bound(h, 1.0)));
+  out->push_back(spec_random(rng, s, p + "mlp.up_proj.weight", {s.intermediate, h}, bound(h, 1.0)));
+  WriteTensor down = spec_random(rng, s, p + "mlp.down_proj.weight", {h, s.intermediate}, bound(s.intermediate, 0.5));
   if (protect > 0) zero_rows(&down, protect);
   out->push_back(std::move(down));
 }
@@ -240,8 +266,9 @@ Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, con
   const std::string base = w.vlm_wrapped ? "model.language_model." : "model.";
   std::vector<WriteTensor> ts;
 
+  if (s.streamed && (oracle || !hybrid)) return invalid_argument("streamed tiny targets are random qwen3_5 only");
   WriteTensor embed = oracle ? tensor(base + "embed_tokens.weight", {v, h})
-                             : random_tensor(rng, base + "embed_tokens.weight", {v, h}, bound(1, 1.0));
+                             : spec_random(rng, s, base + "embed_tokens.weight", {v, h}, bound(1, 1.0));
   if (oracle) {
     for (int64_t t = 0; t < v; ++t) {
       embed.values[static_cast<size_t>(t * h + t)] = 1.0f;  // one-hot in the vocab dims
@@ -268,7 +295,7 @@ Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, con
   }
   if (!s.tie_embeddings) {
     WriteTensor head = oracle ? tensor("lm_head.weight", {v, h})
-                              : random_tensor(rng, "lm_head.weight", {v, h}, bound(h, 4.0));
+                              : spec_random(rng, s, "lm_head.weight", {v, h}, bound(h, 4.0));
     if (oracle) {
       for (int64_t t = 0; t < v; ++t) head.values[static_cast<size_t>(oracle_next(s, t) * h + t)] = 1.0f;
     }

@@ -56,6 +56,9 @@ struct TinyTargetSpec {
   int64_t linear_key_dim = 8;
   int64_t linear_value_dim = 8;
   int64_t conv_kernel = 4;
+  /// Random qwen3_5 only: each big matrix gets its own seed and is generated chunk by
+  /// chunk while written (for 27B-shaped benchmark slices; never held whole in memory).
+  bool streamed = false;
 };
 
 struct TinyDrafterSpec {
