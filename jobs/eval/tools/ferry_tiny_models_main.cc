@@ -26,7 +26,8 @@ constexpr const char* kUsage =
     "                                 [--target-layer-ids 1,2,3] [--dtype F32|BF16|F16] [--shards N]\n"
     "                                 [--layer-types sliding,full] [--sliding-window N]\n"
     "       ferry-tiny-models prompts --out FILE [--count N] [--vocab N] [--min-len N] [--max-len N] [--seed N]\n"
-    "       ferry-tiny-models suite   --out DIR   (a ready set: random and oracle targets, drafters, prompts)\n";
+    "       ferry-tiny-models suite   --out DIR   (a ready set: random and oracle targets, Qwen3 and\n"
+    "                                           Qwen3.5 hybrid, drafters incl. a sliding-window one, prompts)\n";
 
 int usage_error(const std::string& what) {
   std::cerr << "ferry-tiny-models: " << what << "\n" << kUsage;
@@ -183,6 +184,18 @@ int run(const std::vector<std::string>& args) {
     if (status.ok()) status = write_tiny_drafter(out + "/oracle-agree", agree, {});
     agree.kind = "disagree";
     if (status.ok()) status = write_tiny_drafter(out + "/oracle-disagree", agree, {});
+    // Qwen3.5 hybrids: a random VLM-layout target, and an oracle one (layers linear,
+    // linear, linear, full) that the oracle drafters above fit; a Qwen3.6-style drafter.
+    TinyTargetSpec hybrid = target;
+    hybrid.arch = "qwen3_5";
+    if (status.ok()) status = write_tiny_target(out + "/hybrid-target-vlm", hybrid, {"F32", 0, true});
+    TinyTargetSpec hybrid_oracle = oracle;
+    hybrid_oracle.arch = "qwen3_5";
+    if (status.ok()) status = write_tiny_target(out + "/hybrid-oracle-target", hybrid_oracle, {});
+    agree.kind = "agree";
+    agree.layer_types = {"sliding_attention", "full_attention"};
+    agree.sliding_window = 8;
+    if (status.ok()) status = write_tiny_drafter(out + "/oracle-agree-swa", agree, {});
     if (status.ok()) status = write_tiny_prompts(out + "/prompts.jsonl", 20, 320, 4, 24, 3);
     if (status.ok()) status = write_tiny_prompts(out + "/oracle-prompts.jsonl", 20, 63, 4, 24, 4);
   } else {
