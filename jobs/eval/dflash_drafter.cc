@@ -1,5 +1,7 @@
 #include "jobs/eval/dflash_drafter.h"
 
+#include <limits>
+
 namespace ferry::eval {
 
 Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& folder, int64_t target_hidden_size,
@@ -63,6 +65,18 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
   }
   RopeTables block_rope = rope_tables(block_start, b, hd, c.rope_theta, options_);
 
+  // Sliding layers: query i at block_start+i sees key position p when
+  // block_start+i - p < window (context) and p <= block_start+i (block: causal).
+  at::Tensor sliding_mask;
+  if (config_.sliding_window > 0) {
+    auto longs = at::TensorOptions().dtype(at::kLong).device(options_.device);
+    at::Tensor qpos = at::arange(block_start, block_start + b, longs).unsqueeze(1);  // [B, 1]
+    at::Tensor kpos = at::arange(0, block_start + b, longs).unsqueeze(0);            // [1, S]
+    at::Tensor visible = (kpos <= qpos).logical_and(qpos - kpos < config_.sliding_window);
+    sliding_mask = at::zeros(visible.sizes(), longs.dtype(at::kFloat))
+                       .masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity());
+  }
+
   at::Tensor x = block.to(options_.device, options_.dtype);  // [B, hidden]
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& layer = layers_[i];
@@ -81,7 +95,8 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
     kb = apply_rope(kb.transpose(0, 1), block_rope);  // [nkv, B, hd]
     at::Tensor keys = at::cat({caches_[i].keys(), kb}, 1);                   // [nkv, ctx_total + B, hd]
     at::Tensor values = at::cat({caches_[i].values(), vb.transpose(0, 1)}, 1);
-    at::Tensor attn = attention(q, keys, values, /*causal_past=*/-1);  // [B, nh*hd]
+    const bool sliding = i < config_.sliding_layer.size() && config_.sliding_layer[i];
+    at::Tensor attn = attention_masked(q, keys, values, sliding ? sliding_mask : at::Tensor());  // [B, nh*hd]
     x = x + at::linear(attn, layer.o);
     x = x + swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate_up, layer.down);
   }
@@ -98,7 +113,7 @@ void DFlashDrafter::reset() {
 
 // ---------------------------------------------------------------------------
 
-Result<std::unique_ptr<DFlashProposer>> DFlashProposer::create(Qwen3Target* target, DFlashDrafter* drafter) {
+Result<std::unique_ptr<DFlashProposer>> DFlashProposer::create(TargetModel* target, DFlashDrafter* drafter) {
   const Qwen3Config& tc = target->config();
   const DFlashConfig& dc = drafter->config();
   const std::string where = dc.model.path + ": ";

@@ -1,11 +1,13 @@
 // DFlashDrafter: the DFlash block drafter (z-lab/dflash `DFlashDraftModel`) and
-// DFlashProposer, which drives it with a Qwen3Target's embedding and lm_head.
+// DFlashProposer, which drives it with a target's embedding and lm_head.
 //
 // Context: the chosen target layers' raw outputs, concatenated, go through `fc` then
 // `hidden_norm` once; each draft layer turns them into keys/values with its own
 // k_proj/v_proj/k_norm and RoPE at their absolute positions and caches them per
 // position. The block [bonus, MASK x (B-1)] is embedded with the target's table; every
-// layer attends from the block's queries to [context keys; block keys] with no mask.
+// full-attention layer attends from the block's queries to [context keys; block keys]
+// with no mask; a sliding layer (Qwen3.6 drafter) is causal inside the block and sees
+// context keys only within `sliding_window` positions of each query.
 // Slots 1..B-1 go through the drafter's `norm` and the target's lm_head (same-position
 // prediction). Owns its weights and cache; one thread at a time; may throw c10::Error.
 #pragma once
@@ -19,7 +21,7 @@
 #include "base/status.h"
 #include "jobs/eval/drafter.h"
 #include "jobs/eval/model_config.h"
-#include "jobs/eval/qwen3_target.h"
+#include "jobs/eval/target_model.h"
 #include "jobs/eval/tensor_ops.h"
 #include "jobs/eval/weight_loader.h"
 
@@ -62,14 +64,14 @@ class DFlashDrafter {
 class DFlashProposer : public Drafter {
  public:
   /// Checks that the pair fits (hidden sizes, layer ids, mask id); both must outlive it.
-  static Result<std::unique_ptr<DFlashProposer>> create(Qwen3Target* target, DFlashDrafter* drafter);
+  static Result<std::unique_ptr<DFlashProposer>> create(TargetModel* target, DFlashDrafter* drafter);
 
   void reset() override;
   Result<std::vector<int64_t>> propose(const DraftRequest& request) override;
 
  private:
-  DFlashProposer(Qwen3Target* target, DFlashDrafter* drafter) : target_(target), drafter_(drafter) {}
-  Qwen3Target* target_;
+  DFlashProposer(TargetModel* target, DFlashDrafter* drafter) : target_(target), drafter_(drafter) {}
+  TargetModel* target_;
   DFlashDrafter* drafter_;
 };
 

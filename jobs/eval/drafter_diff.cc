@@ -85,6 +85,14 @@ Result<DrafterDiff> diff_drafters(const std::string& candidate_folder, const std
   field("head_dim", std::to_string(cc->model.head_dim), std::to_string(rc->model.head_dim));
   field("rope_theta", num(cc->model.rope_theta), num(rc->model.rope_theta));
   field("rms_norm_eps", num(cc->model.rms_norm_eps), num(rc->model.rms_norm_eps));
+  // Qwen3.6-style drafters: which layers slide, and the window ("full" when none do).
+  auto layer_mix = [](const DFlashConfig& c) {
+    std::string out;
+    for (bool sliding : c.sliding_layer) out += (out.empty() ? "" : ",") + std::string(sliding ? "sliding" : "full");
+    return out;
+  };
+  field("layer_types", layer_mix(*cc), layer_mix(*rc));
+  field("sliding_window", std::to_string(cc->sliding_window), std::to_string(rc->sliding_window));
 
   auto ca = SafetensorsCheckpoint::open(candidate_folder);
   if (!ca.ok()) return ca.status();

@@ -73,6 +73,7 @@ nlohmann::json DecodeRun::to_json() const {
 nlohmann::json EvalReport::to_json() const {
   nlohmann::json j;
   j["target"] = target;
+  j["target_architecture"] = target_architecture;
   j["drafter"] = drafter;
   j["reference"] = reference;
   j["prompts"] = prompts;
@@ -106,7 +107,8 @@ nlohmann::json EvalReport::to_json() const {
 std::string EvalReport::to_text() const {
   std::ostringstream out;
   out << "DFlash drafter eval\n";
-  out << "  target   " << target << "\n  drafter  " << drafter << "\n";
+  out << "  target   " << target << (target_architecture.empty() ? "" : " (" + target_architecture + ")")
+      << "\n  drafter  " << drafter << "\n";
   if (!reference.empty()) out << "  reference " << reference << "\n";
   out << "  prompts  " << prompts << " (" << prompt_count << "), max_new_tokens " << max_new_tokens << ", block "
       << block_size << ", " << device << " " << dtype << (threads > 0 ? ", threads " + std::to_string(threads) : "")

@@ -48,6 +48,7 @@ struct DecodeRun {
 
 struct EvalReport {
   std::string target;
+  std::string target_architecture;  // e.g. "qwen3_5: 48 linear + 16 full attention"
   std::string drafter;
   std::string reference;
   std::string prompts;

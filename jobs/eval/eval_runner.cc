@@ -12,7 +12,7 @@
 #include "jobs/eval/drafter_diff.h"
 #include "jobs/eval/prompt_encoder.h"
 #include "jobs/eval/prompt_file.h"
-#include "jobs/eval/qwen3_target.h"
+#include "jobs/eval/target_model.h"
 #include "jobs/eval/speculative_decoder.h"
 
 namespace ferry::eval {
@@ -62,7 +62,7 @@ Status check_spec(const EvalSpec& spec) {
 }
 
 // Runs one decoding configuration over every prompt and gathers its statistics.
-Result<DecodeRun> run_all(const std::string& label, const std::string& path, Qwen3Target* target, Drafter* drafter,
+Result<DecodeRun> run_all(const std::string& label, const std::string& path, TargetModel* target, Drafter* drafter,
                           const std::vector<Prompt>& prompts, const DecodeOptions& options,
                           std::vector<std::vector<int64_t>>* outputs, const ProgressFn& progress,
                           std::vector<std::vector<int64_t>>* acceptances = nullptr) {
@@ -146,9 +146,11 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
 
   say("loading target " + spec.target);
   LoadReport target_load;
-  auto target = Qwen3Target::load(spec.target, *options, &target_load);
+  auto target = load_target(spec.target, *options, &target_load);
   if (!target.ok()) return target.status();
   report.loads.push_back(target_load);
+  report.target_architecture = (*target)->describe();
+  say("target: " + report.target_architecture);
   const int64_t hidden = (*target)->config().hidden_size;
 
   say("loading drafter " + spec.drafter);

@@ -63,6 +63,10 @@ Result<std::unique_ptr<Qwen3Target>> Qwen3Target::load(const std::string& folder
   return t;
 }
 
+std::string Qwen3Target::describe() const {
+  return "qwen3: " + std::to_string(config_.num_hidden_layers) + " full attention";
+}
+
 at::Tensor Qwen3Target::embed(const at::Tensor& ids) const { return embed_tokens_.index_select(0, ids); }
 
 at::Tensor Qwen3Target::lm_head(const at::Tensor& hidden) const {

@@ -1,7 +1,5 @@
-// Qwen3Target: a Qwen3 dense causal LM (the speculative target) with a croppable KV
-// cache. forward() runs the next tokens after what the cache holds and returns their
-// logits and the raw outputs of the requested decoder layers (Hugging Face's
-// hidden_states[layer + 1]; for the last layer that slot is the final-normed output).
+// Qwen3Target: a Qwen3 dense causal LM (the speculative target, see target_model.h)
+// with a croppable KV cache: crop() works for any length.
 // Batch size 1. Owns its weights (possibly views of a mapped checkpoint) and its cache;
 // one thread at a time. Methods may throw c10::Error; eval_runner catches.
 #pragma once
@@ -14,41 +12,32 @@
 
 #include "base/status.h"
 #include "jobs/eval/model_config.h"
+#include "jobs/eval/target_model.h"
 #include "jobs/eval/tensor_ops.h"
 #include "jobs/eval/weight_loader.h"
 
 namespace ferry::eval {
 
-class Qwen3Target {
+class Qwen3Target : public TargetModel {
  public:
-  struct Output {
-    at::Tensor logits;    // [rows, vocab], float32: the last `rows` positions (all by default)
-    at::Tensor features;  // [T, len(capture) * hidden]: requested layer outputs, concatenated in order
-  };
-
   /// Loads config.json and the weights under `folder`. Plain (`model.*`) and
   /// VLM-wrapped (`model.language_model.*`) names; vision and MTP tensors are skipped
   /// unread.
   static Result<std::unique_ptr<Qwen3Target>> load(const std::string& folder, const ComputeOptions& options,
                                                    LoadReport* report);
 
-  const Qwen3Config& config() const { return config_; }
-  const ComputeOptions& options() const { return options_; }
+  const Qwen3Config& config() const override { return config_; }
+  const ComputeOptions& options() const override { return options_; }
+  std::string describe() const override;
 
-  /// ids: [T] int64 -> [T, hidden]
-  at::Tensor embed(const at::Tensor& ids) const;
-  /// hidden: [T, hidden] (already final-normed) -> [T, vocab] float32
-  at::Tensor lm_head(const at::Tensor& hidden) const;
+  at::Tensor embed(const at::Tensor& ids) const override;
+  at::Tensor lm_head(const at::Tensor& hidden) const override;
+  /// Appends the new positions' K/V to the cache.
+  Output forward(const at::Tensor& ids, const std::vector<int64_t>& capture, int64_t logits_rows = -1) override;
 
-  /// Runs ids: [T] at positions cache_length() .. cache_length()+T-1 and appends their
-  /// K/V to the cache. logits_rows < 0: logits for every position; else for the last
-  /// logits_rows. capture: 0-based layer ids whose outputs make `features`.
-  Output forward(const at::Tensor& ids, const std::vector<int64_t>& capture, int64_t logits_rows = -1);
-
-  int64_t cache_length() const { return caches_.empty() ? 0 : caches_[0].length(); }
-  /// Keeps positions [0, length).
-  void crop(int64_t length);
-  void reset();
+  int64_t cache_length() const override { return caches_.empty() ? 0 : caches_[0].length(); }
+  void crop(int64_t length) override;
+  void reset() override;
 
  private:
   struct Layer {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ struct WriteTensor {
   std::vector<float> values;  // row-major, numel(shape) values
   /// Overrides the checkpoint-wide dtype for this tensor ("" = use it).
   std::string dtype;
+  /// When set (and `values` empty): produces values [begin, begin + count) on demand, so
+  /// a big tensor is written chunk by chunk without ever being held whole.
+  std::function<void(int64_t begin, int64_t count, float* out)> fill;
+
+  int64_t numel() const;
 };
 
 struct WriteOptions {

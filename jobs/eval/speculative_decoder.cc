@@ -31,7 +31,7 @@ double DecodeResult::tau() const {
   return sum / static_cast<double>(acceptance_lengths.size());
 }
 
-Result<DecodeResult> speculative_decode(Qwen3Target* target, Drafter* drafter, const std::vector<int64_t>& prompt,
+Result<DecodeResult> speculative_decode(TargetModel* target, Drafter* drafter, const std::vector<int64_t>& prompt,
                                         const DecodeOptions& options) {
   const int64_t b = options.block_size;
   if (b < 1) return invalid_argument("block_size must be at least 1");
@@ -45,6 +45,7 @@ Result<DecodeResult> speculative_decode(Qwen3Target* target, Drafter* drafter, c
                               std::to_string(vocab) + ")");
     }
   }
+  FERRY_RETURN_IF_ERROR(target->check_prompt(prompt));
   const bool use_drafter = b > 1;
   const std::vector<int64_t> no_capture;
   const std::vector<int64_t>& capture = use_drafter ? options.capture_layers : no_capture;
@@ -64,7 +65,7 @@ Result<DecodeResult> speculative_decode(Qwen3Target* target, Drafter* drafter, c
 
   // Prefill: logits of the last prompt position give the first bonus token.
   auto t0 = Clock::now();
-  Qwen3Target::Output out = target->forward(to_tensor(prompt, 0, prompt.size()), capture, /*logits_rows=*/1);
+  TargetModel::Output out = target->forward(to_tensor(prompt, 0, prompt.size()), capture, /*logits_rows=*/1);
   tokens.push_back(argmax_rows(out.logits)[0]);
   ++result.target_forwards;
   at::Tensor context = out.features;      // rows the drafter has not seen yet

@@ -1,8 +1,9 @@
 // The speculative decoding loop with greedy verification, as z-lab/dflash's
 // `spec_generate` runs it: prefill, then per step draft B-1 tokens, verify the block
 // [bonus, drafts] in one target forward, accept the longest prefix the target agrees
-// with plus one bonus token, crop the target cache, hand the drafter the verified
-// positions' features. block_size 1 is plain greedy decoding (no drafter).
+// with plus one bonus token, roll the target back (crop: KV caches shrink, recurrent
+// states replay), hand the drafter the verified positions' features. One loop for
+// every TargetModel kind. block_size 1 is plain greedy decoding (no drafter).
 // Stops once a stop id is generated or max_new_tokens are reached; the output is cut at
 // max_new_tokens and after the first stop id. Runs on the caller's thread; checks
 // `cancel` between steps. May throw c10::Error (eval_runner catches).
@@ -14,7 +15,7 @@
 
 #include "base/status.h"
 #include "jobs/eval/drafter.h"
-#include "jobs/eval/qwen3_target.h"
+#include "jobs/eval/target_model.h"
 
 namespace ferry::eval {
 
@@ -45,7 +46,7 @@ struct DecodeResult {
 };
 
 /// drafter may be null only when block_size == 1.
-Result<DecodeResult> speculative_decode(Qwen3Target* target, Drafter* drafter, const std::vector<int64_t>& prompt,
+Result<DecodeResult> speculative_decode(TargetModel* target, Drafter* drafter, const std::vector<int64_t>& prompt,
                                         const DecodeOptions& options);
 
 }  // namespace ferry::eval

@@ -40,6 +40,18 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope) {
 }
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t causal_past) {
+  const int64_t t = q.size(1);
+  const int64_t s = k.size(1);
+  at::Tensor mask;
+  if (causal_past >= 0 && (t > 1 || causal_past + t < s)) {
+    mask = at::full({t, s}, -std::numeric_limits<float>::infinity(),
+                    at::TensorOptions().dtype(at::kFloat).device(q.device()))
+               .triu(causal_past + 1);
+  }
+  return attention_masked(q, k, v, mask);
+}
+
+at::Tensor attention_masked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
   const int64_t num_heads = q.size(0);
   const int64_t t = q.size(1);
   const int64_t hd = q.size(2);
@@ -51,12 +63,7 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   at::Tensor qg = q.reshape({num_kv, rep * t, hd});
   at::Tensor scores = at::bmm(qg, k.transpose(1, 2)) * (1.0 / std::sqrt(static_cast<double>(hd)));
   at::Tensor scores32 = scores.to(at::kFloat);
-  if (causal_past >= 0 && (t > 1 || causal_past + t < s)) {
-    at::Tensor mask = at::full({t, s}, -std::numeric_limits<float>::infinity(),
-                               at::TensorOptions().dtype(at::kFloat).device(q.device()))
-                          .triu(causal_past + 1);
-    scores32 = (scores32.view({num_kv, rep, t, s}) + mask).view({num_kv, rep * t, s});
-  }
+  if (mask.defined()) scores32 = (scores32.view({num_kv, rep, t, s}) + mask).view({num_kv, rep * t, s});
   at::Tensor probs = at::softmax(scores32, -1).to(q.scalar_type());
   at::Tensor out = at::bmm(probs, v);  // [num_kv, rep*t, hd]
   return out.view({num_heads, t, hd}).transpose(0, 1).reshape({t, num_heads * hd});

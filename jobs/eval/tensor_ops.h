@@ -37,6 +37,9 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 /// causal_past < 0: no mask (every query sees every key); otherwise query i sits at
 /// position causal_past + i and sees keys 0 .. causal_past + i.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t causal_past);
+/// The same with an explicit additive float32 mask [T, S] (0 = visible, -inf = hidden;
+/// undefined = no mask).
+at::Tensor attention_masked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
 
 /// down(silu(gate(x)) * up(x)) with gate and up stacked: gate_up: [2I, H], down: [H, I].
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_up, const at::Tensor& down);

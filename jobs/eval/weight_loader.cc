@@ -87,6 +87,14 @@ at::Tensor WeightLoader::take(const std::string& name, const std::vector<int64_t
   return raw->to(options_.device, options_.dtype);
 }
 
+at::Tensor WeightLoader::take_float32(const std::string& name, const std::vector<int64_t>& shape) {
+  const ComputeOptions saved = options_;
+  options_.dtype = at::kFloat;
+  at::Tensor t = take(name, shape);
+  options_ = saved;
+  return t;
+}
+
 void WeightLoader::ignore(const std::string& name) { ignored_.push_back(name); }
 
 Status WeightLoader::finish(const std::vector<std::string>& skip_prefixes, LoadReport* report) {

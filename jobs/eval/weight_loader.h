@@ -25,6 +25,9 @@ class WeightLoader {
 
   /// The tensor `name` with `shape`, or an undefined tensor (the problem is recorded).
   at::Tensor take(const std::string& name, const std::vector<int64_t>& shape);
+  /// Like take(), but always float32 on the compute device (small parameters that the
+  /// model keeps in full precision whatever the compute dtype: decay rates, norms).
+  at::Tensor take_float32(const std::string& name, const std::vector<int64_t>& shape);
   /// Whether the checkpoint has `name` (no data read).
   bool has(const std::string& name) const { return checkpoint_->contains(name); }
   /// Marks a present tensor as deliberately ignored (e.g. lm_head of a tied model).

@@ -3,11 +3,17 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "jobs/eval/safetensors_reader.h"
+#include "jobs/eval/safetensors_writer.h"
 
 namespace ferry::eval::testing {
 
@@ -73,6 +79,29 @@ TinyDrafterSpec oracle_drafter_spec(const std::string& kind, int64_t block_size)
   return d;
 }
 
+TinyTargetSpec hybrid_target_spec(uint64_t seed) {
+  TinyTargetSpec s;
+  s.arch = "qwen3_5";
+  s.seed = seed;
+  return s;
+}
+
+TinyTargetSpec hybrid_oracle_target_spec(int64_t period) {
+  TinyTargetSpec s = oracle_target_spec(period);
+  s.arch = "qwen3_5";
+  s.layers = 4;
+  s.layer_types = {"linear_attention", "full_attention", "linear_attention", "linear_attention"};
+  s.seed = 51 + static_cast<uint64_t>(period);
+  return s;
+}
+
+TinyDrafterSpec hybrid_oracle_drafter_spec(const std::string& kind, int64_t block_size) {
+  TinyDrafterSpec d = oracle_drafter_spec(kind, block_size);
+  d.target_layer_ids = {1, 3};
+  d.num_target_layers = 4;
+  return d;
+}
+
 std::vector<std::vector<int64_t>> make_prompts(int count, int64_t vocab, int min_len, int max_len, uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::vector<std::vector<int64_t>> out;
@@ -83,6 +112,56 @@ std::vector<std::vector<int64_t>> make_prompts(int count, int64_t vocab, int min
     out.push_back(p);
   }
   return out;
+}
+
+int overwrite_tensor_bytes(const std::string& folder, const std::function<bool(const std::string&)>& which) {
+  auto ckpt = SafetensorsCheckpoint::open(folder);
+  if (!ckpt.ok()) throw std::runtime_error(ckpt.status().message());
+  std::string bytes = read_file(folder + "/model.safetensors");
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(bytes[i]);
+  int count = 0;
+  for (const std::string& name : (*ckpt)->names()) {
+    if (!which(name)) continue;
+    auto info = (*ckpt)->info(name);
+    if (!info.ok()) throw std::runtime_error(info.status().message());
+    for (uint64_t i = info->begin; i < info->end; ++i) bytes[8 + header_len + i] = '\xff';
+    ++count;
+  }
+  ckpt->reset();
+  write_file(folder + "/model.safetensors", bytes);
+  return count;
+}
+
+void split_checkpoint_in_two(const std::string& folder, const std::function<bool(const std::string&)>& second) {
+  auto ckpt = SafetensorsCheckpoint::open(folder + "/model.safetensors");
+  if (!ckpt.ok()) throw std::runtime_error(ckpt.status().message());
+  std::vector<WriteTensor> first_part, second_part;
+  for (const std::string& name : (*ckpt)->names()) {
+    auto rec = (*ckpt)->read(name);
+    if (!rec.ok()) throw std::runtime_error(rec.status().message());
+    WriteTensor t{name, rec->info.shape, std::vector<float>(static_cast<size_t>(rec->info.numel())), ""};
+    std::memcpy(t.values.data(), rec->data, rec->nbytes);
+    (second(name) ? second_part : first_part).push_back(std::move(t));
+  }
+  ckpt->reset();
+  std::filesystem::remove(folder + "/model.safetensors");
+  nlohmann::json index;
+  std::vector<const WriteTensor*> a, b;
+  for (const auto& t : first_part) {
+    a.push_back(&t);
+    index["weight_map"][t.name] = "model-00001-of-00002.safetensors";
+  }
+  for (const auto& t : second_part) {
+    b.push_back(&t);
+    index["weight_map"][t.name] = "model-00002-of-00002.safetensors";
+  }
+  for (const auto& [path, part] : {std::pair{folder + "/model-00001-of-00002.safetensors", &a},
+                                   std::pair{folder + "/model-00002-of-00002.safetensors", &b}}) {
+    Status s = write_safetensors_file(path, *part, "F32", {});
+    if (!s.ok()) throw std::runtime_error(s.message());
+  }
+  write_file(folder + "/model.safetensors.index.json", index.dump());
 }
 
 std::string read_file(const std::string& path) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,24 @@ TinyTargetSpec oracle_target_spec(int64_t period);
 /// agree / disagree drafter for oracle_target_spec().
 TinyDrafterSpec oracle_drafter_spec(const std::string& kind, int64_t block_size = 16);
 
+/// Random Qwen3.5 hybrid target: vocab 320, hidden 64, 4 layers (linear, linear,
+/// linear, full: Hugging Face's every-4th rule), gated attention 4 / 2 heads of 16 with
+/// a quarter rotated, GDN 2 key / 4 value heads of 8, conv kernel 4.
+TinyTargetSpec hybrid_target_spec(uint64_t seed = 41);
+/// Oracle hybrid target (vocab 64 in hidden 96), layers linear, full, linear, linear;
+/// the agree / disagree drafters of oracle_drafter_spec() read layers {1, 3} of it.
+TinyTargetSpec hybrid_oracle_target_spec(int64_t period);
+TinyDrafterSpec hybrid_oracle_drafter_spec(const std::string& kind, int64_t block_size = 16);
+
 /// `count` prompts of ids < vocab, deterministic.
 std::vector<std::vector<int64_t>> make_prompts(int count, int64_t vocab, int min_len, int max_len, uint64_t seed);
+
+/// Overwrites the bytes of every tensor of `folder`/model.safetensors that `which`
+/// names with 0xff (NaN in F32); returns how many tensors. Throws on I/O errors.
+int overwrite_tensor_bytes(const std::string& folder, const std::function<bool(const std::string&)>& which);
+/// Splits `folder`/model.safetensors (F32) into two shards: the tensors `second`
+/// names go to shard 2, the rest to shard 1, with an index. Throws on errors.
+void split_checkpoint_in_two(const std::string& folder, const std::function<bool(const std::string&)>& second);
 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);

@@ -22,27 +22,18 @@
 #include "jobs/eval/safetensors_writer.h"
 #include "jobs/eval/speculative_decoder.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/tensor_test_util.h"
 
 namespace ferry::eval {
 namespace {
 
 using testing::ScratchDir;
+using testing::greedy;
+using testing::ids_tensor;
+using testing::relative_error;
+using testing::Weights;
 
 // ---- naive reference ------------------------------------------------------
-
-using Weights = std::map<std::string, at::Tensor>;
-
-Weights read_all(const std::string& folder) {
-  Weights w;
-  auto ckpt = SafetensorsCheckpoint::open(folder);
-  EXPECT_TRUE(ckpt.ok());
-  for (const std::string& name : (*ckpt)->names()) {
-    auto rec = (*ckpt)->read(name);
-    EXPECT_TRUE(rec.ok());
-    w[name] = tensor_from_record(*rec).value().to(at::kDouble).clone();
-  }
-  return w;
-}
 
 at::Tensor naive_rms(const at::Tensor& x, const at::Tensor& w, double eps) {
   return x / at::sqrt((x * x).mean(-1, true) + eps) * w;
@@ -63,9 +54,10 @@ at::Tensor naive_rope(const at::Tensor& x, int64_t first, double theta) {
   return out;
 }
 
-// q: [T, nh, hd], k/v: [S, nkv, hd]; query t sees keys s <= t + offset (causal) or all.
+// q: [T, nh, hd], k/v: [S, nkv, hd]; query t sees keys s <= t + offset (causal) or all;
+// window > 0 also hides keys with t + offset - s >= window.
 at::Tensor naive_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
-                           int64_t offset) {
+                           int64_t offset, int64_t window = 0) {
   const int64_t t = q.size(0), nh = q.size(1), hd = q.size(2), s = k.size(0), nkv = k.size(1);
   at::Tensor out = at::zeros({t, nh, hd}, q.options());
   for (int64_t h = 0; h < nh; ++h) {
@@ -73,7 +65,9 @@ at::Tensor naive_attention(const at::Tensor& q, const at::Tensor& k, const at::T
     at::Tensor scores = at::matmul(q.select(1, h), k.select(1, kvh).t()) / std::sqrt(static_cast<double>(hd));
     if (causal) {
       for (int64_t i = 0; i < t; ++i) {
-        for (int64_t j = i + offset + 1; j < s; ++j) scores[i][j] = -1e300;
+        for (int64_t j = 0; j < s; ++j) {
+          if (j > i + offset || (window > 0 && i + offset - j >= window)) scores[i][j] = -1e300;
+        }
       }
     }
     out.select(1, h).copy_(at::matmul(at::softmax(scores, -1), v.select(1, kvh)));
@@ -115,6 +109,7 @@ NaiveTargetOut naive_target(const Weights& w, const Qwen3Config& c, const std::v
 }
 
 // Drafter output for a block at positions ctx_len.. after the full context [0, ctx_len).
+// Sliding layers (dc.sliding_layer): causal over [context; block] with the window.
 at::Tensor naive_drafter(const Weights& w, const Weights& tw, const DFlashConfig& dc, const at::Tensor& features,
                          const std::vector<int64_t>& block) {
   const Qwen3Config& c = dc.model;
@@ -131,22 +126,17 @@ at::Tensor naive_drafter(const Weights& w, const Weights& tw, const DFlashConfig
     at::Tensor v = at::matmul(both, w.at(p + "self_attn.v_proj.weight").t()).view({ctx_len + b, nkv, hd});
     q = naive_rope(naive_rms(q, w.at(p + "self_attn.q_norm.weight"), c.rms_norm_eps), ctx_len, c.rope_theta);
     k = naive_rope(naive_rms(k, w.at(p + "self_attn.k_norm.weight"), c.rms_norm_eps), 0, c.rope_theta);
-    x = x + at::matmul(naive_attention(q, k, v, false, 0), w.at(p + "self_attn.o_proj.weight").t());
+    const bool sliding = dc.sliding_layer[static_cast<size_t>(l)];
+    x = x + at::matmul(naive_attention(q, k, v, sliding, ctx_len, sliding ? dc.sliding_window : 0),
+                       w.at(p + "self_attn.o_proj.weight").t());
     x = x + naive_mlp(w, p, naive_rms(x, w.at(p + "post_attention_layernorm.weight"), c.rms_norm_eps));
   }
   return naive_rms(x, w.at("norm.weight"), c.rms_norm_eps);
 }
 
-double relative_error(const at::Tensor& got, const at::Tensor& want) {
-  at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
-  return (g - w).abs().max().item<double>() / std::max(w.abs().max().item<double>(), 1e-30);
-}
-
 std::vector<int64_t> slice(const std::vector<int64_t>& v, size_t b, size_t e) {
   return std::vector<int64_t>(v.begin() + static_cast<long>(b), v.begin() + static_cast<long>(e));
 }
-
-at::Tensor ids_tensor(const std::vector<int64_t>& v) { return at::tensor(v, at::kLong); }
 
 class Qwen3TargetTest : public ::testing::Test {
  protected:
@@ -155,6 +145,11 @@ class Qwen3TargetTest : public ::testing::Test {
     dir_ = new ScratchDir("target");
     ASSERT_TRUE(write_tiny_target(*dir_ / "target", testing::random_target_spec(), {}).ok());
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "drafter", testing::random_drafter_spec(), {}).ok());
+    // The same weights as a Qwen3.6-style drafter: layer 0 sliding (window 5), layer 1 full.
+    TinyDrafterSpec swa = testing::random_drafter_spec();
+    swa.layer_types = {"sliding_attention", "full_attention"};
+    swa.sliding_window = 5;
+    ASSERT_TRUE(write_tiny_drafter(*dir_ / "drafter-swa", swa, {}).ok());
   }
   static void TearDownTestSuite() { delete dir_; }
   static ScratchDir* dir_;
@@ -168,7 +163,7 @@ TEST_F(Qwen3TargetTest, MatchesNaiveReference) {
   EXPECT_TRUE(report.unused.empty());
   EXPECT_EQ(report.tensors_loaded, 3 + 11 * 4);
   const std::vector<int64_t> ids = testing::make_prompts(1, 320, 23, 23, 5)[0];
-  Weights w = read_all(*dir_ / "target");
+  Weights w = testing::read_weights(*dir_ / "target");
   NaiveTargetOut want = naive_target(w, (*target)->config(), ids);
   Qwen3Target::Output got = (*target)->forward(ids_tensor(ids), {1, 3});
   EXPECT_LT(relative_error(got.logits, want.logits), 1e-5);
@@ -207,17 +202,19 @@ TEST_F(Qwen3TargetTest, CachedStepsWithCropsMatchFullRecompute) {
 }
 
 TEST_F(Qwen3TargetTest, DrafterMatchesNaiveReferenceAcrossCachedContextSteps) {
+  for (const char* name : {"drafter", "drafter-swa"}) {
+  SCOPED_TRACE(name);
   LoadReport tr, dr;
   auto target = Qwen3Target::load(*dir_ / "target", {}, &tr);
   ASSERT_TRUE(target.ok());
-  auto drafter = DFlashDrafter::load(*dir_ / "drafter", 64, {}, &dr);
+  auto drafter = DFlashDrafter::load(*dir_ / name, 64, {}, &dr);
   ASSERT_TRUE(drafter.ok()) << drafter.status().message();
   EXPECT_TRUE(dr.unused.empty());
   const DFlashConfig& dc = (*drafter)->config();
   const std::vector<int64_t> seq = testing::make_prompts(1, 320, 30, 30, 11)[0];
   Qwen3Target::Output all = (*target)->forward(ids_tensor(seq), dc.target_layer_ids);
-  Weights tw = read_all(*dir_ / "target");
-  Weights dw = read_all(*dir_ / "drafter");
+  Weights tw = testing::read_weights(*dir_ / "target");
+  Weights dw = testing::read_weights(*dir_ / name);
   // Step 1: context [0, 12); step 2 adds context [12, 20). Blocks start at 12 and 20.
   for (auto [from, to] : {std::pair<int64_t, int64_t>{0, 12}, {12, 20}}) {
     std::vector<int64_t> block(8, dc.mask_token_id);
@@ -228,18 +225,28 @@ TEST_F(Qwen3TargetTest, DrafterMatchesNaiveReferenceAcrossCachedContextSteps) {
     EXPECT_LT(relative_error(got, want), 1e-5) << "context up to " << to;
     EXPECT_EQ((*drafter)->cache_length(), to);
   }
+  }
+}
+
+TEST_F(Qwen3TargetTest, SlidingWindowDrafterDiffersFromTheSameWeightsRunFull) {
+  // Context of 20 positions, window 5: the sliding layer must not see most of it.
+  auto target = Qwen3Target::load(*dir_ / "target", {}, nullptr);
+  auto full = DFlashDrafter::load(*dir_ / "drafter", 64, {}, nullptr);
+  auto swa = DFlashDrafter::load(*dir_ / "drafter-swa", 64, {}, nullptr);
+  ASSERT_TRUE(target.ok() && full.ok() && swa.ok());
+  EXPECT_EQ((*swa)->config().sliding_layer, (std::vector<bool>{true, false}));
+  EXPECT_EQ((*swa)->config().sliding_window, 5);
+  const std::vector<int64_t> seq = testing::make_prompts(1, 320, 21, 21, 12)[0];
+  at::Tensor features = (*target)->forward(ids_tensor(seq), (*full)->config().target_layer_ids).features;
+  std::vector<int64_t> block(8, (*full)->config().mask_token_id);
+  block[0] = seq[20];
+  at::Tensor embedded = (*target)->embed(ids_tensor(block));
+  at::Tensor a = (*full)->forward(features.narrow(0, 0, 20), embedded);
+  at::Tensor b = (*swa)->forward(features.narrow(0, 0, 20), embedded);
+  EXPECT_GT(relative_error(b, a), 1e-2);
 }
 
 // ---- loading --------------------------------------------------------------
-
-std::vector<int64_t> greedy(Qwen3Target* t, const std::vector<int64_t>& prompt, int n) {
-  DecodeOptions o;
-  o.block_size = 1;
-  o.max_new_tokens = n;
-  auto r = speculative_decode(t, nullptr, prompt, o);
-  EXPECT_TRUE(r.ok());
-  return r->tokens;
-}
 
 TEST_F(Qwen3TargetTest, Bf16AndShardedTwinsGiveTheSameTokensAsF32) {
   ScratchDir dir("twins");
@@ -271,28 +278,8 @@ TEST_F(Qwen3TargetTest, Bf16AndShardedTwinsGiveTheSameTokensAsF32) {
   }
 }
 
-// Splits a single-file checkpoint into two shards: text tensors, then vision + mtp.
-void split_vlm(const std::string& folder) {
-  auto ckpt = SafetensorsCheckpoint::open(folder + "/model.safetensors");
-  ASSERT_TRUE(ckpt.ok());
-  std::vector<WriteTensor> text, other;
-  for (const std::string& name : (*ckpt)->names()) {
-    auto rec = (*ckpt)->read(name);
-    ASSERT_TRUE(rec.ok());
-    WriteTensor t{name, rec->info.shape, std::vector<float>(static_cast<size_t>(rec->info.numel())), ""};
-    std::memcpy(t.values.data(), rec->data, rec->nbytes);
-    bool vision = name.rfind("model.visual.", 0) == 0 || name.rfind("mtp.", 0) == 0;
-    (vision ? other : text).push_back(std::move(t));
-  }
-  ckpt->reset();
-  std::filesystem::remove(folder + "/model.safetensors");
-  nlohmann::json index;
-  std::vector<const WriteTensor*> a, b;
-  for (const auto& t : text) { a.push_back(&t); index["weight_map"][t.name] = "model-00001-of-00002.safetensors"; }
-  for (const auto& t : other) { b.push_back(&t); index["weight_map"][t.name] = "model-00002-of-00002.safetensors"; }
-  ASSERT_TRUE(write_safetensors_file(folder + "/model-00001-of-00002.safetensors", a, "F32", {}).ok());
-  ASSERT_TRUE(write_safetensors_file(folder + "/model-00002-of-00002.safetensors", b, "F32", {}).ok());
-  testing::write_file(folder + "/model.safetensors.index.json", index.dump());
+bool is_vision_or_mtp(const std::string& name) {
+  return name.rfind("model.visual.", 0) == 0 || name.rfind("mtp.", 0) == 0;
 }
 
 TEST_F(Qwen3TargetTest, VlmWrappedCheckpointLoadsTextOnlyWithoutReadingVision) {
@@ -300,23 +287,7 @@ TEST_F(Qwen3TargetTest, VlmWrappedCheckpointLoadsTextOnlyWithoutReadingVision) {
   auto spec = testing::random_target_spec();
   ASSERT_TRUE(write_tiny_target(dir / "vlm", spec, {"F32", 0, true}).ok());
   // Single file: overwrite every vision / mtp tensor's bytes with 0xff (NaN in F32).
-  {
-    auto ckpt = SafetensorsCheckpoint::open(dir / "vlm");
-    ASSERT_TRUE(ckpt.ok());
-    std::string bytes = testing::read_file(dir / "vlm/model.safetensors");
-    uint64_t header_len = 0;
-    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(bytes[i]);
-    int corrupted = 0;
-    for (const std::string& name : (*ckpt)->names()) {
-      if (name.rfind("model.language_model.", 0) == 0 || name == "lm_head.weight") continue;
-      auto info = (*ckpt)->info(name);
-      for (uint64_t i = info->begin; i < info->end; ++i) bytes[8 + header_len + i] = '\xff';
-      ++corrupted;
-    }
-    EXPECT_EQ(corrupted, 5);
-    ckpt->reset();
-    testing::write_file(dir / "vlm/model.safetensors", bytes);
-  }
+  EXPECT_EQ(testing::overwrite_tensor_bytes(dir / "vlm", is_vision_or_mtp), 5);
   auto plain = Qwen3Target::load(*dir_ / "target", {}, nullptr);
   ASSERT_TRUE(plain.ok());
   LoadReport r;
@@ -329,7 +300,7 @@ TEST_F(Qwen3TargetTest, VlmWrappedCheckpointLoadsTextOnlyWithoutReadingVision) {
 
   // Sharded: vision and mtp alone in shard 2, then that shard replaced by garbage. A
   // loader that opened it would fail on its header.
-  split_vlm(dir / "vlm");
+  testing::split_checkpoint_in_two(dir / "vlm", is_vision_or_mtp);
   testing::write_file(dir / "vlm/model-00002-of-00002.safetensors", "garbage, not safetensors");
   LoadReport rs;
   auto sharded = Qwen3Target::load(dir / "vlm", {}, &rs);
@@ -348,7 +319,7 @@ TEST_F(Qwen3TargetTest, TiedEmbeddingsNeedNoLmHead) {
   auto t = Qwen3Target::load(dir.path(), {}, &r);
   ASSERT_TRUE(t.ok()) << t.status().message();
   const std::vector<int64_t> ids = {5, 9, 200, 31};
-  NaiveTargetOut want = naive_target(read_all(dir.path()), (*t)->config(), ids);
+  NaiveTargetOut want = naive_target(testing::read_weights(dir.path()), (*t)->config(), ids);
   EXPECT_LT(relative_error((*t)->forward(ids_tensor(ids), {}).logits, want.logits), 1e-5);
 }
 

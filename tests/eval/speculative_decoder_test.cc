@@ -14,6 +14,7 @@
 #include <random>
 
 #include "jobs/eval/dflash_drafter.h"
+#include "jobs/eval/qwen3_target.h"
 #include "tests/eval/eval_test_util.h"
 
 namespace ferry::eval {
@@ -25,7 +26,7 @@ constexpr int kPrompts = 20;
 constexpr int kMaxNew = 32;
 
 // Plain greedy by full recompute: the whole sequence through a fresh cache every token.
-std::vector<int64_t> naive_greedy(Qwen3Target* t, const std::vector<int64_t>& prompt, int n,
+std::vector<int64_t> naive_greedy(TargetModel* t, const std::vector<int64_t>& prompt, int n,
                                   const std::vector<int64_t>& stops = {}) {
   std::vector<int64_t> seq = prompt, out;
   for (int i = 0; i < n; ++i) {
@@ -82,11 +83,18 @@ class SpeculativeDecoderTest : public ::testing::Test {
     ASSERT_TRUE(write_tiny_target(*dir_ / "oracle-mixed", testing::oracle_target_spec(3), {}).ok());
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "agree", testing::oracle_drafter_spec("agree"), {}).ok());
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "disagree", testing::oracle_drafter_spec("disagree"), {}).ok());
+    // Qwen3.5 hybrids: every rejected draft rolls Gated DeltaNet states back.
+    ASSERT_TRUE(write_tiny_target(*dir_ / "hybrid-random", testing::hybrid_target_spec(), {}).ok());
+    ASSERT_TRUE(write_tiny_target(*dir_ / "hybrid-const", testing::hybrid_oracle_target_spec(1), {}).ok());
+    ASSERT_TRUE(write_tiny_target(*dir_ / "hybrid-mixed", testing::hybrid_oracle_target_spec(3), {}).ok());
+    ASSERT_TRUE(write_tiny_drafter(*dir_ / "hybrid-agree", testing::hybrid_oracle_drafter_spec("agree"), {}).ok());
+    ASSERT_TRUE(
+        write_tiny_drafter(*dir_ / "hybrid-disagree", testing::hybrid_oracle_drafter_spec("disagree"), {}).ok());
   }
   static void TearDownTestSuite() { delete dir_; }
 
-  static std::unique_ptr<Qwen3Target> target(const std::string& name) {
-    auto t = Qwen3Target::load(*dir_ / name, {}, nullptr);
+  static std::unique_ptr<TargetModel> target(const std::string& name) {
+    auto t = load_target(*dir_ / name, {}, nullptr);
     EXPECT_TRUE(t.ok()) << t.status().message();
     return std::move(*t);
   }
@@ -99,7 +107,7 @@ class SpeculativeDecoderTest : public ::testing::Test {
 };
 ScratchDir* SpeculativeDecoderTest::dir_ = nullptr;
 
-DecodeResult decode(Qwen3Target* t, Drafter* d, const std::vector<int64_t>& prompt, int64_t b,
+DecodeResult decode(TargetModel* t, Drafter* d, const std::vector<int64_t>& prompt, int64_t b,
                     const std::vector<int64_t>& capture, bool recompute = false) {
   DecodeOptions o;
   o.block_size = b;
@@ -117,19 +125,24 @@ TEST_F(SpeculativeDecoderTest, LosslessWithNeverAlwaysAndSometimesAcceptedDrafte
   struct Pair {
     std::string target, drafter;
     int64_t vocab;
+    int prompts;
   };
   const std::vector<Pair> pairs = {
-      {"random", "random-drafter", 320},  // essentially never accepted
-      {"oracle-const", "agree", 64},      // always
-      {"oracle-const", "disagree", 64},   // never
-      {"oracle-mixed", "agree", 64},      // sometimes
+      {"random", "random-drafter", 320, kPrompts},  // essentially never accepted
+      {"oracle-const", "agree", 64, kPrompts},      // always
+      {"oracle-const", "disagree", 64, kPrompts},   // never
+      {"oracle-mixed", "agree", 64, kPrompts},      // sometimes
+      {"hybrid-random", "random-drafter", 320, 6},
+      {"hybrid-const", "hybrid-agree", 64, 6},
+      {"hybrid-const", "hybrid-disagree", 64, 6},
+      {"hybrid-mixed", "hybrid-agree", 64, 6},
   };
   for (const Pair& pair : pairs) {
     auto t = target(pair.target);
     auto d = drafter(pair.drafter, t->config().hidden_size);
     auto proposer = DFlashProposer::create(t.get(), d.get());
     ASSERT_TRUE(proposer.ok()) << proposer.status().message();
-    const auto prompts = testing::make_prompts(kPrompts, pair.vocab, 3, 20, 101);
+    const auto prompts = testing::make_prompts(pair.prompts, pair.vocab, 3, 20, 101);
     std::vector<int64_t> all_steps;
     for (const auto& p : prompts) {
       const std::vector<int64_t> want = naive_greedy(t.get(), p, kMaxNew);
@@ -141,13 +154,13 @@ TEST_F(SpeculativeDecoderTest, LosslessWithNeverAlwaysAndSometimesAcceptedDrafte
     }
     const int64_t full = count(all_steps, 16), none = count(all_steps, 1);
     const int64_t n = static_cast<int64_t>(all_steps.size());
-    if (pair.drafter == "agree" && pair.target == "oracle-const") {
-      EXPECT_EQ(full, n);
-    }
-    if (pair.drafter == "disagree") {
-      EXPECT_EQ(none, n);
-    }
-    if (pair.target == "oracle-mixed") {
+    auto ends_with = [](const std::string& s, const std::string& tail) {
+      return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (ends_with(pair.target, "const") && ends_with(pair.drafter, "-agree")) EXPECT_EQ(full, n);
+    if (ends_with(pair.target, "const") && pair.drafter == "agree") EXPECT_EQ(full, n);
+    if (ends_with(pair.drafter, "disagree")) EXPECT_EQ(none, n);
+    if (ends_with(pair.target, "mixed")) {
       EXPECT_GT(full, 0);
       EXPECT_GT(none, 0);
     }
@@ -273,10 +286,12 @@ TEST_F(SpeculativeDecoderTest, StopsAfterTheFirstEosLikeGreedy) {
 }
 
 TEST_F(SpeculativeDecoderTest, RecomputeModeMatchesCachedMode) {
-  auto t = target("oracle-mixed");
-  auto d = drafter("agree", 96);
+  for (const char* kind : {"oracle", "hybrid"}) {
+  const bool hybrid = std::string(kind) == "hybrid";
+  auto t = target(hybrid ? "hybrid-mixed" : "oracle-mixed");
+  auto d = drafter(hybrid ? "hybrid-agree" : "agree", 96);
   auto proposer = DFlashProposer::create(t.get(), d.get());
-  auto tr = target("random");
+  auto tr = target(hybrid ? "hybrid-random" : "random");
   auto dr = drafter("random-drafter", 64);
   auto proposer_r = DFlashProposer::create(tr.get(), dr.get());
   for (const auto& p : testing::make_prompts(4, 64, 3, 12, 505)) {
@@ -287,6 +302,7 @@ TEST_F(SpeculativeDecoderTest, RecomputeModeMatchesCachedMode) {
     DecodeResult cr = decode(tr.get(), proposer_r->get(), p, 8, dr->config().target_layer_ids);
     DecodeResult fr = decode(tr.get(), proposer_r->get(), p, 8, dr->config().target_layer_ids, true);
     EXPECT_EQ(cr.tokens, fr.tokens);
+  }
   }
 }
 

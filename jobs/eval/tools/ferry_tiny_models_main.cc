@@ -12,16 +12,22 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ferry-tiny-models target  --out DIR [--kind random|oracle] [--seed N] [--vocab N] [--hidden N]\n"
-    "                                 [--intermediate N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N]\n"
-    "                                 [--tie] [--eos N] [--oracle-token N] [--oracle-period N] [--oracle-mask N]\n"
-    "                                 [--dtype F32|BF16|F16] [--shards N] [--vlm]\n"
+    "usage: ferry-tiny-models target  --out DIR [--arch qwen3|qwen3_5] [--kind random|oracle] [--seed N]\n"
+    "                                 [--vocab N] [--hidden N] [--intermediate N] [--layers N] [--heads N]\n"
+    "                                 [--kv-heads N] [--head-dim N] [--tie] [--eos N] [--oracle-token N]\n"
+    "                                 [--oracle-period N] [--oracle-mask N] [--dtype F32|BF16|F16] [--shards N] [--vlm]\n"
+    "                                 qwen3_5: [--layer-types linear,linear,linear,full] [--linear-key-heads N]\n"
+    "                                 [--linear-value-heads N] [--linear-key-dim N] [--linear-value-dim N]\n"
+    "                                 [--conv-kernel N] [--rope-theta X] [--stream]\n"
+    "                                 (--stream: values generated while written, for 27B-sized slices)\n"
     "       ferry-tiny-models drafter --out DIR [--kind random|agree|disagree] [--seed N] [--target-vocab N]\n"
     "                                 [--hidden N] [--intermediate N] [--layers N] [--heads N] [--kv-heads N]\n"
     "                                 [--head-dim N] [--block-size B] [--mask N] [--num-target-layers N]\n"
     "                                 [--target-layer-ids 1,2,3] [--dtype F32|BF16|F16] [--shards N]\n"
+    "                                 [--layer-types sliding,full] [--sliding-window N]\n"
     "       ferry-tiny-models prompts --out FILE [--count N] [--vocab N] [--min-len N] [--max-len N] [--seed N]\n"
-    "       ferry-tiny-models suite   --out DIR   (a ready set: random and oracle targets, drafters, prompts)\n";
+    "       ferry-tiny-models suite   --out DIR   (a ready set: random and oracle targets, Qwen3 and\n"
+    "                                           Qwen3.5 hybrid, drafters incl. a sliding-window one, prompts)\n";
 
 int usage_error(const std::string& what) {
   std::cerr << "ferry-tiny-models: " << what << "\n" << kUsage;
@@ -36,13 +42,31 @@ bool to_int(const std::string& s, int64_t* out) {
   return true;
 }
 
+// "linear,full,sliding" -> the config's layer_types names.
+bool parse_layer_types(const std::string& list, std::vector<std::string>* out) {
+  std::stringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item == "linear" || item == "linear_attention") {
+      out->push_back("linear_attention");
+    } else if (item == "full" || item == "full_attention") {
+      out->push_back("full_attention");
+    } else if (item == "sliding" || item == "sliding_attention") {
+      out->push_back("sliding_attention");
+    } else {
+      return false;
+    }
+  }
+  return !out->empty();
+}
+
 int run(const std::vector<std::string>& args) {
   if (args.empty()) return usage_error("missing command");
   const std::string cmd = args[0];
   std::map<std::string, std::string> flags;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--tie" || a == "--vlm") {
+    if (a == "--tie" || a == "--vlm" || a == "--stream") {
       flags[a] = "1";
     } else if (a.rfind("--", 0) == 0 && i + 1 < args.size()) {
       flags[a] = args[++i];
@@ -68,7 +92,18 @@ int run(const std::vector<std::string>& args) {
   if (cmd == "target") {
     ferry::eval::TinyTargetSpec s;
     s.kind = flags.count("--kind") ? flags["--kind"] : "random";
+    s.arch = flags.count("--arch") ? flags["--arch"] : "qwen3";
     s.seed = static_cast<uint64_t>(num("--seed", 1));
+    s.linear_key_heads = num("--linear-key-heads", s.linear_key_heads);
+    s.linear_value_heads = num("--linear-value-heads", s.linear_value_heads);
+    s.linear_key_dim = num("--linear-key-dim", s.linear_key_dim);
+    s.linear_value_dim = num("--linear-value-dim", s.linear_value_dim);
+    s.conv_kernel = num("--conv-kernel", s.conv_kernel);
+    s.streamed = flags.count("--stream") != 0;
+    if (flags.count("--rope-theta")) s.rope_theta = std::strtod(flags["--rope-theta"].c_str(), nullptr);
+    if (flags.count("--layer-types") && !parse_layer_types(flags["--layer-types"], &s.layer_types)) {
+      return usage_error("--layer-types: expected a comma list of linear / full");
+    }
     s.vocab = num("--vocab", s.vocab);
     s.hidden = num("--hidden", s.hidden);
     s.intermediate = num("--intermediate", s.intermediate);
@@ -87,6 +122,10 @@ int run(const std::vector<std::string>& args) {
     ferry::eval::TinyDrafterSpec s;
     s.kind = flags.count("--kind") ? flags["--kind"] : "random";
     s.seed = static_cast<uint64_t>(num("--seed", 2));
+    s.sliding_window = num("--sliding-window", 0);
+    if (flags.count("--layer-types") && !parse_layer_types(flags["--layer-types"], &s.layer_types)) {
+      return usage_error("--layer-types: expected a comma list of sliding / full");
+    }
     s.target_vocab = num("--target-vocab", s.target_vocab);
     s.hidden = num("--hidden", s.hidden);
     s.intermediate = num("--intermediate", s.intermediate);
@@ -145,6 +184,18 @@ int run(const std::vector<std::string>& args) {
     if (status.ok()) status = write_tiny_drafter(out + "/oracle-agree", agree, {});
     agree.kind = "disagree";
     if (status.ok()) status = write_tiny_drafter(out + "/oracle-disagree", agree, {});
+    // Qwen3.5 hybrids: a random VLM-layout target, and an oracle one (layers linear,
+    // linear, linear, full) that the oracle drafters above fit; a Qwen3.6-style drafter.
+    TinyTargetSpec hybrid = target;
+    hybrid.arch = "qwen3_5";
+    if (status.ok()) status = write_tiny_target(out + "/hybrid-target-vlm", hybrid, {"F32", 0, true});
+    TinyTargetSpec hybrid_oracle = oracle;
+    hybrid_oracle.arch = "qwen3_5";
+    if (status.ok()) status = write_tiny_target(out + "/hybrid-oracle-target", hybrid_oracle, {});
+    agree.kind = "agree";
+    agree.layer_types = {"sliding_attention", "full_attention"};
+    agree.sliding_window = 8;
+    if (status.ok()) status = write_tiny_drafter(out + "/oracle-agree-swa", agree, {});
     if (status.ok()) status = write_tiny_prompts(out + "/prompts.jsonl", 20, 320, 4, 24, 3);
     if (status.ok()) status = write_tiny_prompts(out + "/oracle-prompts.jsonl", 20, 63, 4, 24, 4);
   } else {

@@ -3,6 +3,11 @@
 // here so tests and examples download nothing. Values are rounded to what BF16
 // represents exactly, so a BF16 checkpoint and its F32 twin hold the same numbers.
 //
+// Two target architectures: qwen3 (dense) and qwen3_5 (hybrid: Gated DeltaNet
+// `linear_attention` layers + gated `full_attention` layers, (1+w) norms; VLM layout =
+// Qwen3_5ForConditionalGeneration with a vision tower and MTP head, plain layout =
+// Qwen3_5ForCausalLM). Drafters may mix sliding_attention layers (Qwen3.6 style).
+//
 // Two target kinds:
 //  * random: ordinary random Qwen3 weights; greedy output is arbitrary but fixed.
 //  * oracle: greedy next token is a known function of the current token, oracle_next(),
@@ -25,6 +30,7 @@
 namespace ferry::eval {
 
 struct TinyTargetSpec {
+  std::string arch = "qwen3";   // qwen3 | qwen3_5
   std::string kind = "random";  // random | oracle
   int64_t vocab = 320;
   int64_t hidden = 64;
@@ -42,6 +48,17 @@ struct TinyTargetSpec {
   int64_t oracle_fixed_token = 7;
   int64_t oracle_period = 1;
   int64_t oracle_mask_token = -1;  // the drafter's mask id (maps to fixed_token)
+  // qwen3_5 only.
+  std::vector<std::string> layer_types;  // empty: every 4th layer full attention, the rest linear
+  double partial_rotary_factor = 0.25;
+  int64_t linear_key_heads = 2;
+  int64_t linear_value_heads = 4;
+  int64_t linear_key_dim = 8;
+  int64_t linear_value_dim = 8;
+  int64_t conv_kernel = 4;
+  /// Random qwen3_5 only: each big matrix gets its own seed and is generated chunk by
+  /// chunk while written (for 27B-shaped benchmark slices; never held whole in memory).
+  bool streamed = false;
 };
 
 struct TinyDrafterSpec {
@@ -59,6 +76,8 @@ struct TinyDrafterSpec {
   int64_t num_target_layers = 4;
   std::vector<int64_t> target_layer_ids;  // empty: left out of the config (derived)
   uint64_t seed = 2;
+  std::vector<std::string> layer_types;  // empty: all full_attention (left out of the config)
+  int64_t sliding_window = 0;            // with sliding_attention layers
 };
 
 struct TinyWriteSpec {

@@ -1,0 +1,66 @@
+// TargetModel: what the speculative loop and the DFlash proposer ask of a target —
+// Qwen3 dense (qwen3_target.h) or the Qwen3.5/3.6 hybrid (qwen35_target.h).
+//
+// forward() runs the next tokens after what the model's state holds and returns their
+// logits and the raw outputs of the requested decoder layers (Hugging Face's
+// hidden_states[layer + 1]; for the last layer that slot is the final-normed output).
+// crop() is the rollback after a verify: the state afterwards equals having run exactly
+// the first `length` positions. Any length is allowed down to where the last forward
+// began (a hybrid target replays its recurrent state there); 0 always works.
+// Batch size 1; one thread at a time; methods may throw c10::Error (eval_runner catches).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "jobs/eval/load_report.h"
+#include "jobs/eval/model_config.h"
+#include "jobs/eval/tensor_ops.h"
+
+namespace ferry::eval {
+
+class TargetModel {
+ public:
+  struct Output {
+    at::Tensor logits;    // [rows, vocab], float32: the last `rows` positions (all by default)
+    at::Tensor features;  // [T, len(capture) * hidden]: requested layer outputs, concatenated in order
+  };
+  virtual ~TargetModel() = default;
+
+  /// Dimensions shared by every kind (vocab, hidden, layer count, eos ids).
+  virtual const Qwen3Config& config() const = 0;
+  virtual const ComputeOptions& options() const = 0;
+  /// Architecture and layer mix, e.g. "qwen3_5: 48 linear + 16 full attention".
+  virtual std::string describe() const = 0;
+
+  /// ids: [T] int64 -> [T, hidden]
+  virtual at::Tensor embed(const at::Tensor& ids) const = 0;
+  /// hidden: [T, hidden] (already final-normed) -> [T, vocab] float32
+  virtual at::Tensor lm_head(const at::Tensor& hidden) const = 0;
+
+  /// Runs ids: [T] at positions cache_length() .. cache_length()+T-1.
+  /// logits_rows < 0: logits for every position; else for the last logits_rows.
+  /// capture: 0-based layer ids whose outputs make `features`.
+  virtual Output forward(const at::Tensor& ids, const std::vector<int64_t>& capture, int64_t logits_rows = -1) = 0;
+
+  virtual int64_t cache_length() const = 0;
+  /// Keeps positions [0, length); see the class comment for which lengths work.
+  virtual void crop(int64_t length) = 0;
+  virtual void reset() = 0;
+
+  /// Refuses prompts this target cannot run as text (e.g. vision placeholder ids).
+  virtual Status check_prompt(const std::vector<int64_t>& prompt) const {
+    (void)prompt;
+    return Status();
+  }
+};
+
+/// Loads the target under `folder` by its config.json's model_type: qwen3 or qwen3_5.
+Result<std::unique_ptr<TargetModel>> load_target(const std::string& folder, const ComputeOptions& options,
+                                                 LoadReport* report);
+
+}  // namespace ferry::eval

@@ -1,0 +1,31 @@
+// libtorch helpers shared by the eval tests that compare tensors: reading a checkpoint
+// whole in double precision for naive references, relative error, greedy decoding.
+// Test-only; gtest expectations record read failures.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "jobs/eval/target_model.h"
+
+namespace ferry::eval::testing {
+
+using Weights = std::map<std::string, at::Tensor>;
+
+/// Every tensor of the checkpoint under `folder` as float64, keyed by name with
+/// `strip_prefix` removed where present.
+Weights read_weights(const std::string& folder, const std::string& strip_prefix = "");
+
+/// max |got - want| / max |want|, in double.
+double relative_error(const at::Tensor& got, const at::Tensor& want);
+
+at::Tensor ids_tensor(const std::vector<int64_t>& ids);
+
+/// Plain greedy decoding (block size 1) of n tokens through the speculative loop.
+std::vector<int64_t> greedy(TargetModel* target, const std::vector<int64_t>& prompt, int n);
+
+}  // namespace ferry::eval::testing
