@@ -30,7 +30,7 @@ std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, con
   nlohmann::json spec = {{"max_new_tokens", inputs.value("max_new_tokens", 128)},
                          {"block_size", inputs.value("block_size", 0)},
                          {"device", inputs.value("device", std::string("cpu"))},
-                         {"dtype", inputs.value("dtype", std::string("float32"))},
+                         {"dtype", inputs.value("dtype", std::string("auto"))},
                          {"threads", inputs.value("threads", 0)}};
   for (const char* key : {"target", "drafter", "reference", "prompts"}) {
     std::string v = inputs.value(key, std::string());

@@ -2,11 +2,14 @@
 # Installs what ferry needs to build, test and demo from Debian 12's archive.
 # Idempotent: installs only what is missing, and runs apt-get update only then.
 # Usage: scripts/install-deps.sh [--bench]   (--bench adds pdsh and ansible)
+# Also makes OpenBLAS (OpenMP build) the system's libblas.so.3/liblapack.so.3: Debian's
+# libtorch links libblas.so.3, and the reference BLAS there makes every float32 matmul
+# of the eval engine slow (jobs/eval/README.md, "BLAS").
 set -eu
 
 packages="build-essential cmake pkg-config git ca-certificates
   libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev sqlite3
-  libxxhash-dev nlohmann-json3-dev libtorch-dev
+  libxxhash-dev nlohmann-json3-dev libtorch-dev libopenblas0-openmp
   openssh-server openssh-client iproute2 procps"
 if [ "${1:-}" = "--bench" ]; then packages="$packages pdsh ansible"; fi
 
@@ -16,16 +19,30 @@ for p in $packages; do
     missing="$missing $p"
   fi
 done
-if [ -z "$missing" ]; then
-  echo "install-deps: everything is installed"
-  exit 0
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing:$missing — run as root (or install them yourself)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # shellcheck disable=SC2086
+  apt-get install -y -q --no-install-recommends $missing
 fi
-if [ "$(id -u)" != 0 ]; then
-  echo "install-deps: missing:$missing — run as root (or install them yourself)" >&2
-  exit 1
-fi
-echo "install-deps: installing$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-# shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing
+
+# The OpenMP OpenBLAS shares libtorch's OpenMP thread pool; the pthreads one keeps a
+# second pool that competes with it for the same cores (measured: jobs/eval/README.md).
+multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+for lib in libblas.so.3 liblapack.so.3; do
+  want="/usr/lib/$multiarch/openblas-openmp/$lib"
+  now=$(update-alternatives --query "$lib-$multiarch" 2>/dev/null | sed -n 's/^Value: //p')
+  [ "$now" = "$want" ] && continue
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: $lib is ${now:-unset}; run as root, or: update-alternatives --set $lib-$multiarch $want" >&2
+    exit 1
+  fi
+  echo "install-deps: selecting $want"
+  update-alternatives --set "$lib-$multiarch" "$want"
+done
+[ -n "$missing" ] || echo "install-deps: everything is installed"

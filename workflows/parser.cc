@@ -471,7 +471,7 @@ class Parser {
         if (auto r = one_of(*x, "device", {"cpu", "cuda"})) s.device = *r;
       }
       if (auto x = find(e, "dtype")) {
-        if (auto r = one_of(*x, "dtype", {"float32", "bfloat16", "float16"})) s.dtype = *r;
+        if (auto r = one_of(*x, "dtype", {"auto", "float32", "bfloat16", "float16"})) s.dtype = *r;
       }
       if (auto x = find(e, "threads")) {
         if (auto r = integer(*x, "threads", 0, 1024)) s.threads = static_cast<int>(*r);

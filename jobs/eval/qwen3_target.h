@@ -22,7 +22,7 @@ namespace ferry::eval {
 class Qwen3Target {
  public:
   struct Output {
-    at::Tensor logits;    // [rows, vocab], float32: the last `rows` positions (all by default)
+    at::Tensor logits;    // [rows, vocab] in the compute dtype: the last `rows` positions (all by default)
     at::Tensor features;  // [T, len(capture) * hidden]: requested layer outputs, concatenated in order
   };
 
@@ -37,7 +37,8 @@ class Qwen3Target {
 
   /// ids: [T] int64 -> [T, hidden]
   at::Tensor embed(const at::Tensor& ids) const;
-  /// hidden: [T, hidden] (already final-normed) -> [T, vocab] float32
+  /// hidden: [T, hidden] (already final-normed) -> [T, vocab], compute dtype (argmax
+  /// needs no float32 copy)
   at::Tensor lm_head(const at::Tensor& hidden) const;
 
   /// Runs ids: [T] at positions cache_length() .. cache_length()+T-1 and appends their
@@ -46,13 +47,18 @@ class Qwen3Target {
   Output forward(const at::Tensor& ids, const std::vector<int64_t>& capture, int64_t logits_rows = -1);
 
   int64_t cache_length() const { return caches_.empty() ? 0 : caches_[0].length(); }
+  /// Allocates the KV cache and RoPE tables for `positions` up front (a decode loop
+  /// then allocates no cache memory per step).
+  void reserve(int64_t positions);
   /// Keeps positions [0, length).
   void crop(int64_t length);
   void reset();
 
  private:
+  // Every matrix is the checkpoint's own tensor (a view of the mapping when the dtype
+  // matches): fusing q/k/v or gate/up would copy the weights.
   struct Layer {
-    at::Tensor input_norm, qkv, o, q_norm, k_norm, post_norm, gate_up, down;
+    at::Tensor input_norm, q, k, v, o, q_norm, k_norm, post_norm, gate, up, down;
   };
   Qwen3Target() = default;
 
@@ -63,6 +69,7 @@ class Qwen3Target {
   at::Tensor norm_;
   std::vector<Layer> layers_;
   std::vector<KvCache> caches_;
+  std::unique_ptr<RopeCache> rope_;
 };
 
 }  // namespace ferry::eval
