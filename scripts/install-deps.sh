@@ -2,9 +2,12 @@
 # Installs what ferry needs to build, test and demo from Debian 12's archive.
 # Idempotent: installs only what is missing, and runs apt-get update only then.
 # Usage: scripts/install-deps.sh [--bench]   (--bench adds pdsh and ansible)
-# Also makes OpenBLAS (OpenMP build) the system's libblas.so.3/liblapack.so.3: Debian's
-# libtorch links libblas.so.3, and the reference BLAS there makes every float32 matmul
-# of the eval engine slow (jobs/eval/README.md, "BLAS").
+# Also makes OpenBLAS (OpenMP build) the system's libblas.so.3, liblapack.so.3 and
+# libopenblas.so.0: Debian's libtorch links libblas.so.3, and the reference BLAS there
+# makes every float32 matmul of the eval engine slow (jobs/eval/README.md, "BLAS").
+# All three, because the libblas/liblapack wrappers load libopenblas.so.0 by name and
+# a process holds one: an OpenMP libblas.so.3 over the pthreads libopenblas.so.0 runs
+# pthreads (ferry eval's report shows which one is in use).
 set -eu
 
 packages="build-essential cmake pkg-config git ca-certificates
@@ -34,7 +37,7 @@ fi
 # The OpenMP OpenBLAS shares libtorch's OpenMP thread pool; the pthreads one keeps a
 # second pool that competes with it for the same cores (measured: jobs/eval/README.md).
 multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
-for lib in libblas.so.3 liblapack.so.3; do
+for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
   want="/usr/lib/$multiarch/openblas-openmp/$lib"
   now=$(update-alternatives --query "$lib-$multiarch" 2>/dev/null | sed -n 's/^Value: //p')
   [ "$now" = "$want" ] && continue

@@ -31,6 +31,7 @@
 #include "jobs/eval/dflash_drafter.h"
 #include "jobs/eval/qwen3_target.h"
 #include "jobs/eval/speculative_decoder.h"
+#include "jobs/eval/tools/passive_omp_wait.h"
 #include "tests/eval/eval_test_util.h"
 
 namespace {
@@ -172,6 +173,7 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  reexec_with_passive_omp_wait(argv);  // as `ferry eval` runs
   int threads = 0, reps = 3;
   int64_t tokens = 128, layers = 8;
   std::string dtype_name = "auto", also;
@@ -244,8 +246,10 @@ int main(int argc, char** argv) {
               static_cast<long long>(target.hidden), static_cast<long long>(target.intermediate),
               static_cast<long long>(layers), static_cast<long long>(target.vocab), static_cast<long long>(kBlock),
               static_cast<long long>(tokens), static_cast<long long>(kPromptTokens));
-  std::printf("runtime: %d threads of %d cores, %s; BLAS %s%s%s (%s); load average %.1f; median of %d runs\n",
-              used_threads, rt.cores, rt.isa.c_str(), rt.blas.name.c_str(), rt.blas.threading.empty() ? "" : ", ",
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  std::printf("runtime: %d threads of %d cores (OMP_WAIT_POLICY %s), %s; BLAS %s%s%s (%s); load average %.1f; "
+              "median of %d runs\n",
+              used_threads, rt.cores, wait != nullptr ? wait : "unset", rt.isa.c_str(), rt.blas.name.c_str(), rt.blas.threading.empty() ? "" : ", ",
               rt.blas.threading.c_str(), rt.blas.library.c_str(), load_avg[0], reps);
   if (rt.blas.reference) std::printf("WARNING: %s\n", rt.blas.advice().c_str());
 

@@ -302,6 +302,29 @@ TEST_F(EvalRunnerTest, CommandExitCodes) {
   EXPECT_DOUBLE_EQ(*parsed->min_ratio_to_reference, 0.8);
 }
 
+// Debian's reference BLAS, put in front of the selected one for one child process
+// (the loader takes libblas.so.3 from LD_LIBRARY_PATH first): the report and stderr
+// must name it and give the fix.
+TEST_F(EvalRunnerTest, ReferenceBlasIsNamedWithTheFix) {
+  const std::string netlib = "/usr/lib/x86_64-linux-gnu/blas";
+  if (!std::ifstream(netlib + "/libblas.so.3")) GTEST_SKIP() << "no reference BLAS (libblas3) installed";
+  const std::string cmd = "LD_LIBRARY_PATH=" + netlib + " " + FERRY_EVAL_BIN + " --target " + (*dir_ / "target") +
+                          " --drafter " + (*dir_ / "agree") + " --prompts " + (*dir_ / "prompts.jsonl") +
+                          " --max-new-tokens 8 --threads 1 --no-baseline 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  ASSERT_EQ(::pclose(pipe), 0) << out;
+  EXPECT_NE(out.find("eval: WARNING: float32 matmuls run on the reference (netlib) BLAS " + netlib), std::string::npos)
+      << out;  // stderr
+  EXPECT_NE(out.find("BLAS     reference BLAS (netlib)"), std::string::npos) << out;  // the report
+  EXPECT_NE(out.find("warning: float32 matmuls run on the reference"), std::string::npos) << out;
+  EXPECT_NE(out.find("update-alternatives --set libblas.so.3"), std::string::npos) << out;
+}
+
 TEST(TinyModelsToolTest, WritesLoadableSuite) {
   ScratchDir dir("tool");
   std::string cmd = std::string(FERRY_TINY_MODELS_BIN) + " suite --out " + dir.path();

@@ -4,8 +4,10 @@
 #include <vector>
 
 #include "jobs/eval/eval_command.h"
+#include "jobs/eval/tools/passive_omp_wait.h"
 
 int main(int argc, char** argv) {
+  ferry::eval::reexec_with_passive_omp_wait(argv);
   std::vector<char*> args;
   static char eval_name[] = "eval";
   args.push_back(eval_name);
