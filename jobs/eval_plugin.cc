@@ -29,7 +29,16 @@ Result<const EvalPlugin*> load_eval_plugin() {
   static Status status;
   std::call_once(once, [] {
     std::string path = plugin_path();
+    // libgomp reads OMP_WAIT_POLICY once, when the plugin's libtorch loads it. Its
+    // default spins threads after every parallel region, and a decode step runs hundreds
+    // of small ones: on a host where anything else runs, spinning threads take the CPUs
+    // from the working ones (the tiny-suite eval: 25-37 s spinning, 5-8 s passive, on
+    // 2 busy cores). Passive unless the user chose; unset again so stage commands this
+    // process starts do not inherit it.
+    const bool choose_wait = std::getenv("OMP_WAIT_POLICY") == nullptr;
+    if (choose_wait) ::setenv("OMP_WAIT_POLICY", "passive", 0);
     void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (choose_wait) ::unsetenv("OMP_WAIT_POLICY");
     if (!h) {
       const char* err = ::dlerror();
       status = failed_precondition("the eval engine is not available: cannot load " + path + " (" +

@@ -30,7 +30,7 @@ std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, con
   nlohmann::json spec = {{"max_new_tokens", inputs.value("max_new_tokens", 128)},
                          {"block_size", inputs.value("block_size", 0)},
                          {"device", inputs.value("device", std::string("cpu"))},
-                         {"dtype", inputs.value("dtype", std::string("float32"))},
+                         {"dtype", inputs.value("dtype", std::string("auto"))},
                          {"threads", inputs.value("threads", 0)},
                          {"prompt_format", inputs.value("prompt_format", std::string("chat"))}};
   for (const char* key : {"min_tau", "min_ratio_to_reference"}) {

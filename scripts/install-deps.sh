@@ -5,11 +5,17 @@
 # tokenizer files and Hugging Face's JS tokenizer and Jinja) into $FERRY_NPM_DIR
 # (default /var/cache/ferry/npm) when they are missing; offline afterwards.
 # Usage: scripts/install-deps.sh [--bench]   (--bench adds pdsh and ansible)
+# Also makes OpenBLAS (OpenMP build) the system's libblas.so.3, liblapack.so.3 and
+# libopenblas.so.0: Debian's libtorch links libblas.so.3, and the reference BLAS there
+# makes every float32 matmul of the eval engine slow (jobs/eval/README.md, "BLAS").
+# All three, because the libblas/liblapack wrappers load libopenblas.so.0 by name and
+# a process holds one: an OpenMP libblas.so.3 over the pthreads libopenblas.so.0 runs
+# pthreads (ferry eval's report shows which one is in use).
 set -eu
 
 packages="build-essential cmake pkg-config git ca-certificates
   libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev sqlite3
-  libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libicu-dev nodejs npm
+  libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libopenblas0-openmp libicu-dev nodejs npm
   openssh-server openssh-client iproute2 procps"
 if [ "${1:-}" = "--bench" ]; then packages="$packages pdsh ansible"; fi
 
@@ -37,18 +43,31 @@ for p in $packages; do
     missing="$missing $p"
   fi
 done
-if [ -z "$missing" ]; then
-  echo "install-deps: everything is installed"
-  fetch_npm
-  exit 0
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing:$missing — run as root (or install them yourself)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # shellcheck disable=SC2086
+  apt-get install -y -q --no-install-recommends $missing
 fi
-if [ "$(id -u)" != 0 ]; then
-  echo "install-deps: missing:$missing — run as root (or install them yourself)" >&2
-  exit 1
-fi
-echo "install-deps: installing$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-# shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing
+
+# The OpenMP OpenBLAS shares libtorch's OpenMP thread pool; the pthreads one keeps a
+# second pool that competes with it for the same cores (measured: jobs/eval/README.md).
+multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
+  want="/usr/lib/$multiarch/openblas-openmp/$lib"
+  now=$(update-alternatives --query "$lib-$multiarch" 2>/dev/null | sed -n 's/^Value: //p')
+  [ "$now" = "$want" ] && continue
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: $lib is ${now:-unset}; run as root, or: update-alternatives --set $lib-$multiarch $want" >&2
+    exit 1
+  fi
+  echo "install-deps: selecting $want"
+  update-alternatives --set "$lib-$multiarch" "$want"
+done
+[ -n "$missing" ] || echo "install-deps: everything is installed"
 fetch_npm

@@ -100,7 +100,7 @@ struct Stage {
   int max_new_tokens = 128;
   int block_size = 0;
   std::string device = "cpu";
-  std::string dtype = "float32";
+  std::string dtype = "auto";  // auto: the target checkpoint's dtype
   int threads = 0;
   EvalGate gate;
 };

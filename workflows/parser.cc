@@ -476,7 +476,7 @@ class Parser {
         if (auto r = one_of(*x, "prompt_format", {"raw", "chat", "chat-no-think"})) s.prompt_format = *r;
       }
       if (auto x = find(e, "dtype")) {
-        if (auto r = one_of(*x, "dtype", {"float32", "bfloat16", "float16"})) s.dtype = *r;
+        if (auto r = one_of(*x, "dtype", {"auto", "float32", "bfloat16", "float16"})) s.dtype = *r;
       }
       if (auto x = find(e, "threads")) {
         if (auto r = integer(*x, "threads", 0, 1024)) s.threads = static_cast<int>(*r);

@@ -38,14 +38,14 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& fo
     layer.q_norm = loader.take(p + "self_attn.q_norm.weight", {hd});
     layer.k_norm = loader.take(p + "self_attn.k_norm.weight", {hd});
     layer.post_norm = loader.take(p + "post_attention_layernorm.weight", {h});
-    at::Tensor gate = loader.take(p + "mlp.gate_proj.weight", {in, h});
-    at::Tensor up = loader.take(p + "mlp.up_proj.weight", {in, h});
+    layer.gate = loader.take(p + "mlp.gate_proj.weight", {in, h});
+    layer.up = loader.take(p + "mlp.up_proj.weight", {in, h});
     layer.down = loader.take(p + "mlp.down_proj.weight", {h, in});
-    if (gate.defined() && up.defined()) layer.gate_up = at::cat({gate, up}, 0);
     d->layers_.push_back(std::move(layer));
   }
   FERRY_RETURN_IF_ERROR(loader.finish({}, report));
   d->caches_.resize(c.num_hidden_layers);
+  d->rope_ = std::make_unique<RopeCache>(hd, c.rope_theta, options);
   return d;
 }
 
@@ -60,10 +60,10 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
   at::Tensor ctx;  // [C, hidden]
   RopeTables ctx_rope;
   if (ctx_len > 0) {
-    ctx = rms_norm(at::linear(context.to(options_.device, options_.dtype), fc_), hidden_norm_, c.rms_norm_eps);
-    ctx_rope = rope_tables(ctx_start, ctx_len, hd, c.rope_theta, options_);
+    ctx = rms_norm(project(context.to(options_.device, options_.dtype), fc_), hidden_norm_, c.rms_norm_eps);
+    ctx_rope = rope_->at(ctx_start, ctx_len);
   }
-  RopeTables block_rope = rope_tables(block_start, b, hd, c.rope_theta, options_);
+  RopeTables block_rope = rope_->at(block_start, b);
 
   // Sliding layers: query i at block_start+i sees key position p when
   // block_start+i - p < window (context) and p <= block_start+i (block: causal).
@@ -83,24 +83,34 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
     if (ctx_len > 0) {
       // Context K/V depend only on the projected features and their positions, so
       // they are computed once per position and kept.
-      at::Tensor kc = rms_norm(at::linear(ctx, layer.k).view({ctx_len, nkv, hd}), layer.k_norm, c.rms_norm_eps);
-      at::Tensor vc = at::linear(ctx, layer.v).view({ctx_len, nkv, hd});
+      at::Tensor kc = rms_norm(project(ctx, layer.k).view({ctx_len, nkv, hd}), layer.k_norm, c.rms_norm_eps);
+      at::Tensor vc = project(ctx, layer.v).view({ctx_len, nkv, hd});
       caches_[i].append(apply_rope(kc.transpose(0, 1), ctx_rope), vc.transpose(0, 1));
     }
     at::Tensor h = rms_norm(x, layer.input_norm, c.rms_norm_eps);
-    at::Tensor q = rms_norm(at::linear(h, layer.q).view({b, nh, hd}), layer.q_norm, c.rms_norm_eps);
-    at::Tensor kb = rms_norm(at::linear(h, layer.k).view({b, nkv, hd}), layer.k_norm, c.rms_norm_eps);
-    at::Tensor vb = at::linear(h, layer.v).view({b, nkv, hd});
+    at::Tensor q = rms_norm(project(h, layer.q).view({b, nh, hd}), layer.q_norm, c.rms_norm_eps);
+    at::Tensor kb = rms_norm(project(h, layer.k).view({b, nkv, hd}), layer.k_norm, c.rms_norm_eps);
+    at::Tensor vb = project(h, layer.v).view({b, nkv, hd});
     q = apply_rope(q.transpose(0, 1), block_rope);    // [nh, B, hd]
     kb = apply_rope(kb.transpose(0, 1), block_rope);  // [nkv, B, hd]
-    at::Tensor keys = at::cat({caches_[i].keys(), kb}, 1);                   // [nkv, ctx_total + B, hd]
-    at::Tensor values = at::cat({caches_[i].values(), vb.transpose(0, 1)}, 1);
+    // The block's K/V go after the context's in the cache for this call only (cropped
+    // below): attention then reads one buffer instead of a fresh concatenation.
+    caches_[i].append(kb, vb.transpose(0, 1));  // keys: [nkv, ctx_total + B, hd]
     const bool sliding = i < config_.sliding_layer.size() && config_.sliding_layer[i];
-    at::Tensor attn = attention_masked(q, keys, values, sliding ? sliding_mask : at::Tensor());  // [B, nh*hd]
-    x = x + at::linear(attn, layer.o);
-    x = x + swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate_up, layer.down);
+    at::Tensor attn = attention_with_mask(q, caches_[i].keys(), caches_[i].values(),
+                                          sliding ? sliding_mask : at::Tensor());  // [B, nh*hd]
+    caches_[i].crop(block_start);
+    x = x + project(attn, layer.o);
+    x = x + swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate, layer.up, layer.down);
   }
   return rms_norm(x, norm_, c.rms_norm_eps);
+}
+
+void DFlashDrafter::reserve(int64_t positions) {
+  const Qwen3Config& c = config_.model;
+  auto kv = at::TensorOptions().dtype(options_.dtype).device(options_.device);
+  for (KvCache& cache : caches_) cache.reserve(c.num_key_value_heads, positions, c.head_dim, kv);
+  rope_->reserve(positions);
 }
 
 void DFlashDrafter::crop(int64_t length) {
@@ -137,6 +147,8 @@ Result<std::unique_ptr<DFlashProposer>> DFlashProposer::create(TargetModel* targ
 
 void DFlashProposer::reset() { drafter_->reset(); }
 
+void DFlashProposer::reserve(int64_t positions) { drafter_->reserve(positions); }
+
 Result<std::vector<int64_t>> DFlashProposer::propose(const DraftRequest& request) {
   const int64_t b = request.block_size;
   const int64_t ctx_len = request.context.defined() ? request.context.size(0) : 0;
@@ -149,7 +161,7 @@ Result<std::vector<int64_t>> DFlashProposer::propose(const DraftRequest& request
   at::Tensor block_ids = at::tensor(ids, at::kLong).to(target_->options().device);
   at::Tensor hidden = drafter_->forward(request.context, target_->embed(block_ids));  // [B, hidden]
   at::Tensor logits = target_->lm_head(hidden.narrow(0, 1, b - 1));                 // [B-1, vocab]
-  at::Tensor draft = logits.argmax(-1).to(at::kCPU);
+  at::Tensor draft = logits.argmax(-1).to(at::kCPU);  // only the ids leave the device
   const int64_t* p = draft.data_ptr<int64_t>();
   return std::vector<int64_t>(p, p + (b - 1));
 }

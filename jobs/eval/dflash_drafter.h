@@ -44,12 +44,15 @@ class DFlashDrafter {
   at::Tensor forward(const at::Tensor& context, const at::Tensor& block);
 
   int64_t cache_length() const { return caches_.empty() ? 0 : caches_[0].length(); }
+  /// Allocates the context cache (plus room for one block) and RoPE tables for
+  /// `positions` up front.
+  void reserve(int64_t positions);
   void crop(int64_t length);
   void reset();
 
  private:
   struct Layer {
-    at::Tensor input_norm, q, k, v, o, q_norm, k_norm, post_norm, gate_up, down;
+    at::Tensor input_norm, q, k, v, o, q_norm, k_norm, post_norm, gate, up, down;
   };
   DFlashDrafter() = default;
 
@@ -58,6 +61,7 @@ class DFlashDrafter {
   at::Tensor fc_, hidden_norm_, norm_;
   std::vector<Layer> layers_;
   std::vector<KvCache> caches_;
+  std::unique_ptr<RopeCache> rope_;
 };
 
 /// The real Drafter: a DFlashDrafter fed through a target's embedding and lm_head.
@@ -67,6 +71,7 @@ class DFlashProposer : public Drafter {
   static Result<std::unique_ptr<DFlashProposer>> create(TargetModel* target, DFlashDrafter* drafter);
 
   void reset() override;
+  void reserve(int64_t positions) override;
   Result<std::vector<int64_t>> propose(const DraftRequest& request) override;
 
  private:

@@ -30,6 +30,9 @@ class Drafter {
   virtual ~Drafter() = default;
   /// Forget all context (new response, or a full recompute).
   virtual void reset() = 0;
+  /// Room for `positions` (prompt + output + one block), so a decode allocates no
+  /// cache memory per step. Optional.
+  virtual void reserve(int64_t /*positions*/) {}
   /// block_size - 1 token ids.
   virtual Result<std::vector<int64_t>> propose(const DraftRequest& request) = 0;
 };

@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ferry eval --target DIR --drafter DIR [--reference DIR] --prompts FILE.jsonl\n"
-    "                  [--max-new-tokens N] [--block-size B] [--device cpu|cuda] [--dtype float32|bfloat16|float16]\n"
+    "                  [--max-new-tokens N] [--block-size B] [--device cpu|cuda] [--dtype auto|float32|bfloat16|float16]\n"
     "                  [--threads N] [--min-tau X] [--min-ratio X] [--no-baseline] [--json]\n"
     "                  [--tokenizer DIR] [--prompt-format raw|chat|chat-no-think] [--show N]\n";
 

@@ -84,7 +84,14 @@ nlohmann::json EvalReport::to_json() const {
   j["block_size"] = block_size;
   j["device"] = device;
   j["dtype"] = dtype;
+  j["dtype_source"] = dtype_source;
   j["threads"] = threads;
+  j["runtime"] = {{"cores", cores},
+                  {"blas", blas},
+                  {"blas_library", blas_library},
+                  {"blas_threading", blas_threading},
+                  {"blas_reference", blas_reference},
+                  {"isa", isa}};
   j["loads"] = nlohmann::json::array();
   for (const auto& l : loads) j["loads"].push_back(load_json(l));
   j["candidate"] = candidate.to_json();
@@ -111,8 +118,11 @@ std::string EvalReport::to_text() const {
       << "\n  drafter  " << drafter << "\n";
   if (!reference.empty()) out << "  reference " << reference << "\n";
   out << "  prompts  " << prompts << " (" << prompt_count << "), max_new_tokens " << max_new_tokens << ", block "
-      << block_size << ", " << device << " " << dtype << (threads > 0 ? ", threads " + std::to_string(threads) : "")
-      << "\n";
+      << block_size << "\n";
+  out << "  runtime  " << device << " " << dtype << " (" << dtype_source << "), " << threads << " threads of " << cores
+      << " cores, " << isa << "\n";
+  out << "  BLAS     " << blas << (blas_threading.empty() ? "" : ", " + blas_threading) << " (" << blas_library
+      << ")" << (blas_reference ? " -- SLOW, see warning" : "") << "\n";
   out << "  format   " << prompt_format << ", tokenizer " << (tokenizer.empty() ? "none (bytes)" : tokenizer) << "\n";
   for (const auto& l : loads) {
     out << "  loaded " << l.what << ": " << l.tensors_loaded << " tensors (";

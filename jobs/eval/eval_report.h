@@ -58,8 +58,15 @@ struct EvalReport {
   int64_t max_new_tokens = 0;
   int64_t block_size = 0;
   std::string device;
-  std::string dtype;
-  int threads = 0;
+  std::string dtype;         // what ran: float32 | bfloat16 | float16
+  std::string dtype_source;  // "checkpoint BF16" (followed) or "--dtype"
+  int threads = 0;           // intra-op threads in effect
+  int cores = 0;             // CPUs the process may use
+  std::string blas;          // the BLAS libtorch's float32 matmuls call, by name
+  std::string blas_library;  // its real path
+  std::string blas_threading;
+  bool blas_reference = false;  // the slow netlib BLAS (also a warning)
+  std::string isa;           // CPU vector extensions
 
   std::vector<LoadReport> loads;
   DecodeRun candidate;

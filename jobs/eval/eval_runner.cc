@@ -1,18 +1,19 @@
 #include "jobs/eval/eval_runner.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <chrono>
 #include <exception>
 #include <memory>
 #include <sstream>
 
+#include "jobs/eval/cpu_runtime.h"
 #include "jobs/eval/dflash_drafter.h"
 #include "jobs/eval/drafter_diff.h"
 #include "jobs/eval/prompt_encoder.h"
 #include "jobs/eval/prompt_file.h"
 #include "jobs/eval/target_model.h"
+#include "jobs/eval/safetensors_reader.h"
 #include "jobs/eval/speculative_decoder.h"
 
 namespace ferry::eval {
@@ -20,17 +21,40 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Result<ComputeOptions> compute_options(const EvalSpec& spec) {
+// The dtype the target's checkpoint stores its embedding in (its weights' dtype).
+Result<StDtype> checkpoint_dtype(const std::string& folder) {
+  auto ckpt = SafetensorsCheckpoint::open(folder);
+  if (!ckpt.ok()) return ckpt.status();
+  for (const char* name : {"model.embed_tokens.weight", "model.language_model.embed_tokens.weight"}) {
+    if (!(*ckpt)->contains(name)) continue;
+    auto info = (*ckpt)->info(name);
+    if (!info.ok()) return info.status();
+    return info->dtype;
+  }
+  return StDtype::kF32;  // the load names what is missing
+}
+
+Result<ComputeOptions> compute_options(const EvalSpec& spec, std::string* dtype_source) {
   ComputeOptions o;
-  if (spec.dtype == "float32" || spec.dtype == "fp32" || spec.dtype == "f32") {
+  if (spec.dtype.empty() || spec.dtype == "auto") {
+    // Follow the checkpoint: BF16 weights stay BF16 (used in place from the mapping,
+    // half the bytes per token of float32); F16 computes in float32 on CPU, where
+    // libtorch 1.13 has no fast half matmul.
+    auto stored = checkpoint_dtype(spec.target);
+    if (!stored.ok()) return stored.status();
+    const bool cpu = spec.device == "cpu";
+    o.dtype = *stored == StDtype::kBF16 ? at::kBFloat16 : *stored == StDtype::kF16 && !cpu ? at::kHalf : at::kFloat;
+    *dtype_source = std::string("checkpoint ") + st_dtype_name(*stored);
+  } else if (spec.dtype == "float32" || spec.dtype == "fp32" || spec.dtype == "f32") {
     o.dtype = at::kFloat;
   } else if (spec.dtype == "bfloat16" || spec.dtype == "bf16") {
     o.dtype = at::kBFloat16;
   } else if (spec.dtype == "float16" || spec.dtype == "fp16" || spec.dtype == "f16") {
     o.dtype = at::kHalf;
   } else {
-    return invalid_argument("dtype '" + spec.dtype + "' is not one of float32, bfloat16, float16");
+    return invalid_argument("dtype '" + spec.dtype + "' is not one of auto, float32, bfloat16, float16");
   }
+  if (dtype_source->empty()) *dtype_source = "--dtype";
   if (spec.device == "cpu") {
     o.device = at::kCPU;
   } else if (spec.device.rfind("cuda", 0) == 0) {
@@ -129,9 +153,9 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   };
   auto wall = Clock::now();
   FERRY_RETURN_IF_ERROR(check_spec(spec));
-  auto options = compute_options(spec);
+  std::string dtype_source;
+  auto options = compute_options(spec, &dtype_source);
   if (!options.ok()) return options.status();
-  if (spec.threads > 0) at::set_num_threads(spec.threads);
   c10::NoGradGuard no_grad;
 
   EvalReport report;
@@ -141,8 +165,22 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   report.prompts = spec.prompts;
   report.max_new_tokens = spec.max_new_tokens;
   report.device = spec.device;
-  report.dtype = spec.dtype;
-  report.threads = spec.threads;
+  report.dtype = options->dtype == at::kBFloat16 ? "bfloat16" : options->dtype == at::kHalf ? "float16" : "float32";
+  report.dtype_source = dtype_source;
+  report.threads = configure_threads(spec.threads);
+  CpuRuntime runtime = probe_cpu_runtime();
+  report.blas = runtime.blas.name;
+  report.blas_library = runtime.blas.library;
+  report.blas_threading = runtime.blas.threading;
+  report.blas_reference = runtime.blas.reference;
+  report.isa = runtime.isa;
+  report.cores = runtime.cores;
+  say("running on " + spec.device + ", " + report.dtype + " (" + dtype_source + "), " +
+      std::to_string(report.threads) + " threads, BLAS " + report.blas + ", " + report.isa);
+  if (runtime.blas.reference) {
+    report.warnings.push_back(runtime.blas.advice());
+    say("WARNING: " + runtime.blas.advice());
+  }
 
   say("loading target " + spec.target);
   LoadReport target_load;

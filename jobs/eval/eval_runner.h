@@ -29,8 +29,10 @@ struct EvalSpec {
   int max_new_tokens = 128;
   int block_size = 0;      // 0 = from the drafter config
   std::string device = "cpu";   // "cuda" when libtorch has it, else clear error
-  std::string dtype = "float32";  // float32 | bfloat16 | float16; weights are converted on load
-  int threads = 0;         // 0 = libtorch default; caps intra-op threads
+  /// auto = the target checkpoint's (BF16 stays BF16, used in place; F32 stays F32; F16
+  /// computes in float32 on CPU) | float32 | bfloat16 | float16 (weights converted on load)
+  std::string dtype = "auto";
+  int threads = 0;         // 0 = every CPU this process may use; else libtorch's intra-op threads
   std::optional<double> min_tau;                 // gate
   std::optional<double> min_ratio_to_reference;  // gate: tau(candidate)/tau(reference)
   bool baseline = true;    // also run B=1 plain decoding for the speedup figure

@@ -15,8 +15,8 @@ struct LoadReport {
   bool sharded = false;
   std::vector<std::string> files_opened;
   int64_t tensors_loaded = 0;
-  int64_t tensors_zero_copy = 0;          // taken from the mapping without a copy (q/k/v and
-                                          // gate/up are then fused into new matrices)
+  int64_t tensors_zero_copy = 0;          // used in place from the mapping, no copy (the
+                                          // checkpoint's dtype is the compute dtype, on CPU)
   std::vector<std::string> unused;        // in the checkpoint, never used (reported, not fatal)
   std::vector<std::string> skipped;       // under a skip prefix (vision, mtp); never read
   std::vector<std::string> problems;      // missing / shape / dtype; fatal

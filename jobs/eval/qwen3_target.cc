@@ -44,22 +44,21 @@ Result<std::unique_ptr<Qwen3Target>> Qwen3Target::load(const std::string& folder
     const std::string p = prefix + "layers." + std::to_string(i) + ".";
     Layer layer;
     layer.input_norm = loader.take(p + "input_layernorm.weight", {h});
-    at::Tensor q = loader.take(p + "self_attn.q_proj.weight", {qd, h});
-    at::Tensor k = loader.take(p + "self_attn.k_proj.weight", {kvd, h});
-    at::Tensor vv = loader.take(p + "self_attn.v_proj.weight", {kvd, h});
+    layer.q = loader.take(p + "self_attn.q_proj.weight", {qd, h});
+    layer.k = loader.take(p + "self_attn.k_proj.weight", {kvd, h});
+    layer.v = loader.take(p + "self_attn.v_proj.weight", {kvd, h});
     layer.o = loader.take(p + "self_attn.o_proj.weight", {h, qd});
     layer.q_norm = loader.take(p + "self_attn.q_norm.weight", {hd});
     layer.k_norm = loader.take(p + "self_attn.k_norm.weight", {hd});
     layer.post_norm = loader.take(p + "post_attention_layernorm.weight", {h});
-    at::Tensor gate = loader.take(p + "mlp.gate_proj.weight", {in, h});
-    at::Tensor up = loader.take(p + "mlp.up_proj.weight", {in, h});
+    layer.gate = loader.take(p + "mlp.gate_proj.weight", {in, h});
+    layer.up = loader.take(p + "mlp.up_proj.weight", {in, h});
     layer.down = loader.take(p + "mlp.down_proj.weight", {h, in});
-    if (q.defined() && k.defined() && vv.defined()) layer.qkv = at::cat({q, k, vv}, 0);
-    if (gate.defined() && up.defined()) layer.gate_up = at::cat({gate, up}, 0);
     t->layers_.push_back(std::move(layer));
   }
   FERRY_RETURN_IF_ERROR(loader.finish(skip, report));
   t->caches_.resize(c.num_hidden_layers);
+  t->rope_ = std::make_unique<RopeCache>(hd, c.rope_theta, options);
   return t;
 }
 
@@ -70,7 +69,14 @@ std::string Qwen3Target::describe() const {
 at::Tensor Qwen3Target::embed(const at::Tensor& ids) const { return embed_tokens_.index_select(0, ids); }
 
 at::Tensor Qwen3Target::lm_head(const at::Tensor& hidden) const {
-  return at::linear(hidden, lm_head_).to(at::kFloat);
+  return project(hidden, lm_head_);
+}
+
+void Qwen3Target::reserve(int64_t positions) {
+  const Qwen3Config& c = config_;
+  auto kv = at::TensorOptions().dtype(options_.dtype).device(options_.device);
+  for (KvCache& cache : caches_) cache.reserve(c.num_key_value_heads, positions, c.head_dim, kv);
+  rope_->reserve(positions);
 }
 
 Qwen3Target::Output Qwen3Target::forward(const at::Tensor& ids, const std::vector<int64_t>& capture,
@@ -79,23 +85,24 @@ Qwen3Target::Output Qwen3Target::forward(const at::Tensor& ids, const std::vecto
   const int64_t t = ids.size(0);
   const int64_t past = cache_length();
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
-  RopeTables rope = rope_tables(past, t, hd, c.rope_theta, options_);
+  RopeTables rope = rope_->at(past, t);
+  // Keys are the cache after this forward's append: past + t of them.
+  at::Tensor mask = causal_mask(t, past + t, past, options_.device);
   std::vector<at::Tensor> captured(capture.size());
 
   at::Tensor x = embed(ids.to(options_.device));  // [T, hidden]
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const Layer& layer = layers_[i];
     at::Tensor h = rms_norm(x, layer.input_norm, c.rms_norm_eps);
-    at::Tensor qkv = at::linear(h, layer.qkv);  // [T, (nh + 2 nkv) hd]
-    at::Tensor q = qkv.narrow(1, 0, nh * hd).view({t, nh, hd});
-    at::Tensor k = qkv.narrow(1, nh * hd, nkv * hd).view({t, nkv, hd});
-    at::Tensor v = qkv.narrow(1, (nh + nkv) * hd, nkv * hd).reshape({t, nkv, hd});
+    at::Tensor q = project(h, layer.q).view({t, nh, hd});
+    at::Tensor k = project(h, layer.k).view({t, nkv, hd});
+    at::Tensor v = project(h, layer.v).view({t, nkv, hd});
     q = apply_rope(rms_norm(q, layer.q_norm, c.rms_norm_eps).transpose(0, 1), rope);  // [nh, T, hd]
     k = apply_rope(rms_norm(k, layer.k_norm, c.rms_norm_eps).transpose(0, 1), rope);  // [nkv, T, hd]
     caches_[i].append(k, v.transpose(0, 1));
-    at::Tensor attn = attention(q, caches_[i].keys(), caches_[i].values(), past);  // [T, nh*hd]
-    x = x + at::linear(attn, layer.o);
-    x = x + swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate_up, layer.down);
+    at::Tensor attn = attention_with_mask(q, caches_[i].keys(), caches_[i].values(), mask);  // [T, nh*hd]
+    x = x + project(attn, layer.o);
+    x = x + swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate, layer.up, layer.down);
     for (size_t j = 0; j < capture.size(); ++j) {
       // hidden_states[N] in Hugging Face is the final-normed output, not the raw one.
       if (capture[j] == i) captured[j] = i == c.num_hidden_layers - 1 ? rms_norm(x, norm_, c.rms_norm_eps) : x;

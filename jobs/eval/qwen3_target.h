@@ -36,12 +36,17 @@ class Qwen3Target : public TargetModel {
   Output forward(const at::Tensor& ids, const std::vector<int64_t>& capture, int64_t logits_rows = -1) override;
 
   int64_t cache_length() const override { return caches_.empty() ? 0 : caches_[0].length(); }
+  /// Allocates the KV cache and RoPE tables for `positions` up front (a decode loop
+  /// then allocates no cache memory per step).
+  void reserve(int64_t positions) override;
   void crop(int64_t length) override;
   void reset() override;
 
  private:
+  // Every matrix is the checkpoint's own tensor (a view of the mapping when the dtype
+  // matches): fusing q/k/v or gate/up would copy the weights.
   struct Layer {
-    at::Tensor input_norm, qkv, o, q_norm, k_norm, post_norm, gate_up, down;
+    at::Tensor input_norm, q, k, v, o, q_norm, k_norm, post_norm, gate, up, down;
   };
   Qwen3Target() = default;
 
@@ -52,6 +57,7 @@ class Qwen3Target : public TargetModel {
   at::Tensor norm_;
   std::vector<Layer> layers_;
   std::vector<KvCache> caches_;
+  std::unique_ptr<RopeCache> rope_;
 };
 
 }  // namespace ferry::eval

@@ -62,6 +62,10 @@ Result<DecodeResult> speculative_decode(TargetModel* target, Drafter* drafter, c
 
   target->reset();
   if (drafter != nullptr) drafter->reset();
+  if (!options.recompute) {
+    target->reserve(max_length + b);
+    if (drafter != nullptr) drafter->reserve(max_length + b);
+  }
 
   // Prefill: logits of the last prompt position give the first bonus token.
   auto t0 = Clock::now();

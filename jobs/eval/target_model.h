@@ -26,7 +26,7 @@ namespace ferry::eval {
 class TargetModel {
  public:
   struct Output {
-    at::Tensor logits;    // [rows, vocab], float32: the last `rows` positions (all by default)
+    at::Tensor logits;    // [rows, vocab], compute dtype (argmax needs no float32 copy): the last `rows` positions
     at::Tensor features;  // [T, len(capture) * hidden]: requested layer outputs, concatenated in order
   };
   virtual ~TargetModel() = default;
@@ -39,7 +39,7 @@ class TargetModel {
 
   /// ids: [T] int64 -> [T, hidden]
   virtual at::Tensor embed(const at::Tensor& ids) const = 0;
-  /// hidden: [T, hidden] (already final-normed) -> [T, vocab] float32
+  /// hidden: [T, hidden] (already final-normed) -> [T, vocab]
   virtual at::Tensor lm_head(const at::Tensor& hidden) const = 0;
 
   /// Runs ids: [T] at positions cache_length() .. cache_length()+T-1.
@@ -48,6 +48,9 @@ class TargetModel {
   virtual Output forward(const at::Tensor& ids, const std::vector<int64_t>& capture, int64_t logits_rows = -1) = 0;
 
   virtual int64_t cache_length() const = 0;
+  /// Allocates per-response state for `positions` up front, so a decode loop allocates
+  /// nothing per step. Optional: a target that does not gains nothing from it.
+  virtual void reserve(int64_t positions) { (void)positions; }
   /// Keeps positions [0, length); see the class comment for which lengths work.
   virtual void crop(int64_t length) = 0;
   virtual void reset() = 0;

@@ -31,6 +31,17 @@ RopeTables rope_tables(int64_t first_position, int64_t count, int64_t head_dim, 
   return {emb.cos().to(options.dtype), emb.sin().to(options.dtype)};
 }
 
+void RopeCache::reserve(int64_t positions) {
+  if (positions <= capacity_) return;
+  capacity_ = std::max<int64_t>({positions, 2 * capacity_, kMinCacheCapacity});
+  table_ = rope_tables(0, capacity_, head_dim_, theta_, options_);
+}
+
+RopeTables RopeCache::at(int64_t first_position, int64_t count) {
+  reserve(first_position + count);
+  return {table_.cos.narrow(0, first_position, count), table_.sin.narrow(0, first_position, count)};
+}
+
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope) {
   const int64_t half = x.size(-1) / 2;
   at::Tensor x1 = x.narrow(-1, 0, half);
@@ -39,19 +50,17 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope) {
   return x * rope.cos + rotated * rope.sin;
 }
 
-at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t causal_past) {
-  const int64_t t = q.size(1);
-  const int64_t s = k.size(1);
-  at::Tensor mask;
-  if (causal_past >= 0 && (t > 1 || causal_past + t < s)) {
-    mask = at::full({t, s}, -std::numeric_limits<float>::infinity(),
-                    at::TensorOptions().dtype(at::kFloat).device(q.device()))
-               .triu(causal_past + 1);
-  }
-  return attention_masked(q, k, v, mask);
+at::Tensor causal_mask(int64_t t, int64_t s, int64_t causal_past, const at::Device& device) {
+  if (causal_past < 0 || (t <= 1 && causal_past + t >= s)) return at::Tensor();
+  return at::full({t, s}, -std::numeric_limits<float>::infinity(), at::TensorOptions().dtype(at::kFloat).device(device))
+      .triu(causal_past + 1);
 }
 
-at::Tensor attention_masked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t causal_past) {
+  return attention_with_mask(q, k, v, causal_mask(q.size(1), k.size(1), causal_past, q.device()));
+}
+
+at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
   const int64_t num_heads = q.size(0);
   const int64_t t = q.size(1);
   const int64_t hd = q.size(2);
@@ -69,26 +78,46 @@ at::Tensor attention_masked(const at::Tensor& q, const at::Tensor& k, const at::
   return out.view({num_heads, t, hd}).transpose(0, 1).reshape({t, num_heads * hd});
 }
 
+at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
+  if (w.device().is_cpu() && x.size(0) == 1 && x.scalar_type() == at::kFloat) {
+    return at::mv(w, x.select(0, 0)).unsqueeze(0);
+  }
+  return at::linear(x, w);
+}
+
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_up, const at::Tensor& down) {
   at::Tensor gu = at::linear(x, gate_up);
   const int64_t inter = gu.size(-1) / 2;
   return at::linear(at::silu(gu.narrow(-1, 0, inter)) * gu.narrow(-1, inter, inter), down);
 }
 
+at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& up, const at::Tensor& down) {
+  return project(at::silu(project(x, gate)) * project(x, up), down);
+}
+
+void KvCache::reserve(int64_t num_kv_heads, int64_t capacity, int64_t head_dim, const at::TensorOptions& options) {
+  if (k_.defined() && k_.size(1) >= capacity) return;
+  at::Tensor like = at::empty({num_kv_heads, 0, head_dim}, options);
+  grow(capacity, like, like);
+}
+
+void KvCache::grow(int64_t capacity, const at::Tensor& like_k, const at::Tensor& like_v) {
+  at::Tensor nk = at::empty({like_k.size(0), capacity, like_k.size(2)}, like_k.options());
+  at::Tensor nv = at::empty({like_v.size(0), capacity, like_v.size(2)}, like_v.options());
+  if (length_ > 0) {
+    nk.narrow(1, 0, length_).copy_(k_.narrow(1, 0, length_));
+    nv.narrow(1, 0, length_).copy_(v_.narrow(1, 0, length_));
+  }
+  k_ = nk;
+  v_ = nv;
+}
+
 void KvCache::append(const at::Tensor& k, const at::Tensor& v) {
   const int64_t t = k.size(1);
   const int64_t need = length_ + t;
   if (!k_.defined() || need > k_.size(1)) {
-    int64_t cap = k_.defined() ? k_.size(1) : 0;
-    cap = std::max<int64_t>({need, 2 * cap, kMinCacheCapacity});
-    at::Tensor nk = at::empty({k.size(0), cap, k.size(2)}, k.options());
-    at::Tensor nv = at::empty({v.size(0), cap, v.size(2)}, v.options());
-    if (length_ > 0) {
-      nk.narrow(1, 0, length_).copy_(k_.narrow(1, 0, length_));
-      nv.narrow(1, 0, length_).copy_(v_.narrow(1, 0, length_));
-    }
-    k_ = nk;
-    v_ = nv;
+    const int64_t cap = k_.defined() ? k_.size(1) : 0;
+    grow(std::max<int64_t>({need, 2 * cap, kMinCacheCapacity}), k, v);
   }
   k_.narrow(1, length_, t).copy_(k);
   v_.narrow(1, length_, t).copy_(v);

@@ -29,6 +29,24 @@ struct RopeTables {
 RopeTables rope_tables(int64_t first_position, int64_t count, int64_t head_dim, double theta,
                        const ComputeOptions& options);
 
+/// cos/sin for positions [0, capacity), computed once and narrowed per forward, so a
+/// decode step builds no tables; grows (doubling) when asked past its end.
+class RopeCache {
+ public:
+  RopeCache(int64_t head_dim, double theta, const ComputeOptions& options)
+      : head_dim_(head_dim), theta_(theta), options_(options) {}
+  void reserve(int64_t positions);
+  /// Same values as rope_tables(first_position, count, ...).
+  RopeTables at(int64_t first_position, int64_t count);
+
+ private:
+  int64_t head_dim_;
+  double theta_;
+  ComputeOptions options_;
+  RopeTables table_;
+  int64_t capacity_ = 0;
+};
+
 /// x: [heads, T, head_dim]; x*cos + rotate_half(x)*sin.
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 
@@ -37,17 +55,29 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 /// causal_past < 0: no mask (every query sees every key); otherwise query i sits at
 /// position causal_past + i and sees keys 0 .. causal_past + i.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t causal_past);
-/// The same with an explicit additive float32 mask [T, S] (0 = visible, -inf = hidden;
-/// undefined = no mask).
-at::Tensor attention_masked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
+/// The additive mask attention() applies for `causal_past` (T queries over S keys), as
+/// float32 [T, S], or an undefined tensor when no key is hidden. Build it once per forward.
+at::Tensor causal_mask(int64_t t, int64_t s, int64_t causal_past, const at::Device& device);
+/// attention() with a mask from causal_mask() (undefined: no mask).
+at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
+
+/// x @ w^T. x: [T, in], w: [out, in] -> [T, out]. A single float32 row goes through a
+/// matrix-vector product (BLAS gemm would first copy, "pack", all of w); the rest through
+/// libtorch's gemm (oneDNN's AVX512-BF16 kernels for BF16).
+at::Tensor project(const at::Tensor& x, const at::Tensor& w);
 
 /// down(silu(gate(x)) * up(x)) with gate and up stacked: gate_up: [2I, H], down: [H, I].
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_up, const at::Tensor& down);
+/// The same with gate [I, H] and up [I, H] apart (used in place from the checkpoint).
+at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& up, const at::Tensor& down);
 
 /// One layer's keys and values, [num_kv_heads, capacity, head_dim], of which the first
 /// length() positions are valid. Grows by doubling; crop() only moves the length.
 class KvCache {
  public:
+  /// Allocates room for `capacity` positions up front, so appends up to it never
+  /// reallocate (keeps what is cached).
+  void reserve(int64_t num_kv_heads, int64_t capacity, int64_t head_dim, const at::TensorOptions& options);
   /// Appends k/v: [num_kv_heads, T, hd] at positions length() .. length()+T-1.
   void append(const at::Tensor& k, const at::Tensor& v);
   /// Views of the valid prefix.
@@ -60,6 +90,7 @@ class KvCache {
   void release();
 
  private:
+  void grow(int64_t capacity, const at::Tensor& like_k, const at::Tensor& like_v);
   at::Tensor k_;
   at::Tensor v_;
   int64_t length_ = 0;

@@ -1,152 +1,313 @@
-// eval_bench: cost per generated token of the eval engine at 64, 256 and 1,024 new
-// tokens, with the KV caches on and off (full recompute every step), and the loop's own
-// overhead beside the time spent in the models' forward passes. Prints medians and
-// ratios; not a timed test. Models are tiny_models written to a scratch folder:
-//  * plain decoding (B = 1) on a random Qwen3 target, hidden 256, MLP 2048 (the MLP
-//    dominates the per-token FLOPs, so a cached decoder's cost per token should barely
-//    grow with length: goal <= 1.5x from 64 to 1,024 tokens);
-//  * speculative decoding (B = 16) on the oracle target (same sizes) with its
-//    constructed "agree" drafter (accepted on most steps).
+// eval_bench: is the CPU eval running at the hardware's speed? (issue 12) In one run,
+// on a Qwen3-shaped oracle target (hidden 1024, MLP 4096, 8 layers, 16 q / 8 kv heads
+// of 128, BF16 checkpoint written by tiny_models) and its always-accepted drafter:
+//  * memory bandwidth: a streaming read (at::sum) of a 1 GiB buffer, far past the LLC;
+//  * plain decoding (B = 1): time per token against the floor weight bytes / bandwidth;
+//  * one target forward of 16 tokens (a verify) against one of 1 token, at the same
+//    cache length;
+//  * prefill tokens/s;
+//  * speculative decoding at B = 16 (tau = 16) against plain decoding: the speedup;
+//  * peak RSS against the weight bytes (BF16 weights are used in place from the mapping).
+// Each figure is the median of --reps runs. It prints figures; it is not a timed test.
+// With --also float32, the decode figures are repeated with float32 compute (the old
+// default: weights converted, twice the bytes) after the RSS reading, for a
+// side-by-side.
 //
-//   eval_bench [--threads N] [--reps N] [--full]
-// Recompute costs O(n^2): plain decoding recomputed for 1,024 tokens takes about half
-// an hour on a shared 2-core box, so it runs only with --full; the B = 16 row (16x fewer
-// target passes) is recomputed at every length.
+//   eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32]
+//              [--also float32] [--layers N]
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "jobs/eval/cpu_runtime.h"
 #include "jobs/eval/dflash_drafter.h"
 #include "jobs/eval/qwen3_target.h"
 #include "jobs/eval/speculative_decoder.h"
+#include "jobs/eval/tools/passive_omp_wait.h"
 #include "tests/eval/eval_test_util.h"
 
 namespace {
 
 using namespace ferry::eval;
+using Clock = std::chrono::steady_clock;
 
-struct Sample {
-  double per_token_ms = 0;
-  double forward_share = 0;  // (target + draft) / decode
-  double overhead_ms = 0;    // loop's own time per token
-  double tau = 0;
-};
+// Far past the last-level cache of any CPU we run on (32 MiB here).
+constexpr int64_t kBandwidthBytes = int64_t{1} << 30;
+constexpr int64_t kPromptTokens = 32;
+constexpr int64_t kVerifyAt = 64;       // cache length for the verify/forward comparison
+constexpr int64_t kPrefillTokens = 256;
+constexpr int64_t kBlock = 16;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return v.empty() ? 0 : v[v.size() / 2];
 }
 
-Sample run(Qwen3Target* t, Drafter* d, const std::vector<int64_t>& prompt, int64_t b, int64_t n, bool recompute,
-           const std::vector<int64_t>& capture, int reps) {
-  std::vector<double> per_token, share, overhead, tau;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// VmRSS / VmHWM of this process, in bytes.
+int64_t status_bytes(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field, 0) == 0) return std::atoll(line.c_str() + std::string(field).size() + 1) * 1024;
+  }
+  return 0;
+}
+
+// Resets VmHWM to the current RSS (Linux >= 4.0).
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+double bandwidth_gbps(int reps) {
+  at::Tensor buffer = at::ones({kBandwidthBytes / 4}, at::kFloat);  // touched: resident
+  std::vector<double> gbps;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    volatile float sink = buffer.sum().item<float>();
+    (void)sink;
+    gbps.push_back(static_cast<double>(kBandwidthBytes) / seconds_since(t0) / 1e9);
+  }
+  return median(gbps);
+}
+
+struct DecodeFigures {
+  double tpot_ms = 0;  // decode time per output token
+  double tau = 0;
+};
+
+DecodeFigures decode(Qwen3Target* target, Drafter* drafter, const std::vector<int64_t>& prompt, int64_t block,
+                     int64_t tokens, const std::vector<int64_t>& capture, int reps) {
+  std::vector<double> tpot, tau;
   for (int i = 0; i < reps; ++i) {
     DecodeOptions o;
-    o.block_size = b;
-    o.max_new_tokens = n;
-    o.recompute = recompute;
+    o.block_size = block;
+    o.max_new_tokens = tokens;
     o.capture_layers = capture;
-    auto r = speculative_decode(t, d, prompt, o);
+    auto r = speculative_decode(target, drafter, prompt, o);
     if (!r.ok()) {
       std::fprintf(stderr, "decode failed: %s\n", r.status().message().c_str());
       std::exit(1);
     }
-    const double tokens = static_cast<double>(r->tokens.size());
-    per_token.push_back(1e3 * r->decode_seconds / tokens);
-    share.push_back((r->target_seconds + r->draft_seconds) / r->decode_seconds);
-    overhead.push_back(1e3 * (r->decode_seconds - r->target_seconds - r->draft_seconds) / tokens);
+    tpot.push_back(1e3 * r->decode_seconds / static_cast<double>(r->tokens.size()));
     tau.push_back(r->tau());
   }
-  return {median(per_token), median(share), median(overhead), median(tau)};
+  return {median(tpot), median(tau)};
+}
+
+at::Tensor ids(int64_t n, int64_t first) { return at::arange(first, first + n, at::kLong).remainder(50); }
+
+// Median time of a target forward of `t` tokens after kVerifyAt cached positions.
+double forward_ms(Qwen3Target* target, int64_t t, const std::vector<int64_t>& capture, int reps) {
+  target->reset();
+  target->reserve(kVerifyAt + kBlock);
+  target->forward(ids(kVerifyAt, 3), capture, 1);
+  std::vector<double> ms;
+  for (int i = 0; i < 3 * reps; ++i) {
+    auto t0 = Clock::now();
+    auto out = target->forward(ids(t, 5), capture);
+    volatile int64_t sink = out.logits.argmax(-1)[0].item<int64_t>();
+    (void)sink;
+    ms.push_back(1e3 * seconds_since(t0));
+    target->crop(kVerifyAt);
+  }
+  return median(ms);
+}
+
+double prefill_tokens_per_s(Qwen3Target* target, const std::vector<int64_t>& capture, int reps) {
+  std::vector<double> rate;
+  for (int i = 0; i < std::max(1, reps / 2); ++i) {
+    target->reset();
+    auto t0 = Clock::now();
+    auto out = target->forward(ids(kPrefillTokens, 1), capture, 1);
+    volatile int64_t sink = out.logits.argmax(-1)[0].item<int64_t>();
+    (void)sink;
+    rate.push_back(static_cast<double>(kPrefillTokens) / seconds_since(t0));
+  }
+  return median(rate);
+}
+
+struct Models {
+  std::unique_ptr<Qwen3Target> target;
+  std::unique_ptr<DFlashDrafter> drafter;
+  std::unique_ptr<DFlashProposer> proposer;
+};
+
+Models load(const testing::ScratchDir& dir, at::ScalarType dtype, int64_t hidden) {
+  ComputeOptions o;
+  o.dtype = dtype;
+  Models m;
+  auto t = Qwen3Target::load(dir / "target", o, nullptr);
+  auto d = t.ok() ? DFlashDrafter::load(dir / "drafter", hidden, o, nullptr) : t.status();
+  if (!t.ok() || !d.ok()) {
+    std::fprintf(stderr, "cannot load: %s\n", (t.ok() ? d.status() : t.status()).message().c_str());
+    std::exit(1);
+  }
+  m.target = std::move(*t);
+  m.drafter = std::move(*d);
+  auto p = DFlashProposer::create(m.target.get(), m.drafter.get());
+  if (!p.ok()) std::exit(1);
+  m.proposer = std::move(*p);
+  return m;
+}
+
+struct Row {
+  const char* figure;
+  std::string value;
+  const char* goal;
+};
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), f, a, b, c);
+  return buf;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 1, reps = 3;
-  bool full_plain = false;
+  reexec_with_passive_omp_wait(argv);  // as `ferry eval` runs
+  int threads = 0, reps = 3;
+  int64_t tokens = 128, layers = 8;
+  std::string dtype_name = "auto", also;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--full") full_plain = true;
+    else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--tokens" && i + 1 < argc) tokens = std::max(16, std::atoi(argv[++i]));
+    else if (a == "--layers" && i + 1 < argc) layers = std::max(2, std::atoi(argv[++i]));
+    else if (a == "--dtype" && i + 1 < argc) dtype_name = argv[++i];
+    else if (a == "--also" && i + 1 < argc) also = argv[++i];
     else {
-      std::fprintf(stderr, "usage: eval_bench [--threads N] [--reps N] [--full]\n");
+      std::fprintf(stderr,
+                   "usage: eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32] "
+                   "[--also float32] [--layers N]\n");
       return 2;
     }
   }
-  at::set_num_threads(threads);
-  c10::NoGradGuard no_grad;
-  testing::ScratchDir dir("bench");
+  testing::ScratchDir dir("speed");
 
-  TinyTargetSpec random = testing::random_target_spec(41);
-  random.hidden = 256;
-  random.intermediate = 2048;
-  random.layers = 2;
-  random.heads = 4;
-  random.kv_heads = 2;
-  random.head_dim = 64;
-  TinyTargetSpec oracle = random;
-  oracle.kind = "oracle";
-  oracle.vocab = 64;
-  oracle.oracle_period = 3;
-  oracle.oracle_mask_token = 63;
-  TinyDrafterSpec agree = testing::oracle_drafter_spec("agree", 16);
-  agree.hidden = 256;
-  agree.intermediate = 1024;
-  agree.layers = 1;
-  agree.heads = 4;
-  agree.kv_heads = 2;
-  agree.head_dim = 64;
-  agree.target_layer_ids = {0, 1};
-  agree.num_target_layers = 2;
-  if (!write_tiny_target(dir / "random", random, {}).ok() || !write_tiny_target(dir / "oracle", oracle, {}).ok() ||
-      !write_tiny_drafter(dir / "agree", agree, {}).ok()) {
-    std::fprintf(stderr, "cannot write models\n");
+  // The Qwen3 shape of issue 12; oracle (period 1): every token's greedy successor is
+  // the fixed token, so the agree drafter is always accepted (tau = 16).
+  TinyTargetSpec target = testing::oracle_target_spec(1);
+  target.vocab = 1000;  // an oracle needs vocab < hidden
+  target.hidden = 1024;
+  target.intermediate = 4096;
+  target.layers = layers;
+  target.heads = 16;
+  target.kv_heads = 8;
+  target.head_dim = 128;
+  target.oracle_mask_token = 999;
+  TinyDrafterSpec drafter = testing::oracle_drafter_spec("agree", kBlock);
+  drafter.target_vocab = target.vocab;
+  drafter.hidden = target.hidden;
+  drafter.intermediate = target.intermediate;
+  drafter.layers = 1;
+  drafter.heads = 16;
+  drafter.kv_heads = 8;
+  drafter.head_dim = 128;
+  drafter.mask_token_id = 999;
+  drafter.num_target_layers = layers;
+  drafter.target_layer_ids = {1, layers - 2};
+  // Written by a child process, so the writer's buffers never count in this one's RSS.
+  pid_t child = fork();
+  if (child == 0) {
+    bool ok = write_tiny_target(dir / "target", target, {"BF16", 0, false}).ok() &&
+              write_tiny_drafter(dir / "drafter", drafter, {"BF16", 0, false}).ok();
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "cannot write the models\n");
     return 1;
   }
-  auto t_random = Qwen3Target::load(dir / "random", {}, nullptr);
-  auto t_oracle = Qwen3Target::load(dir / "oracle", {}, nullptr);
-  auto drafter = DFlashDrafter::load(dir / "agree", 256, {}, nullptr);
-  if (!t_random.ok() || !t_oracle.ok() || !drafter.ok()) {
-    std::fprintf(stderr, "cannot load models\n");
-    return 1;
-  }
-  auto proposer = DFlashProposer::create(t_oracle->get(), drafter->get());
-  const std::vector<int64_t> prompt = testing::make_prompts(1, 64, 32, 32, 77)[0];
-
-  std::printf("eval_bench: hidden 256, MLP 2048, 2 layers, threads %d, median of %d runs (recompute: 1 run)\n",
-              threads, reps);
-  std::printf("%-22s %6s %12s %12s %9s %10s %12s %6s\n", "mode", "tokens", "cached ms/t", "recomp ms/t", "recomp/x",
-              "fwd share", "overhead ms/t", "tau");
-  struct Mode {
-    const char* name;
-    Qwen3Target* target;
-    Drafter* drafter;
-    int64_t block;
+  auto file_bytes = [&](const std::string& name) {
+    std::ifstream in(dir / (name + "/model.safetensors"), std::ios::binary | std::ios::ate);
+    return static_cast<int64_t>(in.tellg());
   };
-  const std::vector<int64_t> capture = (*drafter)->config().target_layer_ids;
-  for (const Mode& m : {Mode{"plain B=1 (random)", t_random->get(), nullptr, 1},
-                        Mode{"speculative B=16", t_oracle->get(), proposer->get(), 16}}) {
-    double first = 0, last = 0;
-    for (int64_t n : {64, 256, 1024}) {
-      Sample cached = run(m.target, m.drafter, prompt, m.block, n, false, capture, reps);
-      Sample full;
-      const bool skip = !full_plain && m.block == 1 && n == 1024;
-      if (!skip) full = run(m.target, m.drafter, prompt, m.block, n, true, capture, 1);
-      std::printf("%-22s %6lld %12.3f %12s %9s %9.1f%% %12.4f %6.2f\n", m.name, static_cast<long long>(n),
-                  cached.per_token_ms, skip ? "-" : std::to_string(full.per_token_ms).substr(0, 8).c_str(),
-                  skip ? "-" : (std::to_string(full.per_token_ms / cached.per_token_ms).substr(0, 5) + "x").c_str(),
-                  100.0 * cached.forward_share, cached.overhead_ms, cached.tau);
-      if (n == 64) first = cached.per_token_ms;
-      if (n == 1024) last = cached.per_token_ms;
-    }
-    std::printf("%-22s cached cost per token 1024/64: %.2fx (goal <= 1.5x)\n", m.name, last / first);
-  }
+  const int64_t target_bytes = file_bytes("target"), drafter_bytes = file_bytes("drafter");
+  // A decode step reads every target weight but the embedding table (one row of it).
+  const int64_t streamed_bytes = target_bytes - target.vocab * target.hidden * 2;
+
+  const int used_threads = configure_threads(threads);
+  CpuRuntime rt = probe_cpu_runtime();
+  c10::NoGradGuard no_grad;
+  double load_avg[3] = {0, 0, 0};
+  if (getloadavg(load_avg, 3) < 0) load_avg[0] = -1;
+  std::printf("eval_bench: Qwen3 shape hidden %lld, MLP %lld, %lld layers, 16 q / 8 kv heads of 128, vocab %lld; "
+              "drafter 1 layer; block %lld, %lld new tokens, prompt %lld\n",
+              static_cast<long long>(target.hidden), static_cast<long long>(target.intermediate),
+              static_cast<long long>(layers), static_cast<long long>(target.vocab), static_cast<long long>(kBlock),
+              static_cast<long long>(tokens), static_cast<long long>(kPromptTokens));
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  std::printf("runtime: %d threads of %d cores (OMP_WAIT_POLICY %s), %s; BLAS %s%s%s (%s); load average %.1f; "
+              "median of %d runs\n",
+              used_threads, rt.cores, wait != nullptr ? wait : "unset", rt.isa.c_str(), rt.blas.name.c_str(), rt.blas.threading.empty() ? "" : ", ",
+              rt.blas.threading.c_str(), rt.blas.library.c_str(), load_avg[0], reps);
+  if (rt.blas.reference) std::printf("WARNING: %s\n", rt.blas.advice().c_str());
+
+  const double gbps = bandwidth_gbps(std::max(3, reps));
+  const int64_t rss_before = status_bytes("VmRSS:");
+  reset_peak_rss();
+
+  const at::ScalarType first_dtype = dtype_name == "float32" ? at::kFloat : at::kBFloat16;
+  const std::vector<int64_t> prompt = testing::make_prompts(1, 50, kPromptTokens, kPromptTokens, 77)[0];
+  struct Measured {
+    std::string dtype;
+    DecodeFigures plain, spec;
+    double verify_ms = 0, forward_ms = 0, prefill = 0;
+    int64_t peak_rss = 0;
+  };
+  auto measure = [&](at::ScalarType dtype, bool rss) {
+    Measured m;
+    m.dtype = dtype == at::kFloat ? "float32" : "bfloat16";
+    Models models = load(dir, dtype, target.hidden);
+    const std::vector<int64_t> capture = models.drafter->config().target_layer_ids;
+    m.forward_ms = forward_ms(models.target.get(), 1, capture, reps);
+    m.verify_ms = forward_ms(models.target.get(), kBlock, capture, reps);
+    m.prefill = prefill_tokens_per_s(models.target.get(), capture, reps);
+    m.plain = decode(models.target.get(), nullptr, prompt, 1, tokens, capture, reps);
+    m.spec = decode(models.target.get(), models.proposer.get(), prompt, kBlock, tokens, capture, reps);
+    if (rss) m.peak_rss = status_bytes("VmHWM:");
+    return m;
+  };
+  std::vector<Measured> runs;
+  runs.push_back(measure(first_dtype, true));
+  if (!also.empty()) runs.push_back(measure(also == "float32" ? at::kFloat : at::kBFloat16, false));
+
+  const double weights = static_cast<double>(target_bytes + drafter_bytes);
+  std::printf("\nmemory bandwidth (streaming read of 1 GiB): %.2f GB/s\n", gbps);
+  std::printf("weights: target %.1f MB + drafter %.1f MB (BF16 files); a decode step streams %.1f MB\n",
+              target_bytes / 1e6, drafter_bytes / 1e6, streamed_bytes / 1e6);
+  std::printf("\n| figure | %s | goal |\n| --- | ---: | --- |\n",
+              runs.size() > 1 ? (runs[0].dtype + " | " + runs[1].dtype).c_str() : runs[0].dtype.c_str());
+  auto row = [&](const char* figure, const char* goal, auto value) {
+    std::string cells;
+    for (const Measured& m : runs) cells += (cells.empty() ? "" : " | ") + value(m);
+    std::printf("| %s | %s | %s |\n", figure, cells.c_str(), goal);
+  };
+  row("speedup at tau = 16 (plain TPOT / speculative TPOT)", ">= 8x", [&](const Measured& m) {
+    return fmt("%.2fx (tau %.1f)", m.plain.tpot_ms / m.spec.tpot_ms, m.spec.tau);
+  });
+  row("plain decode: share of the bandwidth floor", ">= 80%", [&](const Measured& m) {
+    const double floor_ms = 1e3 * static_cast<double>(streamed_bytes) * (m.dtype == "float32" ? 2 : 1) / (gbps * 1e9);
+    return fmt("%.0f%% (%.1f ms/token, floor %.1f)", 100 * floor_ms / m.plain.tpot_ms, m.plain.tpot_ms, floor_ms);
+  });
+  row("verify 16 tokens / forward 1 token", "<= 1.6x", [&](const Measured& m) {
+    return fmt("%.2fx (%.1f / %.1f ms)", m.verify_ms / m.forward_ms, m.verify_ms, m.forward_ms);
+  });
+  row("prefill tokens/s (256-token prompt)", "-", [&](const Measured& m) { return fmt("%.0f", m.prefill); });
+  row("speculative ms/token", "-", [&](const Measured& m) { return fmt("%.2f", m.spec.tpot_ms); });
+  std::printf("\npeak RSS %.1f MB (%.1f MB before loading: libtorch, the bandwidth buffer freed) for %.1f MB of "
+              "weights: (peak - before) / weights = %.2fx, peak / weights = %.2fx (goal <= 1.15x, %s)\n",
+              runs[0].peak_rss / 1e6, rss_before / 1e6, weights / 1e6, (runs[0].peak_rss - rss_before) / weights,
+              runs[0].peak_rss / weights, runs[0].dtype.c_str());
   return 0;
 }

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -94,6 +96,70 @@ TEST_F(EvalRunnerTest, ReportsKnownTauAndPassesGate) {
   EXPECT_NE(text.find("TAU 8.000"), std::string::npos) << text;
   EXPECT_NE(text.find("norm.weight: values"), std::string::npos) << text;
   EXPECT_NE(text.find("gate: PASSED"), std::string::npos);
+}
+
+// What the report says it ran with is checked against sources the engine does not
+// use: the checkpoint's dtype as written, the file the dynamic loader maps for
+// libblas.so.3 (its real path, as /proc/self/maps lists it), the thread count asked for.
+TEST_F(EvalRunnerTest, ReportNamesTheBlasDtypeAndThreadsItRanWith) {
+  ScratchDir dir("runtime");
+  ASSERT_TRUE(write_tiny_target(dir / "bf16", testing::oracle_target_spec(1), {"BF16", 0, false}).ok());
+  EvalSpec s = spec("agree");
+  s.target = dir / "bf16";
+  s.max_new_tokens = 8;
+  s.baseline = false;
+  std::vector<std::string> lines;
+  auto r = run_eval(s, [&](const std::string& l) { lines.push_back(l); }, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->dtype, "bfloat16");  // followed the checkpoint
+  EXPECT_EQ(r->dtype_source, "checkpoint BF16");
+  EXPECT_EQ(r->threads, 1);
+  EXPECT_EQ(r->loads[0].tensors_zero_copy, r->loads[0].tensors_loaded);  // BF16 used in place
+  EXPECT_DOUBLE_EQ(r->candidate.tau, 8.0);
+
+  std::string maps = testing::read_file("/proc/self/maps");
+  ASSERT_FALSE(r->blas_library.empty());
+  EXPECT_NE(maps.find(r->blas_library), std::string::npos) << r->blas_library << " is not mapped";
+  char real[PATH_MAX];
+  const bool netlib = ::realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3", real) != nullptr &&
+                      std::string(real).find("/blas/libblas.so") != std::string::npos;
+  EXPECT_EQ(r->blas_reference, netlib) << r->blas;
+  if (std::string(real).find("openblas") != std::string::npos) {
+    EXPECT_EQ(r->blas_library, std::string(real));
+    EXPECT_NE(r->blas.find("OpenBLAS"), std::string::npos) << r->blas;
+    EXPECT_FALSE(r->blas_threading.empty());
+  }
+  EXPECT_FALSE(r->isa.empty());
+
+  const std::string text = r->to_text();
+  EXPECT_NE(text.find("cpu bfloat16 (checkpoint BF16), 1 threads"), std::string::npos) << text;
+  EXPECT_NE(text.find("BLAS     " + r->blas), std::string::npos) << text;
+  EXPECT_NE(text.find(r->blas_library), std::string::npos) << text;
+  nlohmann::json j = r->to_json();
+  EXPECT_EQ(j["dtype"], "bfloat16");
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_EQ(j["runtime"]["blas"], r->blas);
+  bool said = false;
+  for (const auto& l : lines) said |= l.find("bfloat16") != std::string::npos && l.find(r->blas) != std::string::npos;
+  EXPECT_TRUE(said) << "no progress line names the dtype and the BLAS";
+  if (netlib) {  // the slow BLAS is named, with the fix, in the report and on the progress stream
+    EXPECT_NE(text.find("update-alternatives"), std::string::npos) << text;
+  }
+
+  // An F32 checkpoint stays F32; --dtype overrides and says so.
+  s.target = *dir_ / "target";
+  r = run_eval(s, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->dtype, "float32");
+  EXPECT_EQ(r->dtype_source, "checkpoint F32");
+  s.dtype = "bfloat16";
+  s.threads = 2;
+  r = run_eval(s, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->dtype, "bfloat16");
+  EXPECT_EQ(r->dtype_source, "--dtype");
+  EXPECT_EQ(r->threads, 2);
+  EXPECT_DOUBLE_EQ(r->candidate.tau, 8.0);
 }
 
 TEST_F(EvalRunnerTest, GateFailsBelowThresholds) {
@@ -234,6 +300,29 @@ TEST_F(EvalRunnerTest, CommandExitCodes) {
   EXPECT_TRUE(json);
   EXPECT_EQ(parsed->block_size, 4);
   EXPECT_DOUBLE_EQ(*parsed->min_ratio_to_reference, 0.8);
+}
+
+// Debian's reference BLAS, put in front of the selected one for one child process
+// (the loader takes libblas.so.3 from LD_LIBRARY_PATH first): the report and stderr
+// must name it and give the fix.
+TEST_F(EvalRunnerTest, ReferenceBlasIsNamedWithTheFix) {
+  const std::string netlib = "/usr/lib/x86_64-linux-gnu/blas";
+  if (!std::ifstream(netlib + "/libblas.so.3")) GTEST_SKIP() << "no reference BLAS (libblas3) installed";
+  const std::string cmd = "LD_LIBRARY_PATH=" + netlib + " " + FERRY_EVAL_BIN + " --target " + (*dir_ / "target") +
+                          " --drafter " + (*dir_ / "agree") + " --prompts " + (*dir_ / "prompts.jsonl") +
+                          " --max-new-tokens 8 --threads 1 --no-baseline 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  ASSERT_EQ(::pclose(pipe), 0) << out;
+  EXPECT_NE(out.find("eval: WARNING: float32 matmuls run on the reference (netlib) BLAS " + netlib), std::string::npos)
+      << out;  // stderr
+  EXPECT_NE(out.find("BLAS     reference BLAS (netlib)"), std::string::npos) << out;  // the report
+  EXPECT_NE(out.find("warning: float32 matmuls run on the reference"), std::string::npos) << out;
+  EXPECT_NE(out.find("update-alternatives --set libblas.so.3"), std::string::npos) << out;
 }
 
 TEST(TinyModelsToolTest, WritesLoadableSuite) {

@@ -278,6 +278,50 @@ TEST_F(Qwen3TargetTest, Bf16AndShardedTwinsGiveTheSameTokensAsF32) {
   }
 }
 
+// BF16 is the default compute dtype for BF16 checkpoints. Where the float32 logits are
+// well apart (the oracle target by construction; the random target's positions whose
+// top-2 margin is wide) it must pick the tokens float32 picks. The random target's
+// near-ties are expected to flip, so it is compared teacher-forced on float32's tokens.
+TEST_F(Qwen3TargetTest, Bf16ComputeGivesTheF32TokensWhereLogitsAreApart) {
+  ScratchDir dir("bf16-compute");
+  ComputeOptions bf16;
+  bf16.dtype = at::kBFloat16;
+  ASSERT_TRUE(write_tiny_target(dir / "oracle", testing::oracle_target_spec(3), {"BF16", 0, false}).ok());
+  auto oracle16 = Qwen3Target::load(dir / "oracle", bf16, nullptr);
+  auto oracle32 = Qwen3Target::load(dir / "oracle", {}, nullptr);
+  ASSERT_TRUE(oracle16.ok() && oracle32.ok());
+  for (const auto& p : testing::make_prompts(4, 64, 3, 10, 17)) {
+    EXPECT_EQ(greedy(oracle16->get(), p, 24), greedy(oracle32->get(), p, 24));
+  }
+
+  auto spec = testing::random_target_spec();
+  ASSERT_TRUE(write_tiny_target(dir / "bf16", spec, {"BF16", 0, false}).ok());
+  LoadReport r;
+  auto twin = Qwen3Target::load(dir / "bf16", bf16, &r);
+  ASSERT_TRUE(twin.ok()) << twin.status().message();
+  EXPECT_EQ(r.tensors_zero_copy, r.tensors_loaded);  // used in place from the mapping
+  auto f32 = Qwen3Target::load(*dir_ / "target", {}, nullptr);
+  ASSERT_TRUE(f32.ok());
+  int64_t apart = 0, total = 0;
+  for (const auto& p : testing::make_prompts(6, 320, 5, 15, 13)) {
+    std::vector<int64_t> seq = p;
+    for (int64_t t : greedy(f32->get(), p, 24)) seq.push_back(t);
+    (*f32)->reset();
+    (*twin)->reset();
+    at::Tensor want = (*f32)->forward(ids_tensor(seq), {}).logits;
+    at::Tensor got = (*twin)->forward(ids_tensor(seq), {}).logits.to(at::kFloat);
+    at::Tensor top2 = std::get<0>(want.topk(2, -1));
+    const double scale = want.abs().max().item<double>();
+    for (int64_t i = 0; i < want.size(0); ++i) {
+      ++total;
+      if ((top2[i][0] - top2[i][1]).item<double>() < 0.05 * scale) continue;
+      ++apart;
+      EXPECT_EQ(got[i].argmax().item<int64_t>(), want[i].argmax().item<int64_t>()) << "position " << i;
+    }
+  }
+  EXPECT_GT(apart, total / 2) << "too few well-separated positions for the check to mean much";
+}
+
 bool is_vision_or_mtp(const std::string& name) {
   return name.rfind("model.visual.", 0) == 0 || name.rfind("mtp.", 0) == 0;
 }

@@ -8,8 +8,10 @@
 
 #include "jobs/eval/eval_command.h"
 #include "jobs/eval/tools/eval_worker.h"
+#include "jobs/eval/tools/passive_omp_wait.h"
 
 int main(int argc, char** argv) {
+  ferry::eval::reexec_with_passive_omp_wait(argv);
   if (argc == 2 && std::strcmp(argv[1], "worker") == 0) return ferry::eval::eval_worker_main();
   if (argc == 2 && std::strcmp(argv[1], "check") == 0) return ferry::eval::eval_check_main();
   std::vector<char*> args;
