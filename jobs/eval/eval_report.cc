@@ -19,6 +19,8 @@ nlohmann::json load_json(const LoadReport& l) {
           {"files_opened", l.files_opened},
           {"tensors_loaded", l.tensors_loaded},
           {"tensors_zero_copy", l.tensors_zero_copy},
+          {"bytes_mapped", l.bytes_mapped},
+          {"bytes_copied", l.bytes_copied},
           {"source_dtypes", l.source_dtypes},
           {"unused", l.unused},
           {"skipped_unread", l.skipped.size()}};
@@ -129,7 +131,8 @@ std::string EvalReport::to_text() const {
     for (size_t i = 0; i < l.source_dtypes.size(); ++i) out << (i ? "," : "") << l.source_dtypes[i];
     out << (l.sharded ? ", sharded" : "") << "), " << l.unused.size() << " unused";
     if (!l.skipped.empty()) out << ", " << l.skipped.size() << " vision/mtp skipped unread";
-    out << "\n";
+    out << "; " << fixed(static_cast<double>(l.bytes_mapped) / (1 << 20), 1) << " MiB mapped, "
+        << fixed(static_cast<double>(l.bytes_copied) / (1 << 20), 1) << " MiB copied\n";
     for (const auto& u : l.unused) out << "    unused: " << u << "\n";
   }
   out << "\nTAU " << fixed(candidate.tau, 3);

@@ -276,6 +276,9 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
     report.baseline = std::move(*base_run);
     if (report.candidate.mean_tpot > 0) report.speedup = report.baseline->mean_tpot / report.candidate.mean_tpot;
     report.candidate.responses_differing_from_baseline = count_differing(candidate_out, baseline_out);
+    for (size_t i = 0; i < report.responses.size() && i < baseline_out.size(); ++i) {
+      report.responses[i].matches_baseline = candidate_out[i] == baseline_out[i] ? 1 : 0;
+    }
     if (report.reference_run) {
       if (report.reference_run->mean_tpot > 0) {
         report.reference_speedup = report.baseline->mean_tpot / report.reference_run->mean_tpot;

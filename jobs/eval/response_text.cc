@@ -25,6 +25,12 @@ ResponseText make_response_text(int line, const std::vector<int64_t>& ids, const
   r.line = line;
   r.ids = ids;
   r.drafted = drafted_tokens(acceptance_lengths, ids.size());
+  r.acceptance_lengths = acceptance_lengths;
+  if (!acceptance_lengths.empty()) {
+    double sum = 0;
+    for (int64_t a : acceptance_lengths) sum += static_cast<double>(a);
+    r.tau = sum / static_cast<double>(acceptance_lengths.size());
+  }
   auto bytes_of = [&](int64_t id) -> std::string {
     if (tokenizer != nullptr) return tokenizer->decode_bytes({static_cast<int32_t>(id)});
     if (id >= 0 && id < 256) return std::string(1, static_cast<char>(id));
@@ -59,7 +65,14 @@ nlohmann::json ResponseText::to_json() const {
     spans.push_back({i, j - i});
     i = j;
   }
-  return {{"line", line}, {"prompt_ids", prompt_ids}, {"ids", ids}, {"text", text}, {"drafted_spans", spans}};
+  return {{"line", line},
+          {"prompt_ids", prompt_ids},
+          {"ids", ids},
+          {"text", text},
+          {"drafted_spans", spans},
+          {"tau", tau},
+          {"acceptance_lengths", acceptance_lengths},
+          {"matches_baseline", matches_baseline < 0 ? nlohmann::json() : nlohmann::json(matches_baseline == 1)}};
 }
 
 std::string render_responses(const std::vector<ResponseText>& responses, int count) {

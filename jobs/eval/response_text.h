@@ -23,6 +23,9 @@ struct ResponseText {
   std::vector<bool> drafted;     // per token: an accepted draft (else the target's own token)
   std::string text;              // decoded; valid UTF-8 (U+FFFD where bytes are cut)
   std::string marked_text;       // text with accepted draft spans between kDraftOpen/kDraftClose
+  std::vector<int64_t> acceptance_lengths;  // per verify step (accepted drafts + 1)
+  double tau = 0;                           // their mean: this response's τ
+  int matches_baseline = -1;                // 1 / 0: equal to plain greedy decoding; -1: no baseline ran
 
   nlohmann::json to_json() const;
 };

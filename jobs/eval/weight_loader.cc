@@ -80,11 +80,14 @@ at::Tensor WeightLoader::take(const std::string& name, const std::vector<int64_t
     report_.source_dtypes.push_back(info->dtype_name);
   }
   ++report_.tensors_loaded;
+  report_.bytes_mapped += static_cast<int64_t>(record->nbytes);
   if (raw->scalar_type() == options_.dtype && options_.device.is_cpu()) {
     ++report_.tensors_zero_copy;
     return *raw;
   }
-  return raw->to(options_.device, options_.dtype);
+  at::Tensor copy = raw->to(options_.device, options_.dtype);
+  report_.bytes_copied += copy.numel() * static_cast<int64_t>(copy.element_size());
+  return copy;
 }
 
 at::Tensor WeightLoader::take_float32(const std::string& name, const std::vector<int64_t>& shape) {

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -75,6 +76,16 @@ TEST_F(EvalRunnerTest, ReportsKnownTauAndPassesGate) {
   EXPECT_GT(r->speedup, 0);
   EXPECT_TRUE(r->gate_passed) << r->gate_message;
   EXPECT_FALSE(lines.empty());
+  // Per response, for inspecting a gap prompt by prompt: 3 steps of 8 each, equal to
+  // plain decoding.
+  ASSERT_EQ(r->responses.size(), 5u);
+  for (const auto& resp : r->responses) {
+    nlohmann::json rj = resp.to_json();
+    EXPECT_EQ(rj["acceptance_lengths"], nlohmann::json::array({8, 8, 8})) << rj.dump();
+    EXPECT_DOUBLE_EQ(rj["tau"].get<double>(), 8.0);
+    EXPECT_EQ(rj["matches_baseline"], true);
+    EXPECT_EQ(rj["ids"].size(), 24u);
+  }
 
   auto m = r->metrics();
   EXPECT_DOUBLE_EQ(m.at("tau"), 8.0);
@@ -115,7 +126,17 @@ TEST_F(EvalRunnerTest, ReportNamesTheBlasDtypeAndThreadsItRanWith) {
   EXPECT_EQ(r->dtype_source, "checkpoint BF16");
   EXPECT_EQ(r->threads, 1);
   EXPECT_EQ(r->loads[0].tensors_zero_copy, r->loads[0].tensors_loaded);  // BF16 used in place
+  EXPECT_EQ(r->loads[0].bytes_copied, 0);
+  // Every tensor's bytes, as the file holds them: the file less its header.
+  const std::string file = (dir / "bf16") + "/model.safetensors";
+  int64_t header = 0;
+  {
+    std::ifstream in(file, std::ios::binary);
+    in.read(reinterpret_cast<char*>(&header), 8);
+  }
+  EXPECT_EQ(r->loads[0].bytes_mapped, static_cast<int64_t>(std::filesystem::file_size(file)) - 8 - header);
   EXPECT_DOUBLE_EQ(r->candidate.tau, 8.0);
+  EXPECT_TRUE(r->responses.at(0).to_json()["matches_baseline"].is_null()) << "no baseline ran";
 
   std::string maps = testing::read_file("/proc/self/maps");
   ASSERT_FALSE(r->blas_library.empty());
