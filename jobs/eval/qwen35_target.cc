@@ -54,12 +54,7 @@ Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& fold
   };
   t->embed_tokens_ = loader.take(prefix + "embed_tokens.weight", {v, h});
   t->norm_ = one_plus(prefix + "norm.weight", h);
-  if (tc.tie_word_embeddings) {
-    t->lm_head_ = t->embed_tokens_;
-    if (loader.has("lm_head.weight")) loader.ignore("lm_head.weight");
-  } else {
-    t->lm_head_ = loader.take("lm_head.weight", {v, h});
-  }
+  t->lm_head_ = loader.take_lm_head(t->embed_tokens_, tc.tie_word_embeddings, v, h);
   for (int64_t i = 0; i < tc.num_hidden_layers; ++i) {
     const std::string p = prefix + "layers." + std::to_string(i) + ".";
     Layer layer;

@@ -100,6 +100,12 @@ at::Tensor WeightLoader::take_float32(const std::string& name, const std::vector
 
 void WeightLoader::ignore(const std::string& name) { ignored_.push_back(name); }
 
+at::Tensor WeightLoader::take_lm_head(const at::Tensor& embed_tokens, bool tied, int64_t vocab, int64_t hidden) {
+  if (!tied) return take("lm_head.weight", {vocab, hidden});
+  if (has("lm_head.weight")) ignore("lm_head.weight");
+  return embed_tokens;
+}
+
 Status WeightLoader::finish(const std::vector<std::string>& skip_prefixes, LoadReport* report) {
   std::set<std::string> used(taken_.begin(), taken_.end());
   used.insert(ignored_.begin(), ignored_.end());

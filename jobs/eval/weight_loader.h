@@ -32,6 +32,9 @@ class WeightLoader {
   bool has(const std::string& name) const { return checkpoint_->contains(name); }
   /// Marks a present tensor as deliberately ignored (e.g. lm_head of a tied model).
   void ignore(const std::string& name);
+  /// The output head [vocab, hidden]: the embedding table itself when the config ties
+  /// them (a stray lm_head.weight is then ignored, not reported unused), else lm_head.weight.
+  at::Tensor take_lm_head(const at::Tensor& embed_tokens, bool tied, int64_t vocab, int64_t hidden);
 
   /// Fails with every problem listed if any take() failed; fills `report` (may be null).
   Status finish(const std::vector<std::string>& skip_prefixes, LoadReport* report);
