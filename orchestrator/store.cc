@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "agents/file_util.h"
+#include "base/file_util.h"
 
 namespace ferry {
 namespace {

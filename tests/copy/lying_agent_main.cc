@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "agents/protocol/frame.h"
+#include "protocol/frame.h"
 
 namespace {
 
