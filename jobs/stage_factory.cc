@@ -16,7 +16,7 @@ std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, con
     spec.to_path = inputs.value("to", std::string());
     std::string keep = inputs.value("keep_local", std::string());
     spec.keep_local = keep.empty() ? "" : env.local_path(keep);
-    spec.route = inputs.value("route", std::string("auto"));
+    spec.route = workflow::parse_copy_route(inputs.value("route", std::string("auto"))).value_or(workflow::CopyRoute::kAuto);
     spec.streams = inputs.value("streams", 4);
     spec.from_ssh = inputs.value("from_transport", std::string()) == "ssh";
     spec.to_ssh = inputs.value("to_transport", std::string()) == "ssh";

@@ -94,11 +94,11 @@ int cmd_resume(const Common& c, const RunRef& o) {
   if (!store.ok()) return fail(store.status());
   auto run = (*store)->find_run(o.run);
   if (!run.ok()) return fail(run.status());
-  if (run->state == "running" && coordinator_alive(*run)) {
+  if (run->state == RunState::kRunning && coordinator_alive(*run)) {
     std::cerr << "ferry: run " << run->id << " is being driven by process " << run->coordinator_pid << "\n";
     return kExitFailed;
   }
-  if (run->state == "succeeded") {
+  if (run->state == RunState::kSucceeded) {
     if (o.json) {
       auto stages = (*store)->stages(run->id);
       if (!stages.ok()) return fail(stages.status());
@@ -118,13 +118,13 @@ int cmd_cancel(const Common& c, const RunRef& o) {
   if (!store.ok()) return fail(store.status());
   auto run = (*store)->find_run(o.run);
   if (!run.ok()) return fail(run.status());
-  if (run->state == "succeeded" || run->state == "failed" || run->state == "cancelled") {
-    std::cout << "run " << run->id << " already ended (" << run->state << ")\n";
+  if (run_ended(run->state)) {
+    std::cout << "run " << run->id << " already ended (" << state_name(run->state) << ")\n";
     return kExitOk;
   }
   Status s = (*store)->request_cancel(run->id);
   if (!s.ok()) return fail(s);
-  if (run->state == "running" && coordinator_alive(*run)) {
+  if (run->state == RunState::kRunning && coordinator_alive(*run)) {
     std::cout << "asked the coordinator (pid " << run->coordinator_pid << ") to cancel run " << run->id << "\n";
     return kExitOk;
   }

@@ -48,9 +48,9 @@ std::string random_token() {
 
 }  // namespace
 
-struct Scheduler::StageState {
+struct Scheduler::StageSlot {
   const Stage* spec = nullptr;
-  std::string state = "pending";
+  StageState state = StageState::kPending;
   int attempt = 0;            // newest attempt number recorded
   int attempts_this_run = 0;  // for the retry budget
   std::string token;
@@ -178,38 +178,38 @@ Status Scheduler::load() {
   auto records = store_.stages(run_.id);
   if (!records.ok()) return records.status();
   for (const auto& spec : wf_.stages) {
-    auto st = std::make_unique<StageState>();
+    auto st = std::make_unique<StageSlot>();
     st->spec = &spec;
     stages_[spec.name] = std::move(st);
   }
   for (const auto& rec : *records) {
     auto it = stages_.find(rec.name);
     if (it == stages_.end()) continue;
-    StageState& st = *it->second;
+    StageSlot& st = *it->second;
     st.attempt = rec.attempt;
     st.token = rec.token;
     st.recorded_hash = rec.inputs_hash;
     st.outputs = rec.outputs;
-    if (rec.state == "succeeded") {
-      st.state = "succeeded";  // kept if its inputs are unchanged (checked when it comes up)
-    } else if (rec.state == "running" && (st.spec->kind != StageKind::kEval || !st.spec->host.empty()) &&
+    if (rec.state == StageState::kSucceeded) {
+      st.state = StageState::kSucceeded;  // kept if its inputs are unchanged (checked when it comes up)
+    } else if (rec.state == StageState::kRunning && (st.spec->kind != StageKind::kEval || !st.spec->host.empty()) &&
                rec.attempt > 0) {
       // A command's job, an eval's worker on its host, or a copy (a direct copy's push
       // is a job on its source host; a relay continues from the receiver's journal):
       // same attempt, same token.
-      st.state = "pending";
+      st.state = StageState::kPending;
       st.reattach = true;
       for (const std::string& h : {st.spec->host, st.spec->from.host, st.spec->to.host}) {
         if (!h.empty()) hosts_with_jobs_.insert(h);
       }
-    } else if (rec.state == "running") {
+    } else if (rec.state == StageState::kRunning) {
       // An in-process stage died with its coordinator: close that attempt honestly.
-      auto r = store_.finish_attempt(run_.id, rec.name, rec.attempt, "failed", std::nullopt,
+      auto r = store_.finish_attempt(run_.id, rec.name, rec.attempt, StageState::kFailed, std::nullopt,
                                      "the coordinator stopped while this attempt ran");
       if (!r.ok()) return r.status();
-      st.state = "pending";
+      st.state = StageState::kPending;
     } else {
-      st.state = "pending";
+      st.state = StageState::kPending;
     }
   }
   return Status();
@@ -279,7 +279,7 @@ Result<std::string> Scheduler::resolve(const workflow::Text& text, const Stage* 
       shell_quote);
 }
 
-Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
+Result<nlohmann::json> Scheduler::stage_inputs(StageSlot& st) {
   const Stage& s = *st.spec;
   nlohmann::json in = {{"kind", workflow::stage_kind_name(s.kind)}, {"host", s.host}};
   std::string where = wf_.path + ":" + std::to_string(s.at.line) + ":" + std::to_string(s.at.column) + ": stage '" +
@@ -352,7 +352,7 @@ Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
         in["to_give_up_s"] = to->give_up_s;
       }
     }
-    in["route"] = s.route;
+    in["route"] = workflow::copy_route_name(s.route);
     in["streams"] = s.streams;
     in["max_new_tokens"] = s.max_new_tokens;
     in["block_size"] = s.block_size;
@@ -388,23 +388,23 @@ void Scheduler::schedule() {
   while (changed) {
     changed = false;
     for (const auto& spec : wf_.stages) {
-      StageState& st = *stages_[spec.name];
-      if (st.state != "pending" && st.state != "succeeded") continue;
-      if (st.state == "succeeded" && st.confirmed) continue;
+      StageSlot& st = *stages_[spec.name];
+      if (st.state != StageState::kPending && st.state != StageState::kSucceeded) continue;
+      if (st.state == StageState::kSucceeded && st.confirmed) continue;
       bool ready = true;
       std::string blocked_by;
       for (const auto& need : spec.needs) {
-        const std::string& ns = stages_[need]->state;
-        if (ns == "succeeded" && stages_[need]->confirmed) continue;
-        if (ns == "succeeded" || ns == "pending" || ns == "running" || ns == "retrying") {
+        const StageState ns = stages_[need]->state;
+        if (ns == StageState::kSucceeded && stages_[need]->confirmed) continue;
+        if (ns == StageState::kSucceeded || stage_active(ns)) {
           ready = false;
         } else {
           blocked_by = need;
         }
       }
-      if (!blocked_by.empty() && st.state == "pending") {
-        st.state = "skipped";
-        Status s = store_.set_stage_state(run_.id, spec.name, "skipped", "needs '" + blocked_by + "', which did not succeed");
+      if (!blocked_by.empty() && st.state == StageState::kPending) {
+        st.state = StageState::kSkipped;
+        Status s = store_.set_stage_state(run_.id, spec.name, StageState::kSkipped, "needs '" + blocked_by + "', which did not succeed");
         if (!s.ok()) store_error_ = s;
         say(spec.name, "skipped: needs '" + blocked_by + "', which did not succeed", "90");
         changed = true;
@@ -412,7 +412,7 @@ void Scheduler::schedule() {
       }
       if (!ready) continue;
       auto inputs = stage_inputs(st);
-      if (st.state == "succeeded") {
+      if (st.state == StageState::kSucceeded) {
         // A resumed run keeps a success only if it would be run with the same inputs.
         if (inputs.ok() && hash_inputs(*inputs) == st.recorded_hash) {
           st.confirmed = true;
@@ -420,7 +420,7 @@ void Scheduler::schedule() {
           changed = true;
           continue;
         }
-        st.state = "pending";
+        st.state = StageState::kPending;
       }
       if (cancel_level_ > 0) continue;
       start_attempt(st, st.reattach);
@@ -429,12 +429,12 @@ void Scheduler::schedule() {
   }
   bool active = false;
   for (auto& [name, st] : stages_) {
-    if (st->state == "running" || st->state == "retrying") active = true;
+    if (st->state == StageState::kRunning || st->state == StageState::kRetrying) active = true;
   }
   if (!active) finish_run();
 }
 
-void Scheduler::start_attempt(StageState& st, bool reattach) {
+void Scheduler::start_attempt(StageSlot& st, bool reattach) {
   const Stage& s = *st.spec;
   auto inputs = stage_inputs(st);
   if (!inputs.ok()) {
@@ -443,9 +443,10 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
     Status b = store_.begin_attempt(run_.id, s.name, attempt, token, "");
     if (!b.ok()) store_error_ = b;
     st.attempt = attempt;
-    auto r = store_.finish_attempt(run_.id, s.name, attempt, "failed", std::nullopt, inputs.status().message());
+    auto r = store_.finish_attempt(run_.id, s.name, attempt, StageState::kFailed, std::nullopt,
+                                   inputs.status().message());
     if (!r.ok()) store_error_ = r.status();
-    st.state = "failed";
+    st.state = StageState::kFailed;
     say(s.name, "failed: " + inputs.status().message(), "31");
     return;
   }
@@ -456,13 +457,13 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
     Status b = store_.begin_attempt(run_.id, s.name, st.attempt, st.token, hash);
     if (!b.ok()) {
       store_error_ = b;
-      st.state = "failed";
+      st.state = StageState::kFailed;
       return;
     }
   }
   st.reattach = false;
   st.attempts_this_run += 1;
-  st.state = "running";
+  st.state = StageState::kRunning;
   st.recorded_hash = hash;
   st.env = std::make_unique<AttemptEnv>(*this, s.name, st.attempt);
   int attempt = st.attempt;
@@ -491,7 +492,7 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
   st.runner->start([this, name, attempt](StageOutcome o) { on_outcome(*stages_[name], attempt, std::move(o)); });
 }
 
-void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
+void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
   const Stage& s = *st.spec;
   // Declared outputs with a value are computed now, from the finished stage's world.
   if (o.state == StageOutcome::State::kSucceeded) {
@@ -506,7 +507,8 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
       o.outputs[out.name] = *v;
     }
   }
-  std::string state = outcome_state_name(o.state);
+  const StageState ended = stage_state_of(o.state);
+  const std::string state = state_name(ended);
   std::optional<int> code;
   if (o.exit_code >= 0) code = o.exit_code;
   if (o.state == StageOutcome::State::kSucceeded) {
@@ -517,14 +519,14 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
     Status so = store_.set_metrics(run_.id, s.name, o.metrics);
     if (!so.ok()) store_error_ = so;
   }
-  auto recorded = store_.finish_attempt(run_.id, s.name, attempt, state, code, o.error);
+  auto recorded = store_.finish_attempt(run_.id, s.name, attempt, ended, code, o.error);
   if (!recorded.ok()) store_error_ = recorded.status();
   st.runner.reset();
   if (o.state == StageOutcome::State::kSucceeded) {
-    st.state = "succeeded";
+    st.state = StageState::kSucceeded;
     st.outputs = o.outputs;
     st.confirmed = true;
-    say(s.name, "succeeded" + (code ? " (exit " + std::to_string(*code) + ")" : std::string()), "32");
+    say(s.name, state + (code ? " (exit " + std::to_string(*code) + ")" : std::string()), "32");
     schedule();
     return;
   }
@@ -535,8 +537,8 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
   }
   if (retry_allowed) {
     double delay = std::min(kMaxRetryBackoffS, s.retry_backoff_s * std::pow(2.0, st.attempts_this_run - 1));
-    st.state = "retrying";
-    Status e = store_.set_stage_state(run_.id, s.name, "retrying", o.error);
+    st.state = StageState::kRetrying;
+    Status e = store_.set_stage_state(run_.id, s.name, StageState::kRetrying, o.error);
     if (!e.ok()) store_error_ = e;
     say(s.name, state + ": " + o.error + "; retrying in " + std::to_string(delay).substr(0, 4) + "s", "33");
     st.retry_timer = std::make_unique<boost::asio::steady_timer>(io_);
@@ -544,9 +546,9 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
     std::string name = s.name;
     st.retry_timer->async_wait([this, name](const boost::system::error_code& ec) {
       if (ec) return;
-      StageState& st = *stages_[name];
-      if (st.state != "retrying") return;
-      st.state = "pending";
+      StageSlot& st = *stages_[name];
+      if (st.state != StageState::kRetrying) return;
+      st.state = StageState::kPending;
       if (cancel_level_ > 0) {
         schedule();
         return;
@@ -556,7 +558,7 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
     });
     return;
   }
-  st.state = state;
+  st.state = ended;
   say(s.name, state + ": " + o.error, "31");
   schedule();
 }
@@ -575,7 +577,7 @@ void Scheduler::request_cancel(bool hard) {
       abandoned_ = true;
       std::string waiting;
       for (auto& [name, st] : stages_) {
-        if (st->state == "running") waiting += " " + name;
+        if (st->state == StageState::kRunning) waiting += " " + name;
       }
       Status e = store_.add_event(run_.id, "", "run.abandoned", {{"stages", waiting}});
       if (!e.ok()) store_error_ = e;
@@ -587,9 +589,9 @@ void Scheduler::request_cancel(bool hard) {
   }
   for (auto& [name, st] : stages_) {
     if (st->runner) st->runner->cancel(hard);
-    if (st->state == "retrying") {
+    if (st->state == StageState::kRetrying) {
       st->retry_timer->cancel();
-      st->state = "pending";
+      st->state = StageState::kPending;
     }
   }
   boost::asio::post(io_, [this] { schedule(); });
@@ -611,19 +613,19 @@ void Scheduler::finish_run() {
   hard_cancel_deadline_.cancel();
   bool all_ok = true;
   for (const auto& spec : wf_.stages) {
-    StageState& st = *stages_[spec.name];
-    if (st.state == "pending") {
+    StageSlot& st = *stages_[spec.name];
+    if (st.state == StageState::kPending) {
       std::string why = cancel_level_ ? "cancelled" : "never started";
-      st.state = cancel_level_ ? "cancelled" : "skipped";
+      st.state = cancel_level_ ? StageState::kCancelled : StageState::kSkipped;
       Status s = store_.set_stage_state(run_.id, spec.name, st.state, why);
       if (!s.ok()) store_error_ = s;
     }
-    if (st.state != "succeeded") all_ok = false;
+    if (st.state != StageState::kSucceeded) all_ok = false;
   }
-  final_state_ = all_ok ? "succeeded" : cancel_level_ ? "cancelled" : "failed";
+  final_state_ = all_ok ? RunState::kSucceeded : cancel_level_ ? RunState::kCancelled : RunState::kFailed;
   Status s = store_.set_run_state(run_.id, final_state_, 0);
   if (!s.ok()) store_error_ = s;
-  say("", "run " + run_.id + " " + final_state_, final_state_ == "succeeded" ? "32" : "31");
+  say("", "run " + run_.id + " " + state_name(final_state_), final_state_ == RunState::kSucceeded ? "32" : "31");
   signals_.cancel();
   cancel_watch_.cancel();
   for (auto& [name, h] : hosts_) h->request_stop();  // all at once, then wait
@@ -631,10 +633,10 @@ void Scheduler::finish_run() {
   io_.stop();
 }
 
-Result<std::string> Scheduler::run() {
+Result<RunState> Scheduler::run() {
   started_ms_ = now_ms();
   FERRY_RETURN_IF_ERROR(load());
-  FERRY_RETURN_IF_ERROR(store_.set_run_state(run_.id, "running", static_cast<int>(::getpid())));
+  FERRY_RETURN_IF_ERROR(store_.set_run_state(run_.id, RunState::kRunning, static_cast<int>(::getpid())));
   std::function<void(const boost::system::error_code&, int)> on_signal = [this, &on_signal](
                                                                                const boost::system::error_code& ec, int) {
     if (ec) return;

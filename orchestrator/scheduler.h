@@ -45,8 +45,8 @@ class Scheduler {
   ~Scheduler();
 
   /// Runs (or resumes) the run to its end. Returns the run's final state:
-  /// "succeeded", "failed" or "cancelled"; an error Status when the store fails.
-  Result<std::string> run();
+  /// succeeded, failed or cancelled; an error Status when the store fails.
+  Result<RunState> run();
   /// After run(): a second Ctrl-C found hosts that did not answer in time, so the
   /// run was left as it stands (jobs running, recorded) for `ferry resume`. The
   /// caller should exit without waiting for those hosts' connections.
@@ -57,13 +57,13 @@ class Scheduler {
                               int attempt);
 
  private:
-  struct StageState;
+  struct StageSlot;
   class AttemptEnv;
 
   Status load();
   void schedule();
-  void start_attempt(StageState& st, bool reattach);
-  void on_outcome(StageState& st, int attempt, StageOutcome outcome);
+  void start_attempt(StageSlot& st, bool reattach);
+  void on_outcome(StageSlot& st, int attempt, StageOutcome outcome);
   void request_cancel(bool hard);
   void watch_cancel_flag();
   void finish_run();
@@ -71,7 +71,7 @@ class Scheduler {
   std::string local_path(const std::string& path);
   Result<std::string> resolve(const workflow::Text& text, const workflow::Stage* stage, bool shell_quote);
   std::string host_workdir(const workflow::Host& host);
-  Result<nlohmann::json> stage_inputs(StageState& st);
+  Result<nlohmann::json> stage_inputs(StageSlot& st);
   void say(const std::string& stage, const std::string& message, const char* color = nullptr);
 
   Store& store_;
@@ -81,7 +81,7 @@ class Scheduler {
   boost::asio::io_context io_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer cancel_watch_;
-  std::map<std::string, std::unique_ptr<StageState>> stages_;
+  std::map<std::string, std::unique_ptr<StageSlot>> stages_;
   std::map<std::string, std::shared_ptr<HostConnection>> hosts_;
   boost::asio::steady_timer hard_cancel_deadline_;
   std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
@@ -89,7 +89,7 @@ class Scheduler {
   bool finished_ = false;
   bool abandoned_ = false;
   Status store_error_;
-  std::string final_state_;
+  RunState final_state_ = RunState::kPending;
   int64_t started_ms_ = 0;
 };
 

@@ -14,6 +14,9 @@
 
 namespace ferry {
 
+using workflow::CopyRoute;
+using workflow::copy_route_name;
+
 // The StageEnv of the push's CommandStage (log_tap_env.h): the push's log lines
 // carry its progress and its error, and the job's attempt events are named as the push's.
 class CopyStage::PushEnv : public LogTapEnv {
@@ -46,7 +49,7 @@ void CopyStage::start(std::function<void(StageOutcome)> done) {
   started_ms_ = now_ms();
   // A copy that will surely relay brings its lanes up while listing; one that
   // may go direct waits for the route, so a direct copy opens no lane at all.
-  bool may_go_direct = spec_.route != "relay" && spec_.keep_local.empty() && spec_.from_ssh && spec_.to_ssh;
+  bool may_go_direct = spec_.route != CopyRoute::kRelay && spec_.keep_local.empty() && spec_.from_ssh && spec_.to_ssh;
   if (!may_go_direct) warm_lanes();
   list_source();
 }
@@ -98,18 +101,18 @@ void CopyStage::list_source() {
 }
 
 void CopyStage::decide_route() {
-  const bool direct = spec_.route == "direct";
-  if (spec_.route == "relay") return choose("relay", "route: relay");
+  const bool direct = spec_.route == CopyRoute::kDirect;
+  if (spec_.route == CopyRoute::kRelay) return choose(CopyRoute::kRelay, "route: relay");
   if (!spec_.keep_local.empty()) {
     if (direct) {
       return fail("route: direct cannot keep_local: the bytes never reach the coordinator; use relay or auto");
     }
-    return choose("relay", "keep_local: the coordinator keeps a copy, so the bytes pass through it");
+    return choose(CopyRoute::kRelay, "keep_local: the coordinator keeps a copy, so the bytes pass through it");
   }
   if (!spec_.from_ssh || !spec_.to_ssh) {
     const std::string& local = spec_.from_ssh ? spec_.to_host : spec_.from_host;
     if (direct) return fail("route: direct needs both hosts on transport: ssh; '" + local + "' is a local host");
-    return choose("relay", "'" + local + "' is a local host");
+    return choose(CopyRoute::kRelay, "'" + local + "' is a local host");
   }
   ask_hosts();
 }
@@ -149,10 +152,10 @@ void CopyStage::find_push() {
   env_.call_agent(spec_.from_host, "job.status", args, [self](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (r.ok()) {
-      self->route_ = "direct";
+      self->route_ = CopyRoute::kDirect;
       self->route_reason_ = "this attempt's push is on " + self->spec_.from_host + " (" +
                             r->header.value("state", std::string("?")) + "): re-attached";
-      self->env_.record_event("copy.started", {{"route", self->route_}, {"reason", self->route_reason_},
+      self->env_.record_event("copy.started", {{"route", copy_route_name(self->route_)}, {"reason", self->route_reason_},
                                                {"files", self->files_.size()}, {"bytes", self->bytes_total_},
                                                {"streams", self->lanes_}, {"chunk_size", self->spec_.chunk_size}});
       self->report_progress();
@@ -168,8 +171,8 @@ void CopyStage::probe_route() {
   const std::string target = spec_.to_address + ":" + std::to_string(spec_.to_port);
   if (src_exe_.empty() || dest_exe_.empty() || dest_workdir_.empty()) {
     std::string why = "the agents did not say where they are installed";
-    if (spec_.route == "direct") return fail("route: direct: " + why);
-    return choose("relay", why);
+    if (spec_.route == CopyRoute::kDirect) return fail("route: direct: " + why);
+    return choose(CopyRoute::kRelay, why);
   }
   auto self = shared_from_this();
   nlohmann::json args = {{"address", spec_.to_address}, {"port", spec_.to_port}, {"timeout_ms", kProbeTimeoutMs}};
@@ -181,26 +184,26 @@ void CopyStage::probe_route() {
       return self->fail("probing " + target + " from " + s.from_host + ": " + r.status().message());
     }
     if (r->header.value("reachable", false)) {
-      return self->choose("direct", s.from_host + " reaches " + s.to_host + " at " + target);
+      return self->choose(CopyRoute::kDirect, s.from_host + " reaches " + s.to_host + " at " + target);
     }
     std::string why = s.from_host + " cannot reach " + s.to_host + " at " + target + " (" +
                       r->header.value("error", std::string("unreachable")) + ")";
-    if (s.route == "direct") {
+    if (s.route == CopyRoute::kDirect) {
       return self->fail("route: direct: host '" + s.from_host + "' cannot reach host '" + s.to_host + "' at " + target +
                         " (" + r->header.value("error", std::string("unreachable")) +
                         "); link them, or use route: relay or auto");
     }
-    self->choose("relay", why);
+    self->choose(CopyRoute::kRelay, why);
   });
 }
 
-void CopyStage::choose(const std::string& route, const std::string& reason) {
+void CopyStage::choose(CopyRoute route, const std::string& reason) {
   route_ = route;
   route_reason_ = reason;
-  env_.record_event("copy.started", {{"route", route_}, {"reason", reason}, {"files", files_.size()},
+  env_.record_event("copy.started", {{"route", copy_route_name(route_)}, {"reason", reason}, {"files", files_.size()},
                                      {"bytes", bytes_total_}, {"streams", lanes_}, {"chunk_size", spec_.chunk_size}});
   report_progress();
-  if (route_ == "direct") return start_push(false);
+  if (route_ == CopyRoute::kDirect) return start_push(false);
   start_relay();
 }
 
@@ -624,9 +627,9 @@ void CopyStage::report_progress() {
   if (finished_) return;
   double secs = std::max(0.001, (now_ms() - started_ms_) / 1000.0);
   // A direct copy's rate is the push's own: it may have run before this coordinator did.
-  double rate = route_ == "direct" ? push_rate_ : static_cast<double>(bytes_done_ - bytes_skipped_) / secs;
+  double rate = route_ == CopyRoute::kDirect ? push_rate_ : static_cast<double>(bytes_done_ - bytes_skipped_) / secs;
   nlohmann::json p = {{"bytes_done", bytes_done_}, {"bytes_total", bytes_total_}, {"rate", rate},
-                      {"route", route_.empty() ? "?" : route_}, {"files", files_.size()},
+                      {"route", route_ == CopyRoute::kAuto ? "?" : copy_route_name(route_)}, {"files", files_.size()},
                       {"bytes_resent", bytes_resent_}};
   if (rate > 0) p["eta_s"] = static_cast<double>(bytes_total_ - bytes_done_) / rate;
   env_.set_progress(p);
@@ -657,7 +660,7 @@ void CopyStage::succeed_with(StageOutcome o) { finish(std::move(o)); }
 
 void CopyStage::finish(StageOutcome o) {
   if (finished_) return;
-  double secs = route_ == "direct" && push_seconds_ > 0 ? push_seconds_
+  double secs = route_ == CopyRoute::kDirect && push_seconds_ > 0 ? push_seconds_
                                                           : std::max(0.001, (now_ms() - started_ms_) / 1000.0);
   o.metrics = {{"bytes_total", static_cast<double>(bytes_total_)},
                {"bytes_sent", static_cast<double>(bytes_sent_)},

@@ -41,6 +41,7 @@
 
 #include "jobs/stage_runner.h"
 #include "transfer/copy_plan.h"
+#include "workflows/model.h"
 
 namespace ferry {
 
@@ -51,7 +52,7 @@ struct CopySpec {
   std::string from_host, from_path;  // path as the source agent resolves it
   std::string to_host, to_path;
   std::string keep_local;            // coordinator path ("" = none), already resolved
-  std::string route = "auto";        // auto | direct | relay
+  workflow::CopyRoute route = workflow::CopyRoute::kAuto;
   int streams = 4;
   int64_t chunk_size = 2 << 20;
   // For the direct route: both hosts on ssh, and how the source reaches the destination.
@@ -107,7 +108,7 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
   void ask_hosts();
   void find_push();
   void probe_route();
-  void choose(const std::string& route, const std::string& reason);
+  void choose(workflow::CopyRoute route, const std::string& reason);
   void start_relay();
   void start_push(bool reattach);
   void on_push_line(const std::string& line);
@@ -140,7 +141,8 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
   bool cancelled_ = false;
   bool is_dir_ = false;
   bool lanes_warm_ = false;
-  std::string route_, route_reason_;
+  workflow::CopyRoute route_ = workflow::CopyRoute::kAuto;  // kAuto until chosen
+  std::string route_reason_;
   // Direct route: the agents' own paths (hello) and the push's job.
   std::string src_exe_, src_workdir_, dest_exe_, dest_workdir_;
   std::unique_ptr<PushEnv> push_env_;
