@@ -16,7 +16,6 @@
 #include <xxhash.h>
 
 #include "base/file_util.h"
-#include "jobs/command/command_stage.h"
 #include "jobs/immediate_stage.h"
 #include "jobs/stage_factory.h"
 #include "orchestrator/local_transport.h"
@@ -279,99 +278,94 @@ Result<std::string> Scheduler::resolve(const workflow::Text& text, const Stage* 
       shell_quote);
 }
 
-Result<nlohmann::json> Scheduler::stage_inputs(StageSlot& st) {
+Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
   const Stage& s = *st.spec;
-  nlohmann::json in = {{"kind", workflow::stage_kind_name(s.kind)}, {"host", s.host}};
+  StageSpec out;
+  out.name = s.name;
+  out.host = s.host;
   std::string where = wf_.path + ":" + std::to_string(s.at.line) + ":" + std::to_string(s.at.column) + ": stage '" +
                       s.name + "': ";
-  auto get = [&](const workflow::Text& t, bool quote) -> Result<std::string> {
+  auto get = [&](const workflow::Text& t, bool quote, std::string* into) -> Status {
     auto r = resolve(t, &s, quote);
     if (!r.ok()) return r.status().with_context(where.substr(0, where.size() - 2));
-    return r;
+    *into = std::move(r).value();
+    return Status();
   };
   // A job on a host (a command, an eval's worker) gets the host's env and the stage's.
-  auto job_env = [&]() -> Result<nlohmann::json> {
-    nlohmann::json env = nlohmann::json::object();
+  auto job_env = [&](std::map<std::string, std::string>* env) -> Status {
     const workflow::Host* host = wf_.find_host(s.host);
-    for (const auto& [k, v] : host->env) {
-      auto e = get(v, false);
-      if (!e.ok()) return e.status();
-      env[k] = *e;
-    }
-    for (const auto& [k, v] : s.env) {
-      auto e = get(v, false);
-      if (!e.ok()) return e.status();
-      env[k] = *e;
-    }
-    env["FERRY_RUN_ID"] = run_.id;
-    env["FERRY_STAGE"] = s.name;
-    env["FERRY_WORKDIR"] = host_workdir(*host);
-    return env;
+    for (const auto& [k, v] : host->env) FERRY_RETURN_IF_ERROR(get(v, false, &(*env)[k]));
+    for (const auto& [k, v] : s.env) FERRY_RETURN_IF_ERROR(get(v, false, &(*env)[k]));
+    (*env)["FERRY_RUN_ID"] = run_.id;
+    (*env)["FERRY_STAGE"] = s.name;
+    (*env)["FERRY_WORKDIR"] = host_workdir(*host);
+    return Status();
   };
-  if (s.kind == StageKind::kCommand) {
-    auto run = get(s.run, true);
-    if (!run.ok()) return run.status();
-    auto cwd = get(s.cwd, false);
-    if (!cwd.ok()) return cwd.status();
-    in["command"] = *run;
-    in["cwd"] = *cwd;
-    in["timeout_s"] = s.timeout_s;
-    auto env = job_env();
-    if (!env.ok()) return env.status();
-    in["env"] = *env;
-  } else {
-    if (s.kind == StageKind::kEval && !s.host.empty()) {
-      auto env = job_env();
-      if (!env.ok()) return env.status();
-      in["env"] = *env;
-      in["timeout_s"] = s.timeout_s;
+  switch (s.kind) {
+    case StageKind::kCommand: {
+      CommandStageSpec c;
+      FERRY_RETURN_IF_ERROR(get(s.run, true, &c.command));
+      FERRY_RETURN_IF_ERROR(get(s.cwd, false, &c.cwd));
+      c.timeout_s = s.timeout_s;
+      FERRY_RETURN_IF_ERROR(job_env(&c.env));
+      for (const auto& o : s.outputs) {
+        if (!o.value) c.required_outputs.push_back(o.name);
+      }
+      out.spec = std::move(c);
+      break;
     }
-    for (auto [key, t] : {std::pair{"from", &s.from.path}, {"to", &s.to.path}, {"keep_local", &s.keep_local},
-                          {"target", &s.target}, {"drafter", &s.drafter}, {"reference", &s.reference},
-                          {"prompts", &s.prompts}, {"tokenizer", &s.tokenizer}}) {
-      auto v = get(*t, false);
-      if (!v.ok()) return v.status();
-      in[key] = *v;
-    }
-    in["from_host"] = s.from.host;
-    in["to_host"] = s.to.host;
-    if (s.kind == StageKind::kCopy) {
-      // What the route choice needs: a direct copy is ssh from the source to the
-      // destination's address, as the workflow names it.
+    case StageKind::kCopy: {
+      CopyStageSpec c;
+      FERRY_RETURN_IF_ERROR(get(s.from.path, false, &c.from));
+      FERRY_RETURN_IF_ERROR(get(s.to.path, false, &c.to));
+      FERRY_RETURN_IF_ERROR(get(s.keep_local, false, &c.keep_local));
+      c.from_host = s.from.host;
+      c.to_host = s.to.host;
+      c.route = s.route;
+      c.streams = s.streams;
       const workflow::Host* from = wf_.find_host(s.from.host);
       const workflow::Host* to = wf_.find_host(s.to.host);
-      auto transport = [](const workflow::Host* h) {
-        return h && h->transport == workflow::Transport::kSsh ? "ssh" : "local";
-      };
-      in["from_transport"] = transport(from);
-      in["to_transport"] = transport(to);
+      c.from_ssh = from && from->transport == workflow::Transport::kSsh;
+      c.to_ssh = to && to->transport == workflow::Transport::kSsh;
       if (to) {
-        in["to_address"] = to->address;
-        in["to_port"] = to->port;
-        in["to_user"] = to->user;
-        in["to_give_up_s"] = to->give_up_s;
+        c.to_address = to->address;
+        c.to_port = to->port;
+        c.to_user = to->user;
+        c.to_give_up_s = to->give_up_s;
       }
+      out.spec = std::move(c);
+      break;
     }
-    in["route"] = workflow::copy_route_name(s.route);
-    in["streams"] = s.streams;
-    in["max_new_tokens"] = s.max_new_tokens;
-    in["block_size"] = s.block_size;
-    in["device"] = s.device;
-    in["dtype"] = s.dtype;
-    in["prompt_format"] = s.prompt_format;
-    in["threads"] = s.threads;
-    if (s.gate.min_tau) in["min_tau"] = *s.gate.min_tau;
-    if (s.gate.min_ratio_to_reference) in["min_ratio_to_reference"] = *s.gate.min_ratio_to_reference;
+    case StageKind::kEval: {
+      EvalStageSpec e;
+      for (auto [text, into] : {std::pair{&s.target, &e.target}, {&s.drafter, &e.drafter},
+                                {&s.reference, &e.reference}, {&s.prompts, &e.prompts},
+                                {&s.tokenizer, &e.tokenizer}}) {
+        FERRY_RETURN_IF_ERROR(get(*text, false, into));
+      }
+      e.prompt_format = s.prompt_format;
+      e.max_new_tokens = s.max_new_tokens;
+      e.block_size = s.block_size;
+      e.device = s.device;
+      e.dtype = s.dtype;
+      e.threads = s.threads;
+      e.min_tau = s.gate.min_tau;
+      e.min_ratio_to_reference = s.gate.min_ratio_to_reference;
+      if (!s.host.empty()) {
+        FERRY_RETURN_IF_ERROR(job_env(&e.env));
+        e.timeout_s = s.timeout_s;
+      }
+      out.spec = std::move(e);
+      break;
+    }
   }
   // Upstream outputs are inputs too: a changed checkpoint path means a new eval.
-  nlohmann::json upstream = nlohmann::json::object();
-  for (const auto& a : workflow::ancestors(wf_, s.name)) upstream[a] = stages_[a]->outputs;
-  in["upstream"] = upstream;
-  return in;
+  for (const auto& a : workflow::ancestors(wf_, s.name)) out.upstream[a] = stages_[a]->outputs;
+  return out;
 }
 
-static std::string hash_inputs(const nlohmann::json& inputs) {
-  std::string text = inputs.dump();
+static std::string hash_inputs(const StageSpec& spec) {
+  std::string text = spec.stored_json().dump();
   XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
   char buf[40];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
@@ -411,7 +405,7 @@ void Scheduler::schedule() {
         continue;
       }
       if (!ready) continue;
-      auto inputs = stage_inputs(st);
+      auto inputs = resolve_stage(st);
       if (st.state == StageState::kSucceeded) {
         // A resumed run keeps a success only if it would be run with the same inputs.
         if (inputs.ok() && hash_inputs(*inputs) == st.recorded_hash) {
@@ -436,7 +430,7 @@ void Scheduler::schedule() {
 
 void Scheduler::start_attempt(StageSlot& st, bool reattach) {
   const Stage& s = *st.spec;
-  auto inputs = stage_inputs(st);
+  auto inputs = resolve_stage(st);
   if (!inputs.ok()) {
     int attempt = st.attempt + 1;
     std::string token = random_token();
@@ -467,24 +461,11 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
   st.recorded_hash = hash;
   st.env = std::make_unique<AttemptEnv>(*this, s.name, st.attempt);
   int attempt = st.attempt;
+  st.runner = make_stage_runner(*inputs, *st.env, AttemptId{run_.job_key(s.name), st.attempt, st.token});
   if (s.kind == StageKind::kCommand) {
-    CommandSpec cs;
-    cs.host = s.host;
-    cs.job = run_.job_key(s.name);
-    cs.attempt = st.attempt;
-    cs.token = st.token;
-    cs.command = (*inputs)["command"];
-    cs.cwd = (*inputs)["cwd"];
-    cs.timeout_s = s.timeout_s;
-    for (auto& [k, v] : (*inputs)["env"].items()) cs.env[k] = v.get<std::string>();
-    for (const auto& o : s.outputs) {
-      if (!o.value) cs.required_outputs.push_back(o.name);
-    }
-    st.runner = std::make_shared<CommandStage>(*st.env, std::move(cs));
     say(s.name, std::string(reattach ? "re-attaching to" : "starting") + " attempt " + std::to_string(attempt) +
                     " on " + s.host, "34");
   } else {
-    st.runner = make_stage_runner(s, *inputs, *st.env, AttemptId{run_.job_key(s.name), st.attempt, st.token});
     say(s.name, std::string(reattach ? "re-attaching to " : "starting ") + workflow::stage_kind_name(s.kind) +
                     " attempt " + std::to_string(attempt) + (s.host.empty() ? "" : " on " + s.host), "34");
   }

@@ -24,6 +24,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "jobs/stage_spec.h"
 #include "orchestrator/host_connection.h"
 #include "orchestrator/store.h"
 #include "workflows/model.h"
@@ -71,7 +72,7 @@ class Scheduler {
   std::string local_path(const std::string& path);
   Result<std::string> resolve(const workflow::Text& text, const workflow::Stage* stage, bool shell_quote);
   std::string host_workdir(const workflow::Host& host);
-  Result<nlohmann::json> stage_inputs(StageSlot& st);
+  Result<StageSpec> resolve_stage(StageSlot& st);
   void say(const std::string& stage, const std::string& message, const char* color = nullptr);
 
   Store& store_;
