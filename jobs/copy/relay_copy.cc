@@ -2,8 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <set>
-
 #include "transfer/chunk_files.h"
 
 namespace ferry {
@@ -45,18 +43,11 @@ void RelayCopy::begin_files(size_t i) {
     // Everything each side lacks goes in one queue, so lanes work across files.
     for (size_t fi = 0; fi < c_->files.size(); ++fi) {
       CopyEntry& f = c_->files[fi];
-      for (int64_t c = 0; c < f.chunks; ++c) {
-        bool need_dest = !f.dest_have.count(c);
-        bool need_local = !f.local.empty() && !f.local_have.count(c);
-        if (need_dest || need_local) {
-          queue_.push_back({fi, c});
-          ++f.remaining;
-        } else {
-          f.hashes[static_cast<size_t>(c)] = f.dest_have[c];
-          c_->bytes.skipped += chunk_len(f, c);
-          c_->bytes.done += chunk_len(f, c);
-        }
-      }
+      auto lacks = [&f](int64_t c) { return !f.dest_have.count(c) || (!f.local.empty() && !f.local_have.count(c)); };
+      int64_t there = queue_missing_chunks(&f, c_->spec.chunk_size, lacks,
+                                           [this, fi](int64_t c) { queue_.push_back({fi, c}); });
+      c_->bytes.skipped += there;
+      c_->bytes.done += there;
     }
     if (c_->bytes.skipped > 0) {
       int64_t whole = 0;
@@ -138,15 +129,10 @@ void RelayCopy::check_held(size_t i, bool hashes_known) {
     drop_stale_chunks(&f.local_have, src);
   };
   if (hashes_known) {
-    std::map<int64_t, std::string> src;
-    for (int64_t c = 0; c < f.chunks; ++c) src[c] = f.hashes[static_cast<size_t>(c)];
-    drop_stale(src);
+    drop_stale(source_hashes(f));
     return begin_files(i + 1);
   }
-  std::set<int64_t> all;
-  for (auto& [k, v] : f.dest_have) all.insert(k);
-  for (auto& [k, v] : f.local_have) all.insert(k);
-  std::vector<int64_t> held(all.begin(), all.end());
+  std::vector<int64_t> held = held_indices({&f.dest_have, &f.local_have});
   if (held.empty()) return begin_files(i + 1);
   auto self = shared_from_this();
   nlohmann::json hargs = {{"path", f.src}, {"chunk_size", c_->spec.chunk_size}, {"indices", held}};
