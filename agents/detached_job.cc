@@ -7,18 +7,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
+#include "base/clock.h"
 #include "base/file_util.h"
 
 namespace ferry {
 namespace {
-
-double mono_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 void write_fd_all(int fd, const std::string& s) {
   size_t off = 0;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "agents/agent_peer.h"
+#include "base/clock.h"
 #include "base/file_util.h"
 #include "base/shell_quote.h"
 #include "transfer/chunk_files.h"
@@ -35,11 +36,6 @@ constexpr int kMaxCorruptRetries = 5;
 constexpr int kSshConnectTimeoutS = 10;
 constexpr int kSshAliveEveryS = 5;  // with 3 misses: a dead link is seen in ~15 s, as the coordinator does
 constexpr int kSshAliveCount = 3;
-
-int64_t mono_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
 
 bool contains(const std::string& s, const char* word) { return s.find(word) != std::string::npos; }
 

@@ -12,6 +12,8 @@ namespace ferry {
 Result<std::string> read_file(const std::string& path);
 /// Writes `data` to `path` atomically: path.tmp.<pid>, fsync, rename, fsync dir.
 Status write_file_atomic(const std::string& path, const std::string& data);
+/// Appends `data` to `path`, creating it (0644) if needed.
+Status append_file(const std::string& path, const std::string& data);
 Status make_dirs(const std::string& path);
 bool path_exists(const std::string& path);
 std::string dirname_of(const std::string& path);
@@ -22,7 +24,5 @@ std::string join_path(const std::string& a, const std::string& b);
 Result<std::string> resolve_data_path(const std::string& workdir, const std::string& path);
 /// The absolute path of the running executable ("" if unknown).
 std::string self_exe();
-/// Milliseconds since the Unix epoch.
-int64_t now_ms();
 
 }  // namespace ferry

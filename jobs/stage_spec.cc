@@ -81,11 +81,16 @@ nlohmann::json StageSpec::stored_json() const {
 }
 
 nlohmann::json eval_engine_json(const EvalStageSpec& e) {
-  nlohmann::json spec = {{"max_new_tokens", e.max_new_tokens}, {"block_size", e.block_size},
-                         {"device", e.device},                 {"dtype", e.dtype},
-                         {"threads", e.threads},               {"prompt_format", e.prompt_format},
-                         {"target", e.target},                 {"drafter", e.drafter},
-                         {"reference", e.reference},           {"prompts", e.prompts},
+  nlohmann::json spec = {{"max_new_tokens", e.max_new_tokens},
+                         {"block_size", e.block_size},
+                         {"device", e.device},
+                         {"dtype", e.dtype},
+                         {"threads", e.threads},
+                         {"prompt_format", e.prompt_format},
+                         {"target", e.target},
+                         {"drafter", e.drafter},
+                         {"reference", e.reference},
+                         {"prompts", e.prompts},
                          {"tokenizer", e.tokenizer}};
   if (e.min_tau) spec["min_tau"] = *e.min_tau;
   if (e.min_ratio_to_reference) spec["min_ratio_to_reference"] = *e.min_ratio_to_reference;

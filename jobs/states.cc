@@ -28,8 +28,8 @@ const char* state_name(StageState s) {
 }
 
 std::optional<RunState> parse_run_state(const std::string& name) {
-  for (RunState s : {RunState::kPending, RunState::kRunning, RunState::kSucceeded, RunState::kFailed,
-                     RunState::kCancelled}) {
+  for (RunState s :
+       {RunState::kPending, RunState::kRunning, RunState::kSucceeded, RunState::kFailed, RunState::kCancelled}) {
     if (name == state_name(s)) return s;
   }
   return std::nullopt;
@@ -43,9 +43,7 @@ std::optional<StageState> parse_stage_state(const std::string& name) {
   return std::nullopt;
 }
 
-bool run_ended(RunState s) {
-  return s == RunState::kSucceeded || s == RunState::kFailed || s == RunState::kCancelled;
-}
+bool run_ended(RunState s) { return s == RunState::kSucceeded || s == RunState::kFailed || s == RunState::kCancelled; }
 
 bool stage_active(StageState s) {
   return s == StageState::kPending || s == StageState::kRunning || s == StageState::kRetrying;

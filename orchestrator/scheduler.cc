@@ -12,9 +12,8 @@
 #include <random>
 #include <sstream>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+#include "base/clock.h"
+#include "base/file_hash.h"
 #include "base/file_util.h"
 #include "jobs/immediate_stage.h"
 #include "jobs/stage_factory.h"
@@ -83,39 +82,23 @@ class Scheduler::AttemptEnv : public StageEnv {
   void note(const std::string& line) override { s_.say(stage_, line, "90"); }
   void record_event(const std::string& type, nlohmann::json detail) override {
     detail["attempt"] = attempt_;
-    Status st = s_.store_.add_event(s_.run_.id, stage_, type, detail);
-    if (!st.ok()) s_.store_error_ = st;
+    s_.note_store(s_.store_.add_event(s_.run_.id, stage_, type, detail));
     if (type == "host.disconnected") s_.say(stage_, "lost its host: " + detail.value("why", std::string()), "33");
     if (type == "host.reconnected") s_.say(stage_, "host is back", "36");
     if (type == "attempt.reattached") s_.say(stage_, "re-attached to the running job", "36");
   }
   Status append_log(const std::string& bytes) override {
     FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(log_path_)));
-    int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) return errno_status("open " + log_path_, errno);
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        int err = errno;
-        ::close(fd);
-        return errno_status("write " + log_path_, err);
-      }
-      off += static_cast<size_t>(n);
-    }
-    ::close(fd);
+    FERRY_RETURN_IF_ERROR(append_file(log_path_, bytes));
     log_size_ += static_cast<int64_t>(bytes.size());
     return Status();
   }
   int64_t log_size() override { return log_size_; }
   void set_disconnected(int64_t since_ms) override {
-    Status st = s_.store_.set_disconnected(s_.run_.id, stage_, since_ms);
-    if (!st.ok()) s_.store_error_ = st;
+    s_.note_store(s_.store_.set_disconnected(s_.run_.id, stage_, since_ms));
   }
   void set_progress(nlohmann::json progress) override {
-    Status st = s_.store_.set_progress(s_.run_.id, stage_, progress);
-    if (!st.ok()) s_.store_error_ = st;
+    s_.note_store(s_.store_.set_progress(s_.run_.id, stage_, progress));
     // The terminal hears about it too, at most every kProgressLineMs (a TTY gets it more often).
     int64_t now = now_ms();
     bool tty = s_.options_.color;
@@ -214,6 +197,10 @@ Status Scheduler::load() {
   return Status();
 }
 
+void Scheduler::note_store(const Status& s) {
+  if (!s.ok()) store_error_ = s;
+}
+
 std::string Scheduler::local_path(const std::string& path) { return resolve_local_path(path, run_.workflow_path); }
 
 HostConnection& Scheduler::connection(const std::string& name, int lane) {
@@ -231,9 +218,8 @@ HostConnection& Scheduler::connection(const std::string& name, int lane) {
   auto conn = std::make_shared<HostConnection>(io_, name, std::move(factory), opts);
   conn->start([this, name, lane](bool connected, const std::string& why) {
     if (lane != 0) return;  // data lanes come and go with copies; the main link tells the story
-    Status st = store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
-                                 {{"host", name}, {"why", why}});
-    if (!st.ok()) store_error_ = st;
+    note_store(store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
+                                {{"host", name}, {"why", why}}));
   });
   hosts_[key] = conn;
   return *conn;
@@ -366,11 +352,7 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
 
 static std::string hash_inputs(const StageSpec& spec) {
   std::string text = spec.stored_json().dump();
-  XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return buf;
+  return xxh128_hex(text.data(), text.size());
 }
 
 void Scheduler::schedule() {
@@ -398,8 +380,8 @@ void Scheduler::schedule() {
       }
       if (!blocked_by.empty() && st.state == StageState::kPending) {
         st.state = StageState::kSkipped;
-        Status s = store_.set_stage_state(run_.id, spec.name, StageState::kSkipped, "needs '" + blocked_by + "', which did not succeed");
-        if (!s.ok()) store_error_ = s;
+        note_store(store_.set_stage_state(run_.id, spec.name, StageState::kSkipped,
+                                          "needs '" + blocked_by + "', which did not succeed"));
         say(spec.name, "skipped: needs '" + blocked_by + "', which did not succeed", "90");
         changed = true;
         continue;
@@ -434,12 +416,11 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
   if (!inputs.ok()) {
     int attempt = st.attempt + 1;
     std::string token = random_token();
-    Status b = store_.begin_attempt(run_.id, s.name, attempt, token, "");
-    if (!b.ok()) store_error_ = b;
+    note_store(store_.begin_attempt(run_.id, s.name, attempt, token, ""));
     st.attempt = attempt;
     auto r = store_.finish_attempt(run_.id, s.name, attempt, StageState::kFailed, std::nullopt,
                                    inputs.status().message());
-    if (!r.ok()) store_error_ = r.status();
+    if (!r.ok()) note_store(r.status());
     st.state = StageState::kFailed;
     say(s.name, "failed: " + inputs.status().message(), "31");
     return;
@@ -495,13 +476,12 @@ void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
   if (o.state == StageOutcome::State::kSucceeded) {
     Status so = store_.set_outputs(run_.id, s.name, o.outputs);
     if (so.ok()) so = store_.set_metrics(run_.id, s.name, o.metrics);
-    if (!so.ok()) store_error_ = so;
+    note_store(so);
   } else if (!o.metrics.empty()) {
-    Status so = store_.set_metrics(run_.id, s.name, o.metrics);
-    if (!so.ok()) store_error_ = so;
+    note_store(store_.set_metrics(run_.id, s.name, o.metrics));
   }
   auto recorded = store_.finish_attempt(run_.id, s.name, attempt, ended, code, o.error);
-  if (!recorded.ok()) store_error_ = recorded.status();
+  if (!recorded.ok()) note_store(recorded.status());
   st.runner.reset();
   if (o.state == StageOutcome::State::kSucceeded) {
     st.state = StageState::kSucceeded;
@@ -519,8 +499,7 @@ void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
   if (retry_allowed) {
     double delay = std::min(kMaxRetryBackoffS, s.retry_backoff_s * std::pow(2.0, st.attempts_this_run - 1));
     st.state = StageState::kRetrying;
-    Status e = store_.set_stage_state(run_.id, s.name, StageState::kRetrying, o.error);
-    if (!e.ok()) store_error_ = e;
+    note_store(store_.set_stage_state(run_.id, s.name, StageState::kRetrying, o.error));
     say(s.name, state + ": " + o.error + "; retrying in " + std::to_string(delay).substr(0, 4) + "s", "33");
     st.retry_timer = std::make_unique<boost::asio::steady_timer>(io_);
     st.retry_timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)));
@@ -548,8 +527,7 @@ void Scheduler::request_cancel(bool hard) {
   int level = hard ? 2 : 1;
   if (cancel_level_ >= level) return;
   cancel_level_ = level;
-  Status s = store_.request_cancel(run_.id);
-  if (!s.ok()) store_error_ = s;
+  note_store(store_.request_cancel(run_.id));
   say("", hard ? "cancelling hard (SIGKILL to running jobs)" : "cancelling (Ctrl-C again to kill)", nullptr);
   if (hard) {
     hard_cancel_deadline_.expires_after(std::chrono::milliseconds(kHardCancelExitMs));
@@ -560,8 +538,7 @@ void Scheduler::request_cancel(bool hard) {
       for (auto& [name, st] : stages_) {
         if (st->state == StageState::kRunning) waiting += " " + name;
       }
-      Status e = store_.add_event(run_.id, "", "run.abandoned", {{"stages", waiting}});
-      if (!e.ok()) store_error_ = e;
+      note_store(store_.add_event(run_.id, "", "run.abandoned", {{"stages", waiting}}));
       say("", "leaving now: no word from the hosts of" + waiting + "; their jobs stay recorded: `ferry resume " +
                   run_.id + "` re-attaches, `ferry cancel " + run_.id + "` stops them",
           "31");
@@ -598,14 +575,12 @@ void Scheduler::finish_run() {
     if (st.state == StageState::kPending) {
       std::string why = cancel_level_ ? "cancelled" : "never started";
       st.state = cancel_level_ ? StageState::kCancelled : StageState::kSkipped;
-      Status s = store_.set_stage_state(run_.id, spec.name, st.state, why);
-      if (!s.ok()) store_error_ = s;
+      note_store(store_.set_stage_state(run_.id, spec.name, st.state, why));
     }
     if (st.state != StageState::kSucceeded) all_ok = false;
   }
   final_state_ = all_ok ? RunState::kSucceeded : cancel_level_ ? RunState::kCancelled : RunState::kFailed;
-  Status s = store_.set_run_state(run_.id, final_state_, 0);
-  if (!s.ok()) store_error_ = s;
+  note_store(store_.set_run_state(run_.id, final_state_, 0));
   say("", "run " + run_.id + " " + state_name(final_state_), final_state_ == RunState::kSucceeded ? "32" : "31");
   signals_.cancel();
   cancel_watch_.cancel();

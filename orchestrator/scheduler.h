@@ -74,6 +74,8 @@ class Scheduler {
   std::string host_workdir(const workflow::Host& host);
   Result<StageSpec> resolve_stage(StageSlot& st);
   void say(const std::string& stage, const std::string& message, const char* color = nullptr);
+  /// A failed store write: kept, and the run stops at the next schedule() (cancelled hard).
+  void note_store(const Status& s);
 
   Store& store_;
   workflow::Workflow wf_;

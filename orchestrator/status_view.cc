@@ -7,7 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "base/file_util.h"
+#include "base/clock.h"
 
 namespace ferry {
 namespace {

@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "base/clock.h"
 #include "base/file_util.h"
 
 namespace ferry {

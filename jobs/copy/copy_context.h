@@ -23,7 +23,7 @@ namespace ferry {
 struct CopySpec {
   std::string from_host, from_path;  // path as the source agent resolves it
   std::string to_host, to_path;
-  std::string keep_local;            // coordinator path ("" = none), already resolved
+  std::string keep_local;  // coordinator path ("" = none), already resolved
   workflow::CopyRoute route = workflow::CopyRoute::kAuto;
   int streams = 4;
   int64_t chunk_size = 2 << 20;
@@ -45,8 +45,8 @@ struct CopyEntry : CopyFile {
 
 struct CopyBytes {
   int64_t total = 0;
-  int64_t done = 0;     // reached every destination
-  int64_t sent = 0;     // written to the destination host, counting re-sends
+  int64_t done = 0;  // reached every destination
+  int64_t sent = 0;  // written to the destination host, counting re-sends
   int64_t resent = 0;
   int64_t skipped = 0;  // already there (resume, identical files)
 };
@@ -63,7 +63,7 @@ class CopyContext : public std::enable_shared_from_this<CopyContext> {
   bool is_dir = false;
   std::vector<CopyEntry> files;
   CopyBytes bytes;
-  bool finished = false;   // the outcome is out: replies that come later are dropped
+  bool finished = false;  // the outcome is out: replies that come later are dropped
   bool cancelled = false;
   bool lanes_warm = false;  // the relay's lanes were asked to come up (RelayCopy::warm_lanes)
   /// The stage's end (set by the stage); fail() ends it failed.

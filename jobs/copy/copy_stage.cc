@@ -3,17 +3,18 @@
 #include <algorithm>
 #include <chrono>
 
-#include "base/file_util.h"
+#include "base/clock.h"
 #include "jobs/copy/direct_copy.h"
 #include "jobs/copy/relay_copy.h"
 
 namespace ferry {
 
-using workflow::CopyRoute;
 using workflow::copy_route_name;
+using workflow::CopyRoute;
 
 CopyStage::CopyStage(StageEnv& env, CopySpec spec)
-    : c_(std::make_shared<CopyContext>(env, std::move(spec))), progress_timer_(env.io()) {}
+    : c_(std::make_shared<CopyContext>(env, std::move(spec))),
+      progress_timer_(env.io()) {}
 
 CopyStage::~CopyStage() = default;
 
@@ -26,8 +27,8 @@ void CopyStage::start(std::function<void(StageOutcome)> done) {
   };
   // A copy that will surely relay brings its lanes up while listing; one that
   // may go direct waits for the route, so a direct copy opens no lane at all.
-  bool may_go_direct = c_->spec.route != CopyRoute::kRelay && c_->spec.keep_local.empty() && c_->spec.from_ssh &&
-                       c_->spec.to_ssh;
+  bool may_go_direct =
+      c_->spec.route != CopyRoute::kRelay && c_->spec.keep_local.empty() && c_->spec.from_ssh && c_->spec.to_ssh;
   if (!may_go_direct) RelayCopy::warm_lanes(*c_);
   list_source();
 }
@@ -38,7 +39,8 @@ void CopyStage::list_source() {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->list_source(); });
-      return self->c_->fail("listing " + self->c_->spec.from_host + ":" + self->c_->spec.from_path + ": " + r.status().message());
+      return self->c_->fail("listing " + self->c_->spec.from_host + ":" + self->c_->spec.from_path + ": " +
+                            r.status().message());
     }
     const CopySpec& spec = self->c_->spec;
     auto listed = plan_copy(r->header, spec.from_path, spec.to_path, spec.chunk_size);
@@ -85,16 +87,17 @@ void CopyStage::ask_hosts() {
     }
     self->places_.src_exe = r->header.value("exe", std::string());
     self->places_.src_workdir = r->header.value("workdir", std::string());
-    self->c_->env.call_agent(self->c_->spec.to_host, "hello", nlohmann::json::object(), [self](Result<protocol::Frame> r) {
-      if (self->c_->finished) return;
-      if (!r.ok()) {
-        if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->ask_hosts(); });
-        return self->c_->fail("reaching " + self->c_->spec.to_host + ": " + r.status().message());
-      }
-      self->places_.dest_exe = r->header.value("exe", std::string());
-      self->places_.dest_workdir = r->header.value("workdir", std::string());
-      self->find_push();
-    });
+    self->c_->env.call_agent(
+        self->c_->spec.to_host, "hello", nlohmann::json::object(), [self](Result<protocol::Frame> r) {
+          if (self->c_->finished) return;
+          if (!r.ok()) {
+            if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->ask_hosts(); });
+            return self->c_->fail("reaching " + self->c_->spec.to_host + ": " + r.status().message());
+          }
+          self->places_.dest_exe = r->header.value("exe", std::string());
+          self->places_.dest_workdir = r->header.value("workdir", std::string());
+          self->find_push();
+        });
   });
 }
 
@@ -111,9 +114,12 @@ void CopyStage::find_push() {
       self->route_ = CopyRoute::kDirect;
       self->route_reason_ = "this attempt's push is on " + self->c_->spec.from_host + " (" +
                             r->header.value("state", std::string("?")) + "): re-attached";
-      self->c_->env.record_event("copy.started", {{"route", copy_route_name(self->route_)}, {"reason", self->route_reason_},
-                                               {"files", self->c_->files.size()}, {"bytes", self->c_->bytes.total},
-                                               {"streams", self->c_->lanes}, {"chunk_size", self->c_->spec.chunk_size}});
+      self->c_->env.record_event("copy.started", {{"route", copy_route_name(self->route_)},
+                                                  {"reason", self->route_reason_},
+                                                  {"files", self->c_->files.size()},
+                                                  {"bytes", self->c_->bytes.total},
+                                                  {"streams", self->c_->lanes},
+                                                  {"chunk_size", self->c_->spec.chunk_size}});
       self->report_progress();
       self->direct_ = std::make_shared<DirectCopy>(self->c_, self->places_);
       return self->direct_->start(true);
@@ -146,9 +152,9 @@ void CopyStage::probe_route() {
     std::string why = s.from_host + " cannot reach " + s.to_host + " at " + target + " (" +
                       r->header.value("error", std::string("unreachable")) + ")";
     if (s.route == CopyRoute::kDirect) {
-      return self->c_->fail("route: direct: host '" + s.from_host + "' cannot reach host '" + s.to_host + "' at " + target +
-                        " (" + r->header.value("error", std::string("unreachable")) +
-                        "); link them, or use route: relay or auto");
+      return self->c_->fail("route: direct: host '" + s.from_host + "' cannot reach host '" + s.to_host + "' at " +
+                            target + " (" + r->header.value("error", std::string("unreachable")) +
+                            "); link them, or use route: relay or auto");
     }
     self->choose(CopyRoute::kRelay, why);
   });
@@ -157,8 +163,12 @@ void CopyStage::probe_route() {
 void CopyStage::choose(CopyRoute route, const std::string& reason) {
   route_ = route;
   route_reason_ = reason;
-  c_->env.record_event("copy.started", {{"route", copy_route_name(route_)}, {"reason", reason}, {"files", c_->files.size()},
-                                     {"bytes", c_->bytes.total}, {"streams", c_->lanes}, {"chunk_size", c_->spec.chunk_size}});
+  c_->env.record_event("copy.started", {{"route", copy_route_name(route_)},
+                                        {"reason", reason},
+                                        {"files", c_->files.size()},
+                                        {"bytes", c_->bytes.total},
+                                        {"streams", c_->lanes},
+                                        {"chunk_size", c_->spec.chunk_size}});
   report_progress();
   if (route_ == CopyRoute::kDirect) {
     direct_ = std::make_shared<DirectCopy>(c_, places_);
@@ -172,9 +182,13 @@ void CopyStage::report_progress() {
   if (c_->finished) return;
   double secs = std::max(0.001, (now_ms() - started_ms_) / 1000.0);
   // A direct copy's rate is the push's own: it may have run before this coordinator did.
-  double rate = route_ == CopyRoute::kDirect ? (direct_ ? direct_->rate() : 0) : static_cast<double>(c_->bytes.done - c_->bytes.skipped) / secs;
-  nlohmann::json p = {{"bytes_done", c_->bytes.done}, {"bytes_total", c_->bytes.total}, {"rate", rate},
-                      {"route", route_ == CopyRoute::kAuto ? "?" : copy_route_name(route_)}, {"files", c_->files.size()},
+  double rate = route_ == CopyRoute::kDirect ? (direct_ ? direct_->rate() : 0)
+                                             : static_cast<double>(c_->bytes.done - c_->bytes.skipped) / secs;
+  nlohmann::json p = {{"bytes_done", c_->bytes.done},
+                      {"bytes_total", c_->bytes.total},
+                      {"rate", rate},
+                      {"route", route_ == CopyRoute::kAuto ? "?" : copy_route_name(route_)},
+                      {"files", c_->files.size()},
                       {"bytes_resent", c_->bytes.resent}};
   if (rate > 0) p["eta_s"] = static_cast<double>(c_->bytes.total - c_->bytes.done) / rate;
   c_->env.set_progress(p);
@@ -197,8 +211,8 @@ void CopyStage::cancel(bool hard) {
 
 void CopyStage::finish(StageOutcome o) {
   if (c_->finished) return;
-  double secs = direct_ && direct_->seconds() > 0 ? direct_->seconds()
-                                                  : std::max(0.001, (now_ms() - started_ms_) / 1000.0);
+  double secs =
+      direct_ && direct_->seconds() > 0 ? direct_->seconds() : std::max(0.001, (now_ms() - started_ms_) / 1000.0);
   o.metrics = {{"bytes_total", static_cast<double>(c_->bytes.total)},
                {"bytes_sent", static_cast<double>(c_->bytes.sent)},
                {"bytes_resent", static_cast<double>(c_->bytes.resent)},
@@ -208,8 +222,10 @@ void CopyStage::finish(StageOutcome o) {
   report_progress();
   c_->finished = true;
   progress_timer_.cancel();
-  c_->env.record_event("copy.finished", {{"state", outcome_state_name(o.state)}, {"bytes_sent", c_->bytes.sent},
-                                         {"bytes_resent", c_->bytes.resent}, {"seconds", secs}});
+  c_->env.record_event("copy.finished", {{"state", outcome_state_name(o.state)},
+                                         {"bytes_sent", c_->bytes.sent},
+                                         {"bytes_resent", c_->bytes.resent},
+                                         {"seconds", secs}});
   auto done = std::move(done_);
   done(std::move(o));
 }

@@ -1,5 +1,5 @@
 // CopyStage: moves a file or a checkpoint folder from one host to another,
-// chunked, verified, resumable, in bounded memory (DESIGN §3 step 4), either
+// chunked, verified, resumable, in bounded memory (docs/DESIGN.md §3 step 4), either
 // relayed through the coordinator or direct from host to host.
 //
 // This class chooses the route and hands the copy to its engine: RelayCopy

@@ -22,7 +22,8 @@ class DirectCopy::PushEnv : public LogTapEnv {
 };
 
 DirectCopy::DirectCopy(std::shared_ptr<CopyContext> c, AgentPlaces places)
-    : c_(std::move(c)), places_(std::move(places)) {}
+    : c_(std::move(c)),
+      places_(std::move(places)) {}
 
 DirectCopy::~DirectCopy() = default;
 

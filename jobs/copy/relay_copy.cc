@@ -32,7 +32,8 @@ void RelayCopy::start_relay() {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->start_relay(); });
-      return self->c_->fail("preparing " + self->c_->spec.to_host + ":" + self->c_->spec.to_path + ": " + r.status().message());
+      return self->c_->fail("preparing " + self->c_->spec.to_host + ":" + self->c_->spec.to_path + ": " +
+                            r.status().message());
     }
     begin();
   });
@@ -44,15 +45,17 @@ void RelayCopy::begin_files(size_t i) {
     for (size_t fi = 0; fi < c_->files.size(); ++fi) {
       CopyEntry& f = c_->files[fi];
       auto lacks = [&f](int64_t c) { return !f.dest_have.count(c) || (!f.local.empty() && !f.local_have.count(c)); };
-      int64_t there = queue_missing_chunks(&f, c_->spec.chunk_size, lacks,
-                                           [this, fi](int64_t c) { queue_.push_back({fi, c}); });
+      int64_t there = queue_missing_chunks(&f, c_->spec.chunk_size, lacks, [this, fi](int64_t c) {
+        queue_.push_back({fi, c});
+      });
       c_->bytes.skipped += there;
       c_->bytes.done += there;
     }
     if (c_->bytes.skipped > 0) {
       int64_t whole = 0;
       for (const auto& f : c_->files) whole += f.dest_complete && (f.local.empty() || f.local_complete);
-      c_->env.record_event("copy.resumed", {{"bytes_already_there", c_->bytes.skipped}, {"files_already_there", whole}});
+      c_->env.record_event("copy.resumed",
+                           {{"bytes_already_there", c_->bytes.skipped}, {"files_already_there", whole}});
     }
     bool any = false;
     for (size_t fi = 0; fi < c_->files.size(); ++fi) {
@@ -79,11 +82,11 @@ void RelayCopy::begin_files(size_t i) {
     CopyEntry& f = self->c_->files[i];
     bool dest_same = dest_may_hold(r->header, f.size);
     struct stat st;
-    bool local_same = !f.local.empty() && ::stat(f.local.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-                      st.st_size == f.size;
+    bool local_same =
+        !f.local.empty() && ::stat(f.local.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == f.size;
     if (!dest_same && !local_same) return self->begin_receivers(i, "");
-    nlohmann::json hargs = {{"path", f.src}, {"chunk_size", self->c_->spec.chunk_size},
-                            {"indices", nlohmann::json::array()}};
+    nlohmann::json hargs = {
+        {"path", f.src}, {"chunk_size", self->c_->spec.chunk_size}, {"indices", nlohmann::json::array()}};
     self->c_->env.call_agent(self->c_->spec.from_host, "fs.hash", hargs, [self, i](Result<protocol::Frame> h) {
       if (self->c_->finished) return;
       if (!h.ok()) {
@@ -108,17 +111,18 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
   }
   auto self = shared_from_this();
   nlohmann::json args = recv_begin_args(f, c_->spec.chunk_size, file_hash);
-  c_->env.call_agent(c_->spec.to_host, "recv.begin", args, [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
-    if (self->c_->finished) return;
-    if (!r.ok()) {
-      if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
-      return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " + r.status().message());
-    }
-    CopyEntry& f = self->c_->files[i];
-    apply_recv_begin(&f, r->header);
-    for (int64_t c = 0; c < f.chunks && f.local_complete; ++c) f.local_have[c] = f.hashes[static_cast<size_t>(c)];
-    self->check_held(i, known);
-  });
+  c_->env.call_agent(
+      c_->spec.to_host, "recv.begin", args, [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
+        if (self->c_->finished) return;
+        if (!r.ok()) {
+          if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+          return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " + r.status().message());
+        }
+        CopyEntry& f = self->c_->files[i];
+        apply_recv_begin(&f, r->header);
+        for (int64_t c = 0; c < f.chunks && f.local_complete; ++c) f.local_have[c] = f.hashes[static_cast<size_t>(c)];
+        self->check_held(i, known);
+      });
 }
 
 void RelayCopy::check_held(size_t i, bool hashes_known) {
@@ -161,7 +165,8 @@ void RelayCopy::lane_loop(int lane) {
     ++l.reads;
     const CopyEntry& f = c_->files[c.file];
     auto self = shared_from_this();
-    nlohmann::json args = {{"path", f.src}, {"offset", c.index * c_->spec.chunk_size}, {"length", chunk_len(f, c.index)}};
+    nlohmann::json args = {
+        {"path", f.src}, {"offset", c.index * c_->spec.chunk_size}, {"length", chunk_len(f, c.index)}};
     c_->env.call_agent_lane(c_->spec.from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
       if (self->c_->finished) return;
       Lane& l = self->lane_state(lane);
@@ -218,51 +223,56 @@ void RelayCopy::write_chunk(int lane, Chunk c, std::string data, std::string has
   c_->bytes.sent += len;
   lane_state(lane).writing = true;
   c_->env.call_agent_lane(c_->spec.to_host, lane, "recv.write", args, std::move(data),
-                       [self, lane, c, hash, len](Result<protocol::Frame> r) {
-    if (self->c_->finished) return;
-    Lane& l = self->lane_state(lane);
-    l.writing = false;
-    if (!r.ok()) {
-      self->c_->bytes.resent += len;  // it will cross again
-      if (r.status().code() == StatusCode::kDataLoss &&
-          ++self->corrupt_retries_[{c.file, c.index}] <= kMaxCorruptRetries) {
-        self->c_->env.record_event("copy.chunk_resent", {{"file", self->c_->files[c.file].rel}, {"chunk", c.index},
-                                                      {"why", r.status().message()}});
-        self->queue_.push_front(c);
-        return self->lane_loop(lane);
-      }
-      if (CopyContext::transient(r.status())) {
-        // Link lost: this lane writes again only once it reaches the destination, so
-        // an outage costs the one chunk that was in flight, not one per retry. It gives
-        // back every chunk it holds (those read but not sent never crossed) for the
-        // other lanes, or itself later, to read again.
-        for (auto it = l.ready.rbegin(); it != l.ready.rend(); ++it) self->queue_.push_front(it->chunk);
-        l.ready.clear();
-        self->queue_.push_front(c);
-        l.dest_paused = true;
-        self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
-        return self->wake_other_lanes(lane);
-      }
-      return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[c.file].dest + ": " + r.status().message());
-    }
-    self->c_->files[c.file].dest_have[c.index] = hash;
-    self->chunk_done(lane, c);
-  });
+                          [self, lane, c, hash, len](Result<protocol::Frame> r) {
+                            if (self->c_->finished) return;
+                            Lane& l = self->lane_state(lane);
+                            l.writing = false;
+                            if (!r.ok()) {
+                              self->c_->bytes.resent += len;  // it will cross again
+                              if (r.status().code() == StatusCode::kDataLoss &&
+                                  ++self->corrupt_retries_[{c.file, c.index}] <= kMaxCorruptRetries) {
+                                self->c_->env.record_event("copy.chunk_resent", {{"file", self->c_->files[c.file].rel},
+                                                                                 {"chunk", c.index},
+                                                                                 {"why", r.status().message()}});
+                                self->queue_.push_front(c);
+                                return self->lane_loop(lane);
+                              }
+                              if (CopyContext::transient(r.status())) {
+                                // Link lost: this lane writes again only once it reaches the destination, so
+                                // an outage costs the one chunk that was in flight, not one per retry. It gives
+                                // back every chunk it holds (those read but not sent never crossed) for the
+                                // other lanes, or itself later, to read again.
+                                for (auto it = l.ready.rbegin(); it != l.ready.rend(); ++it)
+                                  self->queue_.push_front(it->chunk);
+                                l.ready.clear();
+                                self->queue_.push_front(c);
+                                l.dest_paused = true;
+                                self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
+                                return self->wake_other_lanes(lane);
+                              }
+                              return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[c.file].dest + ": " +
+                                                    r.status().message());
+                            }
+                            self->c_->files[c.file].dest_have[c.index] = hash;
+                            self->chunk_done(lane, c);
+                          });
 }
 
 void RelayCopy::await_dest_lane(int lane) {
   if (c_->finished || c_->cancelled) return;
   auto self = shared_from_this();
   // A bodiless request: it proves the lane's connection is back without sending a chunk into the void.
-  c_->env.call_agent_lane(c_->spec.to_host, lane, "fs.stat", {{"path", "."}}, {}, [self, lane](Result<protocol::Frame> r) {
-    if (self->c_->finished) return;
-    if (r.ok()) {
-      self->lane_state(lane).dest_paused = false;
-      return self->lane_loop(lane);
-    }
-    if (CopyContext::transient(r.status())) return self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
-    self->c_->fail("reaching " + self->c_->spec.to_host + ": " + r.status().message());
-  });
+  c_->env.call_agent_lane(c_->spec.to_host, lane, "fs.stat", {{"path", "."}}, {},
+                          [self, lane](Result<protocol::Frame> r) {
+                            if (self->c_->finished) return;
+                            if (r.ok()) {
+                              self->lane_state(lane).dest_paused = false;
+                              return self->lane_loop(lane);
+                            }
+                            if (CopyContext::transient(r.status()))
+                              return self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
+                            self->c_->fail("reaching " + self->c_->spec.to_host + ": " + r.status().message());
+                          });
 }
 
 void RelayCopy::chunk_done(int lane, Chunk c) {
@@ -313,7 +323,8 @@ void RelayCopy::commit_file(size_t i) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
-      return self->c_->fail("committing " + self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " + r.status().message());
+      return self->c_->fail("committing " + self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " +
+                            r.status().message());
     }
     CopyEntry& f = self->c_->files[i];
     std::vector<int64_t> bad = recv_commit_bad(r->header, f);
@@ -350,15 +361,16 @@ void RelayCopy::finish_folder() {
     Status s = receive_finish_dir(c_->spec.keep_local, manifest_hash);
     if (!s.ok()) return c_->fail("keep_local: " + s.message());
   }
-  c_->env.call_agent(c_->spec.to_host, "recv.finish_dir", {{"path", c_->spec.to_path}, {"manifest_hash", manifest_hash}},
-                  [self, done](Result<protocol::Frame> r) {
-                    if (self->c_->finished) return;
-                    if (!r.ok()) {
-                      if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->finish_folder(); });
-                      return self->c_->fail("marking " + self->c_->spec.to_path + " complete: " + r.status().message());
-                    }
-                    done();
-                  });
+  c_->env.call_agent(
+      c_->spec.to_host, "recv.finish_dir", {{"path", c_->spec.to_path}, {"manifest_hash", manifest_hash}},
+      [self, done](Result<protocol::Frame> r) {
+        if (self->c_->finished) return;
+        if (!r.ok()) {
+          if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->finish_folder(); });
+          return self->c_->fail("marking " + self->c_->spec.to_path + " complete: " + r.status().message());
+        }
+        done();
+      });
 }
 
 int64_t RelayCopy::chunk_len(const CopyEntry& f, int64_t index) const {
