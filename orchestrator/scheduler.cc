@@ -110,6 +110,19 @@ class Scheduler::AttemptEnv : public StageEnv {
     return Status();
   }
   int64_t log_size() override { return log_size_; }
+  std::string stage_state(const std::string& stage) override {
+    auto it = s_.stages_.find(stage);
+    return it == s_.stages_.end() ? "" : it->second->state;
+  }
+  std::vector<nlohmann::json> recorded_events(const std::string& type) override {
+    std::vector<nlohmann::json> out;
+    auto events = s_.store_.events(s_.run_.id, stage_);
+    if (!events.ok()) return out;
+    for (const auto& e : *events) {
+      if (e.type == type) out.push_back(e.detail);
+    }
+    return out;
+  }
   void set_disconnected(int64_t since_ms) override {
     Status st = s_.store_.set_disconnected(s_.run_.id, stage_, since_ms);
     if (!st.ok()) s_.store_error_ = st;
@@ -335,22 +348,31 @@ Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
     }
     in["from_host"] = s.from.host;
     in["to_host"] = s.to.host;
-    if (s.kind == StageKind::kCopy) {
-      // What the route choice needs: a direct copy is ssh from the source to the
-      // destination's address, as the workflow names it.
-      const workflow::Host* from = wf_.find_host(s.from.host);
-      const workflow::Host* to = wf_.find_host(s.to.host);
+    // What the route choice of a copy needs: a direct copy is ssh from the source to
+    // the destination's address, as the workflow names it.
+    auto route_facts = [&](const std::string& from_host, const std::string& to_host, nlohmann::json& out) {
+      const workflow::Host* from = wf_.find_host(from_host);
+      const workflow::Host* to = wf_.find_host(to_host);
       auto transport = [](const workflow::Host* h) {
         return h && h->transport == workflow::Transport::kSsh ? "ssh" : "local";
       };
-      in["from_transport"] = transport(from);
-      in["to_transport"] = transport(to);
+      out["from_transport"] = transport(from);
+      out["to_transport"] = transport(to);
       if (to) {
-        in["to_address"] = to->address;
-        in["to_port"] = to->port;
-        in["to_user"] = to->user;
-        in["to_give_up_s"] = to->give_up_s;
+        out["to_address"] = to->address;
+        out["to_port"] = to->port;
+        out["to_user"] = to->user;
+        out["to_give_up_s"] = to->give_up_s;
       }
+    };
+    if (s.kind == StageKind::kCopy) route_facts(s.from.host, s.to.host, in);
+    if (!s.watch.stage.empty()) {  // each checkpoint is copied from the trainer's host to the eval's
+      auto from = get(s.watch.from.path, false);
+      if (!from.ok()) return from.status();
+      nlohmann::json w = {{"stage", s.watch.stage}, {"from_host", s.watch.from.host}, {"from", *from},
+                          {"to_host", s.host}, {"pattern", s.watch.pattern}, {"marker", s.watch.marker}};
+      route_facts(s.watch.from.host, s.host, w);
+      in["watch"] = w;
     }
     in["route"] = s.route;
     in["streams"] = s.streams;

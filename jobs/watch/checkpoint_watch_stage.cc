@@ -1,0 +1,257 @@
+#include "jobs/watch/checkpoint_watch_stage.h"
+
+#include "jobs/eval_remote/remote_eval_factory.h"
+#include "jobs/log_tap_env.h"
+#include "jobs/stage_factory.h"
+
+namespace ferry {
+
+namespace {
+
+bool ended(const std::string& state) {
+  return !state.empty() && state != "pending" && state != "running" && state != "retrying";
+}
+
+}  // namespace
+
+// The env of one checkpoint's copy or eval: the stage's own (through LogTapEnv, which
+// forwards every call), with every event named
+// after the checkpoint (an eval.report also gets its step and content hash), and a
+// log offset of its own, since each is a new job whose log starts at 0.
+class CheckpointWatchStage::CheckpointEnv : public LogTapEnv {
+ public:
+  CheckpointEnv(StageEnv& env, const CheckpointFolder& c, std::string content_hash)
+      : LogTapEnv(env, [](const std::string&) {}), checkpoint_(c), content_hash_(std::move(content_hash)) {}
+  void record_event(const std::string& type, nlohmann::json detail) override {
+    if (!detail.is_object()) detail = nlohmann::json{{"value", detail}};
+    detail["checkpoint"] = checkpoint_.name;
+    if (type == "eval.report") {
+      detail["step"] = checkpoint_.step ? nlohmann::json(*checkpoint_.step) : nlohmann::json();
+      detail["content_hash"] = content_hash_;
+    }
+    env_.record_event(type, std::move(detail));
+  }
+  Status append_log(const std::string& bytes) override {
+    FERRY_RETURN_IF_ERROR(LogTapEnv::append_log(bytes));
+    log_size_ += static_cast<int64_t>(bytes.size());
+    return Status();
+  }
+  int64_t log_size() override { return log_size_; }
+  void note(const std::string& line) override { env_.note(checkpoint_.name + ": " + line); }
+  void set_progress(nlohmann::json progress) override {
+    if (progress.is_object()) progress["checkpoint"] = checkpoint_.name;
+    env_.set_progress(std::move(progress));
+  }
+
+ private:
+  CheckpointFolder checkpoint_;
+  std::string content_hash_;
+  int64_t log_size_ = 0;
+};
+
+CheckpointWatchStage::CheckpointWatchStage(StageEnv& env, nlohmann::json inputs, AttemptId id)
+    : env_(env),
+      inputs_(std::move(inputs)),
+      watch_(inputs_.value("watch", nlohmann::json::object())),
+      id_(std::move(id)),
+      timer_(env.io()),
+      scan_(watch_.value("marker", std::string())) {}
+
+CheckpointWatchStage::~CheckpointWatchStage() = default;
+
+void CheckpointWatchStage::start(std::function<void(StageOutcome)> done) {
+  done_ = std::move(done);
+  // What earlier attempts (or this one, before a coordinator crash) already did.
+  for (const auto& d : env_.recorded_events("eval.report")) {
+    std::string name = d.value("checkpoint", std::string());
+    if (name.empty()) continue;
+    done_names_.insert(name);
+    std::string hash = d.value("content_hash", std::string());
+    if (!hash.empty()) done_hashes_.emplace(hash, name);
+  }
+  for (const auto& d : env_.recorded_events("watch.same_content")) done_names_.insert(d.value("checkpoint", std::string()));
+  env_.record_event("watch.started", {{"stage", watch_.value("stage", std::string())},
+                                      {"from", watch_.value("from_host", std::string()) + ":" +
+                                                   watch_.value("from", std::string())},
+                                      {"already_done", done_names_.size()}});
+  poll();
+}
+
+void CheckpointWatchStage::poll() {
+  if (finished_) return;
+  if (cancelled_) {
+    StageOutcome o;
+    o.state = StageOutcome::State::kCancelled;
+    o.error = "cancelled";
+    return finish(std::move(o));
+  }
+  // Read before listing: a checkpoint the trainer wrote just before it ended is in the listing.
+  if (polls_since_followed_ended_ < 0 && ended(env_.stage_state(watch_.value("stage", std::string())))) {
+    polls_since_followed_ended_ = 0;
+  }
+  auto self = shared_from_this();
+  env_.call_agent(watch_.value("from_host", std::string()), "fs.list", {{"path", watch_.value("from", std::string())}},
+                  [self](Result<protocol::Frame> r) { self->on_listing(std::move(r)); });
+}
+
+void CheckpointWatchStage::on_listing(Result<protocol::Frame> r) {
+  if (finished_) return;
+  nlohmann::json files = nlohmann::json::array();
+  if (r.ok()) {
+    if (r->header.value("type", std::string()) == "dir") files = r->header.value("files", nlohmann::json::array());
+  } else if (r.status().code() == StatusCode::kUnavailable) {
+    return wait_then_poll();  // the trainer's host is away for now; the scan resumes when it is back
+  } else if (r.status().code() != StatusCode::kNotFound) {
+    StageOutcome o;
+    o.error = "listing " + watch_.value("from_host", std::string()) + ":" + watch_.value("from", std::string()) +
+              ": " + r.status().message();
+    return finish(std::move(o));
+  }  // not found: the trainer has not made the folder yet
+  if (polls_since_followed_ended_ >= 0) ++polls_since_followed_ended_;
+  auto complete = scan_.update(checkpoint_folders(files, watch_.value("pattern", std::string("checkpoint-*")),
+                                                  watch_.value("marker", std::string())));
+  queue_.clear();
+  for (auto& c : complete) {
+    if (!done_names_.count(c.name)) queue_.push_back(std::move(c));
+  }
+  work_or_wait();
+}
+
+void CheckpointWatchStage::work_or_wait() {
+  if (!queue_.empty()) return copy_next();
+  const bool settled = scan_.incomplete().empty() || polls_since_followed_ended_ >= kWatchFinalPolls;
+  if (polls_since_followed_ended_ > 0 && settled) {
+    if (!scan_.incomplete().empty()) env_.record_event("watch.incomplete", {{"checkpoints", scan_.incomplete()}});
+    return finish(final_outcome());
+  }
+  wait_then_poll();
+}
+
+void CheckpointWatchStage::wait_then_poll() {
+  auto self = shared_from_this();
+  timer_.expires_after(std::chrono::milliseconds(kWatchPollMs));
+  timer_.async_wait([self](const boost::system::error_code&) { self->poll(); });
+}
+
+void CheckpointWatchStage::copy_next() {
+  const CheckpointFolder c = queue_.front();
+  queue_.erase(queue_.begin());
+  nlohmann::json in = watch_;  // from_host, to_host and the route facts
+  in["from"] = watch_.value("from", std::string()) + "/" + c.name;
+  in["to"] = inputs_.value("drafter", std::string()) + "/" + c.name;
+  in["route"] = "auto";
+  auto env = std::make_unique<CheckpointEnv>(env_, c, "");
+  auto copy = std::make_shared<CopyStage>(*env, copy_spec(in, *env, AttemptId{id_.job + "." + c.name, id_.attempt, id_.token}));
+  begin(std::move(copy), std::move(env));
+  env_.note("copying " + c.name);
+  auto self = shared_from_this();
+  busy_ = true;
+  current_->start([self, c](StageOutcome o) {
+    self->busy_ = false;
+    if (self->finished_) return;
+    if (o.state != StageOutcome::State::kSucceeded) {
+      o.error = c.name + ": copy: " + o.error;
+      return self->finish(std::move(o));
+    }
+    const std::string hash = o.outputs["manifest_hash"];
+    auto same = self->done_hashes_.find(hash);
+    if (!hash.empty() && same != self->done_hashes_.end()) {
+      self->current_env_->record_event("watch.same_content", {{"same_as", same->second}, {"content_hash", hash}});
+      self->env_.note(c.name + " holds the same files as " + same->second + "; not evaluated again");
+      self->done_names_.insert(c.name);
+      ++self->same_content_;
+      return self->work_or_wait();
+    }
+    self->evaluate(c, hash);
+  });
+}
+
+void CheckpointWatchStage::evaluate(const CheckpointFolder& c, const std::string& content_hash) {
+  nlohmann::json in = inputs_;
+  in["drafter"] = inputs_.value("drafter", std::string()) + "/" + c.name;
+  nlohmann::json engine = eval_engine_spec(in);
+  engine.erase("min_tau");  // the gate judges the last checkpoint only (final_outcome)
+  engine.erase("min_ratio_to_reference");
+  auto env = std::make_unique<CheckpointEnv>(env_, c, content_hash);
+  auto eval = make_remote_eval_stage(inputs_.value("host", std::string()), in, std::move(engine), *env,
+                                     AttemptId{id_.job + "." + c.name + ".eval", id_.attempt, id_.token});
+  begin(std::move(eval), std::move(env));
+  env_.note("evaluating " + c.name);
+  auto self = shared_from_this();
+  busy_ = true;
+  current_->start([self, c, content_hash](StageOutcome o) {
+    self->busy_ = false;
+    if (self->finished_) return;
+    if (o.state != StageOutcome::State::kSucceeded) {
+      o.error = c.name + ": " + o.error;
+      return self->finish(std::move(o));
+    }
+    self->done_names_.insert(c.name);
+    if (!content_hash.empty()) self->done_hashes_.emplace(content_hash, c.name);
+    self->last_eval_ = std::move(o);
+    self->have_eval_ = true;
+    ++self->evaluated_;
+    auto tau = self->last_eval_.metrics.find("tau");
+    if (tau != self->last_eval_.metrics.end()) self->env_.note(c.name + ": τ " + std::to_string(tau->second));
+    self->work_or_wait();
+  });
+}
+
+void CheckpointWatchStage::begin(std::shared_ptr<StageRunner> runner, std::unique_ptr<CheckpointEnv> env) {
+  if (current_) retired_runners_.push_back(std::move(current_));
+  if (current_env_) retired_envs_.push_back(std::move(current_env_));
+  current_ = std::move(runner);
+  current_env_ = std::move(env);
+}
+
+StageOutcome CheckpointWatchStage::final_outcome() {
+  StageOutcome o;
+  if (have_eval_) o = last_eval_;  // the last checkpoint's figures are the stage's
+  o.metrics["checkpoints_evaluated"] = evaluated_;
+  o.metrics["checkpoints_same_content"] = same_content_;
+  o.outputs["checkpoints_evaluated"] = std::to_string(evaluated_);
+  if (!have_eval_ && done_names_.empty()) {
+    o.state = StageOutcome::State::kFailed;
+    o.error = "the followed stage '" + watch_.value("stage", std::string()) + "' ended with no completed checkpoint in " +
+              watch_.value("from", std::string());
+    return o;
+  }
+  o.state = StageOutcome::State::kSucceeded;
+  o.error.clear();
+  auto metric = [&](const char* k) {
+    auto it = o.metrics.find(k);
+    return it == o.metrics.end() ? std::optional<double>() : std::optional<double>(it->second);
+  };
+  if (inputs_.contains("min_tau") && metric("tau") && *metric("tau") < inputs_["min_tau"].get<double>()) {
+    o.state = StageOutcome::State::kFailed;
+    o.error = "gate failed: the last checkpoint's τ " + std::to_string(*metric("tau")) + " < min_tau " +
+              inputs_["min_tau"].dump();
+  }
+  if (inputs_.contains("min_ratio_to_reference") && metric("ratio_to_reference") &&
+      *metric("ratio_to_reference") < inputs_["min_ratio_to_reference"].get<double>()) {
+    o.state = StageOutcome::State::kFailed;
+    o.error = "gate failed: the last checkpoint's ratio to the reference " +
+              std::to_string(*metric("ratio_to_reference")) + " < " + inputs_["min_ratio_to_reference"].dump();
+  }
+  return o;
+}
+
+void CheckpointWatchStage::cancel(bool hard) {
+  cancelled_ = true;
+  if (busy_) return current_->cancel(hard);  // its outcome ends the stage
+  timer_.cancel();
+}
+
+void CheckpointWatchStage::finish(StageOutcome o) {
+  if (finished_) return;
+  finished_ = true;
+  timer_.cancel();
+  if (cancelled_ && o.state != StageOutcome::State::kSucceeded) {
+    o.state = StageOutcome::State::kCancelled;
+    o.error = "cancelled";
+  }
+  auto done = std::move(done_);
+  done(std::move(o));
+}
+
+}  // namespace ferry
