@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <regex>
 
 #include "orchestrator/status_view.h"
@@ -40,6 +41,34 @@ nlohmann::json copy_json(const StageRecord& s, const std::vector<EventRecord>& e
     c[k] = metric(k);
   }
   return c;
+}
+
+// The copies a watching eval made, one per checkpoint: what its copy.started and
+// copy.finished events (named after the checkpoint) say.
+std::vector<nlohmann::json> checkpoint_copies(const StageRecord& s, const std::vector<EventRecord>& events) {
+  std::vector<nlohmann::json> out;
+  std::map<std::string, nlohmann::json> started;
+  for (const auto& e : events) {
+    const std::string checkpoint = e.detail.value("checkpoint", std::string());
+    if (checkpoint.empty()) continue;
+    if (e.type == "copy.started") started[checkpoint] = e.detail;
+    if (e.type != "copy.finished") continue;
+    const nlohmann::json& st = started[checkpoint];
+    const double sent = number_or(e.detail, "bytes_sent", 0), secs = number_or(e.detail, "seconds", 0);
+    out.push_back({{"stage", s.name + " · " + checkpoint},
+                   {"state", e.detail.value("state", std::string())},
+                   {"attempts", e.detail.value("attempt", 0)},
+                   {"route", st.value("route", std::string())},
+                   {"reason", st.value("reason", std::string())},
+                   {"files", st.value("files", 0)},
+                   {"bytes_total", number_or(st, "bytes", sent)},
+                   {"bytes_sent", sent},
+                   {"bytes_resent", number_or(e.detail, "bytes_resent", 0)},
+                   {"bytes_already_there", nullptr},
+                   {"seconds", secs},
+                   {"mib_per_s", secs > 0 ? nlohmann::json(sent / secs / (1 << 20)) : nlohmann::json()}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -92,7 +121,13 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
     }
     stage_rows[i]["attempts"] = att;
     stage_rows[i]["drops"] = drops;
+    nlohmann::json evaluated = nlohmann::json::array();  // when each eval's report came in (a watch has several)
+    for (const auto& e : mine) {
+      if (e.type == "eval.report") evaluated.push_back({{"ts_ms", e.ts_ms}, {"checkpoint", e.detail.value("checkpoint", std::string())}});
+    }
+    stage_rows[i]["evaluated"] = evaluated;
     if (s.kind == "copy") copies.push_back(copy_json(s, mine));
+    for (auto& c : checkpoint_copies(s, mine)) copies.push_back(std::move(c));
     for (const auto& e : mine) {
       if (e.type != "eval.report" || !e.detail.is_object()) continue;
       const auto& d = e.detail;

@@ -87,6 +87,15 @@ std::string svg_timeline(const std::string& id, const nlohmann::json& run, int64
              std::to_string(a.value("attempt", 0)) + "</text>";
       }
     }
+    const auto evaluated = st.value("evaluated", nlohmann::json::array());
+    if (evaluated.size() > 1) {  // a watching eval: a tick where each checkpoint's report came in
+      for (const auto& ev : evaluated) {
+        double px = x(ms_of(ev, "ts_ms"));
+        s += "<line class=\"evaluated\" x1=\"" + num(px) + "\" x2=\"" + num(px) + "\" y1=\"" + num(y + 2) +
+             "\" y2=\"" + num(y + kRowHeight - 2) + "\" stroke=\"#1d3f6e\" stroke-width=\"2\"><title>" +
+             html_escape(ev.value("checkpoint", std::string()) + " evaluated") + "</title></line>";
+      }
+    }
     for (const auto& d : st.value("drops", nlohmann::json::array())) {
       int64_t from = ms_of(d, "ts_ms"), to = ms_of(d, "reconnected_ms");
       if (to <= 0) to = std::max(from + 1, ms_of(st, "ended_ms") > 0 ? ms_of(st, "ended_ms") : now);

@@ -1,6 +1,7 @@
 // The stage timeline of a run as an inline SVG Gantt chart: a row per stage, a bar
 // per attempt coloured by how it ended (class "attempt", data-stage, data-attempt),
-// host drops as hatched spans over the bar (class "drop"). Any thread.
+// host drops as hatched spans over the bar (class "drop"), and for a watching eval a
+// tick where each checkpoint's report came in (class "evaluated"). Any thread.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,8 @@
 // error, every network request other than the page itself, the count of elements
 // matching each selector given, and where the full-page screenshot went.
 // Usage: node open_in_chromium.mjs PAGE.html SHOT.png SELECTOR...
-// CHROMIUM names the browser (default: chromium).
+// CHROMIUM names the browser (default: chromium); SHOT_HEIGHT cuts the screenshot to
+// the page's top that many CSS pixels (the README's picture).
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -90,7 +91,8 @@ try {
   const size = metrics.cssContentSize || metrics.contentSize;
   const { data } = await send('Page.captureScreenshot', {
     format: 'png', captureBeyondViewport: true,
-    clip: { x: 0, y: 0, width: size.width, height: size.height, scale: 1 } }, sessionId);
+    clip: { x: 0, y: 0, width: size.width, height: Math.min(size.height, Number(process.env.SHOT_HEIGHT) || Infinity),
+            scale: 1 } }, sessionId);
   writeFileSync(shot, Buffer.from(data, 'base64'));
   finished = true;
   clearTimeout(deadline);

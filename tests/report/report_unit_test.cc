@@ -87,6 +87,8 @@ class RunReportTest : public ::testing::Test {
     ASSERT_TRUE(store_->set_metrics("wf-1", "ship", {{"bytes_sent", 4096}, {"mib_per_s", 12.5}}).ok());
     ASSERT_TRUE(store_->finish_attempt("wf-1", "ship", 1, "succeeded", std::nullopt, "").ok());
     ASSERT_TRUE(store_->begin_attempt("wf-1", "eval", 1, "e1", "h").ok());
+    ASSERT_TRUE(store_->add_event("wf-1", "eval", "copy.started", {{"route", "relay"}, {"bytes", 2048}, {"files", 2}, {"checkpoint", "checkpoint-100"}}).ok());
+    ASSERT_TRUE(store_->add_event("wf-1", "eval", "copy.finished", {{"state", "succeeded"}, {"bytes_sent", 2048}, {"seconds", 0.5}, {"checkpoint", "checkpoint-100"}}).ok());
     // Recorded out of step order: the report puts them in order.
     ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-200", 2.5, 3.0)).ok());
     ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-100", 1.5, 3.0)).ok());
@@ -108,9 +110,11 @@ TEST_F(RunReportTest, GathersAttemptsDropsCopiesAndOneEvalPointPerCheckpoint) {
   ASSERT_EQ(train["drops"].size(), 1u);
   EXPECT_EQ(train["drops"][0]["why"], "link <cut>");
   EXPECT_TRUE(train["drops"][0].contains("reconnected_ms"));
-  ASSERT_EQ((*r)["copies"].size(), 1u);
+  ASSERT_EQ((*r)["copies"].size(), 2u) << "the copy stage and the watched checkpoint's copy";
   EXPECT_EQ((*r)["copies"][0]["route"], "relay");
   EXPECT_EQ((*r)["copies"][0]["bytes_sent"], 4096.0);
+  EXPECT_EQ((*r)["copies"][1]["stage"], "eval · checkpoint-100");
+  EXPECT_EQ((*r)["copies"][1]["mib_per_s"], 2048 / 0.5 / (1 << 20));
   const json& evals = (*r)["evals"];
   ASSERT_EQ(evals.size(), 3u);
   EXPECT_EQ(evals[0]["step"], 100);
@@ -130,6 +134,7 @@ TEST_F(RunReportTest, PageDrawsEveryPointAndEscapesWhatTheRunHolds) {
   EXPECT_EQ(count(page, "class=\"bar\" data-series=\"candidate\""), 5u) << "acceptance lengths 0..4";
   EXPECT_EQ(count(page, "class=\"attempt\""), 4u) << "train twice, ship, eval";
   EXPECT_EQ(count(page, "class=\"drop\""), 1u);
+  EXPECT_EQ(count(page, "class=\"evaluated\""), 3u) << "a tick per checkpoint evaluated";
   EXPECT_EQ(count(page, "<script"), 0u);
   EXPECT_EQ(count(page, "<b>"), 0u) << "model output is text, not markup";
   EXPECT_NE(page.find("&lt;b&gt;<mark>hi</mark>&lt;/b&gt;"), std::string::npos) << "accepted spans marked";
