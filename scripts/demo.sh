@@ -23,8 +23,9 @@ status=0
 "$ferry" run "$workflow" -p bin="$bin" "$@" || status=$?
 run=$("$ferry" runs --json | sed -n 's/.*"id": "\(dflash-tiny[a-z-]*-[0-9]*\)".*/\1/p' | head -n 1)
 echo
-echo "== ferry logs $run eval   (the eval report)"
-"$ferry" logs "$run" eval
+echo "== ferry logs $run eval   (the eval report of the last checkpoint)"
+# A watching eval's log holds every checkpoint's report: show the last one.
+"$ferry" logs "$run" eval | awk '/^DFlash drafter eval/ { last = "" } { last = last $0 "\n" } END { printf "%s", last }'
 echo
 echo "== ferry status $run"
 "$ferry" status "$run"

@@ -1,5 +1,7 @@
 #include "jobs/watch/checkpoint_watch_stage.h"
 
+#include <cstdio>
+
 #include "jobs/eval_remote/remote_eval_factory.h"
 #include "jobs/log_tap_env.h"
 #include "jobs/stage_factory.h"
@@ -37,7 +39,9 @@ class CheckpointWatchStage::CheckpointEnv : public LogTapEnv {
     return Status();
   }
   int64_t log_size() override { return log_size_; }
-  void note(const std::string& line) override { env_.note(checkpoint_.name + ": " + line); }
+  // The worker's progress (a line per response, per checkpoint) stays in the log; the
+  // terminal hears the watch's own lines: copying, evaluating, τ.
+  void note(const std::string& /*line*/) override {}
   void set_progress(nlohmann::json progress) override {
     if (progress.is_object()) progress["checkpoint"] = checkpoint_.name;
     env_.set_progress(std::move(progress));
@@ -118,6 +122,7 @@ void CheckpointWatchStage::on_listing(Result<protocol::Frame> r) {
 }
 
 void CheckpointWatchStage::work_or_wait() {
+  if (cancelled_) return poll();  // which ends the stage as cancelled
   if (!queue_.empty()) return copy_next();
   const bool settled = scan_.incomplete().empty() || polls_since_followed_ended_ >= kWatchFinalPolls;
   if (polls_since_followed_ended_ > 0 && settled) {
@@ -162,6 +167,7 @@ void CheckpointWatchStage::copy_next() {
       ++self->same_content_;
       return self->work_or_wait();
     }
+    if (self->cancelled_) return self->poll();
     self->evaluate(c, hash);
   });
 }
@@ -192,7 +198,11 @@ void CheckpointWatchStage::evaluate(const CheckpointFolder& c, const std::string
     self->have_eval_ = true;
     ++self->evaluated_;
     auto tau = self->last_eval_.metrics.find("tau");
-    if (tau != self->last_eval_.metrics.end()) self->env_.note(c.name + ": τ " + std::to_string(tau->second));
+    if (tau != self->last_eval_.metrics.end()) {
+      char line[96];
+      std::snprintf(line, sizeof line, ": τ %.3f", tau->second);
+      self->env_.note(c.name + line);
+    }
     self->work_or_wait();
   });
 }

@@ -41,27 +41,32 @@ class CheckpointWatchTest : public ::testing::Test {
     for (const auto& e : j) out.push_back(nlohmann::json::parse(e.value("detail", "null")));
     return out;
   }
+  // The trainer: `ck STEP DRAFTER` makes the folder with its step file first, then
+  // copies the model's files in one by one, as a trainer writes them; between
+  // checkpoints 2 and 3 it waits for the file `go`.
+  std::string write_workflow() {
+    const std::string go = work_.file("go");
+    const std::string ck = work_.file("trainer/ckpt");
+    const std::string trainer =
+        "ck() { mkdir -p " + ck + "/checkpoint-$1; echo $1 > " + ck + "/checkpoint-$1/step.txt; cp " + suite_.path() +
+        "/$2/* " + ck + "/checkpoint-$1/; }\n      ck 1 oracle-disagree\n      ck 2 oracle-agree\n"
+        "      while [ ! -e " + go + " ]; do sleep 0.1; done\n      ck 3 oracle-disagree\n      ck 4 oracle-agree\n"
+        "      cp -r " + ck + "/checkpoint-4 " + ck + "/checkpoint-5\n";
+    const std::string wf = work_.file("wf.yaml");
+    write_text(wf, "name: watch\nhosts:\n  trainer: {transport: local, workdir: " + work_.file("trainer") +
+                       "}\n  evaluator: {transport: local, workdir: " + work_.file("evaluator") +
+                       "}\nstages:\n  train:\n    host: trainer\n    run: |\n      " + trainer +
+                       "  eval:\n    kind: eval\n    host: evaluator\n    watch: {stage: train, from: trainer:ckpt}\n"
+                       "    drafter: checkpoints\n    target: " + suite_.file("oracle-target") +
+                       "\n    reference: " + suite_.file("oracle-disagree") + "\n    prompts: " +
+                       suite_.file("oracle-prompts.jsonl") + "\n    max_new_tokens: 16\n    threads: 1\n");
+    return wf;
+  }
   testing::TempDir suite_, home_, work_;
 };
 
 TEST_F(CheckpointWatchTest, EachCheckpointEvaluatedOnceAcrossACoordinatorKillAndResume) {
-  const std::string go = work_.file("go");
-  const std::string ck = work_.file("trainer/ckpt");
-  // ck STEP DRAFTER: the folder appears first with its step file, then the model's
-  // files one by one, as a trainer writes them.
-  const std::string trainer =
-      "ck() { mkdir -p " + ck + "/checkpoint-$1; echo $1 > " + ck + "/checkpoint-$1/step.txt; cp " + suite_.path() +
-      "/$2/* " + ck + "/checkpoint-$1/; }\n      ck 1 oracle-disagree\n      ck 2 oracle-agree\n"
-      "      while [ ! -e " + go + " ]; do sleep 0.1; done\n      ck 3 oracle-disagree\n      ck 4 oracle-agree\n"
-      "      cp -r " + ck + "/checkpoint-4 " + ck + "/checkpoint-5\n";
-  const std::string wf = work_.file("wf.yaml");
-  write_text(wf, "name: watch\nhosts:\n  trainer: {transport: local, workdir: " + work_.file("trainer") +
-                     "}\n  evaluator: {transport: local, workdir: " + work_.file("evaluator") +
-                     "}\nstages:\n  train:\n    host: trainer\n    run: |\n      " + trainer +
-                     "  eval:\n    kind: eval\n    host: evaluator\n    watch: {stage: train, from: trainer:ckpt}\n"
-                     "    drafter: checkpoints\n    target: " + suite_.file("oracle-target") +
-                     "\n    reference: " + suite_.file("oracle-disagree") + "\n    prompts: " +
-                     suite_.file("oracle-prompts.jsonl") + "\n    max_new_tokens: 16\n    threads: 1\n");
+  const std::string wf = write_workflow(), go = work_.file("go");
   ASSERT_EQ(ferry({"validate", wf}).exit_code, 0) << ferry({"validate", wf}).err;
 
   pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
@@ -94,6 +99,20 @@ TEST_F(CheckpointWatchTest, EachCheckpointEvaluatedOnceAcrossACoordinatorKillAnd
   auto report = nlohmann::json::parse(ferry({"report", "watch-1", "--json"}).out);
   ASSERT_EQ(report["evals"].size(), 4u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(report["evals"][i]["step"], i + 1);
+}
+
+// Cancelled while it waits for the next checkpoint: the watch ends as cancelled with
+// the trainer, rather than waiting for checkpoints that will never come.
+TEST_F(CheckpointWatchTest, CancelEndsAWatchThatWaitsForCheckpoints) {
+  const std::string wf = write_workflow();
+  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  bool two = testing::wait_until([&] { return events("eval", "eval.report").size() >= 2; }, std::chrono::seconds(120));
+  ASSERT_TRUE(two) << testing::read_text(work_.file("run.log"));
+  EXPECT_EQ(ferry({"cancel", "watch-1"}).exit_code, 0);
+  EXPECT_EQ(testing::wait_process(coordinator, 60), 130) << testing::read_text(work_.file("run.log"));
+  auto st = nlohmann::json::parse(ferry({"status", "watch-1", "--json"}).out);
+  for (const auto& s : st["stages"]) EXPECT_EQ(s["state"], "cancelled") << s.dump();
+  EXPECT_EQ(events("eval", "eval.report").size(), 2u);
 }
 
 }  // namespace
