@@ -41,6 +41,8 @@ class LogTapEnv : public StageEnv {
   void set_disconnected(int64_t since_ms) override { env_.set_disconnected(since_ms); }
   void note(const std::string& line) override { env_.note(line); }
   void set_progress(nlohmann::json progress) override { env_.set_progress(std::move(progress)); }
+  std::string stage_state(const std::string& stage) override { return env_.stage_state(stage); }
+  std::vector<nlohmann::json> recorded_events(const std::string& type) override { return env_.recorded_events(type); }
 
  protected:
   StageEnv& env_;

@@ -4,8 +4,28 @@
 #include "jobs/copy/copy_stage.h"
 #include "jobs/eval_remote/remote_eval_factory.h"
 #include "jobs/eval_stage.h"
+#include "jobs/watch/checkpoint_watch_stage.h"
 
 namespace ferry {
+
+CopySpec copy_spec(const CopyStageSpec& c, StageEnv& env, const AttemptId& id) {
+  CopySpec spec;
+  spec.from_host = c.from_host;
+  spec.from_path = c.from;
+  spec.to_host = c.to_host;
+  spec.to_path = c.to;
+  spec.keep_local = c.keep_local.empty() ? "" : env.local_path(c.keep_local);
+  spec.route = c.route;
+  spec.streams = c.streams;
+  spec.from_ssh = c.from_ssh;
+  spec.to_ssh = c.to_ssh;
+  spec.to_address = c.to_address;
+  spec.to_port = c.to_port;
+  spec.to_user = c.to_user;
+  spec.give_up_s = c.to_give_up_s;
+  spec.attempt = id;
+  return spec;
+}
 
 namespace {
 
@@ -24,27 +44,9 @@ std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const Comman
   return std::make_shared<CommandStage>(env, std::move(cs));
 }
 
-std::shared_ptr<StageRunner> copy_runner(const CopyStageSpec& c, StageEnv& env, const AttemptId& id) {
-  CopySpec spec;
-  spec.from_host = c.from_host;
-  spec.from_path = c.from;
-  spec.to_host = c.to_host;
-  spec.to_path = c.to;
-  spec.keep_local = c.keep_local.empty() ? "" : env.local_path(c.keep_local);
-  spec.route = c.route;
-  spec.streams = c.streams;
-  spec.from_ssh = c.from_ssh;
-  spec.to_ssh = c.to_ssh;
-  spec.to_address = c.to_address;
-  spec.to_port = c.to_port;
-  spec.to_user = c.to_user;
-  spec.give_up_s = c.to_give_up_s;
-  spec.attempt = id;
-  return std::make_shared<CopyStage>(env, spec);
-}
-
 std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStageSpec& e, StageEnv& env,
                                          const AttemptId& id) {
+  if (e.watch) return std::make_shared<CheckpointWatchStage>(env, stage.host, e, id);
   if (!stage.host.empty()) return make_remote_eval_stage(stage.host, e, env, id);
   // In the coordinator: paths on the coordinator, relative to the workflow file like keep_local.
   EvalStageSpec local = e;
@@ -58,7 +60,7 @@ std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStage
 
 std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id) {
   if (auto* c = std::get_if<CommandStageSpec>(&stage.spec)) return command_runner(stage, *c, env, id);
-  if (auto* c = std::get_if<CopyStageSpec>(&stage.spec)) return copy_runner(*c, env, id);
+  if (auto* c = std::get_if<CopyStageSpec>(&stage.spec)) return std::make_shared<CopyStage>(env, copy_spec(*c, env, id));
   return eval_runner(stage, std::get<EvalStageSpec>(stage.spec), env, id);
 }
 

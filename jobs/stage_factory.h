@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "jobs/copy/copy_stage.h"
 #include "jobs/stage_runner.h"
 #include "jobs/stage_spec.h"
 
@@ -10,5 +11,7 @@ namespace ferry {
 
 /// Kinds this build cannot run get a runner that fails with the reason.
 std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id);
+/// A copy runner's spec (keep_local made a coordinator path); also the watching eval's checkpoint copies.
+CopySpec copy_spec(const CopyStageSpec& c, StageEnv& env, const AttemptId& id);
 
 }  // namespace ferry

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
@@ -75,6 +76,12 @@ class StageEnv {
   virtual void note(const std::string& line) = 0;
   /// Progress for `ferry status` (bytes, rate...); kind-specific.
   virtual void set_progress(nlohmann::json progress) = 0;
+  /// The state of another stage of this run ("pending", "running", "succeeded"...;
+  /// "" when unknown): a watching eval ends once the stage it follows has.
+  virtual std::string stage_state(const std::string& /*stage*/) { return ""; }
+  /// The details of this stage's recorded events of `type`, oldest first, over all its
+  /// attempts: what a resumed stage has already done.
+  virtual std::vector<nlohmann::json> recorded_events(const std::string& /*type*/) { return {}; }
 };
 
 class StageRunner {

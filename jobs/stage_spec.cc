@@ -24,6 +24,15 @@ void put_copy_fields(nlohmann::json& in, const CopyStageSpec& c) {
   in["streams"] = c.streams;
 }
 
+void put_route_facts(nlohmann::json& in, const CopyStageSpec& c) {
+  in["from_transport"] = c.from_ssh ? "ssh" : "local";
+  in["to_transport"] = c.to_ssh ? "ssh" : "local";
+  in["to_address"] = c.to_address;
+  in["to_port"] = c.to_port;
+  in["to_user"] = c.to_user;
+  in["to_give_up_s"] = c.to_give_up_s;
+}
+
 void put_eval_fields(nlohmann::json& in, const EvalStageSpec& e) {
   in["target"] = e.target;
   in["drafter"] = e.drafter;
@@ -59,12 +68,7 @@ nlohmann::json StageSpec::stored_json() const {
                         },
                         [&](const CopyStageSpec& c) {
                           put_copy_fields(in, c);
-                          in["from_transport"] = c.from_ssh ? "ssh" : "local";
-                          in["to_transport"] = c.to_ssh ? "ssh" : "local";
-                          in["to_address"] = c.to_address;
-                          in["to_port"] = c.to_port;
-                          in["to_user"] = c.to_user;
-                          in["to_give_up_s"] = c.to_give_up_s;
+                          put_route_facts(in, c);
                           put_eval_fields(in, EvalStageSpec());
                         },
                         [&](const EvalStageSpec& e) {
@@ -74,6 +78,13 @@ nlohmann::json StageSpec::stored_json() const {
                           }
                           put_copy_fields(in, CopyStageSpec());
                           put_eval_fields(in, e);
+                          if (e.watch) {  // absent before watching existed, so older hashes hold
+                            nlohmann::json w = {{"stage", e.watch->stage},       {"from_host", e.watch->copy.from_host},
+                                                {"from", e.watch->copy.from},    {"to_host", e.watch->copy.to_host},
+                                                {"pattern", e.watch->pattern}, {"marker", e.watch->marker}};
+                            put_route_facts(w, e.watch->copy);
+                            in["watch"] = w;
+                          }
                         }},
              spec);
   in["upstream"] = upstream;

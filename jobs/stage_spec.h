@@ -46,6 +46,17 @@ struct CopyStageSpec {
   double to_give_up_s = 600;
 };
 
+/// An eval that follows a training stage (`watch:` in the workflow): each checkpoint
+/// the trainer completes is copied to the eval's host and evaluated there.
+struct WatchSpec {
+  std::string stage;  // the training stage followed
+  std::string pattern = "checkpoint-*";
+  std::string marker;  // "" = weights present and files stable (checkpoint_scan.h)
+  // from_host, from: the trainer's checkpoint folder; to_host: the eval's host, and
+  // the route facts. A checkpoint's copy adds its name to from and goes to drafter/NAME.
+  CopyStageSpec copy;
+};
+
 struct EvalStageSpec {
   // Templates expanded; in the coordinator relative to the workflow file, on a host
   // relative to its workdir (prompts may name a coordinator file: "coordinator:PATH").
@@ -60,6 +71,7 @@ struct EvalStageSpec {
   // On a host only: the worker is a job there.
   std::map<std::string, std::string> env;
   double timeout_s = 0;
+  std::optional<WatchSpec> watch;
 };
 
 struct StageSpec {

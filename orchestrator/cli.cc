@@ -141,6 +141,19 @@ int cli_main(int argc, char** argv) {
   add_db(logs_cmd, &c);
   logs_cmd->callback([&] { action = [&] { return cmd_logs(c, logs); }; });
 
+  ReportOptions report;
+  auto* report_cmd = app.add_subcommand("report", "one self-contained HTML page of RUN (default: the newest run): "
+                                                  "stage timeline, copies, τ per checkpoint, acceptance, drafter "
+                                                  "diff, per-prompt responses; prints the file's path");
+  report_cmd->add_option("run", report.run, "the run id (default: the newest run)");
+  report_cmd->add_option("-o,--output", report.out, "the file to write (default: $FERRY_HOME/reports/RUN.html)");
+  report_cmd->add_flag("--json", report.json, "the report's data as JSON (on stdout, or to -o FILE)");
+  report_cmd->add_option("--metrics", report.metrics,
+                         "also write every metric as flat rows to FILE: CSV if it ends in .csv, else JSONL; "
+                         "'-' for JSONL on stdout");
+  add_db(report_cmd, &c);
+  report_cmd->callback([&] { action = [&] { return cmd_report(c, report); }; });
+
   FileOptions validate;
   auto* validate_cmd = app.add_subcommand("validate", "check workflow file F; lists every error as file:line:col");
   validate_cmd->add_option("workflow", validate.workflow, "the workflow file")->required();

@@ -45,6 +45,12 @@ struct LogsOptions {
   bool follow = false;
   int attempt = 0;  // 0: the newest
 };
+struct ReportOptions {
+  std::string run = "last";
+  std::string out;      // -o: the HTML file (default $FERRY_HOME/reports/<run>.html); with --json, the JSON file
+  bool json = false;    // the report's data as JSON instead of the page
+  std::string metrics;  // --metrics FILE: flat rows, CSV when FILE ends in .csv, else JSONL; "-": JSONL on stdout
+};
 struct FileOptions {  // validate, hosts check
   std::string workflow;
   bool json = false;
@@ -69,6 +75,7 @@ int cmd_validate(const FileOptions& o);
 int cmd_status(const Common& c, const StatusOptions& o);
 int cmd_runs(const Common& c, bool json);
 int cmd_logs(const Common& c, const LogsOptions& o);
+int cmd_report(const Common& c, const ReportOptions& o);
 int cmd_eval(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_hosts_check(const Common& c, const FileOptions& o);

@@ -171,6 +171,7 @@ int cmd_validate(const FileOptions& o) {
       std::cout << " needs";
       for (const auto& n : s->needs) std::cout << " " << n;
     }
+    if (!s->watch.stage.empty()) std::cout << ", watches " << s->watch.stage << "'s checkpoints";
     std::cout << "\n";
   }
   return kExitOk;

@@ -94,6 +94,19 @@ class Scheduler::AttemptEnv : public StageEnv {
     return Status();
   }
   int64_t log_size() override { return log_size_; }
+  std::string stage_state(const std::string& stage) override {
+    auto it = s_.stages_.find(stage);
+    return it == s_.stages_.end() ? "" : state_name(it->second->state);
+  }
+  std::vector<nlohmann::json> recorded_events(const std::string& type) override {
+    std::vector<nlohmann::json> out;
+    auto events = s_.store_.events(s_.run_.id, stage_);
+    if (!events.ok()) return out;
+    for (const auto& e : *events) {
+      if (e.type == type) out.push_back(e.detail);
+    }
+    return out;
+  }
   void set_disconnected(int64_t since_ms) override {
     s_.note_store(s_.store_.set_disconnected(s_.run_.id, stage_, since_ms));
   }
@@ -287,6 +300,20 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
     (*env)["FERRY_WORKDIR"] = host_workdir(*host);
     return Status();
   };
+  // What the route choice of a copy needs: a direct copy is ssh from the source to
+  // the destination's address, as the workflow names it.
+  auto route_facts = [&](CopyStageSpec* c) {
+    const workflow::Host* from = wf_.find_host(c->from_host);
+    const workflow::Host* to = wf_.find_host(c->to_host);
+    c->from_ssh = from && from->transport == workflow::Transport::kSsh;
+    c->to_ssh = to && to->transport == workflow::Transport::kSsh;
+    if (to) {
+      c->to_address = to->address;
+      c->to_port = to->port;
+      c->to_user = to->user;
+      c->to_give_up_s = to->give_up_s;
+    }
+  };
   switch (s.kind) {
     case StageKind::kCommand: {
       CommandStageSpec c;
@@ -309,16 +336,7 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
       c.to_host = s.to.host;
       c.route = s.route;
       c.streams = s.streams;
-      const workflow::Host* from = wf_.find_host(s.from.host);
-      const workflow::Host* to = wf_.find_host(s.to.host);
-      c.from_ssh = from && from->transport == workflow::Transport::kSsh;
-      c.to_ssh = to && to->transport == workflow::Transport::kSsh;
-      if (to) {
-        c.to_address = to->address;
-        c.to_port = to->port;
-        c.to_user = to->user;
-        c.to_give_up_s = to->give_up_s;
-      }
+      route_facts(&c);
       out.spec = std::move(c);
       break;
     }
@@ -340,6 +358,17 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
       if (!s.host.empty()) {
         FERRY_RETURN_IF_ERROR(job_env(&e.env));
         e.timeout_s = s.timeout_s;
+      }
+      if (!s.watch.stage.empty()) {  // each checkpoint is copied from the trainer's host to the eval's
+        WatchSpec w;
+        w.stage = s.watch.stage;
+        w.pattern = s.watch.pattern;
+        w.marker = s.watch.marker;
+        FERRY_RETURN_IF_ERROR(get(s.watch.from.path, false, &w.copy.from));
+        w.copy.from_host = s.watch.from.host;
+        w.copy.to_host = s.host;
+        route_facts(&w.copy);
+        e.watch = std::move(w);
       }
       out.spec = std::move(e);
       break;

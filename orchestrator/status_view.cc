@@ -12,15 +12,7 @@
 namespace ferry {
 namespace {
 
-std::string clock_time(int64_t ms) {
-  if (ms <= 0) return "-";
-  time_t t = static_cast<time_t>(ms / 1000);
-  std::tm tm;
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
-  return buf;
-}
+std::string clock_time(int64_t ms) { return ms <= 0 ? "-" : local_time(ms, "%H:%M:%S"); }
 
 std::string duration_text(int64_t ms) {
   if (ms < 0) return "-";
@@ -116,6 +108,15 @@ std::string stage_detail(const StageRecord& s) {
 
 }  // namespace
 
+std::string local_time(int64_t ms, const char* format) {
+  time_t t = static_cast<time_t>(ms / 1000);
+  std::tm tm;
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+
 bool coordinator_alive(const RunRecord& run) {
   if (run.coordinator_pid <= 0) return false;
   return ::kill(run.coordinator_pid, 0) == 0 || errno == EPERM;
@@ -186,12 +187,7 @@ std::string render_runs(const std::vector<RunRecord>& runs, bool color) {
     std::string state = state_name(r.state);
     if (r.state == RunState::kRunning && !coordinator_alive(r)) state += " (coordinator gone)";
     int64_t dur = (r.ended_ms > 0 ? r.ended_ms : now_ms()) - r.created_ms;
-    time_t t = static_cast<time_t>(r.created_ms / 1000);
-    std::tm tm;
-    localtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-    rows.push_back({r.id, state, buf, duration_text(dur), r.workflow_path});
+    rows.push_back({r.id, state, local_time(r.created_ms, "%Y-%m-%d %H:%M:%S"), duration_text(dur), r.workflow_path});
     colors.push_back(state_color(r.state));
   }
   return render_table(rows, colors, color);

@@ -11,6 +11,9 @@
 
 namespace ferry {
 
+/// `ms` since the epoch as local time, through strftime's `format`.
+std::string local_time(int64_t ms, const char* format);
+
 /// Whether the coordinator recorded for a running run is still alive here.
 bool coordinator_alive(const RunRecord& run);
 

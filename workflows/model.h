@@ -73,6 +73,16 @@ struct EvalGate {
   std::optional<double> min_ratio_to_reference;
 };
 
+/// An eval stage that follows a training stage: it evaluates each checkpoint the
+/// trainer completes in `from`, as it appears (workflows/README.md, "Watching checkpoints").
+struct CheckpointWatch {
+  std::string stage;  // the training stage followed; "" = no watch
+  Location stage_at;
+  Endpoint from;                          // HOST:FOLDER holding the checkpoint folders
+  std::string pattern = "checkpoint-*";  // their names (fnmatch)
+  std::string marker;                     // a file the trainer writes last; "" = the safetensors + stable rule
+};
+
 struct Stage {
   std::string name;
   Location at;
@@ -109,6 +119,7 @@ struct Stage {
   std::string dtype = "auto";  // auto: the target checkpoint's dtype
   int threads = 0;
   EvalGate gate;
+  CheckpointWatch watch;
 };
 
 struct Workflow {

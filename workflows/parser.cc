@@ -21,7 +21,8 @@ const std::vector<std::string> kCommandKeys = {"run", "cwd"};
 const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
 const std::vector<std::string> kEvalKeys = {"target", "drafter", "reference", "prompts", "max_new_tokens",
                                             "block_size", "device", "dtype", "threads", "gate",
-                                            "tokenizer", "prompt_format"};
+                                            "tokenizer", "prompt_format", "watch"};
+const std::vector<std::string> kWatchKeys = {"stage", "from", "pattern", "marker"};
 const std::vector<std::string> kGateKeys = {"min_tau", "min_ratio_to_reference"};
 
 Location mark_of(const YAML::Node& n) {
@@ -494,8 +495,33 @@ class Parser {
           }
         }
       }
+      if (auto x = find(e, "watch")) parse_watch(*x, what, &s.watch);
       if (kind_known) require_kind_fields(e, hinted, s);
       wf->stages.push_back(std::move(s));
+    }
+  }
+
+  void parse_watch(const YAML::Node& n, const std::string& what, CheckpointWatch* w) {
+    if (!expect_map(n, "watch")) return;
+    auto g = entries_of(n, kWatchKeys, "'watch' of " + what);
+    if (auto y = find(g, "stage")) {
+      if (auto t = text(*y, "stage")) w->stage = t->value, w->stage_at = t->at;
+    } else {
+      d_.error(loc(n), what + ": 'watch' needs 'stage' (the training stage it follows)");
+    }
+    if (auto y = find(g, "from")) {
+      if (auto ep = endpoint(*y, "from")) w->from = *ep;
+    } else {
+      d_.error(loc(n), what + ": 'watch' needs 'from' (HOST:FOLDER where the checkpoints appear)");
+    }
+    if (auto y = find(g, "pattern")) {
+      if (auto t = text(*y, "pattern")) w->pattern = t->value;
+      if (w->pattern.empty() || w->pattern.find('/') != std::string::npos) {
+        d_.error(loc(*y), what + ": watch 'pattern' must be a folder name pattern without '/'");
+      }
+    }
+    if (auto y = find(g, "marker")) {
+      if (auto t = text(*y, "marker")) w->marker = t->value;
     }
   }
 

@@ -151,6 +151,25 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
         }
       }
     }
+    if (!s.watch.stage.empty()) {
+      const Stage* followed = wf.find_stage(s.watch.stage);
+      if (s.watch.stage == s.name) {
+        d.error(s.watch.stage_at, what + " watches itself");
+      } else if (!followed) {
+        d.error(s.watch.stage_at, what + " watches unknown stage '" + s.watch.stage + "'" +
+                                      hint(s.watch.stage, stage_names(wf)));
+      }
+      if (s.host.empty()) {
+        d.error(s.watch.stage_at, what + ": a watching eval copies each checkpoint to its 'host'; name one");
+      }
+      if (!s.watch.from.host.empty() && !wf.find_host(s.watch.from.host)) {
+        d.error(s.watch.from.path.at, what + " watches unknown host '" + s.watch.from.host + "'" +
+                                          hint(s.watch.from.host, host_names(wf)));
+      } else if (!s.watch.from.host.empty() && s.watch.from.host == s.host) {
+        d.error(s.watch.from.path.at, what + " watches its own host '" + s.host +
+                                          "'; checkpoints are copied from the trainer's host to the eval's");
+      }
+    }
     for (size_t i = 0; i < s.needs.size(); ++i) {
       const std::string& n = s.needs[i];
       if (n == s.name) {
@@ -175,6 +194,7 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
       if (o.value) check.check_text(*o.value, &s, "stage '" + s.name + "' output " + o.name);
     }
     for (const Text* t : {&s.from.path, &s.to.path, &s.keep_local, &s.target, &s.drafter, &s.reference, &s.prompts,
+                          &s.watch.from.path,
                           &s.tokenizer}) {
       check.check_text(*t, &s, "stage '" + s.name + "'");
     }

@@ -1,7 +1,9 @@
 // dflash-train-drafter: trains a DFlash drafter against a frozen dflash-train-target
 // model with the DFlash objective (shared/reference/dflash-eval.md §3) and writes it
 // in the z-lab layout (config.json + unprefixed model.safetensors, F32) every
-// --save-every steps and at the end.
+// --save-every steps and at the end; with --checkpoints DIR also a kept copy of each
+// as DIR/checkpoint-STEP, written under a hidden name and renamed when whole (so a
+// watching eval never sees half of one).
 //
 // Planted mistakes for fault tests: --target-layers trains on other target layers
 // (written honestly to the config); --config-target-layers / --config-mask-id write a
@@ -13,6 +15,8 @@
 #include <numeric>
 #include <string>
 
+#include <sys/stat.h>
+
 #include <ATen/Parallel.h>
 
 #include "examples/dflash-tiny/corpus.h"
@@ -23,7 +27,7 @@ namespace {
 const char kUsage[] =
     "usage: dflash-train-drafter --target DIR --data DIR --out DIR [--steps N] [--quick] [--batch N]\n"
     "                            [--seq-len N] [--anchors N] [--block-size B] [--gamma X] [--lr X] [--seed N]\n"
-    "                            [--save-every N] [--threads N] [--layers N] [--intermediate N]\n"
+    "                            [--save-every N] [--checkpoints DIR] [--threads N] [--layers N] [--intermediate N]\n"
     "                            [--target-layers 1,2] [--mask-id N]\n"
     "                            [--config-target-layers 1,2] [--config-mask-id N]   (planted mistakes)\n"
     "  defaults: --steps 800 --batch 8 --seq-len 96 --anchors 12 --block-size 8 --gamma 4 --lr 3e-3 --seed 2\n"
@@ -50,7 +54,7 @@ std::string ids_text(const std::vector<int64_t>& ids) {
 
 int main(int argc, char** argv) {
   using namespace ferry::dflash_tiny;
-  std::string target_dir, data, out, layers_flag, config_layers_flag;
+  std::string target_dir, data, out, checkpoints, layers_flag, config_layers_flag;
   long steps = 800, batch = 8, seq_len = 96, anchors = 12, block = 8, save_every = 100, threads = 1;
   long draft_layers = 1, intermediate = 192, mask_id = kMaskId, config_mask_id = -1;
   double gamma = 4.0, lr = 3e-3;
@@ -74,6 +78,7 @@ int main(int argc, char** argv) {
     else if (a == "--lr") lr = std::atof(v.c_str());
     else if (a == "--seed") seed = std::strtoull(v.c_str(), nullptr, 10);
     else if (a == "--save-every") save_every = n;
+    else if (a == "--checkpoints") checkpoints = v;
     else if (a == "--threads") threads = n;
     else if (a == "--layers") draft_layers = n;
     else if (a == "--intermediate") intermediate = n;
@@ -173,6 +178,14 @@ int main(int argc, char** argv) {
     if ((step + 1) % save_every == 0 || step + 1 == steps) {
       auto st = save_drafter(out, written);
       if (!st.ok()) return fail(st.message());
+      if (!checkpoints.empty()) {
+        ::mkdir(checkpoints.c_str(), 0755);
+        const std::string name = checkpoints + "/checkpoint-" + std::to_string(step + 1);
+        const std::string hidden = checkpoints + "/.checkpoint-" + std::to_string(step + 1) + ".writing";
+        st = save_drafter(hidden, written);
+        if (!st.ok()) return fail(st.message());
+        if (std::rename(hidden.c_str(), name.c_str()) != 0) return fail("cannot rename " + hidden + " to " + name);
+      }
     }
   }
   {

@@ -69,6 +69,7 @@ nlohmann::json ResponseText::to_json() const {
           {"prompt_ids", prompt_ids},
           {"ids", ids},
           {"text", text},
+          {"marked_text", marked_text},  // the report page marks the spans from it
           {"drafted_spans", spans},
           {"tau", tau},
           {"acceptance_lengths", acceptance_lengths},

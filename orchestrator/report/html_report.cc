@@ -1,0 +1,308 @@
+#include "orchestrator/report/html_report.h"
+
+#include "orchestrator/report/html_escape.h"
+#include "orchestrator/report/svg_chart.h"
+#include "orchestrator/report/timeline_chart.h"
+#include "orchestrator/status_view.h"
+
+namespace ferry::report {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kCandidateColor = "#3b7dd8";
+constexpr const char* kReferenceColor = "#e08a2c";
+
+// Every fetch forbidden: the page is whole as written, and a test can tell if not.
+constexpr const char* kPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+constexpr const char* kStyle = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1000px;color:#222;padding:0 12px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:18px 0 6px}.sub{color:#666}
+table{border-collapse:collapse;width:100%;margin:6px 0}th,td{text-align:left;padding:3px 8px;border-bottom:1px solid #eee;vertical-align:top}
+th{background:#f6f6f6;font-weight:600}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.state-succeeded{color:#2d7d48}.state-failed,.state-timed_out{color:#c23030}.state-running{color:#2f69b8}.state-cancelled,.state-skipped{color:#777}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:8px 0}.card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;min-width:110px}
+.card .v{font-size:20px;font-weight:600}.card .k{color:#666;font-size:12px}
+.charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{background:#fff;border:1px solid #eee;border-radius:6px;max-width:100%;height:auto}
+svg text{font:11px system-ui,sans-serif;fill:#333}svg .chart-title{font-size:13px;font-weight:600}svg .grid{stroke:#eee}
+svg .axis-label{fill:#666}svg .bar-label{fill:#fff;font-size:10px}svg .no-data{fill:#999;font-size:14px}
+.differs td{background:#fff3f0}mark{background:#cfe8d6;border-radius:2px}.text{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
+.gate-pass{color:#2d7d48;font-weight:600}.gate-fail{color:#c23030;font-weight:600}pre{background:#f6f6f6;padding:8px;overflow:auto}
+)";
+
+std::string e(const std::string& s) { return html_escape(s); }
+
+std::string str(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+double dbl(const json& j, const char* key, double fallback = 0) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::string clock(int64_t ms) { return ms <= 0 ? "-" : local_time(ms, "%Y-%m-%d %H:%M:%S"); }
+
+std::string seconds(double ms) { return format_number(ms / 1000.0, "%.1f") + " s"; }
+
+std::string bytes(double b) {
+  if (b < 1024) return format_number(b, "%.0f") + " B";
+  if (b < 1024.0 * 1024) return format_number(b / 1024, "%.1f") + " KiB";
+  if (b < 1024.0 * 1024 * 1024) return format_number(b / 1024 / 1024, "%.1f") + " MiB";
+  return format_number(b / 1024 / 1024 / 1024, "%.2f") + " GiB";
+}
+
+std::string card(const std::string& value, const std::string& key) {
+  return "<div class=\"card\"><div class=\"v\">" + e(value) + "</div><div class=\"k\">" + e(key) + "</div></div>";
+}
+
+std::string state_cell(const std::string& state) {
+  return "<td class=\"state-" + e(state) + "\">" + e(state) + "</td>";
+}
+
+std::string header(const json& run, int64_t generated_ms) {
+  std::string s = "<h1>ferry run " + e(str(run, "id")) + "</h1>";
+  int64_t created = run.value("created_ms", int64_t{0}), ended = run.value("ended_ms", int64_t{0});
+  s += "<div class=\"sub\">workflow <code>" + e(str(run, "workflow")) + "</code> · <span class=\"state-" +
+       e(str(run, "state")) + "\">" + e(str(run, "state")) + "</span> · started " + e(clock(created));
+  if (ended > 0) s += " · took " + e(seconds(static_cast<double>(ended - created)));
+  s += " · report written " + e(clock(generated_ms)) + "</div>";
+  if (!str(run, "error").empty()) s += "<p class=\"state-failed\">" + e(str(run, "error")) + "</p>";
+  return s;
+}
+
+std::string stages_section(const json& run, int64_t generated_ms) {
+  std::string s = "<h2>Stages</h2>" + svg_timeline(kTimelineId, run, generated_ms);
+  s += "<table><tr><th>stage</th><th>kind</th><th>host</th><th>state</th><th class=\"num\">attempts</th>"
+       "<th class=\"num\">drops</th><th class=\"num\">duration</th><th>result</th></tr>";
+  for (const auto& st : run["stages"]) {
+    int64_t started = st.value("started_ms", int64_t{0}), ended = st.value("ended_ms", int64_t{0});
+    std::string result = str(st, "error");
+    if (st.contains("exit_code") && st["exit_code"].is_number()) {
+      result = "exit " + st["exit_code"].dump() + (result.empty() ? "" : ": " + result);
+    }
+    s += "<tr><td>" + e(str(st, "name")) + "</td><td>" + e(str(st, "kind")) + "</td><td>" + e(str(st, "host")) +
+         "</td>" + state_cell(str(st, "state")) + "<td class=\"num\">" +
+         std::to_string(st.value("attempts", json::array()).size()) + "</td><td class=\"num\">" +
+         std::to_string(st.value("drops", json::array()).size()) + "</td><td class=\"num\">" +
+         (started > 0 && ended > 0 ? e(seconds(static_cast<double>(ended - started))) : "-") + "</td><td>" + e(result) +
+         "</td></tr>";
+  }
+  return s + "</table>";
+}
+
+std::string copies_section(const json& copies) {
+  if (copies.empty()) return "";
+  std::string s = "<h2>Copies</h2><table><tr><th>stage</th><th>state</th><th>route</th><th class=\"num\">files</th>"
+                  "<th class=\"num\">bytes</th><th class=\"num\">sent</th><th class=\"num\">resent</th>"
+                  "<th class=\"num\">already there</th><th class=\"num\">seconds</th><th class=\"num\">rate</th></tr>";
+  auto b = [](const json& c, const char* k) { return c.contains(k) && c[k].is_number() ? bytes(c[k].get<double>()) : "-"; };
+  for (const auto& c : copies) {
+    s += "<tr><td>" + e(str(c, "stage")) + "</td>" + state_cell(str(c, "state")) + "<td title=\"" + e(str(c, "reason")) +
+         "\">" + e(str(c, "route")) + "</td><td class=\"num\">" + e(str(c, "files")) + "</td><td class=\"num\">" +
+         b(c, "bytes_total") + "</td><td class=\"num\">" + b(c, "bytes_sent") + "</td><td class=\"num\">" +
+         b(c, "bytes_resent") + "</td><td class=\"num\">" + b(c, "bytes_already_there") + "</td><td class=\"num\">" +
+         (c["seconds"].is_number() ? format_number(c["seconds"].get<double>(), "%.2f") : "-") +
+         "</td><td class=\"num\">" +
+         (c["mib_per_s"].is_number() ? format_number(c["mib_per_s"].get<double>(), "%.1f") + " MiB/s" : "-") +
+         "</td></tr>";
+  }
+  return s + "</table>";
+}
+
+// τ per checkpoint step; evals that name no step are placed by their order.
+std::string tau_curve(const json& evals) {
+  ChartSeries cand{"candidate", kCandidateColor, {}}, ref{"reference", kReferenceColor, {}};
+  bool all_steps = true;
+  for (const auto& p : evals) all_steps = all_steps && p["step"].is_number();
+  double i = 0;
+  for (const auto& p : evals) {
+    double x = all_steps ? p["step"].get<double>() : ++i;
+    cand.points.push_back({x, dbl(p, "tau")});
+    if (p["reference_tau"].is_number()) ref.points.push_back({x, p["reference_tau"].get<double>()});
+  }
+  ChartFrame f;
+  f.id = kTauCurveId;
+  f.title = "τ per checkpoint";
+  f.x_label = all_steps ? "training step" : "eval";
+  f.y_label = "τ (tokens per target forward)";
+  f.width = 960;
+  f.height = 300;
+  std::vector<ChartSeries> series = {cand};
+  if (!ref.points.empty()) series.push_back(ref);
+  return svg_line_chart(f, series);
+}
+
+// One series of values indexed 0..n-1 (a histogram's lengths, a block's positions).
+ChartSeries indexed_series(const std::string& name, const char* color, const json& values) {
+  ChartSeries s{name, color, {}};
+  if (!values.is_array()) return s;
+  for (size_t k = 0; k < values.size(); ++k) {
+    s.points.push_back({static_cast<double>(k), values[k].is_number() ? values[k].get<double>() : 0});
+  }
+  return s;
+}
+
+// The candidate's series for one field of a DecodeRun, and the reference's if it ran.
+std::vector<ChartSeries> both_runs(const json& ev, const char* field) {
+  std::vector<ChartSeries> out = {
+      indexed_series("candidate", kCandidateColor, ev.value("candidate", json::object()).value(field, json()))};
+  const json ref = ev.value("reference_run", json());
+  if (ref.is_object()) out.push_back(indexed_series("reference", kReferenceColor, ref.value(field, json())));
+  return out;
+}
+
+ChartFrame small_frame(const char* id, const char* title, const char* x_label, const char* y_label,
+                       const char* y_format) {
+  ChartFrame f;
+  f.id = id, f.title = title, f.x_label = x_label, f.y_label = y_label, f.y_format = y_format;
+  f.width = 470;
+  return f;
+}
+
+std::string acceptance_charts(const json& ev) {
+  std::vector<ChartSeries> hs = both_runs(ev, "acceptance_histogram");
+  std::vector<std::string> lengths;
+  for (size_t k = 0; k < hs[0].points.size(); ++k) lengths.push_back(std::to_string(k));
+  const ChartFrame hf = small_frame(kHistogramId, "acceptance length per verify step",
+                                    "acceptance length (accepted drafts + 1)", "steps", "%.0f");
+  const ChartFrame pf = small_frame(kPositionsId, "acceptance by block position", "position in block",
+                                    "share of steps accepted", "%.3f");
+  return "<div class=\"charts\">" + svg_bar_chart(hf, lengths, hs) + svg_line_chart(pf, both_runs(ev, "acceptance_rate")) +
+         "</div>";
+}
+
+std::string diff_section(const json& diff) {
+  if (!diff.is_object()) return "";
+  std::string s = "<h3>Drafter vs reference</h3><table><tr><th>config field</th><th>candidate</th><th>reference</th></tr>";
+  for (const auto& f : diff.value("fields", json::array())) {
+    bool differs = f.value("differs", false);
+    s += std::string("<tr") + (differs ? " class=\"differs\"" : "") + "><td>" + e(str(f, "name")) + "</td><td>" +
+         e(str(f, "candidate")) + "</td><td>" + e(str(f, "reference")) + "</td></tr>";
+  }
+  s += "</table><table><tr><th>tensor</th><th>issue</th><th>candidate</th><th>reference</th>"
+       "<th class=\"num\">relative distance</th></tr>";
+  for (const auto& t : diff.value("tensors", json::array())) {
+    std::string issue = str(t, "issue");
+    s += std::string("<tr") + (issue.empty() || issue == "none" ? "" : " class=\"differs\"") + "><td>" +
+         e(str(t, "name")) + "</td><td>" + e(issue) + "</td><td>" + e(str(t, "candidate")) + "</td><td>" +
+         e(str(t, "reference")) + "</td><td class=\"num\">" +
+         (t.contains("relative_distance") && t["relative_distance"].is_number()
+              ? format_number(t["relative_distance"].get<double>(), "%.4f")
+              : "-") +
+         "</td></tr>";
+  }
+  return s + "</table>";
+}
+
+// The response with its accepted-draft spans (between ⟦ and ⟧ in marked_text) as <mark>.
+std::string marked_response(const json& r) {
+  const std::string marked = str(r, "marked_text");
+  if (marked.empty()) return e(str(r, "text"));
+  static const std::string kOpen = "\u27e6", kClose = "\u27e7";
+  std::string out;
+  size_t i = 0;
+  while (i < marked.size()) {
+    size_t open = marked.find(kOpen, i);
+    if (open == std::string::npos) {
+      out += e(marked.substr(i));
+      break;
+    }
+    out += e(marked.substr(i, open - i));
+    size_t close = marked.find(kClose, open + kOpen.size());
+    size_t end = close == std::string::npos ? marked.size() : close;
+    out += "<mark>" + e(marked.substr(open + kOpen.size(), end - open - kOpen.size())) + "</mark>";
+    i = close == std::string::npos ? marked.size() : close + kClose.size();
+  }
+  return out;
+}
+
+std::string responses_section(const json& ev) {
+  const json rs = ev.value("responses", json::array());
+  if (rs.empty()) return "";
+  const json ref_taus = ev.contains("reference_run") && ev["reference_run"].is_object()
+                            ? ev["reference_run"].value("response_taus", json::array())
+                            : json::array();
+  std::string s = "<h3>Per prompt</h3><p class=\"sub\">highlighted: tokens that came from accepted drafts</p>"
+                  "<table id=\"responses\"><tr><th class=\"num\">line</th><th class=\"num\">τ</th>"
+                  "<th class=\"num\">reference τ</th><th>= plain</th><th>response</th></tr>";
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const json& r = rs[i];
+    std::string same = r.contains("matches_baseline") && r["matches_baseline"].is_boolean()
+                           ? (r["matches_baseline"].get<bool>() ? "yes" : "NO")
+                           : "-";
+    s += "<tr class=\"response\"><td class=\"num\">" + e(str(r, "line")) + "</td><td class=\"num\">" +
+         format_number(dbl(r, "tau"), "%.2f") + "</td><td class=\"num\">" +
+         (i < ref_taus.size() && ref_taus[i].is_number() ? format_number(ref_taus[i].get<double>(), "%.2f") : "-") +
+         "</td><td>" + same + "</td><td class=\"text\">" + marked_response(r) + "</td></tr>";
+  }
+  return s + "</table>";
+}
+
+std::string eval_section(const json& report) {
+  const json& evals = report["evals"];
+  const json& ev = report["eval"];
+  if (evals.empty() || !ev.is_object()) return "";
+  std::string s = "<h2>Eval</h2>";
+  const json cand = ev.value("candidate", json::object());
+  s += "<div class=\"cards\">" + card(format_number(dbl(cand, "tau"), "%.3f"), "τ candidate");
+  if (ev.contains("reference_run") && ev["reference_run"].is_object()) {
+    s += card(format_number(dbl(ev["reference_run"], "tau"), "%.3f"), "τ reference");
+  }
+  if (ev.contains("ratio_to_reference") && ev["ratio_to_reference"].is_number()) {
+    s += card(format_number(ev["ratio_to_reference"].get<double>(), "%.3f"), "ratio to reference");
+  }
+  if (dbl(ev, "speedup") > 0) s += card(format_number(dbl(ev, "speedup"), "%.2f") + "×", "speedup over plain decoding");
+  if (dbl(ev, "reference_speedup") > 0) {
+    s += card(format_number(dbl(ev, "reference_speedup"), "%.2f") + "×", "reference speedup");
+  }
+  s += card(std::to_string(evals.size()), evals.size() == 1 ? "checkpoint evaluated" : "checkpoints evaluated");
+  s += "</div>";
+  bool passed = ev.value("gate_passed", true);
+  s += std::string("<p>gate: <span class=\"") + (passed ? "gate-pass\">passed" : "gate-fail\">FAILED") + "</span>" +
+       (str(ev, "gate_message").empty() ? "" : " — " + e(str(ev, "gate_message"))) + "</p>";
+  s += tau_curve(evals);
+  s += "<table><tr><th class=\"num\">step</th><th>drafter</th><th class=\"num\">τ</th><th class=\"num\">reference τ</th>"
+       "<th class=\"num\">speedup</th><th>gate</th></tr>";
+  for (const auto& p : evals) {
+    s += "<tr class=\"checkpoint\"><td class=\"num\">" + e(str(p, "step")) + "</td><td>" + e(str(p, "drafter")) +
+         "</td><td class=\"num\">" + format_number(dbl(p, "tau"), "%.3f") + "</td><td class=\"num\">" +
+         (p["reference_tau"].is_number() ? format_number(p["reference_tau"].get<double>(), "%.3f") : "-") +
+         "</td><td class=\"num\">" + format_number(dbl(p, "speedup"), "%.2f") + "×</td><td>" +
+         (p.value("gate_passed", true) ? "passed" : "failed") + "</td></tr>";
+  }
+  s += "</table>";
+  s += "<h3>Newest eval (stage " + e(report.value("eval_stage", std::string())) + ", drafter <code>" +
+       e(str(ev, "drafter")) + "</code>)</h3>";
+  s += acceptance_charts(ev);
+  s += "<p class=\"sub\">target <code>" + e(str(ev, "target")) + "</code> (" + e(str(ev, "target_architecture")) +
+       "), reference <code>" + e(str(ev, "reference")) + "</code>, " + e(str(ev, "prompt_count")) +
+       " prompts, block " + e(str(ev, "block_size")) + ", up to " + e(str(ev, "max_new_tokens")) + " new tokens, " +
+       e(str(ev, "dtype")) + " on " + e(str(ev, "device")) + "</p>";
+  s += diff_section(ev.value("diff", json()));
+  s += responses_section(ev);
+  return s;
+}
+
+}  // namespace
+
+std::string render_html_report(const json& report) {
+  const json& run = report["run"];
+  const int64_t generated = report.value("generated_ms", int64_t{0});
+  std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+  s += std::string("<meta http-equiv=\"Content-Security-Policy\" content=\"") + kPolicy + "\">";
+  s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  s += "<title>ferry report " + e(str(run, "id")) + "</title><style>" + kStyle + "</style></head><body>\n";
+  s += header(run, generated);
+  s += stages_section(run, generated);
+  s += copies_section(report.value("copies", json::array()));
+  s += eval_section(report);
+  s += "\n</body></html>\n";
+  return s;
+}
+
+}  // namespace ferry::report

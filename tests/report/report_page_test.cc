@@ -1,0 +1,104 @@
+// `ferry report` on a real run, opened in a real browser: local hosts, a "trainer"
+// stage that writes two checkpoints (the engine's deterministic tiny drafters,
+// ferry-tiny-models), a copy, an eval of each checkpoint, then the page in headless
+// Chromium (open_in_chromium.mjs, DevTools protocol): no console error, no network
+// request, every plot drawn with the points the run has, and a screenshot written
+// beside the test's output (report_page.png in the test's build folder).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/process.h"
+
+namespace ferry {
+namespace {
+
+using testing::read_text;
+using testing::write_text;
+
+class ReportPageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", suite_.path()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    block_size_ = nlohmann::json::parse(read_text(suite_.file("oracle-agree/config.json")))["block_size"].get<int>();
+    std::ifstream prompts(suite_.file("oracle-prompts.jsonl"));
+    for (std::string line; std::getline(prompts, line);) prompt_count_ += line.empty() ? 0 : 1;
+  }
+  testing::ProcessResult ferry(std::vector<std::string> args) {
+    args.insert(args.begin(), testing::bin_dir() + "/ferry");
+    return testing::run_process(args, {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}, 300);
+  }
+  std::string eval_stage(const std::string& name, const std::string& needs, int step) {
+    return "  " + name + ":\n    kind: eval\n    needs: " + needs + "\n    target: " + suite_.file("oracle-target") +
+           "\n    drafter: " + suite_.file("ckpt/checkpoint-" + std::to_string(step)) + "\n    reference: " +
+           suite_.file("oracle-disagree") + "\n    prompts: " + suite_.file("oracle-prompts.jsonl") +
+           "\n    max_new_tokens: 16\n    threads: 1\n";
+  }
+  testing::TempDir suite_, home_;
+  int block_size_ = 0;
+  int prompt_count_ = 0;
+};
+
+TEST_F(ReportPageTest, PageOpensOfflineInChromiumWithEveryPlotDrawn) {
+  // Step 100 is the drafter that is never accepted, step 200 the one always accepted.
+  const std::string wf = suite_.file("wf.yaml");
+  write_text(wf, "name: reportpage\nhosts:\n  trainer:\n    transport: local\n  evaluator:\n    transport: local\n"
+                 "stages:\n  train:\n    host: trainer\n    run: |\n      mkdir -p " + suite_.file("ckpt") +
+                 "\n      cp -r " + suite_.file("oracle-disagree") + " " + suite_.file("ckpt/checkpoint-100") +
+                 "\n      cp -r " + suite_.file("oracle-agree") + " " + suite_.file("ckpt/checkpoint-200") +
+                 "\n  ship:\n    kind: copy\n    needs: train\n    from: trainer:" + suite_.file("ckpt") +
+                 "\n    to: evaluator:ckpt\n" + eval_stage("eval_100", "ship", 100) +
+                 eval_stage("eval_200", "eval_100", 200));
+  auto run = ferry({"run", wf});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+
+  const std::string page = std::string(FERRY_TEST_OUTPUT_DIR) + "/report_page.html";
+  const std::string shot = std::string(FERRY_TEST_OUTPUT_DIR) + "/report_page.png";
+  std::remove(shot.c_str());
+  auto rep = ferry({"report", "reportpage-1", "-o", page});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_EQ(rep.out, page + "\n");
+
+  const std::vector<std::string> selectors = {
+      "#tau-curve circle.pt[data-series=candidate]", "#tau-curve circle.pt[data-series=reference]",
+      "#acceptance-histogram rect.bar[data-series=candidate]", "#acceptance-histogram rect.bar[data-series=reference]",
+      "#acceptance-by-position circle.pt[data-series=candidate]", "#timeline rect.attempt", "tr.response",
+      "tr.checkpoint", "script", "mark"};
+  std::vector<std::string> argv = {"node", FERRY_OPEN_IN_CHROMIUM, page, shot};
+  argv.insert(argv.end(), selectors.begin(), selectors.end());
+  auto browser = testing::run_process(argv, {}, 120);
+  ASSERT_EQ(browser.exit_code, 0) << browser.out << browser.err;
+  auto seen = nlohmann::json::parse(browser.out);
+  EXPECT_TRUE(seen["errors"].empty()) << seen["errors"].dump(2);
+  EXPECT_TRUE(seen["requests"].empty()) << seen["requests"].dump(2);
+  EXPECT_EQ(seen["title"], "ferry report reportpage-1");
+  const auto& n = seen["counts"];
+  EXPECT_EQ(n[selectors[0]], 2) << "one τ point per checkpoint";
+  EXPECT_EQ(n[selectors[1]], 2);
+  EXPECT_EQ(n[selectors[2]], block_size_ + 1) << "acceptance lengths 0..B";
+  EXPECT_EQ(n[selectors[3]], block_size_ + 1);
+  EXPECT_EQ(n[selectors[4]], block_size_) << "one point per block position";
+  EXPECT_EQ(n[selectors[5]], 4) << "one bar per attempt of each stage";
+  EXPECT_EQ(n[selectors[6]], prompt_count_);
+  EXPECT_EQ(n[selectors[7]], 2);
+  EXPECT_EQ(n[selectors[8]], 0) << "the page runs no script";
+  EXPECT_GT(n[selectors[9]], 0) << "the agreeing drafter's accepted spans are marked";
+  ASSERT_TRUE(testing::exists(shot));
+  EXPECT_GT(read_text(shot).size(), 10000u) << "a screenshot of a drawn page";
+
+  // The data behind the page: the checkpoints in step order, with the agreeing one ahead.
+  auto json = nlohmann::json::parse(ferry({"report", "reportpage-1", "--json"}).out);
+  ASSERT_EQ(json["evals"].size(), 2u);
+  EXPECT_EQ(json["evals"][0]["step"], 100);
+  EXPECT_EQ(json["evals"][1]["step"], 200);
+  EXPECT_DOUBLE_EQ(json["evals"][0]["tau"].get<double>(), 1.0);  // never accepted
+  EXPECT_GT(json["evals"][1]["tau"].get<double>(), 1.5);
+  EXPECT_EQ(json["copies"][0]["stage"], "ship");
+  EXPECT_GT(json["copies"][0]["bytes_sent"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace ferry

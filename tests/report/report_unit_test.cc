@@ -1,0 +1,165 @@
+// The parts of `ferry report` on their own: escaping, ticks, the step of a checkpoint,
+// the report gathered from a real SQLite store written as a run would write it
+// (attempts, a dropped host, two evals), the page's plots counted in its markup, and
+// the metrics export. The page in a real browser is report_page_test.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/report/html_escape.h"
+#include "orchestrator/report/html_report.h"
+#include "orchestrator/report/metrics_export.h"
+#include "orchestrator/report/run_report.h"
+#include "orchestrator/report/svg_chart.h"
+#include "orchestrator/store.h"
+#include "tests/support/process.h"
+
+namespace ferry {
+namespace {
+
+using nlohmann::json;
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t i = haystack.find(needle); i != std::string::npos; i = haystack.find(needle, i + 1)) ++n;
+  return n;
+}
+
+TEST(HtmlEscapeTest, MarkupQuotesAndBadBytesCannotLeaveTheText) {
+  EXPECT_EQ(report::html_escape("<script>alert(\"x\" & 'y')</script>"),
+            "&lt;script&gt;alert(&quot;x&quot; &amp; &#39;y&#39;)&lt;/script&gt;");
+  EXPECT_EQ(report::html_escape("τ → 2.5\n"), "τ → 2.5\n") << "valid UTF-8 stays";
+  EXPECT_EQ(report::html_escape(std::string("a\xff" "b\x01" "c\xe2\x82", 7)), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(NiceTicksTest, RoundStepsCoverTheRange) {
+  EXPECT_EQ(report::nice_ticks(0, 2.7, 5), (std::vector<double>{0, 1, 2, 3}));
+  EXPECT_EQ(report::nice_ticks(0, 1000, 4), (std::vector<double>{0, 500, 1000}));
+  EXPECT_EQ(report::format_number(1500, "%g"), "1,500");
+  EXPECT_EQ(report::format_number(-1234567, "%g"), "-1,234,567");
+}
+
+TEST(CheckpointStepTest, FromTheEventOrTheCheckpointFolderName) {
+  EXPECT_EQ(report::checkpoint_step({{"step", 7}, {"drafter", "out/checkpoint-9"}}), 7);
+  EXPECT_EQ(report::checkpoint_step({{"drafter", "out/checkpoint-1500"}}), 1500);
+  EXPECT_EQ(report::checkpoint_step({{"drafter", "/runs/x/step_20/"}}), 20);
+  EXPECT_EQ(report::checkpoint_step({{"drafter", "models/drafter"}}), std::nullopt);
+  EXPECT_EQ(report::checkpoint_step({{"drafter", "checkpoint-12abc"}}), std::nullopt);
+}
+
+// An eval.report event as the engine writes it (jobs/eval/eval_report.cc), cut to
+// what the report reads, with text a run could hold.
+json eval_event(const std::string& drafter, double tau, double ref_tau) {
+  return {{"drafter", drafter},
+          {"reference", "models/reference"},
+          {"candidate", {{"tau", tau}, {"acceptance_histogram", {0, 5, 3, 1, 1}}, {"acceptance_rate", {1, 0.5, 0.2, 0.1}}}},
+          {"reference_run", {{"tau", ref_tau}, {"acceptance_histogram", {0, 2, 2, 3, 3}}, {"acceptance_rate", {1, 0.8, 0.6, 0.3}}, {"response_taus", {ref_tau}}}},
+          {"speedup", 1.7},
+          {"ratio_to_reference", tau / ref_tau},
+          {"gate_passed", true},
+          {"gate_message", "all gates met"},
+          {"block_size", 4},
+          {"diff", {{"fields", {{{"name", "mask_token_id"}, {"candidate", "258"}, {"reference", "259"}, {"differs", true}}}},
+                    {"tensors", json::array()}}},
+          {"responses", {{{"line", 1}, {"tau", tau}, {"text", "<b>hi</b>"}, {"marked_text", "<b>\u27e6hi\u27e7</b>"},
+                          {"matches_baseline", true}}}}};
+}
+
+class RunReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = Store::open(dir_.file("ferry.db"));
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    store_ = std::move(s).value();
+    auto run = store_->create_run("wf", "wf.yaml", "name: wf", {},
+                                  {{"train", "command", "trainer"}, {"ship", "copy", ""}, {"eval", "eval", ""}});
+    ASSERT_TRUE(run.ok());
+    ASSERT_TRUE(store_->set_run_state("wf-1", RunState::kRunning, 1).ok());
+    // train: attempt 1 loses its host for a while and fails, attempt 2 succeeds.
+    ASSERT_TRUE(store_->begin_attempt("wf-1", "train", 1, "t1", "h").ok());
+    ASSERT_TRUE(store_->add_event("wf-1", "train", "host.disconnected", {{"host", "trainer"}, {"why", "link <cut>"}}).ok());
+    ASSERT_TRUE(store_->add_event("wf-1", "train", "host.reconnected", {{"host", "trainer"}}).ok());
+    ASSERT_TRUE(store_->finish_attempt("wf-1", "train", 1, StageState::kFailed, 1, "exit 1 <oops>").ok());
+    ASSERT_TRUE(store_->begin_attempt("wf-1", "train", 2, "t2", "h").ok());
+    ASSERT_TRUE(store_->finish_attempt("wf-1", "train", 2, StageState::kSucceeded, 0, "").ok());
+    ASSERT_TRUE(store_->begin_attempt("wf-1", "ship", 1, "s1", "h").ok());
+    ASSERT_TRUE(store_->add_event("wf-1", "ship", "copy.started", {{"route", "relay"}, {"reason", "no link"}, {"files", 3}}).ok());
+    ASSERT_TRUE(store_->set_metrics("wf-1", "ship", {{"bytes_sent", 4096}, {"mib_per_s", 12.5}}).ok());
+    ASSERT_TRUE(store_->finish_attempt("wf-1", "ship", 1, StageState::kSucceeded, std::nullopt, "").ok());
+    ASSERT_TRUE(store_->begin_attempt("wf-1", "eval", 1, "e1", "h").ok());
+    ASSERT_TRUE(store_->add_event("wf-1", "eval", "copy.started", {{"route", "relay"}, {"bytes", 2048}, {"files", 2}, {"checkpoint", "checkpoint-100"}}).ok());
+    ASSERT_TRUE(store_->add_event("wf-1", "eval", "copy.finished", {{"state", "succeeded"}, {"bytes_sent", 2048}, {"seconds", 0.5}, {"checkpoint", "checkpoint-100"}}).ok());
+    // Recorded out of step order: the report puts them in order.
+    ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-200", 2.5, 3.0)).ok());
+    ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-100", 1.5, 3.0)).ok());
+    ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-300", 2.9, 3.0)).ok());
+    ASSERT_TRUE(store_->set_metrics("wf-1", "eval", {{"tau", 2.9}}).ok());
+    ASSERT_TRUE(store_->finish_attempt("wf-1", "eval", 1, StageState::kSucceeded, std::nullopt, "").ok());
+    ASSERT_TRUE(store_->set_run_state("wf-1", RunState::kSucceeded, 0).ok());
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(RunReportTest, GathersAttemptsDropsCopiesAndOneEvalPointPerCheckpoint) {
+  auto r = report::collect_run_report(*store_, "last");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const json& train = (*r)["run"]["stages"][0];
+  ASSERT_EQ(train["attempts"].size(), 2u);
+  EXPECT_EQ(train["attempts"][0]["state"], "failed");
+  ASSERT_EQ(train["drops"].size(), 1u);
+  EXPECT_EQ(train["drops"][0]["why"], "link <cut>");
+  EXPECT_TRUE(train["drops"][0].contains("reconnected_ms"));
+  ASSERT_EQ((*r)["copies"].size(), 2u) << "the copy stage and the watched checkpoint's copy";
+  EXPECT_EQ((*r)["copies"][0]["route"], "relay");
+  EXPECT_EQ((*r)["copies"][0]["bytes_sent"], 4096.0);
+  EXPECT_EQ((*r)["copies"][1]["stage"], "eval · checkpoint-100");
+  EXPECT_EQ((*r)["copies"][1]["mib_per_s"], 2048 / 0.5 / (1 << 20));
+  const json& evals = (*r)["evals"];
+  ASSERT_EQ(evals.size(), 3u);
+  EXPECT_EQ(evals[0]["step"], 100);
+  EXPECT_EQ(evals[1]["step"], 200);
+  EXPECT_EQ(evals[2]["step"], 300);
+  EXPECT_EQ(evals[0]["tau"], 1.5);
+  EXPECT_EQ(evals[2]["reference_tau"], 3.0);
+  EXPECT_EQ((*r)["eval"]["drafter"], "ckpt/checkpoint-300") << "the newest eval recorded";
+}
+
+TEST_F(RunReportTest, PageDrawsEveryPointAndEscapesWhatTheRunHolds) {
+  auto r = report::collect_run_report(*store_, "wf-1");
+  ASSERT_TRUE(r.ok());
+  const std::string page = report::render_html_report(*r);
+  EXPECT_EQ(count(page, "class=\"pt\" data-series=\"candidate\""), 3u + 4u) << "3 on the τ curve, 4 block positions";
+  EXPECT_EQ(count(page, "class=\"pt\" data-series=\"reference\""), 3u + 4u);
+  EXPECT_EQ(count(page, "class=\"bar\" data-series=\"candidate\""), 5u) << "acceptance lengths 0..4";
+  EXPECT_EQ(count(page, "class=\"attempt\""), 4u) << "train twice, ship, eval";
+  EXPECT_EQ(count(page, "class=\"drop\""), 1u);
+  EXPECT_EQ(count(page, "class=\"evaluated\""), 3u) << "a tick per checkpoint evaluated";
+  EXPECT_EQ(count(page, "<script"), 0u);
+  EXPECT_EQ(count(page, "<b>"), 0u) << "model output is text, not markup";
+  EXPECT_NE(page.find("&lt;b&gt;<mark>hi</mark>&lt;/b&gt;"), std::string::npos) << "accepted spans marked";
+  EXPECT_NE(page.find("exit 1 &lt;oops&gt;"), std::string::npos);
+  EXPECT_NE(page.find("default-src 'none'"), std::string::npos) << "no fetch allowed";
+}
+
+TEST_F(RunReportTest, MetricsExportHasStageMetricsAndTauPerStep) {
+  auto r = report::collect_run_report(*store_, "wf-1");
+  ASSERT_TRUE(r.ok());
+  const std::string csv = report::metrics_csv(*r);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "run,stage,step,metric,value");
+  EXPECT_NE(csv.find("\nwf-1,ship,,bytes_sent,4096\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nwf-1,eval,200,tau,2.5\n"), std::string::npos) << csv;
+  const std::string jsonl = report::metrics_jsonl(*r);
+  size_t lines = count(jsonl, "\n");
+  EXPECT_EQ(lines, count(csv, "\n") - 1) << "the same rows, less the header";
+  auto first = json::parse(jsonl.substr(0, jsonl.find('\n')));
+  EXPECT_EQ(first["run"], "wf-1");
+}
+
+TEST_F(RunReportTest, UnknownRunIsNotFound) {
+  auto r = report::collect_run_report(*store_, "wf-9");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ferry
