@@ -9,12 +9,13 @@
 //  * speculative decoding at B = 16 (tau = 16) against plain decoding: the speedup;
 //  * peak RSS against the weight bytes (BF16 weights are used in place from the mapping).
 // Each figure is the median of --reps runs. It prints figures; it is not a timed test.
-// With --also float32, the decode figures are repeated with float32 compute (the old
-// default: weights converted, twice the bytes) after the RSS reading, for a
-// side-by-side.
+// --also adds columns measured after the RSS reading, in the same process: float32
+// (the old default: weights converted, twice the bytes) and libtorch (BF16 with every
+// matmul left to libtorch's oneDNN, the ferry AVX512-BF16 kernel switched off), as a
+// comma-separated list.
 //
 //   eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32]
-//              [--also float32] [--layers N]
+//              [--also float32,libtorch] [--layers N]
 #include <ATen/ATen.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/cpu_runtime.h"
 #include "jobs/eval/dflash_drafter.h"
 #include "jobs/eval/qwen3_target.h"
@@ -188,7 +190,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32] "
-                   "[--also float32] [--layers N]\n");
+                   "[--also float32,libtorch] [--layers N]\n");
       return 2;
     }
   }
@@ -265,9 +267,10 @@ int main(int argc, char** argv) {
     double verify_ms = 0, forward_ms = 0, prefill = 0;
     int64_t peak_rss = 0;
   };
-  auto measure = [&](at::ScalarType dtype, bool rss) {
+  auto measure = [&](at::ScalarType dtype, bool kernel, bool rss) {
     Measured m;
-    m.dtype = dtype == at::kFloat ? "float32" : "bfloat16";
+    m.dtype = dtype == at::kFloat ? "float32" : kernel ? "bfloat16" : "bfloat16, libtorch matmuls";
+    set_bf16_kernel_enabled(kernel);
     Models models = load(dir, dtype, target.hidden);
     const std::vector<int64_t> capture = models.drafter->config().target_layer_ids;
     m.forward_ms = forward_ms(models.target.get(), 1, capture, reps);
@@ -279,15 +282,26 @@ int main(int argc, char** argv) {
     return m;
   };
   std::vector<Measured> runs;
-  runs.push_back(measure(first_dtype, true));
-  if (!also.empty()) runs.push_back(measure(also == "float32" ? at::kFloat : at::kBFloat16, false));
+  runs.push_back(measure(first_dtype, true, true));
+  for (size_t at = 0; at < also.size();) {
+    const size_t comma = std::min(also.find(',', at), also.size());
+    const std::string name = also.substr(at, comma - at);
+    if (name == "float32") runs.push_back(measure(at::kFloat, true, false));
+    else if (name == "libtorch") runs.push_back(measure(at::kBFloat16, false, false));
+    else std::fprintf(stderr, "--also: unknown column %s (float32, libtorch)\n", name.c_str());
+    at = comma + 1;
+  }
 
   const double weights = static_cast<double>(target_bytes + drafter_bytes);
   std::printf("\nmemory bandwidth (streaming read of 1 GiB): %.2f GB/s\n", gbps);
   std::printf("weights: target %.1f MB + drafter %.1f MB (BF16 files); a decode step streams %.1f MB\n",
               target_bytes / 1e6, drafter_bytes / 1e6, streamed_bytes / 1e6);
-  std::printf("\n| figure | %s | goal |\n| --- | ---: | --- |\n",
-              runs.size() > 1 ? (runs[0].dtype + " | " + runs[1].dtype).c_str() : runs[0].dtype.c_str());
+  std::string header, rule;
+  for (const Measured& m : runs) {
+    header += m.dtype + " | ";
+    rule += "---: | ";
+  }
+  std::printf("\n| figure | %sgoal |\n| --- | %s--- |\n", header.c_str(), rule.c_str());
   auto row = [&](const char* figure, const char* goal, auto value) {
     std::string cells;
     for (const Measured& m : runs) cells += (cells.empty() ? "" : " | ") + value(m);
