@@ -15,9 +15,10 @@ using bf16 = c10::BFloat16;
 // Compiled for AVX512-BF16 whatever the build's -march; only called after the cpuid check.
 #define FERRY_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-// Output rows one thread takes at least: below this a parallel region costs more than
-// it saves.
-constexpr int64_t kRowsPerThread = 64;
+// Output rows a thread takes at a time (a multiple of kTileWeightRows), and chunks per
+// thread below which a parallel region costs more than it saves.
+constexpr int64_t kChunkRows = 48;
+constexpr int64_t kMinChunksPerThread = 2;
 // A register tile: kMaxTileRows x rows by kTileWeightRows weight rows of float32 sums
 // (24 of the 32 vector registers), so each vector loaded feeds several multiply-adds.
 constexpr int kMaxTileRows = 8;
@@ -80,10 +81,10 @@ FERRY_AVX512_BF16 void gemv_rows(const bf16* x, const bf16* w, int64_t k_len, in
   }
 }
 
-// The sums of 16 accumulators at once: a transposing add tree (about 3 instructions per
-// accumulator where 16 separate horizontal sums take 8 each, which cost a quarter of a
-// verify's time at K = 1024). sums[i] = sum of the lanes of acc[i].
-FERRY_AVX512_BF16 inline void sum16(const __m512* acc, float* sums) {
+// The sums of 16 accumulators at once, rounded to BF16: a transposing add tree (about 3
+// instructions per accumulator where 16 separate horizontal sums and scalar roundings
+// take about 20, a third of a verify's time at K = 1024). out[i] = sum of acc[i]'s lanes.
+FERRY_AVX512_BF16 inline void sum16(const __m512* acc, bf16* out) {
   constexpr __mmask16 all = 0xFFFF;
   __m512 t[8], u[4], v[2];
   for (int i = 0; i < 8; ++i) {  // [a.L0+a.L2, a.L1+a.L3, b.L0+b.L2, b.L1+b.L3] (128-bit lanes)
@@ -98,13 +99,12 @@ FERRY_AVX512_BF16 inline void sum16(const __m512* acc, float* sums) {
     v[i] = _mm512_add_ps(_mm512_maskz_unpacklo_ps(all, u[2 * i], u[2 * i + 1]),
                          _mm512_maskz_unpackhi_ps(all, u[2 * i], u[2 * i + 1]));
   }
+  // Element 4j + i holds the sum of acc[4i + j]; put it back in order, round once.
   const __m512 w = _mm512_add_ps(_mm512_maskz_shuffle_ps(all, v[0], v[1], 0x44),
                                  _mm512_maskz_shuffle_ps(all, v[0], v[1], 0xEE));
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, w);  // lanes[4j + i] = sum of acc[4i + j]
-  for (int i = 0; i < 4; ++i) {
-    for (int j = 0; j < 4; ++j) sums[4 * i + j] = lanes[4 * j + i];
-  }
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_permutexvar_ps(all, order, w)));
 }
 
 // One 32-wide step of tile(): NR weight vectors, then each of MR x vectors against them.
@@ -140,10 +140,10 @@ FERRY_AVX512_BF16 void tile(const bf16* x, int64_t ldx, const bf16* w, int64_t k
   __m512 done[kPadded];
 #pragma GCC unroll 32
   for (int i = 0; i < kPadded; ++i) done[i] = i < kAcc ? acc[i] : _mm512_setzero_ps();
-  float sums[kPadded];
+  bf16 sums[kPadded];
   for (int i = 0; i < kPadded; i += 16) sum16(done + i, sums + i);
   for (int m = 0; m < MR; ++m) {
-    for (int r = 0; r < NR; ++r) out[m * ldo + r] = bf16(sums[m * NR + r]);
+    for (int r = 0; r < NR; ++r) out[m * ldo + r] = sums[m * NR + r];
   }
 }
 
@@ -203,13 +203,27 @@ at::Tensor bf16_linear(const at::Tensor& x, const at::Tensor& w) {
   const bf16* xp = x.data_ptr<bf16>();
   const bf16* wp = w.data_ptr<bf16>();
   bf16* op = out.data_ptr<bf16>();
-  at::parallel_for(0, n_len, kRowsPerThread, [&](int64_t n0, int64_t n1) {
-    if (m_len == 1) {
-      gemv_rows(xp, wp, k_len, n0, n1, op);
-    } else {
-      gemm_rows(xp, m_len, wp, k_len, n0, n1, op, n_len);
+  // Threads take chunks of rows as they come free rather than one fixed share each: on
+  // a host where other work runs, a thread that loses its core for a time slice would
+  // otherwise hold every other one at the end of the product.
+  const int64_t chunks = (n_len + kChunkRows - 1) / kChunkRows;
+  std::atomic<int64_t> next{0};
+  auto work = [&](int64_t, int64_t) {
+    for (int64_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) {
+      const int64_t n0 = c * kChunkRows, n1 = std::min(n_len, n0 + kChunkRows);
+      if (m_len == 1) {
+        gemv_rows(xp, wp, k_len, n0, n1, op);
+      } else {
+        gemm_rows(xp, m_len, wp, k_len, n0, n1, op, n_len);
+      }
     }
-  });
+  };
+  const int64_t threads = std::min<int64_t>(at::get_num_threads(), chunks / kMinChunksPerThread);
+  if (threads <= 1 || at::in_parallel_region()) {
+    work(0, 1);
+  } else {
+    at::parallel_for(0, threads, 1, work);
+  }
   return out;
 }
 
