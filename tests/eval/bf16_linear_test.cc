@@ -26,11 +26,10 @@ at::Tensor bf16_randn(int64_t rows, int64_t cols, int64_t seed) {
 
 TEST_F(Bf16LinearTest, MatchesAFloat64ProductForDecodeAndVerifyShapes) {
   // K: whole 128-wide steps, 32-wide steps, and tails shorter than a vector.
-  for (int64_t k : {1024, 96, 100, 7}) {
+  for (int64_t k : {4096, 1024, 96, 100, 7}) {
     for (int64_t m : {1, 2, 5, 8, 9, 16}) {
       for (int64_t n : {1, 3, 130, 257}) {
         at::Tensor x = bf16_randn(m, k, 1 + m + k), w = bf16_randn(n, k, 7 * n + k);
-        ASSERT_TRUE(bf16_linear_applies(x, w));
         at::Tensor got = bf16_linear(x, w);
         ASSERT_EQ(got.scalar_type(), at::kBFloat16);
         ASSERT_EQ(got.sizes(), (std::vector<int64_t>{m, n}));
@@ -51,10 +50,14 @@ TEST_F(Bf16LinearTest, AgreesWithLibtorchOnAQwen3Projection) {
 
 TEST_F(Bf16LinearTest, AppliesOnlyToFewContiguousBf16Rows) {
   at::Tensor w = bf16_randn(64, 128, 5);
-  EXPECT_TRUE(bf16_linear_applies(bf16_randn(kBf16LinearMaxRows, 128, 6), w));
-  EXPECT_FALSE(bf16_linear_applies(bf16_randn(kBf16LinearMaxRows + 1, 128, 6), w));
+  EXPECT_TRUE(bf16_linear_applies(bf16_randn(1, 128, 6), w));
+  // Blocks of rows only from kBf16LinearMinBlockDepth (below it oneDNN is faster).
+  const int64_t deep = kBf16LinearMinBlockDepth;
+  EXPECT_FALSE(bf16_linear_applies(bf16_randn(kBf16LinearMaxRows, 128, 6), w));
+  EXPECT_TRUE(bf16_linear_applies(bf16_randn(kBf16LinearMaxRows, deep, 6), bf16_randn(8, deep, 5)));
+  EXPECT_FALSE(bf16_linear_applies(bf16_randn(kBf16LinearMaxRows + 1, deep, 6), bf16_randn(8, deep, 5)));
   EXPECT_FALSE(bf16_linear_applies(bf16_randn(1, 128, 6).to(at::kFloat), w.to(at::kFloat)));
-  EXPECT_FALSE(bf16_linear_applies(bf16_randn(128, 2, 6).t(), w));  // rows not contiguous
+  EXPECT_FALSE(bf16_linear_applies(bf16_randn(128, 2, 6).t().narrow(0, 0, 1), w));  // every other value
   EXPECT_FALSE(bf16_linear_applies(bf16_randn(1, 128, 6), bf16_randn(128, 64, 5).t()));
   EXPECT_FALSE(bf16_linear_applies(bf16_randn(1, 127, 6), w));
   set_bf16_kernel_enabled(false);
