@@ -9,14 +9,16 @@
 //  * speculative decoding at B = 16 (tau = 16) against plain decoding: the speedup;
 //  * peak RSS against the weight bytes (BF16 weights are used in place from the mapping).
 // Each figure is the median of --reps runs. It prints figures; it is not a timed test.
-// With --also float32, the decode figures are repeated with float32 compute (the old
-// default: weights converted, twice the bytes) after the RSS reading, for a
-// side-by-side.
+// --also adds columns measured after the RSS reading, in the same process: float32
+// (the old default: weights converted, twice the bytes) and libtorch (BF16 with every
+// matmul left to libtorch's oneDNN, the ferry AVX512-BF16 kernel switched off), as a
+// comma-separated list.
 //
 //   eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32]
-//              [--also float32] [--layers N]
+//              [--also float32,libtorch] [--layers N]
 #include <ATen/ATen.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/cpu_runtime.h"
 #include "jobs/eval/dflash_drafter.h"
 #include "jobs/eval/qwen3_target.h"
@@ -52,6 +55,14 @@ double median(std::vector<double> v) {
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// CPU time of the whole process (every thread), in seconds: on a shared host it leaves
+// out the time this process waited for a core, which wall time does not.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 // VmRSS / VmHWM of this process, in bytes.
 int64_t status_bytes(const char* field) {
@@ -104,21 +115,28 @@ DecodeFigures decode(Qwen3Target* target, Drafter* drafter, const std::vector<in
 
 at::Tensor ids(int64_t n, int64_t first) { return at::arange(first, first + n, at::kLong).remainder(50); }
 
-// Median time of a target forward of `t` tokens after kVerifyAt cached positions.
-double forward_ms(Qwen3Target* target, int64_t t, const std::vector<int64_t>& capture, int reps) {
+struct ForwardTime {
+  double wall_ms = 0;
+  double cpu_ms = 0;  // process CPU time, all threads
+};
+
+// Median wall and CPU time of a target forward of `t` tokens after kVerifyAt cached positions.
+ForwardTime forward_ms(Qwen3Target* target, int64_t t, const std::vector<int64_t>& capture, int reps) {
   target->reset();
   target->reserve(kVerifyAt + kBlock);
   target->forward(ids(kVerifyAt, 3), capture, 1);
-  std::vector<double> ms;
+  std::vector<double> ms, cpu;
   for (int i = 0; i < 3 * reps; ++i) {
     auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
     auto out = target->forward(ids(t, 5), capture);
     volatile int64_t sink = out.logits.argmax(-1)[0].item<int64_t>();
     (void)sink;
     ms.push_back(1e3 * seconds_since(t0));
+    cpu.push_back(1e3 * (process_cpu_seconds() - c0));
     target->crop(kVerifyAt);
   }
-  return median(ms);
+  return {median(ms), median(cpu)};
 }
 
 double prefill_tokens_per_s(Qwen3Target* target, const std::vector<int64_t>& capture, int reps) {
@@ -188,7 +206,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32] "
-                   "[--also float32] [--layers N]\n");
+                   "[--also float32,libtorch] [--layers N]\n");
       return 2;
     }
   }
@@ -262,16 +280,18 @@ int main(int argc, char** argv) {
   struct Measured {
     std::string dtype;
     DecodeFigures plain, spec;
-    double verify_ms = 0, forward_ms = 0, prefill = 0;
+    ForwardTime verify, forward;
+    double prefill = 0;
     int64_t peak_rss = 0;
   };
-  auto measure = [&](at::ScalarType dtype, bool rss) {
+  auto measure = [&](at::ScalarType dtype, bool kernel, bool rss) {
     Measured m;
-    m.dtype = dtype == at::kFloat ? "float32" : "bfloat16";
+    m.dtype = dtype == at::kFloat ? "float32" : kernel ? "bfloat16" : "bfloat16, libtorch matmuls";
+    set_bf16_kernel_enabled(kernel);
     Models models = load(dir, dtype, target.hidden);
     const std::vector<int64_t> capture = models.drafter->config().target_layer_ids;
-    m.forward_ms = forward_ms(models.target.get(), 1, capture, reps);
-    m.verify_ms = forward_ms(models.target.get(), kBlock, capture, reps);
+    m.forward = forward_ms(models.target.get(), 1, capture, reps);
+    m.verify = forward_ms(models.target.get(), kBlock, capture, reps);
     m.prefill = prefill_tokens_per_s(models.target.get(), capture, reps);
     m.plain = decode(models.target.get(), nullptr, prompt, 1, tokens, capture, reps);
     m.spec = decode(models.target.get(), models.proposer.get(), prompt, kBlock, tokens, capture, reps);
@@ -279,15 +299,26 @@ int main(int argc, char** argv) {
     return m;
   };
   std::vector<Measured> runs;
-  runs.push_back(measure(first_dtype, true));
-  if (!also.empty()) runs.push_back(measure(also == "float32" ? at::kFloat : at::kBFloat16, false));
+  runs.push_back(measure(first_dtype, true, true));
+  for (size_t at = 0; at < also.size();) {
+    const size_t comma = std::min(also.find(',', at), also.size());
+    const std::string name = also.substr(at, comma - at);
+    if (name == "float32") runs.push_back(measure(at::kFloat, true, false));
+    else if (name == "libtorch") runs.push_back(measure(at::kBFloat16, false, false));
+    else std::fprintf(stderr, "--also: unknown column %s (float32, libtorch)\n", name.c_str());
+    at = comma + 1;
+  }
 
   const double weights = static_cast<double>(target_bytes + drafter_bytes);
   std::printf("\nmemory bandwidth (streaming read of 1 GiB): %.2f GB/s\n", gbps);
   std::printf("weights: target %.1f MB + drafter %.1f MB (BF16 files); a decode step streams %.1f MB\n",
               target_bytes / 1e6, drafter_bytes / 1e6, streamed_bytes / 1e6);
-  std::printf("\n| figure | %s | goal |\n| --- | ---: | --- |\n",
-              runs.size() > 1 ? (runs[0].dtype + " | " + runs[1].dtype).c_str() : runs[0].dtype.c_str());
+  std::string header, rule;
+  for (const Measured& m : runs) {
+    header += m.dtype + " | ";
+    rule += "---: | ";
+  }
+  std::printf("\n| figure | %sgoal |\n| --- | %s--- |\n", header.c_str(), rule.c_str());
   auto row = [&](const char* figure, const char* goal, auto value) {
     std::string cells;
     for (const Measured& m : runs) cells += (cells.empty() ? "" : " | ") + value(m);
@@ -301,7 +332,13 @@ int main(int argc, char** argv) {
     return fmt("%.0f%% (%.1f ms/token, floor %.1f)", 100 * floor_ms / m.plain.tpot_ms, m.plain.tpot_ms, floor_ms);
   });
   row("verify 16 tokens / forward 1 token", "<= 1.6x", [&](const Measured& m) {
-    return fmt("%.2fx (%.1f / %.1f ms)", m.verify_ms / m.forward_ms, m.verify_ms, m.forward_ms);
+    return fmt("%.2fx (%.1f / %.1f ms)", m.verify.wall_ms / m.forward.wall_ms, m.verify.wall_ms, m.forward.wall_ms);
+  });
+  row("the same in process CPU time (robust to other load)", "-", [&](const Measured& m) {
+    return fmt("%.2fx (%.1f / %.1f ms)", m.verify.cpu_ms / m.forward.cpu_ms, m.verify.cpu_ms, m.forward.cpu_ms);
+  });
+  row("forward 1 token: weights streamed per CPU second (GB/s)", "-", [&](const Measured& m) {
+    return fmt("%.1f", static_cast<double>(streamed_bytes) * (m.dtype == "float32" ? 2 : 1) / (m.forward.cpu_ms * 1e6));
   });
   row("prefill tokens/s (256-token prompt)", "-", [&](const Measured& m) { return fmt("%.0f", m.prefill); });
   row("speculative ms/token", "-", [&](const Measured& m) { return fmt("%.2f", m.spec.tpot_ms); });
