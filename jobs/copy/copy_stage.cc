@@ -48,6 +48,9 @@ void CopyStage::start(std::function<void(StageOutcome)> done) {
   // may go direct waits for the route, so a direct copy opens no lane at all.
   bool may_go_direct = spec_.route != "relay" && spec_.keep_local.empty() && spec_.from_ssh && spec_.to_ssh;
   if (!may_go_direct) warm_lanes();
+  // Either way the destination's main link is needed (hello, or the relay's
+  // recv.begin): log in there now, beside the source's, not after it.
+  if (may_go_direct) env_.call_agent(spec_.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
   list_source();
 }
 
