@@ -70,8 +70,11 @@ Status LaneListener::accept_one(const std::string& workdir, double idle_exit_s) 
     return internal_error("accept on " + path_ + ": " + errno_text());
   }
   int bytes = kLaneSocketBytes;
-  (void)::setsockopt(conn, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-  (void)::setsockopt(conn, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  // Past net.core.[rw]mem_max when allowed (CAP_NET_ADMIN), else up to it.
+  if (::setsockopt(conn, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
+    (void)::setsockopt(conn, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  if (::setsockopt(conn, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+    (void)::setsockopt(conn, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
   pid_t child = ::fork();
   if (child < 0) {
     Status s = unavailable("fork for a lane: " + errno_text());
