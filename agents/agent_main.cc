@@ -1,5 +1,6 @@
 // ferry-agent: the small static binary that runs on every host (docs/DESIGN.md §2, §4).
-//   ferry-agent serve --workdir DIR   speak the frame protocol on stdin/stdout
+//   ferry-agent serve --workdir DIR [--lanes-socket PATH]   speak the frame protocol on stdin/stdout
+//                                     (and to data lanes on PATH, lane_listener.h)
 //   ferry-agent version               print the agent and protocol versions
 //   ferry-agent hash-self             print the XXH3-128 of this binary (bootstrap check)
 //   ferry-agent push [SPEC.json]      send a copy straight to another host over this
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "agents/agent_server.h"
+#include "agents/lane_listener.h"
 #include "agents/push.h"
 #include "base/chunk_memory.h"
 #include "base/file_hash.h"
@@ -25,7 +27,7 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: ferry-agent serve --workdir DIR [--idle-exit SECONDS]\n"
+               "usage: ferry-agent serve --workdir DIR [--idle-exit SECONDS] [--lanes-socket PATH]\n"
                "       ferry-agent version\n"
                "       ferry-agent hash-self\n"
                "       ferry-agent push [SPEC.json]\n");
@@ -110,9 +112,11 @@ int main(int argc, char** argv) {
   if (cmd == "push") return push_main(argc, argv);
   if (cmd == "serve") {
     std::string workdir;
+    std::string lanes_socket;
     double idle_exit = 120;
     for (int i = 2; i < argc; ++i) {
       if (!std::strcmp(argv[i], "--workdir") && i + 1 < argc) workdir = argv[++i];
+      else if (!std::strcmp(argv[i], "--lanes-socket") && i + 1 < argc) lanes_socket = argv[++i];
       else if (!std::strcmp(argv[i], "--idle-exit") && i + 1 < argc) idle_exit = std::atof(argv[++i]);
       else return usage();
     }
@@ -128,7 +132,13 @@ int main(int argc, char** argv) {
     }
     ::signal(SIGPIPE, SIG_IGN);
     ferry::keep_chunk_buffers_warm();
-    return ferry::AgentServer(workdir).serve(0, 1, idle_exit);
+    ferry::LaneListener lanes;
+    if (!lanes_socket.empty()) {
+      // Without it the coordinator's lanes start agents by exec, as before: slower, not wrong.
+      auto st = lanes.listen(lanes_socket);
+      if (!st.ok()) std::fprintf(stderr, "ferry-agent: no lanes socket: %s\n", st.message().c_str());
+    }
+    return ferry::AgentServer(workdir).serve(0, 1, idle_exit, lanes.fd() >= 0 ? &lanes : nullptr);
   }
   return usage();
 }

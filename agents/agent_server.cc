@@ -12,6 +12,7 @@
 #include "agents/detached_job.h"
 #include "agents/host_probe.h"
 #include "agents/job_journal.h"
+#include "agents/lane_listener.h"
 #include "base/clock.h"
 #include "base/file_util.h"
 #include "transfer/chunk_files.h"
@@ -345,7 +346,7 @@ Result<nlohmann::json> AgentServer::fs_stat(const nlohmann::json& args) {
                         {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000}};
 }
 
-int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s) {
+int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s, LaneListener* lanes) {
   // Bigger pipes to and from sshd: a 2 MiB chunk crosses in a few system calls
   // and context switches instead of one per 64 KiB. Sockets and files refuse; fine.
   (void)::fcntl(in_fd, F_SETPIPE_SZ, kPipeBytes);
@@ -354,11 +355,13 @@ int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s) {
   double last_in = mono_s();
   double last_out = mono_s();
   for (;;) {
-    pollfd p{in_fd, POLLIN, 0};
-    int r = ::poll(&p, 1, 1000);
+    pollfd p[2] = {{in_fd, POLLIN, 0}, {lanes ? lanes->fd() : -1, POLLIN, 0}};
+    int r = ::poll(p, lanes ? 2 : 1, 1000);
     if (r < 0 && errno != EINTR) return 1;
     double now = mono_s();
-    if (r > 0) {
+    // A lane's failure to start is the lane's: it falls back to an exec of its own.
+    if (r > 0 && lanes && (p[1].revents & POLLIN)) (void)lanes->accept_one(workdir_, idle_exit_s);
+    if (r > 0 && p[0].revents != 0) {
       // Straight into the decoder: a chunk's body is read in place, never copied.
       auto [dst, room] = decoder.prepare(kReadBytes);
       ssize_t n = ::read(in_fd, dst, room);

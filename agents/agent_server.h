@@ -37,6 +37,7 @@
 
 namespace ferry {
 
+class LaneListener;
 inline constexpr const char* kAgentVersion = kFerryVersion;
 
 class AgentServer {
@@ -48,7 +49,8 @@ class AgentServer {
 
   /// Reads requests from in_fd and writes replies to out_fd until EOF, a bad frame,
   /// or `idle_exit_s` without a byte from the peer. Returns the process exit code.
-  int serve(int in_fd, int out_fd, double idle_exit_s = 120);
+  /// With `lanes`, also accepts data lanes on its socket meanwhile (lane_listener.h).
+  int serve(int in_fd, int out_fd, double idle_exit_s = 120, LaneListener* lanes = nullptr);
 
  private:
   protocol::Frame dispatch(const protocol::Frame& request);

@@ -24,7 +24,9 @@
 namespace ferry {
 namespace {
 
-constexpr int kWindow = 4;                   // recv.write requests in flight per stream
+// recv.write requests in flight per stream: one, so a cut between the hosts costs
+// at most the one chunk each stream was writing (the streams keep the link busy).
+constexpr int kWindow = 1;
 constexpr int kHelloTimeoutMs = 30000;       // ssh connect, login and the agent's hello
 constexpr int kCallTimeoutMs = 60000;        // room in the ssh pipe; a quick op's reply
 constexpr int kSlowOpTimeoutMs = 600000;     // recv.begin and recv.commit re-hash whole files

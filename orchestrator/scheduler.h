@@ -26,6 +26,7 @@
 
 #include "jobs/stage_spec.h"
 #include "orchestrator/host_connection.h"
+#include "orchestrator/ssh/lane_socket.h"
 #include "orchestrator/store.h"
 #include "workflows/model.h"
 
@@ -86,6 +87,7 @@ class Scheduler {
   boost::asio::steady_timer cancel_watch_;
   std::map<std::string, std::unique_ptr<StageSlot>> stages_;
   std::map<std::string, std::shared_ptr<HostConnection>> hosts_;
+  std::map<std::string, std::shared_ptr<LaneSocket>> lane_sockets_;  // per host: its lanes' way in
   boost::asio::steady_timer hard_cancel_deadline_;
   std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
   int cancel_level_ = 0;  // 0 none, 1 graceful, 2 hard

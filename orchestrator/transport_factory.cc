@@ -4,7 +4,8 @@
 #include "orchestrator/ssh/ssh_transport.h"
 
 namespace ferry {
-HostConnection::TransportFactory make_transport_factory(const workflow::Host& host, const std::string& workdir) {
+HostConnection::TransportFactory make_transport_factory(const workflow::Host& host, const std::string& workdir,
+                                                        std::shared_ptr<LaneSocket> lanes, int lane) {
   if (host.transport == workflow::Transport::kLocal) {
     std::string agent = agent_binary_path();
     return [agent, workdir] { return std::make_unique<LocalTransport>(agent, workdir); };
@@ -18,9 +19,12 @@ HostConnection::TransportFactory make_transport_factory(const workflow::Host& ho
   target.known_hosts = host.known_hosts;
   target.trust_first_use = host.trust_first_use;
   target.ssh_config = host.ssh_config;
+  target.ciphers = host.ciphers;
   target.workdir = workdir;
   std::string agent = agent_binary_path();
-  return [target, agent] { return std::make_unique<SshTransport>(target, agent); };
+  return [target, agent, lanes, lane] {
+    return std::make_unique<SshTransport>(target, agent, std::string(), lanes, lane != 0);
+  };
 }
 
 }  // namespace ferry

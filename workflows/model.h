@@ -43,6 +43,7 @@ struct Host {
   std::string known_hosts;  // "" = ~/.ssh/known_hosts
   bool trust_first_use = false;
   std::string ssh_config;  // "" = ~/.ssh/config; a path; "none" = no config
+  std::string ciphers;     // "" = the ssh config's Ciphers, else AES-GCM first on AES hardware
   Text workdir;  // "" = the default for the transport
   std::map<std::string, Text> env;
   double give_up_s = 600;  // stop reconnecting after this long

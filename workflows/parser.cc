@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/ssh_ciphers.h"
 #include "workflows/duration.h"
 #include "workflows/validate.h"
 
@@ -14,7 +15,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "params", "hosts", "stages"};
 const std::vector<std::string> kHostKeys = {"transport", "address", "port", "user", "identity", "known_hosts",
-                                            "trust", "ssh_config", "workdir", "env", "give_up", "description"};
+                                            "trust", "ssh_config", "ciphers", "workdir", "env", "give_up", "description"};
 const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env", "outputs", "timeout",
                                                    "retries", "retry_backoff", "retry_on", "description"};
 const std::vector<std::string> kCommandKeys = {"run", "cwd"};
@@ -299,6 +300,13 @@ class Parser {
       if (auto x = find(e, "trust")) {
         if (auto t = one_of(*x, "trust", {"known-hosts", "first-use"})) h.trust_first_use = *t == "first-use";
       }
+      if (auto x = find(e, "ciphers")) {
+        if (auto s = scalar(*x, "ciphers")) {
+          std::string problem = cipher_list_problem(*s);
+          if (problem.empty()) h.ciphers = *s;
+          else d_.error(loc(*x), what + " ciphers: " + problem);
+        }
+      }
       if (auto x = find(e, "workdir")) {
         if (auto t = text(*x, "workdir")) h.workdir = *t;
       }
@@ -310,7 +318,7 @@ class Parser {
         d_.error(h.at, what + " uses transport ssh but has no 'address'");
       }
       if (h.transport == Transport::kLocal) {
-        for (const char* k : {"address", "user", "identity", "known_hosts", "trust", "ssh_config"}) {
+        for (const char* k : {"address", "user", "identity", "known_hosts", "trust", "ssh_config", "ciphers"}) {
           if (find(e, k)) d_.error(key_at(e, k), "'" + std::string(k) + "' applies to ssh hosts only; " + what + " is local");
         }
       }

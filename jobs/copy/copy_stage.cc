@@ -30,6 +30,9 @@ void CopyStage::start(std::function<void(StageOutcome)> done) {
   bool may_go_direct =
       c_->spec.route != CopyRoute::kRelay && c_->spec.keep_local.empty() && c_->spec.from_ssh && c_->spec.to_ssh;
   if (!may_go_direct) RelayCopy::warm_lanes(*c_);
+  // Either way the destination's main link is needed (hello, or the relay's
+  // recv.begin): log in there now, beside the source's, not after it.
+  if (may_go_direct) c_->env.call_agent(c_->spec.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
   list_source();
 }
 

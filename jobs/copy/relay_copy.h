@@ -2,7 +2,9 @@
 // moving the bytes between the two hosts' agents over parallel lanes.
 //
 // Data path per lane (a pair of extra connections, one to each host, each with
-// its own SSH session and thread so the ciphers use more than one core):
+// its own SSH session and thread so the ciphers use more than one core; a lane opens
+// no login shell: it reaches its host's main agent through that agent's lanes socket,
+// orchestrator/ssh/lane_socket.h, so a host's rc runs once per run, not once per lane):
 //   fs.read on the source lane  →  recv.write on the destination lane
 // with up to kChunksPerLane chunks per lane at a time: the source reads ahead
 // while the destination writes, but each lane has at most one recv.write in

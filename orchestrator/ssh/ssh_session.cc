@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "orchestrator/ssh/cipher_choice.h"
 #include "orchestrator/ssh/tcp_socket.h"
 
 namespace ferry {
@@ -83,6 +84,13 @@ Status SshSession::apply_options() {
   if (ssh_options_set(session_, SSH_OPTIONS_HOST, target_.address.c_str()) != SSH_OK) {
     return invalid_argument(where + ": bad address '" + target_.address + "': " + last_error());
   }
+  // Set before the config is read, so the config's Ciphers (and then the host's
+  // `ciphers:`) override it.
+  const std::string preferred = default_cipher_preference();
+  if (!preferred.empty()) {
+    ssh_options_set(session_, SSH_OPTIONS_CIPHERS_C_S, preferred.c_str());
+    ssh_options_set(session_, SSH_OPTIONS_CIPHERS_S_C, preferred.c_str());
+  }
   // The config decides HostName/User/Port/IdentityFile/ProxyJump before we open
   // the socket ourselves, so it is read here rather than inside ssh_connect.
   if (target_.ssh_config == "none") {
@@ -99,6 +107,12 @@ Status SshSession::apply_options() {
     if (ssh_options_parse_config(session_, file) != 0) {
       return invalid_argument(where + ": cannot parse ssh config: " + last_error());
     }
+  }
+  if (!target_.ciphers.empty() &&
+      (ssh_options_set(session_, SSH_OPTIONS_CIPHERS_C_S, target_.ciphers.c_str()) != SSH_OK ||
+       ssh_options_set(session_, SSH_OPTIONS_CIPHERS_S_C, target_.ciphers.c_str()) != SSH_OK)) {
+    return invalid_argument(where + ": ciphers '" + target_.ciphers + "': none this ssh client supports: " +
+                            last_error());
   }
   if (target_.port != 22) {
     unsigned int port = static_cast<unsigned int>(target_.port);
@@ -277,6 +291,25 @@ Result<std::unique_ptr<SshExecChannel>> SshSession::open_exec(const std::string&
   if (ssh_channel_open_session(ch) != SSH_OK) return fail("cannot open a channel");
   if (ssh_channel_request_exec(ch, command.c_str()) != SSH_OK) return fail("exec request refused");
   auto out = std::make_unique<SshExecChannel>(this, ch, command);
+  channels_.push_back(out.get());
+  return out;
+}
+
+Result<std::unique_ptr<SshExecChannel>> SshSession::open_unix_socket(const std::string& path) {
+  if (session_ == nullptr || !authenticated_) return failed_precondition(describe() + ": not connected");
+  if (broken_) return unavailable(describe() + ": connection is broken");
+  ssh_channel ch = ssh_channel_new(session_);
+  if (ch == nullptr) return internal_error(describe() + ": ssh_channel_new: " + last_error());
+  // The originator address and port are informational only (sshd logs them).
+  if (ssh_channel_open_forward_unix(ch, path.c_str(), "127.0.0.1", 0) != SSH_OK) {
+    std::string err = last_error();
+    bool dead = ssh_is_connected(session_) == 0;
+    if (dead) broken_ = true;
+    ssh_channel_free(ch);
+    return Status(dead ? StatusCode::kUnavailable : StatusCode::kFailedPrecondition,
+                  describe() + ": no channel to unix socket " + path + ": " + err);
+  }
+  auto out = std::make_unique<SshExecChannel>(this, ch, "unix socket " + path);
   channels_.push_back(out.get());
   return out;
 }

@@ -62,6 +62,12 @@ class SshSession {
   /// The command line is passed as is: quote every value in it (shell_quote.h).
   Result<std::unique_ptr<SshExecChannel>> open_exec(const std::string& command);
 
+  /// Opens a `direct-streamlocal` channel to the unix socket at the absolute
+  /// `path` on the host: a byte stream like an exec channel's, but sshd starts no
+  /// shell for it (so no login rc runs). Fails when the server forbids it
+  /// (AllowStreamLocalForwarding no) or nothing listens there.
+  Result<std::unique_ptr<SshExecChannel>> open_unix_socket(const std::string& path);
+
   /// Runs `command`, feeds it `input` then EOF, and collects stdout, stderr and the
   /// exit status, all within `timeout_ms`. A non-zero exit is *not* an error here.
   Result<ExecResult> run(const std::string& command, const std::string& input = {},

@@ -21,6 +21,9 @@ struct SshTarget {
   /// The ssh client config to read: "" = ~/.ssh/config then /etc/ssh/ssh_config
   /// (as OpenSSH does); a path = only that file; "none" = no config at all.
   std::string ssh_config;
+  /// Ciphers to offer, comma-separated, overriding the ssh config's Ciphers;
+  /// "" = the config's, else default_cipher_preference() (cipher_choice.h).
+  std::string ciphers;
 };
 
 }  // namespace ferry

@@ -9,10 +9,13 @@
 
 namespace ferry {
 
-SshTransport::SshTransport(SshTarget target, std::string local_agent_path, std::string remote_command)
+SshTransport::SshTransport(SshTarget target, std::string local_agent_path, std::string remote_command,
+                           std::shared_ptr<LaneSocket> lanes, bool data_lane)
     : target_(std::move(target)),
       local_agent_path_(std::move(local_agent_path)),
-      remote_command_(std::move(remote_command)) {}
+      remote_command_(std::move(remote_command)),
+      lanes_(std::move(lanes)),
+      data_lane_(data_lane) {}
 
 SshTransport::~SshTransport() { close(); }
 
@@ -26,20 +29,31 @@ std::string SshTransport::remote_stderr() const { return channel_ ? channel_->st
 
 namespace {
 
-constexpr char kAgentReady[] = "FERRY-AGENT-READY\n";
+// The start command prints "FERRY-AGENT-READY <absolute workdir>" before the agent
+// takes over the channel, or FERRY-AGENT-MISSING.
+constexpr char kAgentReady[] = "FERRY-AGENT-READY ";
 constexpr char kAgentMissing[] = "FERRY-AGENT-MISSING\n";
 constexpr int kMarkerTimeoutMs = 30000;
+constexpr size_t kMaxMarkerBytes = 8192;
+// The lanes socket under the workdir, named after the agent binary so agents of
+// different versions never serve each other's lanes.
+std::string lanes_socket_rel(const std::string& agent_hash) {
+  return ".ferry/run/lanes-" + agent_hash.substr(0, 16) + ".sock";
+}
 
 }  // namespace
 
 Status SshTransport::open() {
   close();
+  via_lane_socket_ = false;
   session_ = std::make_unique<SshSession>(target_);
   Status connected = session_->connect();
   nobody_there_ = !connected.ok() && session_->nobody_there();
   if (!connected.ok()) return connected;
   const std::string workdir = target_.workdir.empty() ? "." : target_.workdir;
   if (!remote_command_.empty()) return start_command(remote_command_);
+  if (data_lane_ && lanes_ && open_lane_channel()) return Status();
+  if (!session_) return unavailable(describe() + ": the link broke while opening a lane");
 
   // The common case costs one exec: start the agent if it is there, else say so.
   auto hash = xxh128_file_hex(local_agent_path_);
@@ -48,25 +62,62 @@ Status SshTransport::open() {
     return hash.status();
   }
   remote_agent_path_ = ::ferry::remote_agent_path(target_.workdir, *hash);
+  const std::string rel_socket = lanes_socket_rel(*hash);
+  // Only the main link listens for lanes; the shell names the absolute path.
   std::string serve = shell_quote(remote_agent_path_) + " serve --workdir " + shell_quote(workdir);
-  std::string probe = "if [ -x " + shell_quote(remote_agent_path_) + " ]; then printf 'FERRY-AGENT-READY\\n'; exec " +
-                      serve + "; else printf 'FERRY-AGENT-MISSING\\n'; fi";
+  if (lanes_ && !data_lane_) serve += " --lanes-socket \"$w\"/" + shell_quote(rel_socket);
+  std::string probe = "if [ -x " + shell_quote(remote_agent_path_) + " ]; then w=$(cd " + shell_quote(workdir) +
+                      " && pwd) && printf 'FERRY-AGENT-READY %s\\n' \"$w\" && exec " + serve +
+                      "; else printf 'FERRY-AGENT-MISSING\\n'; fi";
   FERRY_RETURN_IF_ERROR(start_command(probe));
   auto marker = read_marker();
   if (!marker.ok()) {
     close();
     return marker.status();
   }
-  if (*marker == kAgentReady) return Status();
-  // Missing: install it over the same session, then start it.
-  channel_.reset();
-  auto path = ensure_remote_agent(*session_, local_agent_path_, target_.workdir, &uploaded_agent_);
-  if (!path.ok()) {
-    Status s = path.status();
-    close();
-    return s;
+  if (*marker == kAgentMissing) {
+    // Missing: install it over the same session, then start it the same way.
+    channel_.reset();
+    auto path = ensure_remote_agent(*session_, local_agent_path_, target_.workdir, &uploaded_agent_);
+    if (!path.ok()) {
+      Status s = path.status();
+      close();
+      return s;
+    }
+    FERRY_RETURN_IF_ERROR(start_command(probe));
+    marker = read_marker();
+    if (!marker.ok()) {
+      close();
+      return marker.status();
+    }
+    if (*marker == kAgentMissing) {
+      close();
+      return internal_error(describe() + ": the agent is missing right after it was installed");
+    }
   }
-  return start_command(serve);
+  if (lanes_ && !data_lane_) {
+    std::string abs = marker->substr(sizeof(kAgentReady) - 1);
+    abs.pop_back();  // the newline
+    std::string path = abs + "/" + rel_socket;
+    // Too long for a unix socket: the agent did not listen, and lanes exec as before.
+    if (!abs.empty() && abs[0] == '/' && path.size() <= 107) lanes_->publish(path);
+  }
+  return Status();
+}
+
+// A data lane on the main agent's lanes socket. False (the session kept, unless
+// the link broke) when there is none in time or the server refuses the channel.
+bool SshTransport::open_lane_channel() {
+  std::string path = lanes_->wait(kLaneSocketWaitMs);
+  if (path.empty()) return false;
+  auto ch = session_->open_unix_socket(path);
+  if (!ch.ok()) {
+    if (!session_->connected()) close();
+    return false;
+  }
+  channel_ = std::move(*ch);
+  via_lane_socket_ = true;
+  return true;
 }
 
 Status SshTransport::start_command(const std::string& command) {
@@ -84,7 +135,7 @@ Status SshTransport::start_command(const std::string& command) {
 Result<std::string> SshTransport::read_marker() {
   std::string got;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kMarkerTimeoutMs);
-  while (got.find('\n') == std::string::npos) {
+  while (got.empty() || got.back() != '\n') {
     if (std::chrono::steady_clock::now() > deadline) {
       return Status(StatusCode::kDeadlineExceeded, describe() + ": no answer from the agent start command");
     }
@@ -92,9 +143,9 @@ Result<std::string> SshTransport::read_marker() {
     auto n = read_some(&c, 1, 100);
     if (!n.ok()) return n.status();
     if (*n == 1) got += c;
-    if (got.size() > 64) return internal_error(describe() + ": unexpected output before the agent: " + got);
+    if (got.size() > kMaxMarkerBytes) return internal_error(describe() + ": unexpected output before the agent: " + got.substr(0, 256));
   }
-  if (got != kAgentReady && got != kAgentMissing) {
+  if (got.rfind(kAgentReady, 0) != 0 && got != kAgentMissing) {
     return internal_error(describe() + ": unexpected output before the agent: " + got);
   }
   return got;

@@ -19,17 +19,24 @@
 #include <string>
 
 #include "orchestrator/agent_transport.h"
+#include "orchestrator/ssh/lane_socket.h"
 #include "orchestrator/ssh/ssh_exec_channel.h"
 #include "orchestrator/ssh/ssh_session.h"
 #include "orchestrator/ssh/ssh_target.h"
 
 namespace ferry {
 
+/// How long a data lane waits for its host's main link to publish the lanes socket.
+constexpr int kLaneSocketWaitMs = 10000;
+
 class SshTransport : public AgentTransport {
  public:
   /// `local_agent_path`: the ferry-agent binary to install and run.
   /// `remote_command`: if not empty, run this instead (no bootstrap), as is.
-  SshTransport(SshTarget target, std::string local_agent_path, std::string remote_command = {});
+  /// `lanes`: this host's LaneSocket (null: none); `data_lane`: this transport is a
+  /// data lane (it uses the socket) rather than the main link (which publishes it).
+  SshTransport(SshTarget target, std::string local_agent_path, std::string remote_command = {},
+               std::shared_ptr<LaneSocket> lanes = nullptr, bool data_lane = false);
   ~SshTransport() override;
 
   Status open() override;
@@ -43,18 +50,24 @@ class SshTransport : public AgentTransport {
   const std::string& remote_agent_path() const { return remote_agent_path_; }
   /// After open(): whether open() had to upload the agent.
   bool uploaded_agent() const { return uploaded_agent_; }
+  /// After open(): whether this lane rides the main agent's lanes socket (no exec).
+  bool via_lane_socket() const { return via_lane_socket_; }
   /// The last stderr of the remote command, for error messages.
   std::string remote_stderr() const;
 
  private:
   Status start_command(const std::string& command);
   Result<std::string> read_marker();
+  bool open_lane_channel();
 
   SshTarget target_;
   std::string local_agent_path_;
   std::string remote_command_;
   std::string remote_agent_path_;
   bool uploaded_agent_ = false;
+  std::shared_ptr<LaneSocket> lanes_;
+  bool data_lane_ = false;
+  bool via_lane_socket_ = false;
   std::unique_ptr<SshSession> session_;
   bool nobody_there_ = false;  // the last open(): see SshSession::nobody_there
   std::unique_ptr<SshExecChannel> channel_;  // destroyed before session_

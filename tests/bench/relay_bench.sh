@@ -1,33 +1,77 @@
 #!/bin/bash
 # Benchmark: relay a file between two testbed hosts that cannot reach each other,
-# through this machine: ferry vs `ssh A cat | ssh B 'cat >'` vs `scp -3`, all with
-# the same cipher (the testbed's sshd allows only that one), interleaved, medians.
-# Then one large ferry relay for the coordinator's peak RSS.
+# through this machine: ferry vs `ssh A cat | ssh B 'cat >'` vs `scp -3`, interleaved,
+# medians, in two settings (FERRY_BENCH_SETTINGS, default "real bare"):
+#   real  hosts as users have them: sshd with its default ciphers (every client keeps
+#         its own preference) and a login rc (~/.bashrc) doing a fixed amount of work
+#         that takes FERRY_BENCH_RC_S seconds on an idle core (default 0.4, like a
+#         pyenv/conda init) on every exec;
+#   bare  no rc, and the sshd allows only FERRY_BENCH_CIPHER (default aes128-gcm).
+# In the first setting also: the direct route (h1 and h2 linked; `ferry-agent push`
+# run by ferry) against one `ssh B 'cat >'` hop from h1, and one BIG_MIB relay for
+# the coordinator's peak RSS.
+# FERRY_BENCH_BASELINE=DIR (a directory holding bin/ferry and bin/ferry-agent of
+# another build, e.g. main's) adds that build's relay to every round, interleaved.
 # Usage (root): tests/bench/relay_bench.sh BUILD_DIR [SIZE_MIB] [ROUNDS] [BIG_MIB]
 # Prints figures; not a test.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
+baseline=${FERRY_BENCH_BASELINE:+$(cd "$FERRY_BENCH_BASELINE" && pwd)}
 size_mib=${2:-1024}
 rounds=${3:-3}
 big_mib=${4:-4096}
-cipher=${FERRY_BENCH_CIPHER:-aes128-gcm@openssh.com}
+settings=${FERRY_BENCH_SETTINGS:-real bare}
+bare_cipher=${FERRY_BENCH_CIPHER:-aes128-gcm@openssh.com}
+rc_s=${FERRY_BENCH_RC_S:-0.4}
 here=$(cd "$(dirname "$0")" && pwd)
 tb="$here/../testbed/testbed.sh"
 state=$(mktemp -d /tmp/ferry-relay-bench.XXXXXX)
-cleanup() { FERRY_TESTBED_CIPHERS= "$tb" down "$state" >/dev/null 2>&1 || true; rm -rf "$state"; }
+cleanup() { "$tb" down "$state" >/dev/null 2>&1 || true; rm -rf "$state"; }
 trap cleanup EXIT
 
-FERRY_TESTBED_CIPHERS="$cipher" "$tb" up 2 "$state" >/dev/null
-addr() { python3 -c "import json,sys; h=[x for x in json.load(open('$state/hosts.json'))['hosts'] if x['name']==sys.argv[1]][0]; print(h['address'])" "$1"; }
-a=$(addr h1); b=$(addr h2)
-id="$state/id_ed25519"; kh="$state/known_hosts"
-ssh_opts=(-F none -i "$id" -o UserKnownHostsFile="$kh" -o StrictHostKeyChecking=yes -o BatchMode=yes -c "$cipher")
-src="$state/h1/work/big.bin"
-echo "relay bench: ${size_mib} MiB h1($a) -> h2($b) through this machine, cipher $cipher, $rounds rounds"
-head -c "$((size_mib << 20))" /dev/urandom >"$src"
-want=$(sha256sum "$src" | cut -d' ' -f1)
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+now() { date +%s.%N; }
+rate() { echo "scale=1; $size_mib / $1" | bc; }
+ratio() { echo "scale=2; $1 / $2" | bc; }
+min2() { if (( $(echo "$1 < $2" | bc) )); then echo "$1"; else echo "$2"; fi; }
+summary=()
+# Loop turns of bash costing rc_s seconds on one core (best of 3 probes).
+calibrate_rc() {
+  local best=999 t i
+  for i in 1 2 3; do
+    t=$( { TIMEFORMAT=%R; time bash -c 'for (( i = 0; i < 200000; i++ )); do :; done'; } 2>&1 )
+    if (( $(echo "$t < $best" | bc) )); then best=$t; fi
+  done
+  echo "200000 * $rc_s / $best / 1" | bc
+}
+rc_loops=$(calibrate_rc)
 
-cat >"$state/wf.yaml" <<YAML
+for setting in $settings; do
+  case "$setting" in
+    real) sshd_ciphers=""; cipher_opt=(); rc=$rc_s ;;
+    bare) sshd_ciphers=$bare_cipher; cipher_opt=(-c "$bare_cipher"); rc=0 ;;
+    *) echo "unknown setting '$setting' (real | bare)" >&2; exit 2 ;;
+  esac
+  FERRY_TESTBED_CIPHERS="$sshd_ciphers" "$tb" up 2 "$state" >/dev/null
+  # shellcheck disable=SC1091
+  source "$state/hosts.env"
+  a=$H1_ADDRESS; b=$H2_ADDRESS
+  if [ "$rc" != 0 ]; then
+    # A fixed amount of shell work, like a pyenv/conda init: rc_s seconds on an idle
+    # core (calibrated here), longer when logins compete for the CPU.
+    for h in h1 h2; do
+      echo "for (( __i = 0; __i < $rc_loops; __i++ )); do :; done; unset __i" >"$state/$h/home/.bashrc"
+    done
+  fi
+  id="$state/id_ed25519"; kh="$state/known_hosts"
+  ssh_opts=(-F none -i "$id" -o UserKnownHostsFile="$kh" -o StrictHostKeyChecking=yes -o BatchMode=yes "${cipher_opt[@]}")
+  src="$state/h1/work/big.bin"
+  echo "== setting $setting: ${size_mib} MiB h1($a) -> h2($b) through this machine, sshd ciphers: ${sshd_ciphers:-default}, login rc ${rc} s (${rc_loops} bash loop turns), $rounds rounds; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  head -c "$((size_mib << 20))" /dev/urandom >"$src"
+  want=$(sha256sum "$src" | cut -d' ' -f1)
+  check() { [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$want" ] || { echo "MISMATCH in $1" >&2; exit 1; }; rm -f "$1"; }
+  workflow() {  # ROUTE FILE
+  cat >"$2" <<YAML
 name: relaybench
 params:
   dest: ferry.bin
@@ -40,38 +84,90 @@ stages:
     kind: copy
     from: h1:\${{ params.src }}
     to: h2:\${{ params.dest }}
-    route: relay
+    route: $1
     streams: ${FERRY_BENCH_STREAMS:-4}
 YAML
-export FERRY_HOME="$state/home"
+  }
+  workflow relay "$state/wf.yaml"; workflow direct "$state/wfd.yaml"
+  export FERRY_HOME="$state/home"
+  rm -rf "$FERRY_HOME"
+  t_pipe=(); t_scp=(); t_ferry=(); rss_ferry=(); t_base=()
+  # Warm-up: puts the agent on both hosts (the cold start is the hosts benchmark's subject).
+  "$build/bin/ferry" run "$state/wf.yaml" -p dest=warm.bin >/dev/null; check "$state/h2/work/warm.bin"
+  if [ -n "$baseline" ]; then
+    FERRY_HOME="$state/home-base" "$baseline/bin/ferry" run "$state/wf.yaml" -p dest=warm.bin >/dev/null; check "$state/h2/work/warm.bin"
+  fi
+  for r in $(seq 1 "$rounds"); do
+    s=$(now); ssh "${ssh_opts[@]}" "root@$a" "cat $src" | ssh "${ssh_opts[@]}" "root@$b" "cat > $state/h2/work/pipe.bin"; e=$(now)
+    t_pipe+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/pipe.bin"
+    s=$(now); scp -3 -q "${ssh_opts[@]}" "root@$a:$src" "root@$b:$state/h2/work/scp.bin"; e=$(now)
+    t_scp+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/scp.bin"
+    s=$(now); /usr/bin/time -f "%M" -o "$state/rss" "$build/bin/ferry" run "$state/wf.yaml" -p dest=ferry.bin >/dev/null; e=$(now)
+    t_ferry+=("$(echo "$e - $s" | bc)"); rss_ferry+=("$(cat "$state/rss")"); check "$state/h2/work/ferry.bin"
+    if [ -n "$baseline" ]; then
+      s=$(now); FERRY_HOME="$state/home-base" "$baseline/bin/ferry" run "$state/wf.yaml" -p dest=base.bin >/dev/null; e=$(now)
+      t_base+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/base.bin"
+    fi
+  done
+  mp=$(median "${t_pipe[@]}"); ms=$(median "${t_scp[@]}"); mf=$(median "${t_ferry[@]}")
+  best=$(min2 "$mp" "$ms")
+  echo "wall time per ${size_mib} MiB (median of $rounds; whole commands, logins included):"
+  printf '  ssh A cat | ssh B cat>   %7.2f s  %7s MiB/s   runs: %s\n' "$mp" "$(rate "$mp")" "${t_pipe[*]}"
+  printf '  scp -3                   %7.2f s  %7s MiB/s   runs: %s\n' "$ms" "$(rate "$ms")" "${t_scp[*]}"
+  printf '  ferry run (relay)        %7.2f s  %7s MiB/s   runs: %s\n' "$mf" "$(rate "$mf")" "${t_ferry[*]}"
+  line="$setting: relay / faster of pipe and scp -3 = $(ratio "$best" "$mf")  (ferry/pipe $(ratio "$mp" "$mf"), ferry/scp-3 $(ratio "$ms" "$mf")); coordinator peak RSS $(median "${rss_ferry[@]}") KiB"
+  echo "$line"; summary+=("$line")
+  if [ -n "$baseline" ]; then
+    mb=$(median "${t_base[@]}")
+    printf '  baseline ferry (relay)   %7.2f s  %7s MiB/s   runs: %s\n' "$mb" "$(rate "$mb")" "${t_base[*]}"
+    line="$setting: baseline relay / faster of pipe and scp -3 = $(ratio "$best" "$mb")"
+    echo "$line"; summary+=("$line")
+  fi
 
-check() { [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$want" ] || { echo "MISMATCH in $1" >&2; exit 1; }; rm -f "$1"; }
-now() { date +%s.%N; }
-declare -a t_pipe t_scp t_ferry rss_ferry
-# Warm-up: puts the agent on both hosts (the cold start is the hosts benchmark's subject).
-"$build/bin/ferry" run "$state/wf.yaml" -p dest=warm.bin >/dev/null; check "$state/h2/work/warm.bin"
-for r in $(seq 1 "$rounds"); do
-  s=$(now); ssh "${ssh_opts[@]}" "root@$a" "cat $src" | ssh "${ssh_opts[@]}" "root@$b" "cat > $state/h2/work/pipe.bin"; e=$(now)
-  t_pipe+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/pipe.bin"
-  s=$(now); scp -3 -q "${ssh_opts[@]}" "root@$a:$src" "root@$b:$state/h2/work/scp.bin"; e=$(now)
-  t_scp+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/scp.bin"
-  s=$(now); /usr/bin/time -f "%M" -o "$state/rss" "$build/bin/ferry" run "$state/wf.yaml" -p dest=ferry.bin >/dev/null; e=$(now)
-  t_ferry+=("$(echo "$e - $s" | bc)"); rss_ferry+=("$(cat "$state/rss")"); check "$state/h2/work/ferry.bin"
+  if [ "$setting" = "$(echo "$settings" | awk '{print $1}')" ]; then
+    # Direct route: h1 reaches h2; ferry's push (a detached `ferry-agent push` on h1)
+    # against one hop of the OpenSSH client from h1 (h1's own ssh config and key).
+    "$tb" link h1 h2 "$state" >/dev/null
+    # OpenSSH finds ~/.ssh through the password database: name h1's config.
+    hop() { ip netns exec "$H1_NETNS" ssh -F "$state/h1/home/.ssh/config" "${cipher_opt[@]}" "$b" "cat > $state/h2/work/hop.bin" <"$src"; }
+    "$build/bin/ferry" run "$state/wfd.yaml" -p dest=warmd.bin >/dev/null; check "$state/h2/work/warmd.bin"
+    t_hop=(); t_push=(); t_pbase=()
+    if [ -n "$baseline" ]; then
+      FERRY_HOME="$state/home-base" "$baseline/bin/ferry" run "$state/wfd.yaml" -p dest=warmd.bin >/dev/null; check "$state/h2/work/warmd.bin"
+    fi
+    for r in $(seq 1 "$rounds"); do
+      s=$(now); hop; e=$(now); t_hop+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/hop.bin"
+      s=$(now); "$build/bin/ferry" run "$state/wfd.yaml" -p dest=push.bin >/dev/null; e=$(now)
+      t_push+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/push.bin"
+      if [ -n "$baseline" ]; then
+        s=$(now); FERRY_HOME="$state/home-base" "$baseline/bin/ferry" run "$state/wfd.yaml" -p dest=pbase.bin >/dev/null; e=$(now)
+        t_pbase+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/pbase.bin"
+      fi
+    done
+    mh=$(median "${t_hop[@]}"); mpu=$(median "${t_push[@]}")
+    printf '  h1: ssh B cat> (one hop) %7.2f s  %7s MiB/s   runs: %s\n' "$mh" "$(rate "$mh")" "${t_hop[*]}"
+    printf '  ferry run (direct push)  %7.2f s  %7s MiB/s   runs: %s\n' "$mpu" "$(rate "$mpu")" "${t_push[*]}"
+    line="$setting: direct push / one ssh hop = $(ratio "$mh" "$mpu")"
+    echo "$line"; summary+=("$line")
+    if [ -n "$baseline" ]; then
+      mpb=$(median "${t_pbase[@]}")
+      printf '  baseline (direct push)   %7.2f s  %7s MiB/s   runs: %s\n' "$mpb" "$(rate "$mpb")" "${t_pbase[*]}"
+      line="$setting: baseline direct push / one ssh hop = $(ratio "$mh" "$mpb")"
+      echo "$line"; summary+=("$line")
+    fi
+    "$tb" unlink h1 h2 "$state" >/dev/null
+
+    if [ "$big_mib" -gt 0 ]; then
+      head -c "$((big_mib << 20))" /dev/urandom >"$state/h1/work/huge.bin"
+      /usr/bin/time -f "%M %e" -o "$state/rss" "$build/bin/ferry" run "$state/wf.yaml" -p src=huge.bin -p dest=huge.bin >/dev/null
+      read -r rss secs <"$state/rss"
+      cmp -s "$state/h1/work/huge.bin" "$state/h2/work/huge.bin" || { echo "MISMATCH in the ${big_mib} MiB relay" >&2; exit 1; }
+      line="$setting: ${big_mib} MiB relay: coordinator peak RSS $rss KiB ($((rss / 1024)) MiB; goal <= 64 MiB), ${secs} s"
+      echo "$line"; summary+=("$line")
+      rm -f "$state/h1/work/huge.bin" "$state/h2/work/huge.bin"
+    fi
+  fi
+  "$tb" down "$state" >/dev/null
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-mp=$(median "${t_pipe[@]}"); ms=$(median "${t_scp[@]}"); mf=$(median "${t_ferry[@]}")
-rate() { echo "scale=1; $size_mib / $1" | bc; }
-echo "wall time per ${size_mib} MiB (median of $rounds; whole commands, connection setup included):"
-printf '  ssh A cat | ssh B cat>   %7.2f s  %7s MiB/s   runs: %s\n' "$mp" "$(rate "$mp")" "${t_pipe[*]}"
-printf '  scp -3                   %7.2f s  %7s MiB/s   runs: %s\n' "$ms" "$(rate "$ms")" "${t_scp[*]}"
-printf '  ferry run (copy stage)   %7.2f s  %7s MiB/s   runs: %s\n' "$mf" "$(rate "$mf")" "${t_ferry[*]}"
-echo "ratios (throughput): ferry/pipe = $(echo "scale=2; $mp / $mf" | bc)  (goal >= 1.2)   ferry/scp-3 = $(echo "scale=2; $ms / $mf" | bc)  (goal >= 2)"
-echo "coordinator peak RSS during the ${size_mib} MiB relays: $(median "${rss_ferry[@]}") KiB (median)"
-
-if [ "$big_mib" -gt 0 ]; then
-  head -c "$((big_mib << 20))" /dev/urandom >"$state/h1/work/huge.bin"
-  /usr/bin/time -f "%M %e" -o "$state/rss" "$build/bin/ferry" run "$state/wf.yaml" -p src=huge.bin -p dest=huge.bin >/dev/null
-  read -r rss secs <"$state/rss"
-  cmp -s "$state/h1/work/huge.bin" "$state/h2/work/huge.bin" || { echo "MISMATCH in the ${big_mib} MiB relay" >&2; exit 1; }
-  echo "${big_mib} MiB relay: coordinator peak RSS $rss KiB ($((rss / 1024)) MiB; goal <= 64 MiB), ${secs} s"
-fi
+echo "== summary (goals: real >= 1.2, bare >= 1.4, direct push >= 0.9, RSS <= 64 MiB); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%s\n' "${summary[@]}"

@@ -3,11 +3,15 @@
 // refuse a binary whose hash does not match) using ssh_fake_agent.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <memory>
 #include <random>
 
 #include "orchestrator/ssh/agent_bootstrap.h"
 #include "base/file_hash.h"
+#include "protocol/frame.h"
 #include "orchestrator/ssh/ssh_transport.h"
 #include "tests/ssh/testbed_env.h"
 
@@ -180,6 +184,87 @@ TEST_F(AgentBootstrapTest, RefusesAnAgentWhoseHashSelfDisagrees) {
   size_t n = fread(buf, 1, sizeof(buf), p);
   pclose(p);
   EXPECT_EQ(std::string(buf, n), "");
+}
+
+// Data lanes on the main agent's lanes socket (lane_socket.h) with the real agent:
+// a lane opens no exec, so the host's login rc runs for the main link only; and a
+// lane whose socket is gone falls back to an exec of its own.
+class LaneSocketTest : public SshTransportTest {
+ protected:
+  void SetUp() override {
+    SshTransportTest::SetUp();
+    if (IsSkipped()) return;
+    const char* a = std::getenv("FERRY_REAL_AGENT");
+    ASSERT_NE(a, nullptr) << "FERRY_REAL_AGENT not set";
+    agent_ = a;
+    target_ = tb_.target(1);
+    target_.workdir = tb_.hosts[1].workdir + "/lanes-" + std::to_string(getpid());
+    // Every login shell of h2 leaves a line here while this test runs.
+    rc_ = tb_.state_dir + "/h2/home/.bashrc";
+    logins_ = target_.workdir + ".logins";
+    testbed::write_file(rc_, "echo login >> " + shell_quote(logins_) + "\n");
+  }
+  void TearDown() override {
+    if (rc_.empty()) return;
+    std::remove(rc_.c_str());
+    std::remove(logins_.c_str());
+    std::system(("rm -rf " + shell_quote(target_.workdir)).c_str());
+  }
+  size_t logins() const {
+    std::string s = testbed::read_file(logins_);
+    return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+  }
+  // A ping through `t` is answered by an agent.
+  static void expect_agent_answers(SshTransport& t) {
+    std::string req = protocol::encode_frame(protocol::make_request(7, "ping", nlohmann::json::object()));
+    ASSERT_TRUE(t.write_all(req.data(), req.size()).ok());
+    protocol::FrameDecoder d;
+    auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (Clock::now() < deadline) {
+      auto [dst, room] = d.prepare(1 << 16);
+      auto n = t.read_some(dst, room, 200);
+      ASSERT_TRUE(n.ok()) << n.status().to_string();
+      d.commit(*n);
+      auto f = d.next();
+      ASSERT_TRUE(f.ok());
+      if (f->has_value() && (*f)->type == protocol::FrameType::kReply) {
+        EXPECT_EQ((*f)->request_id, 7u);
+        return;
+      }
+    }
+    ADD_FAILURE() << "no reply through " << t.describe();
+  }
+  std::string agent_, rc_, logins_;
+  SshTarget target_;
+};
+
+TEST_F(LaneSocketTest, LanesRideTheMainAgentsSocketAndRunNoLoginShell) {
+  auto lanes = std::make_shared<LaneSocket>();
+  SshTransport main(target_, agent_, "", lanes, false);
+  Status st = main.open();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  expect_agent_answers(main);
+  const size_t after_main = logins();
+  EXPECT_GE(after_main, 1u) << "the rc runs for the main link's exec";
+  SshTransport lane1(target_, agent_, "", lanes, true), lane2(target_, agent_, "", lanes, true);
+  ASSERT_TRUE(lane1.open().ok());
+  ASSERT_TRUE(lane2.open().ok());
+  EXPECT_TRUE(lane1.via_lane_socket());
+  EXPECT_TRUE(lane2.via_lane_socket());
+  expect_agent_answers(lane1);
+  expect_agent_answers(lane2);
+  EXPECT_EQ(logins(), after_main) << "a lane on the socket starts no shell";
+}
+
+TEST_F(LaneSocketTest, ALaneWhoseSocketIsGoneStartsItsOwnAgent) {
+  auto lanes = std::make_shared<LaneSocket>();
+  lanes->publish(target_.workdir + "/.ferry/run/nobody-listens.sock");
+  SshTransport lane(target_, agent_, "", lanes, true);
+  Status st = lane.open();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_FALSE(lane.via_lane_socket());
+  expect_agent_answers(lane);
+  EXPECT_GE(logins(), 1u) << "the fallback is an exec";
 }
 
 TEST_F(AgentBootstrapTest, MissingLocalAgentIsNamed) {

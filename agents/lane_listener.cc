@@ -1,0 +1,101 @@
+#include "agents/lane_listener.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "agents/agent_server.h"
+#include "base/file_util.h"
+
+namespace ferry {
+namespace {
+
+// Socket buffers for a lane: a 2 MiB chunk crosses in a few system calls
+// (the kernel caps this at net.core.[rw]mem_max; fine).
+constexpr int kLaneSocketBytes = 4 << 20;
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+LaneListener::~LaneListener() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  struct stat st {};
+  // Only our own socket: a newer agent may have taken the path over since.
+  if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) ::unlink(path_.c_str());
+}
+
+Status LaneListener::listen(const std::string& path) {
+  if (path.size() > kMaxLaneSocketPath) {
+    return invalid_argument("lanes socket path is longer than " + std::to_string(kMaxLaneSocketPath) +
+                            " bytes: " + path);
+  }
+  const std::string dir = dirname_of(path);
+  FERRY_RETURN_IF_ERROR(make_dirs(dir));
+  (void)::chmod(dir.c_str(), 0700);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return internal_error("socket: " + errno_text());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  // Take the path over: a socket left there belongs to an agent whose coordinator
+  // is gone (or to a concurrent one of the same binary and workdir, serving alike).
+  ::unlink(path.c_str());
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0) {
+    Status s = unavailable("cannot listen on " + path + ": " + errno_text());
+    ::close(fd);
+    return s;
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+  }
+  fd_ = fd;
+  path_ = path;
+  return Status();
+}
+
+Status LaneListener::accept_one(const std::string& workdir, double idle_exit_s) {
+  int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (conn < 0) {
+    if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) return Status();
+    return internal_error("accept on " + path_ + ": " + errno_text());
+  }
+  int bytes = kLaneSocketBytes;
+  // Past net.core.[rw]mem_max when allowed (CAP_NET_ADMIN), else up to it.
+  if (::setsockopt(conn, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
+    (void)::setsockopt(conn, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  if (::setsockopt(conn, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+    (void)::setsockopt(conn, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  pid_t child = ::fork();
+  if (child < 0) {
+    Status s = unavailable("fork for a lane: " + errno_text());
+    ::close(conn);
+    return s;
+  }
+  if (child == 0) {
+    // The middle process exits at once, so the server is reparented and never a zombie.
+    if (::fork() != 0) _exit(0);
+    // Hold none of the main agent's fds: its channel must end when it exits.
+    int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::close(fd_);
+    _exit(AgentServer(workdir).serve(conn, conn, idle_exit_s));
+  }
+  ::close(conn);
+  while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return Status();
+}
+
+}  // namespace ferry

@@ -1,0 +1,115 @@
+// The agent's lanes socket (agents/lane_listener.h), with the real `ferry-agent
+// serve --lanes-socket`: a connection to the socket is a full agent of the same
+// workdir in a process of its own, which outlives the main agent; the main agent
+// removes its socket when its coordinator hangs up.
+#include "agents/lane_listener.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "base/file_util.h"
+#include "protocol/frame.h"
+#include "tests/support/process.h"
+
+namespace ferry {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A request written to `out_fd` and its reply read from `in_fd` (events skipped).
+protocol::Frame ask(int out_fd, int in_fd, uint32_t id, const std::string& op, nlohmann::json args) {
+  std::string out = protocol::encode_frame(protocol::make_request(id, op, std::move(args)));
+  EXPECT_EQ(::write(out_fd, out.data(), out.size()), static_cast<ssize_t>(out.size()));
+  protocol::FrameDecoder d;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(in_fd, buf, sizeof buf);
+    if (n <= 0) return protocol::Frame();
+    d.feed(buf, static_cast<size_t>(n));
+    auto f = d.next();
+    if (!f.ok()) return protocol::Frame();
+    if (f->has_value() && (*f)->type != protocol::FrameType::kEvent) return std::move(**f);
+  }
+}
+
+int connect_unix(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST(LaneListenerTest, ALaneIsAnAgentOfItsOwnThatOutlivesTheMainOneWhoseSocketGoes) {
+  testing::TempDir dir;
+  const std::string workdir = dir.file("work");
+  const std::string sock = workdir + "/.ferry/run/lanes-test.sock";
+  ASSERT_TRUE(make_dirs(workdir).ok());
+  ASSERT_TRUE(write_file_atomic(workdir + "/data.bin", "lane bytes").ok());
+  int to_agent[2], from_agent[2];
+  ASSERT_EQ(::pipe(to_agent), 0);
+  ASSERT_EQ(::pipe(from_agent), 0);
+  const std::string agent = testing::bin_dir() + "/ferry-agent";
+  pid_t main_pid = ::fork();
+  ASSERT_GE(main_pid, 0);
+  if (main_pid == 0) {
+    ::dup2(to_agent[0], 0);
+    ::dup2(from_agent[1], 1);
+    for (int fd : {to_agent[0], to_agent[1], from_agent[0], from_agent[1]}) ::close(fd);
+    ::execl(agent.c_str(), agent.c_str(), "serve", "--workdir", workdir.c_str(), "--lanes-socket", sock.c_str(),
+            static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ::close(to_agent[0]);
+  ::close(from_agent[1]);
+  // The main agent answers on its stdio, and its socket appears.
+  protocol::Frame main_hello = ask(to_agent[1], from_agent[0], 1, "hello", nlohmann::json::object());
+  ASSERT_EQ(main_hello.type, protocol::FrameType::kReply) << main_hello.header.dump();
+  ASSERT_TRUE(testing::wait_until([&] { return testing::exists(sock); }, 10s)) << sock;
+  struct stat st {};
+  ASSERT_EQ(::stat(dirname_of(sock).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "the socket's folder is the user's only";
+
+  int lane = connect_unix(sock);
+  ASSERT_GE(lane, 0);
+  protocol::Frame lane_hello = ask(lane, lane, 1, "hello", nlohmann::json::object());
+  ASSERT_EQ(lane_hello.type, protocol::FrameType::kReply) << lane_hello.header.dump();
+  EXPECT_EQ(lane_hello.header.value("workdir", ""), workdir);
+  EXPECT_NE(lane_hello.header.value("pid", 0), main_hello.header.value("pid", 0)) << "a lane runs in its own process";
+  protocol::Frame read = ask(lane, lane, 2, "fs.read", {{"path", "data.bin"}, {"offset", 0}, {"length", 10}});
+  ASSERT_EQ(read.type, protocol::FrameType::kReply) << read.header.dump();
+  EXPECT_EQ(read.body, "lane bytes");
+
+  // The coordinator hangs up on the main agent: it exits and takes its socket along,
+  // while the lane keeps serving.
+  ::close(to_agent[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(main_pid, &status, 0), main_pid);
+  EXPECT_FALSE(testing::exists(sock));
+  protocol::Frame ping = ask(lane, lane, 3, "ping", nlohmann::json::object());
+  EXPECT_EQ(ping.type, protocol::FrameType::kReply) << ping.header.dump();
+  ::close(lane);
+  ::close(from_agent[0]);
+}
+
+TEST(LaneListenerTest, APathTooLongForASocketIsRefusedByName) {
+  LaneListener l;
+  Status s = l.listen("/tmp/" + std::string(kMaxLaneSocketPath, 'x') + ".sock");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("longer than"), std::string::npos) << s.message();
+  EXPECT_EQ(l.fd(), -1);
+}
+
+}  // namespace
+}  // namespace ferry
