@@ -46,6 +46,12 @@ std::string random_token() {
 }
 
 
+std::string seconds_text(double s) {
+  std::ostringstream t;
+  t << s << "s";
+  return t.str();
+}
+
 }  // namespace
 
 struct Scheduler::StageState {
@@ -59,6 +65,9 @@ struct Scheduler::StageState {
   bool reattach = false;      // resume: the newest attempt is still out there
   std::shared_ptr<StageRunner> runner;
   std::unique_ptr<boost::asio::steady_timer> retry_timer;
+  std::unique_ptr<boost::asio::steady_timer> timeout_timer;  // kinds whose job does not enforce `timeout`
+  bool timed_out = false;     // the timeout cancelled the running attempt
+  int64_t started_ms = 0;     // of the newest attempt (a re-attached one keeps its start)
   std::unique_ptr<AttemptEnv> env;
   std::map<std::string, std::string> outputs;
 };
@@ -85,7 +94,7 @@ class Scheduler::AttemptEnv : public StageEnv {
   void record_event(const std::string& type, nlohmann::json detail) override {
     detail["attempt"] = attempt_;
     Status st = s_.store_.add_event(s_.run_.id, stage_, type, detail);
-    if (!st.ok()) s_.store_error_ = st;
+    if (!st.ok()) s_.store_failed(st);
     if (type == "host.disconnected") s_.say(stage_, "lost its host: " + detail.value("why", std::string()), "33");
     if (type == "host.reconnected") s_.say(stage_, "host is back", "36");
     if (type == "attempt.reattached") s_.say(stage_, "re-attached to the running job", "36");
@@ -112,11 +121,11 @@ class Scheduler::AttemptEnv : public StageEnv {
   int64_t log_size() override { return log_size_; }
   void set_disconnected(int64_t since_ms) override {
     Status st = s_.store_.set_disconnected(s_.run_.id, stage_, since_ms);
-    if (!st.ok()) s_.store_error_ = st;
+    if (!st.ok()) s_.store_failed(st);
   }
   void set_progress(nlohmann::json progress) override {
     Status st = s_.store_.set_progress(s_.run_.id, stage_, progress);
-    if (!st.ok()) s_.store_error_ = st;
+    if (!st.ok()) s_.store_failed(st);
     // The terminal hears about it too, at most every kProgressLineMs (a TTY gets it more often).
     int64_t now = now_ms();
     bool tty = s_.options_.color;
@@ -189,6 +198,7 @@ Status Scheduler::load() {
     st.attempt = rec.attempt;
     st.token = rec.token;
     st.recorded_hash = rec.inputs_hash;
+    st.started_ms = rec.started_ms;
     st.outputs = rec.outputs;
     if (rec.state == "succeeded") {
       st.state = "succeeded";  // kept if its inputs are unchanged (checked when it comes up)
@@ -234,7 +244,7 @@ HostConnection& Scheduler::connection(const std::string& name, int lane) {
     if (lane != 0) return;  // data lanes come and go with copies; the main link tells the story
     Status st = store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
                                  {{"host", name}, {"why", why}});
-    if (!st.ok()) store_error_ = st;
+    if (!st.ok()) store_failed(st);
   });
   hosts_[key] = conn;
   return *conn;
@@ -380,10 +390,8 @@ static std::string hash_inputs(const nlohmann::json& inputs) {
 }
 
 void Scheduler::schedule() {
-  if (finished_) return;
-  if (!store_error_.ok()) {
-    request_cancel(true);
-  }
+  // After a store failure nothing new starts (it could not be recorded first).
+  if (finished_ || !store_error_.ok()) return;
   bool changed = true;
   while (changed) {
     changed = false;
@@ -405,7 +413,7 @@ void Scheduler::schedule() {
       if (!blocked_by.empty() && st.state == "pending") {
         st.state = "skipped";
         Status s = store_.set_stage_state(run_.id, spec.name, "skipped", "needs '" + blocked_by + "', which did not succeed");
-        if (!s.ok()) store_error_ = s;
+        if (!s.ok()) store_failed(s);
         say(spec.name, "skipped: needs '" + blocked_by + "', which did not succeed", "90");
         changed = true;
         continue;
@@ -435,16 +443,17 @@ void Scheduler::schedule() {
 }
 
 void Scheduler::start_attempt(StageState& st, bool reattach) {
+  if (!store_error_.ok()) return;
   const Stage& s = *st.spec;
   auto inputs = stage_inputs(st);
   if (!inputs.ok()) {
     int attempt = st.attempt + 1;
     std::string token = random_token();
     Status b = store_.begin_attempt(run_.id, s.name, attempt, token, "");
-    if (!b.ok()) store_error_ = b;
+    if (!b.ok()) store_failed(b);
     st.attempt = attempt;
     auto r = store_.finish_attempt(run_.id, s.name, attempt, "failed", std::nullopt, inputs.status().message());
-    if (!r.ok()) store_error_ = r.status();
+    if (!r.ok()) store_failed(r.status());
     st.state = "failed";
     say(s.name, "failed: " + inputs.status().message(), "31");
     return;
@@ -453,9 +462,10 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
   if (!reattach) {
     st.attempt += 1;
     st.token = random_token();
+    st.started_ms = now_ms();
     Status b = store_.begin_attempt(run_.id, s.name, st.attempt, st.token, hash);
     if (!b.ok()) {
-      store_error_ = b;
+      store_failed(b);
       st.state = "failed";
       return;
     }
@@ -488,11 +498,39 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
                     " attempt " + std::to_string(attempt) + (s.host.empty() ? "" : " on " + s.host), "34");
   }
   std::string name = s.name;
+  st.timed_out = false;
   st.runner->start([this, name, attempt](StageOutcome o) { on_outcome(*stages_[name], attempt, std::move(o)); });
+  arm_timeout(st, attempt);
+}
+
+// A command's job, and an eval's worker on a host, are killed by their supervisor
+// at `timeout`; a copy and an eval in this process are timed here: the attempt is
+// cancelled hard and ends timed_out.
+void Scheduler::arm_timeout(StageState& st, int attempt) {
+  const Stage& s = *st.spec;
+  bool job_enforces = s.kind == StageKind::kCommand || (s.kind == StageKind::kEval && !s.host.empty());
+  if (s.timeout_s <= 0 || job_enforces || !st.runner) return;
+  int64_t left_ms = static_cast<int64_t>(s.timeout_s * 1000) - (now_ms() - st.started_ms);
+  st.timeout_timer = std::make_unique<boost::asio::steady_timer>(io_);
+  st.timeout_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(left_ms, 0)));
+  std::string name = s.name;
+  st.timeout_timer->async_wait([this, name, attempt](const boost::system::error_code& ec) {
+    StageState& st = *stages_[name];
+    if (ec || st.attempt != attempt || !st.runner || st.state != "running") return;
+    st.timed_out = true;
+    say(name, "timed out after " + seconds_text(st.spec->timeout_s) + "; stopping it", "33");
+    st.runner->cancel(true);
+  });
 }
 
 void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
   const Stage& s = *st.spec;
+  if (st.timeout_timer) st.timeout_timer->cancel();
+  if (st.timed_out && o.state != StageOutcome::State::kSucceeded) {
+    o.state = StageOutcome::State::kTimedOut;
+    o.error = "timed out after " + seconds_text(s.timeout_s) + " (`timeout`)";
+  }
+  st.timed_out = false;
   // Declared outputs with a value are computed now, from the finished stage's world.
   if (o.state == StageOutcome::State::kSucceeded) {
     for (const auto& out : s.outputs) {
@@ -512,13 +550,13 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
   if (o.state == StageOutcome::State::kSucceeded) {
     Status so = store_.set_outputs(run_.id, s.name, o.outputs);
     if (so.ok()) so = store_.set_metrics(run_.id, s.name, o.metrics);
-    if (!so.ok()) store_error_ = so;
+    if (!so.ok()) store_failed(so);
   } else if (!o.metrics.empty()) {
     Status so = store_.set_metrics(run_.id, s.name, o.metrics);
-    if (!so.ok()) store_error_ = so;
+    if (!so.ok()) store_failed(so);
   }
   auto recorded = store_.finish_attempt(run_.id, s.name, attempt, state, code, o.error);
-  if (!recorded.ok()) store_error_ = recorded.status();
+  if (!recorded.ok()) store_failed(recorded.status());
   st.runner.reset();
   if (o.state == StageOutcome::State::kSucceeded) {
     st.state = "succeeded";
@@ -537,7 +575,7 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
     double delay = std::min(kMaxRetryBackoffS, s.retry_backoff_s * std::pow(2.0, st.attempts_this_run - 1));
     st.state = "retrying";
     Status e = store_.set_stage_state(run_.id, s.name, "retrying", o.error);
-    if (!e.ok()) store_error_ = e;
+    if (!e.ok()) store_failed(e);
     say(s.name, state + ": " + o.error + "; retrying in " + std::to_string(delay).substr(0, 4) + "s", "33");
     st.retry_timer = std::make_unique<boost::asio::steady_timer>(io_);
     st.retry_timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)));
@@ -561,12 +599,20 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
   schedule();
 }
 
+void Scheduler::store_failed(Status why) {
+  if (!store_error_.ok() || finished_) return;
+  store_error_ = std::move(why);
+  say("", "stopping: " + store_error_.message() + "; the jobs keep running: `ferry resume " + run_.id +
+              "` re-attaches once the state store works again", "31");
+  io_.stop();  // after this handler; nothing is cancelled, as after a crash
+}
+
 void Scheduler::request_cancel(bool hard) {
   int level = hard ? 2 : 1;
   if (cancel_level_ >= level) return;
   cancel_level_ = level;
   Status s = store_.request_cancel(run_.id);
-  if (!s.ok()) store_error_ = s;
+  if (!s.ok()) store_failed(s);
   say("", hard ? "cancelling hard (SIGKILL to running jobs)" : "cancelling (Ctrl-C again to kill)", nullptr);
   if (hard) {
     hard_cancel_deadline_.expires_after(std::chrono::milliseconds(kHardCancelExitMs));
@@ -578,7 +624,7 @@ void Scheduler::request_cancel(bool hard) {
         if (st->state == "running") waiting += " " + name;
       }
       Status e = store_.add_event(run_.id, "", "run.abandoned", {{"stages", waiting}});
-      if (!e.ok()) store_error_ = e;
+      if (!e.ok()) store_failed(e);
       say("", "leaving now: no word from the hosts of" + waiting + "; their jobs stay recorded: `ferry resume " +
                   run_.id + "` re-attaches, `ferry cancel " + run_.id + "` stops them",
           "31");
@@ -616,13 +662,13 @@ void Scheduler::finish_run() {
       std::string why = cancel_level_ ? "cancelled" : "never started";
       st.state = cancel_level_ ? "cancelled" : "skipped";
       Status s = store_.set_stage_state(run_.id, spec.name, st.state, why);
-      if (!s.ok()) store_error_ = s;
+      if (!s.ok()) store_failed(s);
     }
     if (st.state != "succeeded") all_ok = false;
   }
   final_state_ = all_ok ? "succeeded" : cancel_level_ ? "cancelled" : "failed";
   Status s = store_.set_run_state(run_.id, final_state_, 0);
-  if (!s.ok()) store_error_ = s;
+  if (!s.ok()) store_failed(s);
   say("", "run " + run_.id + " " + final_state_, final_state_ == "succeeded" ? "32" : "31");
   signals_.cancel();
   cancel_watch_.cancel();
@@ -665,7 +711,11 @@ Result<std::string> Scheduler::run() {
     return internal_error("run " + run_.id + " stopped on an unexpected agent reply (" + e.what() +
                           "); its jobs keep running: `ferry resume " + run_.id + "` re-attaches");
   }
-  if (!store_error_.ok()) return store_error_;
+  if (!store_error_.ok()) {
+    return Status(store_error_.code(), store_error_.message() + "; run " + run_.id +
+                                           " left running, its jobs untouched: `ferry resume " + run_.id +
+                                           "` re-attaches");
+  }
   if (abandoned_) return Status(StatusCode::kCancelled, "run " + run_.id + " left running after a second Ctrl-C");
   return final_state_;
 }

@@ -374,3 +374,28 @@ TEST_F(LocalCopyTest, ASourceListingThatEscapesTheCopyIsRefusedAndWritesNothing)
 
 } // namespace
 } // namespace ferry::copytest
+
+namespace ferry::copytest {
+namespace {
+
+// `timeout` holds for a copy too (review F17): a source whose reads are never
+// answered (its agent alive and beating) used to keep the copy, and the run,
+// going forever. The attempt ends timed_out, naming the timeout.
+TEST_F(LocalCopyTest, ACopyThatOutlivesItsTimeoutEndsTimedOut) {
+  auto env = this->env();
+  env["FERRY_AGENT_BIN"] = testing::bin_dir() + "/lying-agent";
+  env["LYING_AGENT_REAL"] = testing::bin_dir() + "/ferry-agent";
+  env["LYING_AGENT_WORKDIR"] = a_dir();
+  env["LYING_AGENT_HOLD_OP"] = "fs.read";
+  std::string wf = copy_workflow("stall", b_dir(), "a:ckpt", "b:incoming/ckpt", "");
+  testing::write_text(wf, testing::read_text(wf) + "    timeout: 2s\n");
+  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", wf}, env, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage(status(run_id(r)), "copy");
+  EXPECT_EQ(s["state"], "timed_out") << s.dump(2);
+  EXPECT_NE(s.value("error", "").find("timed out after 2s"), std::string::npos) << s.dump(2);
+  EXPECT_FALSE(testing::exists(dest() + "/.ferry-complete"));
+}
+
+}  // namespace
+}  // namespace ferry::copytest
