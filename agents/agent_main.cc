@@ -15,11 +15,11 @@
 #include <string>
 
 #include "agents/agent_server.h"
-#include "agents/file_util.h"
 #include "agents/push.h"
-#include "agents/push_progress.h"
 #include "base/chunk_memory.h"
 #include "base/file_hash.h"
+#include "base/file_util.h"
+#include "transfer/push_progress.h"
 
 namespace {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/child_process.h"
-#include "agents/protocol/frame.h"
+#include "base/child_process.h"
+#include "protocol/frame.h"
 
 namespace ferry {
 

@@ -10,11 +10,11 @@
 #include <cerrno>
 #include <chrono>
 
-#include "agents/chunk_files.h"
 #include "agents/detached_job.h"
-#include "agents/file_util.h"
 #include "agents/host_probe.h"
 #include "agents/job_journal.h"
+#include "base/file_util.h"
+#include "transfer/chunk_files.h"
 
 namespace ferry {
 namespace {

@@ -1,6 +1,6 @@
 // AgentServer: the request handler and serve loop of `ferry-agent serve`.
 //
-// Speaks the framed protocol (agents/protocol/frame.h) over two fds. Requests are
+// Speaks the framed protocol (protocol/frame.h) over two fds. Requests are
 // handled in order, one at a time; replies carry the request id. Long work never
 // happens here: jobs are detached (detached_job.h), so a reply is always quick.
 // A malformed frame gets an error frame and the connection is closed: the agent
@@ -32,8 +32,8 @@
 #include <string>
 
 #include "agents/job_journal.h"
-#include "agents/protocol/frame.h"
 #include "base/version.h"
+#include "protocol/frame.h"
 
 namespace ferry {
 

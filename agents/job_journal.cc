@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "agents/file_util.h"
+#include "base/file_util.h"
 
 namespace ferry {
 

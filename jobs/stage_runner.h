@@ -19,8 +19,8 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
-#include "agents/protocol/frame.h"
 #include "base/status.h"
+#include "protocol/frame.h"
 
 namespace ferry {
 

@@ -1,7 +1,7 @@
 // AgentTransport: a byte stream to a running `ferry-agent serve` on one host.
 //
 // Implementations: a local subprocess over pipes (local_transport.h) and an exec
-// channel over libssh (ssh/ssh_transport.h). The framed protocol (agents/protocol/)
+// channel over libssh (ssh/ssh_transport.h). The framed protocol (protocol/)
 // rides on top and knows nothing of which one carries it.
 //
 // Thread contract: one object is created, opened, read, written and closed by ONE

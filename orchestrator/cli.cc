@@ -9,9 +9,9 @@
 #include <functional>
 #include <iostream>
 
-#include "agents/file_util.h"
-#include "agents/protocol/frame.h"
+#include "base/file_util.h"
 #include "base/version.h"
+#include "protocol/frame.h"
 
 namespace ferry::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <thread>
 
-#include "agents/file_util.h"
+#include "base/file_util.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/scheduler.h"
 #include "orchestrator/status_view.h"

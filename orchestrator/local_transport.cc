@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "agents/file_util.h"
+#include "base/file_util.h"
 
 namespace ferry {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "agents/child_process.h"
+#include "base/child_process.h"
 #include "orchestrator/agent_transport.h"
 
 namespace ferry {

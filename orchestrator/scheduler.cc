@@ -15,11 +15,11 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "agents/file_util.h"
+#include "base/file_util.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/immediate_stage.h"
-#include "orchestrator/local_transport.h"
 #include "jobs/stage_factory.h"
+#include "orchestrator/local_transport.h"
 #include "orchestrator/transport_factory.h"
 #include "orchestrator/workflow_paths.h"
 #include "workflows/dag.h"

@@ -7,7 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "agents/file_util.h"
+#include "base/file_util.h"
 
 namespace ferry {
 namespace {

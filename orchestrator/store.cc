@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "agents/file_util.h"
+#include "base/file_util.h"
 
 namespace ferry {
 namespace {

@@ -3,7 +3,7 @@
 #include <climits>
 #include <cstdlib>
 
-#include "agents/file_util.h"
+#include "base/file_util.h"
 
 namespace ferry {
 

@@ -4,13 +4,13 @@
 
 #include <chrono>
 
-#include "agents/chunk_files.h"
-#include "agents/file_util.h"
-#include "agents/push.h"
-#include "agents/push_progress.h"
+#include "base/file_util.h"
 #include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/log_tap_env.h"
+#include "transfer/chunk_files.h"
+#include "transfer/push_progress.h"
+#include "transfer/push_spec.h"
 
 namespace ferry {
 

@@ -6,13 +6,13 @@
 // agent runs `ferry-agent push` (agents/push.h) as a detached job — through a
 // CommandStage, so it is started, followed, re-attached after a drop or by
 // `ferry resume`, and cancelled exactly like a command — and the push's progress
-// lines (agents/push_progress.h) become this stage's progress. It needs both
+// lines (transfer/push_progress.h) become this stage's progress. It needs both
 // hosts on ssh and the source reaching the destination's address:port, which
 // the source's agent probes first (net.probe); otherwise it fails naming both.
 // `auto` is direct when that probe succeeds and relay otherwise, and relays
 // whenever keep_local is set (the coordinator needs the bytes then). The choice
 // and its reason are recorded in the copy.started event. Both routes use the
-// same plan, messages and receiver (agents/copy_plan.h, agents/chunk_files.h),
+// same plan, messages and receiver (transfer/copy_plan.h, transfer/chunk_files.h),
 // so either resumes what the other left.
 //
 // Relay data path per lane (a pair of extra connections, one to each host, each with
@@ -39,8 +39,8 @@
 #include <deque>
 #include <set>
 
-#include "agents/copy_plan.h"
 #include "jobs/stage_runner.h"
+#include "transfer/copy_plan.h"
 
 namespace ferry {
 

@@ -4,8 +4,8 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "agents/chunk_files.h"
-#include "agents/copy_plan.h"
+#include "transfer/chunk_files.h"
+#include "transfer/copy_plan.h"
 
 namespace ferry {
 namespace {

@@ -1,5 +1,5 @@
 // HostFileUpload: puts one coordinator file on a host through its agent's
-// receiver (recv.begin / recv.write / recv.commit, agents/chunk_files.h), so the
+// receiver (recv.begin / recv.write / recv.commit, transfer/chunk_files.h), so the
 // host ends with the file whole and verified chunk by chunk, or without it. A
 // host that already holds exactly these bytes (same file hash) gets nothing sent.
 // Used to ship the eval worker (by hash, like the agent) and coordinator prompts.

@@ -6,15 +6,15 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "agents/chunk_files.h"
-#include "agents/file_util.h"
 #include "base/file_hash.h"
+#include "base/file_util.h"
 #include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/eval_outcome.h"
 #include "jobs/eval_progress.h"
-#include "jobs/log_tap_env.h"
 #include "jobs/eval_remote/host_file_upload.h"
+#include "jobs/log_tap_env.h"
+#include "transfer/chunk_files.h"
 
 namespace ferry {
 namespace {

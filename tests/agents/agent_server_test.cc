@@ -9,9 +9,9 @@
 
 #include <thread>
 
-#include "agents/chunk_files.h"
-#include "agents/file_util.h"
+#include "base/file_util.h"
 #include "tests/support/process.h"
+#include "transfer/chunk_files.h"
 
 namespace ferry {
 namespace {

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agents/push_progress.h"
 #include "tests/copy/copy_test_util.h"
 #include "tests/support/process.h"
+#include "transfer/push_progress.h"
 
 namespace ferry {
 namespace {

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "agents/protocol/frame.h"
+#include "protocol/frame.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
-#include "agents/copy_plan.h"
+#include "transfer/copy_plan.h"
 
 #include <algorithm>
 
-#include "agents/chunk_files.h"
+#include "transfer/chunk_files.h"
 
 namespace ferry {
 namespace {

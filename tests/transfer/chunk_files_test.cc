@@ -1,12 +1,12 @@
 // The receiver's commit, on real files: it renames a verified part into place, and
 // a commit sent again (its first reply lost with a cut link) finds its work done
 // rather than failing on the part file it already renamed.
-#include "agents/chunk_files.h"
+#include "transfer/chunk_files.h"
 
 #include <gtest/gtest.h>
 
-#include "agents/file_util.h"
 #include "base/file_hash.h"
+#include "base/file_util.h"
 #include "tests/support/process.h"
 
 namespace ferry {

@@ -1,4 +1,4 @@
-#include "agents/protocol/frame.h"
+#include "protocol/frame.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "agents/child_process.h"
+#include "base/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>

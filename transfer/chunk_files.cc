@@ -1,4 +1,4 @@
-#include "agents/chunk_files.h"
+#include "transfer/chunk_files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <functional>
 
-#include "agents/file_util.h"
 #include "base/file_hash.h"
+#include "base/file_util.h"
 
 namespace ferry {
 namespace {

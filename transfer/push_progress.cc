@@ -1,4 +1,4 @@
-#include "agents/push_progress.h"
+#include "transfer/push_progress.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -2,11 +2,11 @@
 // source's listing and hashes, the receiver's begin and commit replies. Faulty or
 // hostile replies become errors or are ignored, never a path outside the copy,
 // an index outside a file, or an exception.
-#include "agents/copy_plan.h"
+#include "transfer/copy_plan.h"
 
 #include <gtest/gtest.h>
 
-#include "agents/protocol/frame.h"
+#include "protocol/frame.h"
 
 namespace ferry {
 namespace {

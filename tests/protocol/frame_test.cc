@@ -1,6 +1,6 @@
 // The frame codec: round trips, incremental feeding, and malformed input that
 // must be refused without a crash or a huge allocation.
-#include "agents/protocol/frame.h"
+#include "protocol/frame.h"
 
 #include <gtest/gtest.h>
 
