@@ -9,10 +9,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "agents/detached_job.h"
 #include "agents/host_probe.h"
 #include "agents/job_journal.h"
+#include "base/file_lock.h"
 #include "base/file_util.h"
 #include "transfer/chunk_files.h"
 
@@ -21,6 +25,7 @@ namespace {
 
 constexpr int64_t kMaxLogRead = 1 << 20;
 constexpr double kHeartbeatEveryS = 5.0;
+constexpr double kStopOlderAttemptS = 10.0;  // for a killed attempt's supervisor to record its end
 constexpr int kPipeBytes = 1 << 20;     // F_SETPIPE_SZ for stdin/stdout (the default max for a user)
 constexpr size_t kReadBytes = 1 << 20;  // most bytes one read() may take
 // Job keys carry a random run uid since schema 2, so two coordinators meet here only
@@ -167,8 +172,15 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
     }
   }
   JobPaths paths = job_paths(workdir_, *job, *attempt);
+  // One start at a time per job, across agents (a coordinator that lost the link
+  // mid-start sends job.start again through a new agent): the second waits here
+  // and then finds the first one's attempt, which it re-attaches to.
+  FERRY_RETURN_IF_ERROR(make_dirs(paths.job_dir));
+  auto lock = FileLock::take(paths.lock());
+  if (!lock.ok()) return lock.status();
   // Newest attempt wins: an older or competing token is refused, the same one is a re-attach.
   auto current = read_file(paths.current());
+  int fenced = 0;
   if (current.ok()) {
     int cur_attempt = 0;
     std::string cur_token;
@@ -197,6 +209,13 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
       }
       // spec written but the launch never finished: fall through and launch it now.
     }
+    if (cur_attempt > 0 && *attempt > cur_attempt) {
+      // Never two attempts at once: an older attempt still running here (its
+      // coordinator gave up on this host, or a resume started afresh) is stopped,
+      // and gone, before the new one starts.
+      FERRY_RETURN_IF_ERROR(stop_attempt(job_paths(workdir_, *job, cur_attempt)));
+      fenced = cur_attempt;
+    }
   }
   FERRY_RETURN_IF_ERROR(make_dirs(paths.attempt_dir));
   FERRY_RETURN_IF_ERROR(make_dirs(spec.cwd));
@@ -204,13 +223,29 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
                               {"timeout_s", spec.timeout_s}, {"env", spec.env}};
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump()));
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(*attempt) + " " + *token));
+  spec.start_lock_fd = lock->fd();
   auto pid = launch_detached(paths, spec);
   if (!pid.ok()) return pid.status();
   auto rec = read_job_record(paths);
   if (!rec.ok()) return rec.status();
   nlohmann::json j = rec->to_json();
   j["reattached"] = false;
+  if (fenced > 0) j["stopped_attempt"] = fenced;
   return j;
+}
+
+Status AgentServer::stop_attempt(const JobPaths& older) {
+  auto rec = read_job_record(older);
+  if (!rec.ok() || rec->state != "running") return Status();
+  FERRY_RETURN_IF_ERROR(signal_job(older, /*hard=*/true));
+  // Its supervisor reaps the group and records the exit at once; wait for that.
+  auto until = mono_s() + kStopOlderAttemptS;
+  while (mono_s() < until) {
+    rec = read_job_record(older);
+    if (!rec.ok() || rec->state != "running") return Status();
+    ::usleep(20 * 1000);
+  }
+  return unavailable("attempt " + older.attempt_dir + " is still running after SIGKILL; the new attempt waits");
 }
 
 Result<nlohmann::json> AgentServer::job_status(const nlohmann::json& args) {
@@ -350,14 +385,64 @@ Result<nlohmann::json> AgentServer::fs_stat(const nlohmann::json& args) {
                         {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000}};
 }
 
+// Writes frames to the coordinator for the serve loop and, every
+// kHeartbeatEveryS that nothing else went out, a heartbeat: from a thread of its
+// own, so an operation that takes minutes (hashing a 100 GiB file on slow
+// storage, an fsync that stalls) keeps the link alive instead of being taken for
+// a dead agent and sent again.
+class AgentServer::Output {
+ public:
+  explicit Output(int fd) : fd_(fd), last_out_(mono_s()), beats_([this] { beat_loop(); }) {}
+  ~Output() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    beats_.join();
+  }
+  bool write(const protocol::Frame& frame) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_) return false;
+    failed_ = !write_frame(fd_, frame);
+    last_out_ = mono_s();
+    return !failed_;
+  }
+
+ private:
+  void beat_loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      double due = last_out_ + kHeartbeatEveryS - mono_s();
+      if (due > 0) {
+        cv_.wait_for(lock, std::chrono::duration<double>(due));
+        continue;
+      }
+      protocol::Frame beat;
+      beat.type = protocol::FrameType::kEvent;
+      beat.header = {{"event", "heartbeat"}, {"now_ms", now_ms()}};
+      if (!failed_) failed_ = !write_frame(fd_, beat);
+      last_out_ = mono_s();
+    }
+  }
+
+  int fd_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool failed_ = false;
+  double last_out_;
+  std::thread beats_;  // last: started once the rest is set
+};
+
 int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s) {
   // Bigger pipes to and from sshd: a 2 MiB chunk crosses in a few system calls
   // and context switches instead of one per 64 KiB. Sockets and files refuse; fine.
   (void)::fcntl(in_fd, F_SETPIPE_SZ, kPipeBytes);
   (void)::fcntl(out_fd, F_SETPIPE_SZ, kPipeBytes);
   protocol::FrameDecoder decoder;
+  Output out(out_fd);
   double last_in = mono_s();
-  double last_out = mono_s();
   for (;;) {
     pollfd p{in_fd, POLLIN, 0};
     int r = ::poll(&p, 1, 1000);
@@ -374,22 +459,15 @@ int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s) {
       for (;;) {
         auto next = decoder.next();
         if (!next.ok()) {
-          write_frame(out_fd, protocol::make_error(0, next.status()));
+          out.write(protocol::make_error(0, next.status()));
           return 2;
         }
         if (!next->has_value()) break;
-        if (!write_frame(out_fd, handle(**next))) return 1;
-        last_out = mono_s();
+        if (!out.write(handle(**next))) return 1;
+        last_in = mono_s();  // a long operation is not the coordinator's silence
       }
     }
     if (now - last_in > idle_exit_s) return 3;  // a silent coordinator is a dead one
-    if (now - last_out >= kHeartbeatEveryS) {
-      protocol::Frame beat;
-      beat.type = protocol::FrameType::kEvent;
-      beat.header = {{"event", "heartbeat"}, {"now_ms", now_ms()}};
-      if (!write_frame(out_fd, beat)) return 1;
-      last_out = now;
-    }
   }
 }
 

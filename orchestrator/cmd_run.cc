@@ -17,7 +17,7 @@ namespace {
 // Drives the run to its end. With `json`, progress goes to stderr and stdout
 // carries only the finished run as JSON (what `ferry status --json` prints).
 // The caller holds the run's lock (`lock`) for as long as this process lives.
-int drive(Store& store, const RunLock& lock, workflow::Workflow wf, RunRecord run, bool json, bool cancel_now) {
+int drive(Store& store, const FileLock& lock, workflow::Workflow wf, RunRecord run, bool json, bool cancel_now) {
   (void)lock;
   std::ostream& progress = json ? std::cerr : std::cout;
   int progress_fd = json ? 2 : 1;
