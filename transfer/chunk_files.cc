@@ -322,18 +322,29 @@ Status receive_commit(const std::string& dest, int64_t chunk_size, const std::ve
     (void)w;
     return data_loss(std::to_string(bad->size()) + " chunk(s) of " + dest + " failed verification on disk");
   }
-  int wfd = ::open(part.c_str(), O_WRONLY | O_CLOEXEC);
-  if (wfd >= 0) {
-    ::fsync(wfd);
-    ::close(wfd);
-  }
+  // Verified bytes are committed only once they are on disk: a write error the
+  // kernel held back (delayed allocation on a full disk, EIO, an NFS server)
+  // surfaces at fsync, and then the part file stays a part file.
   ::close(fd);
+  int wfd = ::open(part.c_str(), O_WRONLY | O_CLOEXEC);
+  if (wfd < 0) return errno_status("open " + part + " to flush it", errno);
+  if (::fsync(wfd) != 0) {
+    int err = errno;
+    ::close(wfd);
+    return data_loss("flushing " + part + " to disk failed (" + std::strerror(err) + "); " + dest +
+                     " was not committed");
+  }
+  ::close(wfd);
   if (::rename(part.c_str(), dest.c_str()) != 0) return errno_status("rename " + part, errno);
   int dfd = ::open(dirname_of(dest).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
+  if (dfd < 0) return errno_status("open " + dirname_of(dest) + " to flush it", errno);
+  if (::fsync(dfd) != 0) {
+    int err = errno;
     ::close(dfd);
+    return data_loss("flushing the folder " + dirname_of(dest) + " to disk failed (" + std::strerror(err) + "); " +
+                     dest + " may not survive a crash");
   }
+  ::close(dfd);
   ::unlink(journal_path(dest).c_str());
   ::unlink(spec_path(dest).c_str());
   return Status();

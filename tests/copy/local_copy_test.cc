@@ -378,6 +378,30 @@ TEST_F(LocalCopyTest, ASourceListingThatEscapesTheCopyIsRefusedAndWritesNothing)
 namespace ferry::copytest {
 namespace {
 
+// A flush that fails fails the commit (review F11): the destination's agent runs
+// under strace, which makes every fsync from its third on fail with EIO (the first
+// two are recv.begin's own: the copy's spec file and its folder). The copy used to
+// rename the part file into place and report it verified.
+TEST_F(LocalCopyTest, AFailedFlushFailsTheCommitAndPublishesNothing) {
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "needs strace (scripts/install-deps.sh)";
+  std::string wrapper = work_.file("eio-agent");
+  testing::write_text(wrapper, "#!/bin/sh\ncase \"$*\" in *'--workdir " + b_dir() +
+                                   "'*) exec strace -f -qq -o /dev/null -e trace=fsync "
+                                   "-e inject=fsync:error=EIO:when=3+ " + testing::bin_dir() +
+                                   "/ferry-agent \"$@\";;\nesac\nexec " + testing::bin_dir() + "/ferry-agent \"$@\"\n");
+  ::chmod(wrapper.c_str(), 0755);
+  auto env = this->env();
+  env["FERRY_AGENT_BIN"] = wrapper;
+  std::string one = "a:ckpt/" + files_[0].rel;
+  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", copy_workflow("eio", b_dir(), one, "b:one.bin", "")},
+                                env, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage(status(run_id(r)), "copy");
+  EXPECT_EQ(s["state"], "failed") << s.dump(2);
+  EXPECT_NE(s.value("error", "").find("Input/output error"), std::string::npos) << s.dump(2);
+  EXPECT_FALSE(testing::exists(b_dir() + "/one.bin")) << "a file that never reached the disk was published";
+}
+
 // `timeout` holds for a copy too (review F17): a source whose reads are never
 // answered (its agent alive and beating) used to keep the copy, and the run,
 // going forever. The attempt ends timed_out, naming the timeout.
