@@ -221,7 +221,8 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   FERRY_RETURN_IF_ERROR(make_dirs(spec.cwd));
   nlohmann::json spec_json = {{"token", *token}, {"command", spec.command}, {"cwd", spec.cwd},
                               {"timeout_s", spec.timeout_s}, {"env", spec.env}};
-  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump()));
+  // The job's env may hold secrets: the spec is the user's alone.
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump(), 0600));
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(*attempt) + " " + *token));
   spec.start_lock_fd = lock->fd();
   auto pid = launch_detached(paths, spec);

@@ -42,7 +42,7 @@ void write_fd_all(int fd, const std::string& s) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   ::signal(SIGPIPE, SIG_DFL);
   ::signal(SIGHUP, SIG_DFL);
-  int log = ::open(paths.log().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  int log = ::open(paths.log().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (log < 0 || devnull < 0) _exit(126);
   ::dup2(devnull, 0);

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <random>
 #include <chrono>
 
 namespace ferry {
@@ -29,9 +31,14 @@ Result<std::string> read_file(const std::string& path) {
   return out;
 }
 
-Status write_file_atomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+Status write_file_atomic(const std::string& path, const std::string& data, int mode) {
+  // A fresh name nobody could have planted a symlink at (shared, group-writable
+  // folders): random, created exclusively, never followed.
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + suffix;
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return errno_status("create " + tmp, errno);
   size_t off = 0;
   while (off < data.size()) {

@@ -1,5 +1,7 @@
 #include "orchestrator/store.h"
 
+#include <sys/stat.h>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
@@ -190,7 +192,8 @@ std::string Store::default_path() {
   const char* home = std::getenv("FERRY_HOME");
   if (home && *home) return std::string(home) + "/ferry.db";
   const char* user_home = std::getenv("HOME");
-  return std::string(user_home && *user_home ? user_home : "/tmp") + "/.local/share/ferry/ferry.db";
+  if (!user_home || !*user_home) return "";  // the caller asks for FERRY_HOME or HOME
+  return std::string(user_home) + "/.local/share/ferry/ferry.db";
 }
 
 std::string RunRecord::job_key(const std::string& stage) const {
@@ -199,9 +202,13 @@ std::string RunRecord::job_key(const std::string& stage) const {
 
 Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
   FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(path)));
+  // Params (often tokens), workflow sources, logs and local hosts' job specs live
+  // in ferry's home: the user's alone. (A --db elsewhere keeps its folder's mode.)
+  if (path == default_path()) (void)::chmod(dirname_of(path).c_str(), 0700);
   std::unique_ptr<Store> store(new Store(path));
   try {
     store->db_ = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    (void)::chmod(path.c_str(), 0600);  // SQLite gives its -wal and -shm files the same mode
     store->patience_ms_ = patience_from_env();
     store->db_->setBusyTimeout(static_cast<int>(std::min(kMaxBusyWaitMs, std::max<int64_t>(store->patience_ms_, 1))));
     store->db_->exec("PRAGMA journal_mode=WAL");

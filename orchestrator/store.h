@@ -130,7 +130,8 @@ class Store {
   Status add_event(const std::string& run_id, const std::string& stage, const std::string& type,
                    const nlohmann::json& detail);
 
-  /// "$FERRY_HOME/ferry.db" (FERRY_HOME defaults to ~/.local/share/ferry).
+  /// "$FERRY_HOME/ferry.db" (FERRY_HOME defaults to ~/.local/share/ferry); "" when
+  /// neither FERRY_HOME nor HOME is set (no shared fallback such as /tmp).
   static std::string default_path();
   const std::string& path() const { return path_; }
 

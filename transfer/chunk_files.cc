@@ -182,7 +182,11 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
   }
   nlohmann::json spec = {{"size", size}, {"chunk_size", chunk_size}};
   auto old_spec = read_file(spec_path(dest));
-  bool resume = old_spec.ok() && nlohmann::json::parse(*old_spec, nullptr, false) == spec && path_exists(part_path(dest));
+  // A part file to resume is a plain file of ours: a symlink planted at its name
+  // (a shared, group-writable folder) is removed, never written through.
+  struct stat part_st;
+  bool part_is_file = ::lstat(part_path(dest).c_str(), &part_st) == 0 && S_ISREG(part_st.st_mode);
+  bool resume = old_spec.ok() && nlohmann::json::parse(*old_spec, nullptr, false) == spec && part_is_file;
   if (!resume) {
     ::unlink(part_path(dest).c_str());
     ::unlink(journal_path(dest).c_str());
@@ -198,7 +202,9 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
     }
     FERRY_RETURN_IF_ERROR(write_file_atomic(spec_path(dest), spec.dump()));
   }
-  int fd = ::open(part_path(dest).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, (mode & 0777) | 0600);
+  // Never through a symlink someone planted at our part file's name.
+  int fd = ::open(part_path(dest).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? 0 : O_EXCL),
+                  (mode & 0777) | 0600);
   if (fd < 0) return errno_status("create " + part_path(dest), errno);
   if (::ftruncate(fd, size) != 0) {
     int err = errno;
@@ -249,7 +255,7 @@ Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size,
                      ", expected " + hash);
   }
   std::string part = part_path(dest);
-  int fd = ::open(part.c_str(), O_WRONLY | O_CLOEXEC);
+  int fd = ::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return errno_status("open " + part + " (was the copy begun?)", errno);
   Status s = pwrite_all(fd, data.data(), static_cast<int64_t>(data.size()), index * chunk_size, part);
   // Start writing the chunk to disk now, without waiting for it: otherwise the whole
@@ -260,7 +266,7 @@ Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size,
   if (!s.ok()) return s;
   // One short O_APPEND write per chunk: concurrent writers never interleave inside a line.
   std::string line = std::to_string(index) + " " + hash + "\n";
-  int jfd = ::open(journal_path(dest).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int jfd = ::open(journal_path(dest).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (jfd < 0) return errno_status("open " + journal_path(dest), errno);
   ssize_t n = ::write(jfd, line.data(), line.size());
   ::close(jfd);
@@ -289,7 +295,7 @@ bool already_committed(const std::string& dest, int64_t chunk_size, const std::v
 Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
                       std::vector<int64_t>* bad) {
   std::string part = part_path(dest);
-  int fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(part.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT && already_committed(dest, chunk_size, chunk_hashes)) return Status();
@@ -326,7 +332,7 @@ Status receive_commit(const std::string& dest, int64_t chunk_size, const std::ve
   // kernel held back (delayed allocation on a full disk, EIO, an NFS server)
   // surfaces at fsync, and then the part file stays a part file.
   ::close(fd);
-  int wfd = ::open(part.c_str(), O_WRONLY | O_CLOEXEC);
+  int wfd = ::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
   if (wfd < 0) return errno_status("open " + part + " to flush it", errno);
   if (::fsync(wfd) != 0) {
     int err = errno;

@@ -402,6 +402,26 @@ TEST_F(LocalCopyTest, AFailedFlushFailsTheCommitAndPublishesNothing) {
   EXPECT_FALSE(testing::exists(b_dir() + "/one.bin")) << "a file that never reached the disk was published";
 }
 
+// Symlinks planted at the receiver's own file names (review F14: a shared,
+// group-writable destination folder): a part file "to resume" that is a symlink
+// to another file, and a journal likewise. The copy lands, and the files the links
+// pointed at are untouched.
+TEST_F(LocalCopyTest, SymlinksPlantedAtThePartFileNamesAreNeverWrittenThrough) {
+  std::string victim = work_.file("victim"), victim2 = work_.file("victim2");
+  testing::write_text(victim, "precious\n");
+  testing::write_text(victim2, "precious too\n");
+  std::string dest = b_dir() + "/one.bin";
+  nlohmann::json spec = {{"size", files_[0].size}, {"chunk_size", 2 << 20}};
+  testing::write_text(dest + ".ferry-spec", spec.dump());
+  ASSERT_EQ(::symlink(victim.c_str(), (dest + ".ferry-part").c_str()), 0);
+  ASSERT_EQ(::symlink(victim2.c_str(), (dest + ".ferry-journal").c_str()), 0);
+  auto r = ferry({"run", copy_workflow("planted", b_dir(), "a:ckpt/" + files_[0].rel, "b:one.bin", "")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(testing::read_text(victim), "precious\n");
+  EXPECT_EQ(testing::read_text(victim2), "precious too\n");
+  EXPECT_EQ(testing::read_text(dest), testing::read_text(source() + "/" + files_[0].rel));
+}
+
 // `timeout` holds for a copy too (review F17): a source whose reads are never
 // answered (its agent alive and beating) used to keep the copy, and the run,
 // going forever. The attempt ends timed_out, naming the timeout.
