@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "base/file_util.h"
+#include "base/terminal_text.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/immediate_stage.h"
 #include "jobs/stage_factory.h"
@@ -101,7 +102,7 @@ class Scheduler::AttemptEnv : public StageEnv {
   }
   Status append_log(const std::string& bytes) override {
     FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(log_path_)));
-    int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) return errno_status("open " + log_path_, errno);
     size_t off = 0;
     while (off < bytes.size()) {
@@ -179,7 +180,7 @@ void Scheduler::say(const std::string& stage, const std::string& message, const 
     if (options_.color && color) line << "\033[" << color << "m" << stage << "\033[0m ";
     else line << stage << " ";
   }
-  line << message << "\n";
+  line << escape_controls(message) << "\n";  // messages carry hosts' words
   *options_.out << line.str() << std::flush;
 }
 
