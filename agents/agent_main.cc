@@ -1,4 +1,4 @@
-// ferry-agent: the small static binary that runs on every host (DESIGN §2, §4).
+// ferry-agent: the small static binary that runs on every host (docs/DESIGN.md §2, §4).
 //   ferry-agent serve --workdir DIR   speak the frame protocol on stdin/stdout
 //   ferry-agent version               print the agent and protocol versions
 //   ferry-agent hash-self             print the XXH3-128 of this binary (bootstrap check)

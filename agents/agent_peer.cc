@@ -1,17 +1,12 @@
 #include "agents/agent_peer.h"
 
-#include <chrono>
+#include "base/clock.h"
 
 namespace ferry {
 namespace {
 
 constexpr size_t kDiagnosisLines = 3;
 constexpr int kCloseGraceMs = 2000;
-
-int64_t mono_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include "agents/detached_job.h"
 #include "agents/host_probe.h"
 #include "agents/job_journal.h"
+#include "base/clock.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
 #include "transfer/chunk_files.h"
@@ -69,11 +70,6 @@ bool write_frame(int fd, const protocol::Frame& frame) {
     }
   }
   return true;
-}
-
-double mono_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace

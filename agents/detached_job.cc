@@ -7,8 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
+#include "base/clock.h"
 #include "base/file_util.h"
 
 namespace ferry {
@@ -17,12 +17,6 @@ namespace {
 // Where the supervisor keeps the job folder's start lock until pid.json is written.
 constexpr int kStartLockFd = 4;
 constexpr int kExitRecordTries = 10;  // a second apart
-
-double mono_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 void write_fd_all(int fd, const std::string& s) {
   size_t off = 0;

@@ -1,5 +1,5 @@
 // Starting a job detached from the agent, so it survives the agent, the SSH
-// session and the coordinator dying (DESIGN §3 step 3).
+// session and the coordinator dying (docs/DESIGN.md §3 step 3).
 //
 // The agent double-forks a supervisor into a new session; the supervisor starts
 // `/bin/sh -c COMMAND` in its own process group with stdio on the journal's log,

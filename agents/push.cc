@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "agents/agent_peer.h"
+#include "base/clock.h"
 #include "base/file_util.h"
 #include "base/shell_quote.h"
 #include "transfer/chunk_files.h"
@@ -35,11 +36,6 @@ constexpr int kMaxCorruptRetries = 5;
 constexpr int kSshConnectTimeoutS = 10;
 constexpr int kSshAliveEveryS = 5;  // with 3 misses: a dead link is seen in ~15 s, as the coordinator does
 constexpr int kSshAliveCount = 3;
-
-int64_t mono_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
 
 bool contains(const std::string& s, const char* word) { return s.find(word) != std::string::npos; }
 
@@ -239,7 +235,7 @@ Status Pusher::prepare(AgentPeer& peer) {
   return Status();
 }
 
-// As the relay does (CopyStage::begin_files): a file already at its final name
+// As the relay does (RelayCopy::begin_files, the steps in copy_plan.h): a file already at its final name
 // with the same size is hashed at the source first, so an identical one is
 // skipped whole; chunks held from an earlier attempt count only if the source
 // still has the same bytes.
@@ -261,13 +257,9 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
   if (!b.ok()) return on_dest(b.status());
   apply_recv_begin(&f, b->header);
   if (!file_hash.empty()) {
-    std::map<int64_t, std::string> all;
-    for (int64_t c = 0; c < f.chunks; ++c) all[c] = f.hashes[static_cast<size_t>(c)];
-    drop_stale_chunks(&f.dest_have, all);
+    drop_stale_chunks(&f.dest_have, source_hashes(f));
   } else if (!f.dest_have.empty()) {
-    std::vector<int64_t> held;
-    for (auto& [k, v] : f.dest_have) held.push_back(k);
-    auto h = hash_chunks(f.src, spec_.chunk_size, held);
+    auto h = hash_chunks(f.src, spec_.chunk_size, held_indices({&f.dest_have}));
     if (!h.ok()) return h.status();
     drop_stale_chunks(&f.dest_have, *h);
   }
@@ -278,18 +270,10 @@ void Pusher::queue_work() {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t fi = 0; fi < plan_.files.size(); ++fi) {
     CopyFile& f = plan_.files[fi];
-    for (int64_t c = 0; c < f.chunks; ++c) {
-      auto have = f.dest_have.find(c);
-      if (have == f.dest_have.end()) {
-        queue_.push_back({fi, c});
-        ++f.remaining;
-      } else {
-        f.hashes[static_cast<size_t>(c)] = have->second;
-        int64_t len = copy_chunk_len(f.size, spec_.chunk_size, c);
-        bytes_skipped_ += len;
-        bytes_done_ += len;
-      }
-    }
+    int64_t there = queue_missing_chunks(&f, spec_.chunk_size, [&f](int64_t c) { return !f.dest_have.count(c); },
+                                         [this, fi](int64_t c) { queue_.push_back({fi, c}); });
+    bytes_skipped_ += there;
+    bytes_done_ += there;
     if (f.remaining > 0) continue;
     if (f.dest_complete) {
       f.committed = true;

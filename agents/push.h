@@ -1,6 +1,6 @@
 // Push: the sending end of a direct copy (`route: direct`), run on the SOURCE
 // host as `ferry-agent push`, itself a detached job of that host's agent, so it
-// survives the coordinator's link to the source dropping (DESIGN §3 step 4).
+// survives the coordinator's link to the source dropping (docs/DESIGN.md §3 step 4).
 //
 // It starts the source host's own OpenSSH client towards the destination —
 //   ssh [-F $HOME/.ssh/config] -o BatchMode=yes … [-p PORT] [-l USER] ADDRESS

@@ -7,27 +7,41 @@
 #include <cerrno>
 #include <cstdio>
 #include <random>
-#include <chrono>
+
+#include "base/unique_fd.h"
 
 namespace ferry {
 
+namespace {
+
+// All of `data` to `fd`, through short writes and EINTR; errno on failure.
+bool write_all(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
 Result<std::string> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status("open " + path, errno);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) return errno_status("open " + path, errno);
   std::string out;
   char buf[65536];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return errno_status("read " + path, err);
+      return errno_status("read " + path, errno);
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
-  ::close(fd);
   return out;
 }
 
@@ -38,37 +52,31 @@ Status write_file_atomic(const std::string& path, const std::string& data, int m
   char suffix[24];
   std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
   std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + suffix;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) return errno_status("create " + tmp, errno);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return errno_status("write " + tmp, err);
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd.ok()) return errno_status("create " + tmp, errno);
+  auto give_up = [&](const std::string& what) {
     int err = errno;
-    ::close(fd);
+    fd.reset();
     ::unlink(tmp.c_str());
-    return errno_status("fsync " + tmp, err);
-  }
-  ::close(fd);
+    return errno_status(what + " " + tmp, err);
+  };
+  if (!write_all(fd.get(), data)) return give_up("write");
+  if (::fsync(fd.get()) != 0) return give_up("fsync");
+  fd.reset();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return errno_status("rename " + tmp, err);
   }
-  int dfd = ::open(dirname_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  UniqueFd dir(::open(dirname_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.ok()) ::fsync(dir.get());
+  return Status();
+}
+
+Status append_file(const std::string& path, const std::string& data, int mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd.ok()) return errno_status("open " + path, errno);
+  if (!write_all(fd.get(), data)) return errno_status("write " + path, errno);
   return Status();
 }
 
@@ -126,11 +134,6 @@ std::string self_exe() {
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return "";
   return std::string(buf, static_cast<size_t>(n));
-}
-
-int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace ferry

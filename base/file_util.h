@@ -13,6 +13,8 @@ Result<std::string> read_file(const std::string& path);
 /// Writes `data` to `path` atomically: a fresh, exclusively created temp file
 /// beside it (mode `mode`, symlinks never followed), fsync, rename, fsync dir.
 Status write_file_atomic(const std::string& path, const std::string& data, int mode = 0644);
+/// Appends `data` to `path`, creating it (mode `mode`) if needed.
+Status append_file(const std::string& path, const std::string& data, int mode = 0644);
 Status make_dirs(const std::string& path);
 bool path_exists(const std::string& path);
 std::string dirname_of(const std::string& path);
@@ -23,7 +25,5 @@ std::string join_path(const std::string& a, const std::string& b);
 Result<std::string> resolve_data_path(const std::string& workdir, const std::string& path);
 /// The absolute path of the running executable ("" if unknown).
 std::string self_exe();
-/// Milliseconds since the Unix epoch.
-int64_t now_ms();
 
 }  // namespace ferry

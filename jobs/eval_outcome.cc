@@ -34,7 +34,8 @@ StageOutcome eval_outcome(const std::string& result_json, bool cancelled, bool a
   o.report = r.value("report", nlohmann::json());
   if (append_text) {
     Status s = env.append_log(r.value("text", std::string()) + "\n");
-    (void)s;  // the report is in the store either way
+    // The report is in the store either way; the watcher hears the log lacks it.
+    if (!s.ok()) env.note("report not kept in the log: " + s.message());
   }
   env.record_event("eval.report", o.report);
   if (r.value("gate_passed", true)) {

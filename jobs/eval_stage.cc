@@ -41,7 +41,10 @@ void EvalStage::start(std::function<void(StageOutcome)> done) {
                            s->env_.note(l);
                            // In the log too, marked as an eval on a host marks them.
                            Status st = s->env_.append_log(kEvalProgressPrefix + l + "\n");
-                           (void)st;  // progress only; the report's own append reports errors
+                           if (!st.ok() && !s->log_failed_) {  // said once: progress lines keep coming
+                             s->log_failed_ = true;
+                             s->env_.note("progress not kept in the log: " + st.message());
+                           }
                          });
                        },
                        &ctx, cancel.get());

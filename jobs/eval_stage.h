@@ -31,6 +31,7 @@ class EvalStage : public StageRunner, public std::enable_shared_from_this<EvalSt
   std::function<void(StageOutcome)> done_;
   std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
   bool finished_ = false;
+  bool log_failed_ = false;  // a progress line could not be appended to the log
 };
 
 }  // namespace ferry

@@ -1,49 +1,65 @@
 #include "jobs/stage_factory.h"
 
+#include "jobs/command/command_stage.h"
 #include "jobs/copy/copy_stage.h"
 #include "jobs/eval_remote/remote_eval_factory.h"
 #include "jobs/eval_stage.h"
 
 namespace ferry {
 
-std::shared_ptr<StageRunner> make_stage_runner(const workflow::Stage& stage, const nlohmann::json& inputs,
-                                               StageEnv& env, const AttemptId& id) {
-  if (stage.kind == workflow::StageKind::kCopy) {
-    CopySpec spec;
-    spec.from_host = inputs.value("from_host", std::string());
-    spec.from_path = inputs.value("from", std::string());
-    spec.to_host = inputs.value("to_host", std::string());
-    spec.to_path = inputs.value("to", std::string());
-    std::string keep = inputs.value("keep_local", std::string());
-    spec.keep_local = keep.empty() ? "" : env.local_path(keep);
-    spec.route = inputs.value("route", std::string("auto"));
-    spec.streams = inputs.value("streams", 4);
-    spec.from_ssh = inputs.value("from_transport", std::string()) == "ssh";
-    spec.to_ssh = inputs.value("to_transport", std::string()) == "ssh";
-    spec.to_address = inputs.value("to_address", std::string());
-    spec.to_port = inputs.value("to_port", 22);
-    spec.to_user = inputs.value("to_user", std::string());
-    spec.give_up_s = inputs.value("to_give_up_s", 600.0);
-    spec.attempt = id;
-    return std::make_shared<CopyStage>(env, spec);
-  }
-  nlohmann::json spec = {{"max_new_tokens", inputs.value("max_new_tokens", 128)},
-                         {"block_size", inputs.value("block_size", 0)},
-                         {"device", inputs.value("device", std::string("cpu"))},
-                         {"dtype", inputs.value("dtype", std::string("auto"))},
-                         {"threads", inputs.value("threads", 0)},
-                         {"prompt_format", inputs.value("prompt_format", std::string("chat"))}};
-  for (const char* key : {"min_tau", "min_ratio_to_reference"}) {
-    if (inputs.contains(key)) spec[key] = inputs[key];
-  }
-  const std::string host = inputs.value("host", std::string());
-  if (!host.empty()) return make_remote_eval_stage(host, inputs, std::move(spec), env, id);
+namespace {
+
+std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const CommandStageSpec& c, StageEnv& env,
+                                            const AttemptId& id) {
+  CommandSpec cs;
+  cs.host = stage.host;
+  cs.job = id.job;
+  cs.attempt = id.attempt;
+  cs.token = id.token;
+  cs.command = c.command;
+  cs.cwd = c.cwd;
+  cs.timeout_s = c.timeout_s;
+  cs.env = c.env;
+  cs.required_outputs = c.required_outputs;
+  return std::make_shared<CommandStage>(env, std::move(cs));
+}
+
+std::shared_ptr<StageRunner> copy_runner(const CopyStageSpec& c, StageEnv& env, const AttemptId& id) {
+  CopySpec spec;
+  spec.from_host = c.from_host;
+  spec.from_path = c.from;
+  spec.to_host = c.to_host;
+  spec.to_path = c.to;
+  spec.keep_local = c.keep_local.empty() ? "" : env.local_path(c.keep_local);
+  spec.route = c.route;
+  spec.streams = c.streams;
+  spec.from_ssh = c.from_ssh;
+  spec.to_ssh = c.to_ssh;
+  spec.to_address = c.to_address;
+  spec.to_port = c.to_port;
+  spec.to_user = c.to_user;
+  spec.give_up_s = c.to_give_up_s;
+  spec.attempt = id;
+  return std::make_shared<CopyStage>(env, spec);
+}
+
+std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStageSpec& e, StageEnv& env,
+                                         const AttemptId& id) {
+  if (!stage.host.empty()) return make_remote_eval_stage(stage.host, e, env, id);
   // In the coordinator: paths on the coordinator, relative to the workflow file like keep_local.
-  for (const char* key : {"target", "drafter", "reference", "prompts", "tokenizer"}) {
-    std::string v = inputs.value(key, std::string());
-    spec[key] = v.empty() ? "" : env.local_path(v);
+  EvalStageSpec local = e;
+  for (std::string* path : {&local.target, &local.drafter, &local.reference, &local.prompts, &local.tokenizer}) {
+    if (!path->empty()) *path = env.local_path(*path);
   }
-  return std::make_shared<EvalStage>(env, spec);
+  return std::make_shared<EvalStage>(env, eval_engine_json(local));
+}
+
+}  // namespace
+
+std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id) {
+  if (auto* c = std::get_if<CommandStageSpec>(&stage.spec)) return command_runner(stage, *c, env, id);
+  if (auto* c = std::get_if<CopyStageSpec>(&stage.spec)) return copy_runner(*c, env, id);
+  return eval_runner(stage, std::get<EvalStageSpec>(stage.spec), env, id);
 }
 
 }  // namespace ferry

@@ -1,15 +1,9 @@
 #include "jobs/stage_runner.h"
 
+#include "jobs/states.h"
+
 namespace ferry {
 
-const char* outcome_state_name(StageOutcome::State state) {
-  switch (state) {
-    case StageOutcome::State::kSucceeded: return "succeeded";
-    case StageOutcome::State::kFailed: return "failed";
-    case StageOutcome::State::kTimedOut: return "timed_out";
-    case StageOutcome::State::kCancelled: return "cancelled";
-  }
-  return "?";
-}
+const char* outcome_state_name(StageOutcome::State state) { return state_name(stage_state_of(state)); }
 
 }  // namespace ferry

@@ -78,9 +78,14 @@ int fail(const Status& s) {
   }
 }
 
-int exit_for_state(const std::string& state) {
-  if (state == "succeeded") return kExitOk;
-  if (state == "cancelled") return kExitCancelled;
+int exit_for_state(RunState state) {
+  switch (state) {
+    case RunState::kSucceeded: return kExitOk;
+    case RunState::kCancelled: return kExitCancelled;
+    case RunState::kPending:
+    case RunState::kRunning:
+    case RunState::kFailed: return kExitFailed;
+  }
   return kExitFailed;
 }
 

@@ -60,7 +60,7 @@ std::string ferry_home(const std::string& db_path);
 /// Prints a status error and returns the exit code for it.
 int fail(const Status& s);
 /// The exit code for a run's final state.
-int exit_for_state(const std::string& state);
+int exit_for_state(RunState state);
 
 int cmd_run(const Common& c, const RunOptions& o);
 int cmd_resume(const Common& c, const RunRef& o);

@@ -34,9 +34,9 @@ int watch_status(Store& store, const StatusOptions& o) {
       std::cout << table << std::flush;
       shown = table;
     }
-    bool live = run->state == "pending" || run->state == "running";
+    bool live = !run_ended(run->state);
     if (!live) return exit_for_state(run->state);
-    if (run->state == "running" && !coordinator_alive(*run)) {
+    if (run->state == RunState::kRunning && !coordinator_alive(*run)) {
       std::cerr << "ferry: the coordinator of run " << run->id << " is gone; `ferry resume " << run->id
                 << "` finishes it\n";
       return kExitFailed;
@@ -72,7 +72,7 @@ int cmd_runs(const Common& c, bool json) {
   if (json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : *runs) {
-      arr.push_back({{"id", r.id}, {"name", r.name}, {"state", r.state}, {"workflow", r.workflow_path},
+      arr.push_back({{"id", r.id}, {"name", r.name}, {"state", state_name(r.state)}, {"workflow", r.workflow_path},
                      {"created_ms", r.created_ms}, {"ended_ms", r.ended_ms}});
     }
     std::cout << arr.dump(2) << "\n";
@@ -127,9 +127,9 @@ int cmd_logs(const Common& c, const LogsOptions& o) {
       offset = 0;
       continue;
     }
-    bool ended = now->state != "running" && now->state != "pending" && now->state != "retrying";
+    bool ended = !stage_active(now->state);
     auto r = (*store)->find_run(run->id);
-    if (ended || (r.ok() && r->state != "running" && r->state != "pending")) {
+    if (ended || (r.ok() && run_ended(r->state))) {
       // One last read so nothing written just before the end is missed.
       std::string path = Scheduler::log_path(logs_dir(c.db), run->id, pos[1], which);
       std::ifstream in(path, std::ios::binary);

@@ -107,7 +107,7 @@ int cmd_resume(const Common& c, const RunRef& o) {
   }
   auto run = (*store)->find_run(found->id);
   if (!run.ok()) return fail(run.status());
-  if (run->state == "succeeded") {
+  if (run->state == RunState::kSucceeded) {
     if (o.json) {
       auto stages = (*store)->stages(run->id);
       if (!stages.ok()) return fail(stages.status());
@@ -127,8 +127,8 @@ int cmd_cancel(const Common& c, const RunRef& o) {
   if (!store.ok()) return fail(store.status());
   auto run = (*store)->find_run(o.run);
   if (!run.ok()) return fail(run.status());
-  if (run->state == "succeeded" || run->state == "failed" || run->state == "cancelled") {
-    std::cout << "run " << run->id << " already ended (" << run->state << ")\n";
+  if (run_ended(run->state)) {
+    std::cout << "run " << run->id << " already ended (" << state_name(run->state) << ")\n";
     return kExitOk;
   }
   // A live coordinator holds the run's lock and reads the flag; else we drive the

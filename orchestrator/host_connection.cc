@@ -5,13 +5,10 @@
 #include <map>
 #include <random>
 
+#include "base/clock.h"
+
 namespace ferry {
 namespace {
-
-double mono_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 /// Most bytes asked of the transport at once (the decoder bounds it further).
 constexpr size_t kMaxReadBytes = 8u << 20;

@@ -12,12 +12,10 @@
 #include <random>
 #include <sstream>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+#include "base/clock.h"
+#include "base/file_hash.h"
 #include "base/file_util.h"
 #include "base/terminal_text.h"
-#include "jobs/command/command_stage.h"
 #include "jobs/immediate_stage.h"
 #include "jobs/stage_factory.h"
 #include "orchestrator/local_transport.h"
@@ -55,9 +53,9 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-struct Scheduler::StageState {
+struct Scheduler::StageSlot {
   const Stage* spec = nullptr;
-  std::string state = "pending";
+  StageState state = StageState::kPending;
   int attempt = 0;            // newest attempt number recorded
   int attempts_this_run = 0;  // for the retry budget
   std::string token;
@@ -94,39 +92,23 @@ class Scheduler::AttemptEnv : public StageEnv {
   void note(const std::string& line) override { s_.say(stage_, line, "90"); }
   void record_event(const std::string& type, nlohmann::json detail) override {
     detail["attempt"] = attempt_;
-    Status st = s_.store_.add_event(s_.run_.id, stage_, type, detail);
-    if (!st.ok()) s_.store_failed(st);
+    s_.note_store(s_.store_.add_event(s_.run_.id, stage_, type, detail));
     if (type == "host.disconnected") s_.say(stage_, "lost its host: " + detail.value("why", std::string()), "33");
     if (type == "host.reconnected") s_.say(stage_, "host is back", "36");
     if (type == "attempt.reattached") s_.say(stage_, "re-attached to the running job", "36");
   }
   Status append_log(const std::string& bytes) override {
     FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(log_path_)));
-    int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) return errno_status("open " + log_path_, errno);
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        int err = errno;
-        ::close(fd);
-        return errno_status("write " + log_path_, err);
-      }
-      off += static_cast<size_t>(n);
-    }
-    ::close(fd);
+    FERRY_RETURN_IF_ERROR(append_file(log_path_, bytes, 0600));
     log_size_ += static_cast<int64_t>(bytes.size());
     return Status();
   }
   int64_t log_size() override { return log_size_; }
   void set_disconnected(int64_t since_ms) override {
-    Status st = s_.store_.set_disconnected(s_.run_.id, stage_, since_ms);
-    if (!st.ok()) s_.store_failed(st);
+    s_.note_store(s_.store_.set_disconnected(s_.run_.id, stage_, since_ms));
   }
   void set_progress(nlohmann::json progress) override {
-    Status st = s_.store_.set_progress(s_.run_.id, stage_, progress);
-    if (!st.ok()) s_.store_failed(st);
+    s_.note_store(s_.store_.set_progress(s_.run_.id, stage_, progress));
     // The terminal hears about it too, at most every kProgressLineMs (a TTY gets it more often).
     int64_t now = now_ms();
     bool tty = s_.options_.color;
@@ -188,42 +170,46 @@ Status Scheduler::load() {
   auto records = store_.stages(run_.id);
   if (!records.ok()) return records.status();
   for (const auto& spec : wf_.stages) {
-    auto st = std::make_unique<StageState>();
+    auto st = std::make_unique<StageSlot>();
     st->spec = &spec;
     stages_[spec.name] = std::move(st);
   }
   for (const auto& rec : *records) {
     auto it = stages_.find(rec.name);
     if (it == stages_.end()) continue;
-    StageState& st = *it->second;
+    StageSlot& st = *it->second;
     st.attempt = rec.attempt;
     st.token = rec.token;
     st.recorded_hash = rec.inputs_hash;
     st.started_ms = rec.started_ms;
     st.outputs = rec.outputs;
-    if (rec.state == "succeeded") {
-      st.state = "succeeded";  // kept if its inputs are unchanged (checked when it comes up)
-    } else if (rec.state == "running" && (st.spec->kind != StageKind::kEval || !st.spec->host.empty()) &&
+    if (rec.state == StageState::kSucceeded) {
+      st.state = StageState::kSucceeded;  // kept if its inputs are unchanged (checked when it comes up)
+    } else if (rec.state == StageState::kRunning && (st.spec->kind != StageKind::kEval || !st.spec->host.empty()) &&
                rec.attempt > 0) {
       // A command's job, an eval's worker on its host, or a copy (a direct copy's push
       // is a job on its source host; a relay continues from the receiver's journal):
       // same attempt, same token.
-      st.state = "pending";
+      st.state = StageState::kPending;
       st.reattach = true;
       for (const std::string& h : {st.spec->host, st.spec->from.host, st.spec->to.host}) {
         if (!h.empty()) hosts_with_jobs_.insert(h);
       }
-    } else if (rec.state == "running") {
+    } else if (rec.state == StageState::kRunning) {
       // An in-process stage died with its coordinator: close that attempt honestly.
-      auto r = store_.finish_attempt(run_.id, rec.name, rec.attempt, "failed", std::nullopt,
+      auto r = store_.finish_attempt(run_.id, rec.name, rec.attempt, StageState::kFailed, std::nullopt,
                                      "the coordinator stopped while this attempt ran");
       if (!r.ok()) return r.status();
-      st.state = "pending";
+      st.state = StageState::kPending;
     } else {
-      st.state = "pending";
+      st.state = StageState::kPending;
     }
   }
   return Status();
+}
+
+void Scheduler::note_store(const Status& s) {
+  if (!s.ok()) store_failed(s);
 }
 
 std::string Scheduler::local_path(const std::string& path) { return resolve_local_path(path, run_.workflow_path); }
@@ -243,9 +229,8 @@ HostConnection& Scheduler::connection(const std::string& name, int lane) {
   auto conn = std::make_shared<HostConnection>(io_, name, std::move(factory), opts);
   conn->start([this, name, lane](bool connected, const std::string& why) {
     if (lane != 0) return;  // data lanes come and go with copies; the main link tells the story
-    Status st = store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
-                                 {{"host", name}, {"why", why}});
-    if (!st.ok()) store_failed(st);
+    note_store(store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
+                                {{"host", name}, {"why", why}}));
   });
   hosts_[key] = conn;
   return *conn;
@@ -290,104 +275,95 @@ Result<std::string> Scheduler::resolve(const workflow::Text& text, const Stage* 
       shell_quote);
 }
 
-Result<nlohmann::json> Scheduler::stage_inputs(StageState& st) {
+Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
   const Stage& s = *st.spec;
-  nlohmann::json in = {{"kind", workflow::stage_kind_name(s.kind)}, {"host", s.host}};
+  StageSpec out;
+  out.name = s.name;
+  out.host = s.host;
   std::string where = wf_.path + ":" + std::to_string(s.at.line) + ":" + std::to_string(s.at.column) + ": stage '" +
                       s.name + "': ";
-  auto get = [&](const workflow::Text& t, bool quote) -> Result<std::string> {
+  auto get = [&](const workflow::Text& t, bool quote, std::string* into) -> Status {
     auto r = resolve(t, &s, quote);
     if (!r.ok()) return r.status().with_context(where.substr(0, where.size() - 2));
-    return r;
+    *into = std::move(r).value();
+    return Status();
   };
   // A job on a host (a command, an eval's worker) gets the host's env and the stage's.
-  auto job_env = [&]() -> Result<nlohmann::json> {
-    nlohmann::json env = nlohmann::json::object();
+  auto job_env = [&](std::map<std::string, std::string>* env) -> Status {
     const workflow::Host* host = wf_.find_host(s.host);
-    for (const auto& [k, v] : host->env) {
-      auto e = get(v, false);
-      if (!e.ok()) return e.status();
-      env[k] = *e;
-    }
-    for (const auto& [k, v] : s.env) {
-      auto e = get(v, false);
-      if (!e.ok()) return e.status();
-      env[k] = *e;
-    }
-    env["FERRY_RUN_ID"] = run_.id;
-    env["FERRY_STAGE"] = s.name;
-    env["FERRY_WORKDIR"] = host_workdir(*host);
-    return env;
+    for (const auto& [k, v] : host->env) FERRY_RETURN_IF_ERROR(get(v, false, &(*env)[k]));
+    for (const auto& [k, v] : s.env) FERRY_RETURN_IF_ERROR(get(v, false, &(*env)[k]));
+    (*env)["FERRY_RUN_ID"] = run_.id;
+    (*env)["FERRY_STAGE"] = s.name;
+    (*env)["FERRY_WORKDIR"] = host_workdir(*host);
+    return Status();
   };
-  if (s.kind == StageKind::kCommand) {
-    auto run = get(s.run, true);
-    if (!run.ok()) return run.status();
-    auto cwd = get(s.cwd, false);
-    if (!cwd.ok()) return cwd.status();
-    in["command"] = *run;
-    in["cwd"] = *cwd;
-    in["timeout_s"] = s.timeout_s;
-    auto env = job_env();
-    if (!env.ok()) return env.status();
-    in["env"] = *env;
-  } else {
-    if (s.kind == StageKind::kEval && !s.host.empty()) {
-      auto env = job_env();
-      if (!env.ok()) return env.status();
-      in["env"] = *env;
-      in["timeout_s"] = s.timeout_s;
+  switch (s.kind) {
+    case StageKind::kCommand: {
+      CommandStageSpec c;
+      FERRY_RETURN_IF_ERROR(get(s.run, true, &c.command));
+      FERRY_RETURN_IF_ERROR(get(s.cwd, false, &c.cwd));
+      c.timeout_s = s.timeout_s;
+      FERRY_RETURN_IF_ERROR(job_env(&c.env));
+      for (const auto& o : s.outputs) {
+        if (!o.value) c.required_outputs.push_back(o.name);
+      }
+      out.spec = std::move(c);
+      break;
     }
-    for (auto [key, t] : {std::pair{"from", &s.from.path}, {"to", &s.to.path}, {"keep_local", &s.keep_local},
-                          {"target", &s.target}, {"drafter", &s.drafter}, {"reference", &s.reference},
-                          {"prompts", &s.prompts}, {"tokenizer", &s.tokenizer}}) {
-      auto v = get(*t, false);
-      if (!v.ok()) return v.status();
-      in[key] = *v;
-    }
-    in["from_host"] = s.from.host;
-    in["to_host"] = s.to.host;
-    if (s.kind == StageKind::kCopy) {
-      // What the route choice needs: a direct copy is ssh from the source to the
-      // destination's address, as the workflow names it.
+    case StageKind::kCopy: {
+      CopyStageSpec c;
+      FERRY_RETURN_IF_ERROR(get(s.from.path, false, &c.from));
+      FERRY_RETURN_IF_ERROR(get(s.to.path, false, &c.to));
+      FERRY_RETURN_IF_ERROR(get(s.keep_local, false, &c.keep_local));
+      c.from_host = s.from.host;
+      c.to_host = s.to.host;
+      c.route = s.route;
+      c.streams = s.streams;
       const workflow::Host* from = wf_.find_host(s.from.host);
       const workflow::Host* to = wf_.find_host(s.to.host);
-      auto transport = [](const workflow::Host* h) {
-        return h && h->transport == workflow::Transport::kSsh ? "ssh" : "local";
-      };
-      in["from_transport"] = transport(from);
-      in["to_transport"] = transport(to);
+      c.from_ssh = from && from->transport == workflow::Transport::kSsh;
+      c.to_ssh = to && to->transport == workflow::Transport::kSsh;
       if (to) {
-        in["to_address"] = to->address;
-        in["to_port"] = to->port;
-        in["to_user"] = to->user;
-        in["to_give_up_s"] = to->give_up_s;
+        c.to_address = to->address;
+        c.to_port = to->port;
+        c.to_user = to->user;
+        c.to_give_up_s = to->give_up_s;
       }
+      out.spec = std::move(c);
+      break;
     }
-    in["route"] = s.route;
-    in["streams"] = s.streams;
-    in["max_new_tokens"] = s.max_new_tokens;
-    in["block_size"] = s.block_size;
-    in["device"] = s.device;
-    in["dtype"] = s.dtype;
-    in["prompt_format"] = s.prompt_format;
-    in["threads"] = s.threads;
-    if (s.gate.min_tau) in["min_tau"] = *s.gate.min_tau;
-    if (s.gate.min_ratio_to_reference) in["min_ratio_to_reference"] = *s.gate.min_ratio_to_reference;
+    case StageKind::kEval: {
+      EvalStageSpec e;
+      for (auto [text, into] : {std::pair{&s.target, &e.target}, {&s.drafter, &e.drafter},
+                                {&s.reference, &e.reference}, {&s.prompts, &e.prompts},
+                                {&s.tokenizer, &e.tokenizer}}) {
+        FERRY_RETURN_IF_ERROR(get(*text, false, into));
+      }
+      e.prompt_format = s.prompt_format;
+      e.max_new_tokens = s.max_new_tokens;
+      e.block_size = s.block_size;
+      e.device = s.device;
+      e.dtype = s.dtype;
+      e.threads = s.threads;
+      e.min_tau = s.gate.min_tau;
+      e.min_ratio_to_reference = s.gate.min_ratio_to_reference;
+      if (!s.host.empty()) {
+        FERRY_RETURN_IF_ERROR(job_env(&e.env));
+        e.timeout_s = s.timeout_s;
+      }
+      out.spec = std::move(e);
+      break;
+    }
   }
   // Upstream outputs are inputs too: a changed checkpoint path means a new eval.
-  nlohmann::json upstream = nlohmann::json::object();
-  for (const auto& a : workflow::ancestors(wf_, s.name)) upstream[a] = stages_[a]->outputs;
-  in["upstream"] = upstream;
-  return in;
+  for (const auto& a : workflow::ancestors(wf_, s.name)) out.upstream[a] = stages_[a]->outputs;
+  return out;
 }
 
-static std::string hash_inputs(const nlohmann::json& inputs) {
-  std::string text = inputs.dump();
-  XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return buf;
+static std::string hash_inputs(const StageSpec& spec) {
+  std::string text = spec.stored_json().dump();
+  return xxh128_hex(text.data(), text.size());
 }
 
 void Scheduler::schedule() {
@@ -397,31 +373,31 @@ void Scheduler::schedule() {
   while (changed) {
     changed = false;
     for (const auto& spec : wf_.stages) {
-      StageState& st = *stages_[spec.name];
-      if (st.state != "pending" && st.state != "succeeded") continue;
-      if (st.state == "succeeded" && st.confirmed) continue;
+      StageSlot& st = *stages_[spec.name];
+      if (st.state != StageState::kPending && st.state != StageState::kSucceeded) continue;
+      if (st.state == StageState::kSucceeded && st.confirmed) continue;
       bool ready = true;
       std::string blocked_by;
       for (const auto& need : spec.needs) {
-        const std::string& ns = stages_[need]->state;
-        if (ns == "succeeded" && stages_[need]->confirmed) continue;
-        if (ns == "succeeded" || ns == "pending" || ns == "running" || ns == "retrying") {
+        const StageState ns = stages_[need]->state;
+        if (ns == StageState::kSucceeded && stages_[need]->confirmed) continue;
+        if (ns == StageState::kSucceeded || stage_active(ns)) {
           ready = false;
         } else {
           blocked_by = need;
         }
       }
-      if (!blocked_by.empty() && st.state == "pending") {
-        st.state = "skipped";
-        Status s = store_.set_stage_state(run_.id, spec.name, "skipped", "needs '" + blocked_by + "', which did not succeed");
-        if (!s.ok()) store_failed(s);
+      if (!blocked_by.empty() && st.state == StageState::kPending) {
+        st.state = StageState::kSkipped;
+        note_store(store_.set_stage_state(run_.id, spec.name, StageState::kSkipped,
+                                          "needs '" + blocked_by + "', which did not succeed"));
         say(spec.name, "skipped: needs '" + blocked_by + "', which did not succeed", "90");
         changed = true;
         continue;
       }
       if (!ready) continue;
-      auto inputs = stage_inputs(st);
-      if (st.state == "succeeded") {
+      auto inputs = resolve_stage(st);
+      if (st.state == StageState::kSucceeded) {
         // A resumed run keeps a success only if it would be run with the same inputs.
         if (inputs.ok() && hash_inputs(*inputs) == st.recorded_hash) {
           st.confirmed = true;
@@ -429,7 +405,7 @@ void Scheduler::schedule() {
           changed = true;
           continue;
         }
-        st.state = "pending";
+        st.state = StageState::kPending;
       }
       if (cancel_level_ > 0) continue;
       start_attempt(st, st.reattach);
@@ -438,24 +414,24 @@ void Scheduler::schedule() {
   }
   bool active = false;
   for (auto& [name, st] : stages_) {
-    if (st->state == "running" || st->state == "retrying") active = true;
+    if (st->state == StageState::kRunning || st->state == StageState::kRetrying) active = true;
   }
   if (!active) finish_run();
 }
 
-void Scheduler::start_attempt(StageState& st, bool reattach) {
+void Scheduler::start_attempt(StageSlot& st, bool reattach) {
   if (!store_error_.ok()) return;
   const Stage& s = *st.spec;
-  auto inputs = stage_inputs(st);
+  auto inputs = resolve_stage(st);
   if (!inputs.ok()) {
     int attempt = st.attempt + 1;
     std::string token = random_token();
-    Status b = store_.begin_attempt(run_.id, s.name, attempt, token, "");
-    if (!b.ok()) store_failed(b);
+    note_store(store_.begin_attempt(run_.id, s.name, attempt, token, ""));
     st.attempt = attempt;
-    auto r = store_.finish_attempt(run_.id, s.name, attempt, "failed", std::nullopt, inputs.status().message());
-    if (!r.ok()) store_failed(r.status());
-    st.state = "failed";
+    auto r = store_.finish_attempt(run_.id, s.name, attempt, StageState::kFailed, std::nullopt,
+                                   inputs.status().message());
+    if (!r.ok()) note_store(r.status());
+    st.state = StageState::kFailed;
     say(s.name, "failed: " + inputs.status().message(), "31");
     return;
   }
@@ -467,34 +443,21 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
     Status b = store_.begin_attempt(run_.id, s.name, st.attempt, st.token, hash);
     if (!b.ok()) {
       store_failed(b);
-      st.state = "failed";
+      st.state = StageState::kFailed;
       return;
     }
   }
   st.reattach = false;
   st.attempts_this_run += 1;
-  st.state = "running";
+  st.state = StageState::kRunning;
   st.recorded_hash = hash;
   st.env = std::make_unique<AttemptEnv>(*this, s.name, st.attempt);
   int attempt = st.attempt;
+  st.runner = make_stage_runner(*inputs, *st.env, AttemptId{run_.job_key(s.name), st.attempt, st.token});
   if (s.kind == StageKind::kCommand) {
-    CommandSpec cs;
-    cs.host = s.host;
-    cs.job = run_.job_key(s.name);
-    cs.attempt = st.attempt;
-    cs.token = st.token;
-    cs.command = (*inputs)["command"];
-    cs.cwd = (*inputs)["cwd"];
-    cs.timeout_s = s.timeout_s;
-    for (auto& [k, v] : (*inputs)["env"].items()) cs.env[k] = v.get<std::string>();
-    for (const auto& o : s.outputs) {
-      if (!o.value) cs.required_outputs.push_back(o.name);
-    }
-    st.runner = std::make_shared<CommandStage>(*st.env, std::move(cs));
     say(s.name, std::string(reattach ? "re-attaching to" : "starting") + " attempt " + std::to_string(attempt) +
                     " on " + s.host, "34");
   } else {
-    st.runner = make_stage_runner(s, *inputs, *st.env, AttemptId{run_.job_key(s.name), st.attempt, st.token});
     say(s.name, std::string(reattach ? "re-attaching to " : "starting ") + workflow::stage_kind_name(s.kind) +
                     " attempt " + std::to_string(attempt) + (s.host.empty() ? "" : " on " + s.host), "34");
   }
@@ -507,7 +470,7 @@ void Scheduler::start_attempt(StageState& st, bool reattach) {
 // A command's job, and an eval's worker on a host, are killed by their supervisor
 // at `timeout`; a copy and an eval in this process are timed here: the attempt is
 // cancelled hard and ends timed_out.
-void Scheduler::arm_timeout(StageState& st, int attempt) {
+void Scheduler::arm_timeout(StageSlot& st, int attempt) {
   const Stage& s = *st.spec;
   bool job_enforces = s.kind == StageKind::kCommand || (s.kind == StageKind::kEval && !s.host.empty());
   if (s.timeout_s <= 0 || job_enforces || !st.runner) return;
@@ -516,15 +479,15 @@ void Scheduler::arm_timeout(StageState& st, int attempt) {
   st.timeout_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(left_ms, 0)));
   std::string name = s.name;
   st.timeout_timer->async_wait([this, name, attempt](const boost::system::error_code& ec) {
-    StageState& st = *stages_[name];
-    if (ec || st.attempt != attempt || !st.runner || st.state != "running") return;
+    StageSlot& st = *stages_[name];
+    if (ec || st.attempt != attempt || !st.runner || st.state != StageState::kRunning) return;
     st.timed_out = true;
     say(name, "timed out after " + seconds_text(st.spec->timeout_s) + "; stopping it", "33");
     st.runner->cancel(true);
   });
 }
 
-void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
+void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
   const Stage& s = *st.spec;
   if (st.timeout_timer) st.timeout_timer->cancel();
   if (st.timed_out && o.state != StageOutcome::State::kSucceeded) {
@@ -545,25 +508,25 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
       o.outputs[out.name] = *v;
     }
   }
-  std::string state = outcome_state_name(o.state);
+  const StageState ended = stage_state_of(o.state);
+  const std::string state = state_name(ended);
   std::optional<int> code;
   if (o.exit_code >= 0) code = o.exit_code;
   if (o.state == StageOutcome::State::kSucceeded) {
     Status so = store_.set_outputs(run_.id, s.name, o.outputs);
     if (so.ok()) so = store_.set_metrics(run_.id, s.name, o.metrics);
-    if (!so.ok()) store_failed(so);
+    note_store(so);
   } else if (!o.metrics.empty()) {
-    Status so = store_.set_metrics(run_.id, s.name, o.metrics);
-    if (!so.ok()) store_failed(so);
+    note_store(store_.set_metrics(run_.id, s.name, o.metrics));
   }
-  auto recorded = store_.finish_attempt(run_.id, s.name, attempt, state, code, o.error);
-  if (!recorded.ok()) store_failed(recorded.status());
+  auto recorded = store_.finish_attempt(run_.id, s.name, attempt, ended, code, o.error);
+  if (!recorded.ok()) note_store(recorded.status());
   st.runner.reset();
   if (o.state == StageOutcome::State::kSucceeded) {
-    st.state = "succeeded";
+    st.state = StageState::kSucceeded;
     st.outputs = o.outputs;
     st.confirmed = true;
-    say(s.name, "succeeded" + (code ? " (exit " + std::to_string(*code) + ")" : std::string()), "32");
+    say(s.name, state + (code ? " (exit " + std::to_string(*code) + ")" : std::string()), "32");
     schedule();
     return;
   }
@@ -574,18 +537,17 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
   }
   if (retry_allowed) {
     double delay = std::min(kMaxRetryBackoffS, s.retry_backoff_s * std::pow(2.0, st.attempts_this_run - 1));
-    st.state = "retrying";
-    Status e = store_.set_stage_state(run_.id, s.name, "retrying", o.error);
-    if (!e.ok()) store_failed(e);
+    st.state = StageState::kRetrying;
+    note_store(store_.set_stage_state(run_.id, s.name, StageState::kRetrying, o.error));
     say(s.name, state + ": " + o.error + "; retrying in " + std::to_string(delay).substr(0, 4) + "s", "33");
     st.retry_timer = std::make_unique<boost::asio::steady_timer>(io_);
     st.retry_timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(delay * 1000)));
     std::string name = s.name;
     st.retry_timer->async_wait([this, name](const boost::system::error_code& ec) {
       if (ec) return;
-      StageState& st = *stages_[name];
-      if (st.state != "retrying") return;
-      st.state = "pending";
+      StageSlot& st = *stages_[name];
+      if (st.state != StageState::kRetrying) return;
+      st.state = StageState::kPending;
       if (cancel_level_ > 0) {
         schedule();
         return;
@@ -595,7 +557,7 @@ void Scheduler::on_outcome(StageState& st, int attempt, StageOutcome o) {
     });
     return;
   }
-  st.state = state;
+  st.state = ended;
   say(s.name, state + ": " + o.error, "31");
   schedule();
 }
@@ -612,8 +574,7 @@ void Scheduler::request_cancel(bool hard) {
   int level = hard ? 2 : 1;
   if (cancel_level_ >= level) return;
   cancel_level_ = level;
-  Status s = store_.request_cancel(run_.id);
-  if (!s.ok()) store_failed(s);
+  note_store(store_.request_cancel(run_.id));
   say("", hard ? "cancelling hard (SIGKILL to running jobs)" : "cancelling (Ctrl-C again to kill)", nullptr);
   if (hard) {
     hard_cancel_deadline_.expires_after(std::chrono::milliseconds(kHardCancelExitMs));
@@ -622,10 +583,9 @@ void Scheduler::request_cancel(bool hard) {
       abandoned_ = true;
       std::string waiting;
       for (auto& [name, st] : stages_) {
-        if (st->state == "running") waiting += " " + name;
+        if (st->state == StageState::kRunning) waiting += " " + name;
       }
-      Status e = store_.add_event(run_.id, "", "run.abandoned", {{"stages", waiting}});
-      if (!e.ok()) store_failed(e);
+      note_store(store_.add_event(run_.id, "", "run.abandoned", {{"stages", waiting}}));
       say("", "leaving now: no word from the hosts of" + waiting + "; their jobs stay recorded: `ferry resume " +
                   run_.id + "` re-attaches, `ferry cancel " + run_.id + "` stops them",
           "31");
@@ -634,9 +594,9 @@ void Scheduler::request_cancel(bool hard) {
   }
   for (auto& [name, st] : stages_) {
     if (st->runner) st->runner->cancel(hard);
-    if (st->state == "retrying") {
+    if (st->state == StageState::kRetrying) {
       st->retry_timer->cancel();
-      st->state = "pending";
+      st->state = StageState::kPending;
     }
   }
   boost::asio::post(io_, [this] { schedule(); });
@@ -658,19 +618,17 @@ void Scheduler::finish_run() {
   hard_cancel_deadline_.cancel();
   bool all_ok = true;
   for (const auto& spec : wf_.stages) {
-    StageState& st = *stages_[spec.name];
-    if (st.state == "pending") {
+    StageSlot& st = *stages_[spec.name];
+    if (st.state == StageState::kPending) {
       std::string why = cancel_level_ ? "cancelled" : "never started";
-      st.state = cancel_level_ ? "cancelled" : "skipped";
-      Status s = store_.set_stage_state(run_.id, spec.name, st.state, why);
-      if (!s.ok()) store_failed(s);
+      st.state = cancel_level_ ? StageState::kCancelled : StageState::kSkipped;
+      note_store(store_.set_stage_state(run_.id, spec.name, st.state, why));
     }
-    if (st.state != "succeeded") all_ok = false;
+    if (st.state != StageState::kSucceeded) all_ok = false;
   }
-  final_state_ = all_ok ? "succeeded" : cancel_level_ ? "cancelled" : "failed";
-  Status s = store_.set_run_state(run_.id, final_state_, 0);
-  if (!s.ok()) store_failed(s);
-  say("", "run " + run_.id + " " + final_state_, final_state_ == "succeeded" ? "32" : "31");
+  final_state_ = all_ok ? RunState::kSucceeded : cancel_level_ ? RunState::kCancelled : RunState::kFailed;
+  note_store(store_.set_run_state(run_.id, final_state_, 0));
+  say("", "run " + run_.id + " " + state_name(final_state_), final_state_ == RunState::kSucceeded ? "32" : "31");
   signals_.cancel();
   cancel_watch_.cancel();
   for (auto& [name, h] : hosts_) h->request_stop();  // all at once, then wait
@@ -678,10 +636,10 @@ void Scheduler::finish_run() {
   io_.stop();
 }
 
-Result<std::string> Scheduler::run() {
+Result<RunState> Scheduler::run() {
   started_ms_ = now_ms();
   FERRY_RETURN_IF_ERROR(load());
-  FERRY_RETURN_IF_ERROR(store_.set_run_state(run_.id, "running", static_cast<int>(::getpid())));
+  FERRY_RETURN_IF_ERROR(store_.set_run_state(run_.id, RunState::kRunning, static_cast<int>(::getpid())));
   std::function<void(const boost::system::error_code&, int)> on_signal = [this, &on_signal](
                                                                                const boost::system::error_code& ec, int) {
     if (ec) return;

@@ -24,6 +24,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "jobs/stage_spec.h"
 #include "orchestrator/host_connection.h"
 #include "orchestrator/store.h"
 #include "workflows/model.h"
@@ -45,8 +46,8 @@ class Scheduler {
   ~Scheduler();
 
   /// Runs (or resumes) the run to its end. Returns the run's final state:
-  /// "succeeded", "failed" or "cancelled"; an error Status when the store fails.
-  Result<std::string> run();
+  /// succeeded, failed or cancelled; an error Status when the store fails.
+  Result<RunState> run();
   /// After run(): a second Ctrl-C found hosts that did not answer in time, so the
   /// run was left as it stands (jobs running, recorded) for `ferry resume`. The
   /// caller should exit without waiting for those hosts' connections.
@@ -57,14 +58,14 @@ class Scheduler {
                               int attempt);
 
  private:
-  struct StageState;
+  struct StageSlot;
   class AttemptEnv;
 
   Status load();
   void schedule();
-  void start_attempt(StageState& st, bool reattach);
-  void on_outcome(StageState& st, int attempt, StageOutcome outcome);
-  void arm_timeout(StageState& st, int attempt);
+  void start_attempt(StageSlot& st, bool reattach);
+  void on_outcome(StageSlot& st, int attempt, StageOutcome outcome);
+  void arm_timeout(StageSlot& st, int attempt);
   void request_cancel(bool hard);
   /// A write to the store failed for good: stop driving the run as a crash would,
   /// leaving every job running and recorded for `ferry resume` (never cancelled).
@@ -75,8 +76,10 @@ class Scheduler {
   std::string local_path(const std::string& path);
   Result<std::string> resolve(const workflow::Text& text, const workflow::Stage* stage, bool shell_quote);
   std::string host_workdir(const workflow::Host& host);
-  Result<nlohmann::json> stage_inputs(StageState& st);
+  Result<StageSpec> resolve_stage(StageSlot& st);
   void say(const std::string& stage, const std::string& message, const char* color = nullptr);
+  /// A failed store write: kept, and the run stops at the next schedule() (cancelled hard).
+  void note_store(const Status& s);
 
   Store& store_;
   workflow::Workflow wf_;
@@ -85,7 +88,7 @@ class Scheduler {
   boost::asio::io_context io_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer cancel_watch_;
-  std::map<std::string, std::unique_ptr<StageState>> stages_;
+  std::map<std::string, std::unique_ptr<StageSlot>> stages_;
   std::map<std::string, std::shared_ptr<HostConnection>> hosts_;
   boost::asio::steady_timer hard_cancel_deadline_;
   std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
@@ -93,7 +96,7 @@ class Scheduler {
   bool finished_ = false;
   bool abandoned_ = false;
   Status store_error_;
-  std::string final_state_;
+  RunState final_state_ = RunState::kPending;
   int64_t started_ms_ = 0;
 };
 

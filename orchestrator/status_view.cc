@@ -7,7 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "base/file_util.h"
+#include "base/clock.h"
 #include "base/terminal_text.h"
 
 namespace ferry {
@@ -32,11 +32,28 @@ std::string duration_text(int64_t ms) {
   return s.str();
 }
 
-const char* state_color(const std::string& state) {
-  if (state == "succeeded") return "32";
-  if (state == "running") return "34";
-  if (state == "retrying") return "33";
-  if (state == "failed" || state == "timed_out") return "31";
+const char* state_color(StageState state) {
+  switch (state) {
+    case StageState::kSucceeded: return "32";
+    case StageState::kRunning: return "34";
+    case StageState::kRetrying: return "33";
+    case StageState::kFailed:
+    case StageState::kTimedOut: return "31";
+    case StageState::kPending:
+    case StageState::kCancelled:
+    case StageState::kSkipped: return "90";
+  }
+  return "90";
+}
+
+const char* state_color(RunState state) {
+  switch (state) {
+    case RunState::kSucceeded: return "32";
+    case RunState::kRunning: return "34";
+    case RunState::kFailed: return "31";
+    case RunState::kPending:
+    case RunState::kCancelled: return "90";
+  }
   return "90";
 }
 
@@ -78,7 +95,7 @@ std::string render_table(const std::vector<std::vector<std::string>>& rows, cons
 std::string stage_detail(const StageRecord& s) {
   std::string d;
   if (s.exit_code) d = "exit " + std::to_string(*s.exit_code);
-  if (!s.error.empty() && s.state != "succeeded") d += (d.empty() ? "" : ": ") + escape_controls(s.error);
+  if (!s.error.empty() && s.state != StageState::kSucceeded) d += (d.empty() ? "" : ": ") + escape_controls(s.error);
   if (s.progress.is_object() && s.progress.contains("bytes_done")) {
     std::ostringstream p;
     double done = s.progress.value("bytes_done", 0.0), total = s.progress.value("bytes_total", 0.0);
@@ -110,19 +127,19 @@ nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>&
                       {"uid", run.uid},
                       {"name", run.name},
                       {"workflow", run.workflow_path},
-                      {"state", run.state},
+                      {"state", state_name(run.state)},
                       {"params", run.params},
                       {"created_ms", run.created_ms},
                       {"ended_ms", run.ended_ms},
                       {"error", run.error},
                       {"coordinator_pid", run.coordinator_pid},
-                      {"coordinator_alive", run.state == "running" && coordinator_alive(run)}};
+                      {"coordinator_alive", run.state == RunState::kRunning && coordinator_alive(run)}};
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& s : stages) {
     nlohmann::json st = {{"name", s.name},
                          {"kind", s.kind},
                          {"host", s.host},
-                         {"state", s.state},
+                         {"state", state_name(s.state)},
                          {"attempt", s.attempt},
                          {"job", run.job_key(s.name)},
                          {"started_ms", s.started_ms},
@@ -141,8 +158,8 @@ nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>&
 }
 
 std::string render_status(const RunRecord& run, const std::vector<StageRecord>& stages, bool color) {
-  std::string head = "run " + run.id + "  " + run.state;
-  if (run.state == "running" && !coordinator_alive(run)) {
+  std::string head = "run " + run.id + "  " + state_name(run.state);
+  if (run.state == RunState::kRunning && !coordinator_alive(run)) {
     head += " (its coordinator is gone: `ferry resume " + run.id + "` picks it up)";
   }
   head += "  workflow " + run.workflow_path + "\n";
@@ -150,8 +167,8 @@ std::string render_status(const RunRecord& run, const std::vector<StageRecord>& 
   std::vector<std::string> colors = {""};
   int64_t now = now_ms();
   for (const auto& s : stages) {
-    std::string state = s.state;
-    if (s.state == "running" && s.disconnected_since_ms > 0) {
+    std::string state = state_name(s.state);
+    if (s.state == StageState::kRunning && s.disconnected_since_ms > 0) {
       state += " (disconnected " + duration_text(now - s.disconnected_since_ms) + ")";
     }
     std::string host = s.host.empty() ? (s.kind == "eval" ? "(coordinator)" : "-") : s.host;
@@ -167,8 +184,8 @@ std::string render_runs(const std::vector<RunRecord>& runs, bool color) {
   std::vector<std::vector<std::string>> rows = {{"RUN", "STATE", "CREATED", "DURATION", "WORKFLOW"}};
   std::vector<std::string> colors = {""};
   for (const auto& r : runs) {
-    std::string state = r.state;
-    if (r.state == "running" && !coordinator_alive(r)) state += " (coordinator gone)";
+    std::string state = state_name(r.state);
+    if (r.state == RunState::kRunning && !coordinator_alive(r)) state += " (coordinator gone)";
     int64_t dur = (r.ended_ms > 0 ? r.ended_ms : now_ms()) - r.created_ms;
     time_t t = static_cast<time_t>(r.created_ms / 1000);
     std::tm tm;

@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/file_util.h"
 
 namespace ferry {
@@ -164,6 +166,19 @@ std::string new_run_uid() {
   return uid;
 }
 
+// A state column back to its enum; a name no version wrote is a damaged file.
+RunState run_state_column(const std::string& name) {
+  auto s = parse_run_state(name);
+  if (!s) throw std::runtime_error("unknown run state '" + name + "'");
+  return *s;
+}
+
+StageState stage_state_column(const std::string& name) {
+  auto s = parse_stage_state(name);
+  if (!s) throw std::runtime_error("unknown stage state '" + name + "'");
+  return *s;
+}
+
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 RunRecord read_run(SQLite::Statement& q) {
@@ -173,7 +188,7 @@ RunRecord read_run(SQLite::Statement& q) {
   r.workflow_path = q.getColumn("workflow_path").getString();
   r.workflow_source = q.getColumn("workflow_source").getString();
   r.params = parse_json(q.getColumn("params").getString());
-  r.state = q.getColumn("state").getString();
+  r.state = run_state_column(q.getColumn("state").getString());
   r.coordinator_pid = q.getColumn("coordinator_pid").getInt();
   r.cancel_requested = q.getColumn("cancel_requested").getInt() != 0;
   r.created_ms = q.getColumn("created_ms").getInt64();
@@ -319,7 +334,7 @@ Result<RunRecord> Store::create_run(const std::string& name, const std::string& 
     r.workflow_path = workflow_path;
     r.workflow_source = workflow_source;
     r.params = params;
-    r.state = "pending";
+    r.state = RunState::kPending;
     return r;
   });
 }
@@ -361,7 +376,7 @@ Result<std::vector<StageRecord>> Store::stages(const std::string& run_id) {
       s.position = q.getColumn("position").getInt();
       s.kind = q.getColumn("kind").getString();
       s.host = q.getColumn("host").getString();
-      s.state = q.getColumn("state").getString();
+      s.state = stage_state_column(q.getColumn("state").getString());
       s.attempt = q.getColumn("attempt").getInt();
       s.token = q.getColumn("token").getString();
       s.inputs_hash = q.getColumn("inputs_hash").getString();
@@ -420,7 +435,7 @@ Result<std::vector<AttemptRecord>> Store::attempts(const std::string& run_id, co
       AttemptRecord a;
       a.attempt = q.getColumn(0).getInt();
       a.token = q.getColumn(1).getString();
-      a.state = q.getColumn(2).getString();
+      a.state = stage_state_column(q.getColumn(2).getString());
       a.started_ms = q.getColumn(3).getInt64();
       a.ended_ms = q.getColumn(4).getInt64();
       if (!q.getColumn(5).isNull()) a.exit_code = q.getColumn(5).getInt();
@@ -433,11 +448,12 @@ Result<std::vector<AttemptRecord>> Store::attempts(const std::string& run_id, co
   }
 }
 
-Status Store::set_run_state(const std::string& run_id, const std::string& state, int coordinator_pid,
+Status Store::set_run_state(const std::string& run_id, RunState run_state, int coordinator_pid,
                             const std::string& error) {
   return write_retrying(patience_ms_, "set run state", [&]() -> Status {
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-    bool ended = state == "succeeded" || state == "failed" || state == "cancelled";
+    const std::string state = state_name(run_state);
+    bool ended = run_ended(run_state);
     SQLite::Statement q(*db_, "UPDATE runs SET state=?, coordinator_pid=?, error=?, ended_ms=? WHERE id=?");
     q.bind(1, state);
     q.bind(2, coordinator_pid);
@@ -494,8 +510,9 @@ Status Store::begin_attempt(const std::string& run_id, const std::string& stage,
 }
 
 Result<bool> Store::finish_attempt(const std::string& run_id, const std::string& stage, int attempt,
-                                   const std::string& state, std::optional<int> exit_code, const std::string& error) {
+                                   StageState ended_state, std::optional<int> exit_code, const std::string& error) {
   return write_retrying(patience_ms_, "finish attempt", [&]() -> Result<bool> {
+    const std::string state = state_name(ended_state);
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     int64_t now = now_ms();
     SQLite::Statement a(*db_, "UPDATE attempts SET state=?, ended_ms=?, exit_code=?, error=? "
@@ -527,9 +544,10 @@ Result<bool> Store::finish_attempt(const std::string& run_id, const std::string&
   });
 }
 
-Status Store::set_stage_state(const std::string& run_id, const std::string& stage, const std::string& state,
+Status Store::set_stage_state(const std::string& run_id, const std::string& stage, StageState stage_state,
                               const std::string& error) {
   return write_retrying(patience_ms_, "set stage state", [&]() -> Status {
+    const std::string state = state_name(stage_state);
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement s(*db_, "UPDATE stages SET state=?, error=? WHERE run_id=? AND name=?");
     s.bind(1, state);

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "jobs/states.h"
 
 namespace SQLite {
 class Database;
@@ -37,7 +38,7 @@ struct RunRecord {
   std::string workflow_path;
   std::string workflow_source;
   nlohmann::json params = nlohmann::json::object();
-  std::string state;  // pending, running, succeeded, failed, cancelled
+  RunState state = RunState::kPending;
   int coordinator_pid = 0;
   int64_t created_ms = 0;
   int64_t ended_ms = 0;
@@ -56,7 +57,7 @@ struct StageRecord {
   int position = 0;
   std::string kind;
   std::string host;
-  std::string state;  // pending, running, succeeded, failed, timed_out, cancelled, skipped
+  StageState state = StageState::kPending;
   int attempt = 0;
   std::string token;
   std::string inputs_hash;
@@ -81,7 +82,7 @@ struct EventRecord {
 struct AttemptRecord {
   int attempt = 0;
   std::string token;
-  std::string state;
+  StageState state = StageState::kRunning;  // running, or how it ended
   int64_t started_ms = 0;
   int64_t ended_ms = 0;
   std::optional<int> exit_code;
@@ -110,7 +111,7 @@ class Store {
   Result<std::vector<EventRecord>> events(const std::string& run_id, const std::string& stage = "");
   Result<std::vector<AttemptRecord>> attempts(const std::string& run_id, const std::string& stage);
 
-  Status set_run_state(const std::string& run_id, const std::string& state, int coordinator_pid,
+  Status set_run_state(const std::string& run_id, RunState state, int coordinator_pid,
                        const std::string& error = "");
   Status request_cancel(const std::string& run_id);
 
@@ -119,9 +120,9 @@ class Store {
                        const std::string& inputs_hash);
   /// Records an attempt's end exactly once: false when it was already recorded.
   Result<bool> finish_attempt(const std::string& run_id, const std::string& stage, int attempt,
-                              const std::string& state, std::optional<int> exit_code, const std::string& error);
+                              StageState state, std::optional<int> exit_code, const std::string& error);
   /// Sets a stage's state without an attempt (pending, skipped, cancelled...).
-  Status set_stage_state(const std::string& run_id, const std::string& stage, const std::string& state,
+  Status set_stage_state(const std::string& run_id, const std::string& stage, StageState state,
                          const std::string& error);
   Status set_outputs(const std::string& run_id, const std::string& stage, const std::map<std::string, std::string>& kv);
   Status set_metrics(const std::string& run_id, const std::string& stage, const std::map<std::string, double>& kv);

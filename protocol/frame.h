@@ -1,4 +1,4 @@
-// Frame: the unit of the agent wire protocol (DESIGN §4), and its codec.
+// Frame: the unit of the agent wire protocol (docs/DESIGN.md §4), and its codec.
 //
 // On the wire, little-endian:
 //   u32 length      bytes that follow this field

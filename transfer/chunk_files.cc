@@ -13,6 +13,7 @@
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
+#include "base/unique_fd.h"
 
 namespace ferry {
 namespace {
@@ -131,12 +132,10 @@ Result<nlohmann::json> list_source(const std::string& path) {
 
 Result<std::string> read_chunk(const std::string& path, int64_t offset, int64_t length, std::string* hash) {
   if (offset < 0 || length < 0 || length > kMaxChunkBytes) return invalid_argument("bad read range");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status("open " + path, errno);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) return errno_status("open " + path, errno);
   std::string data(static_cast<size_t>(length), '\0');
-  Status s = pread_all(fd, data.data(), length, offset, path);
-  ::close(fd);
-  if (!s.ok()) return s;
+  FERRY_RETURN_IF_ERROR(pread_all(fd.get(), data.data(), length, offset, path));
   *hash = xxh128_hex(data.data(), data.size());
   return data;
 }
@@ -144,17 +143,15 @@ Result<std::string> read_chunk(const std::string& path, int64_t offset, int64_t 
 Result<std::map<int64_t, std::string>> hash_chunks(const std::string& path, int64_t chunk_size,
                                                    const std::vector<int64_t>& indices) {
   if (chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad chunk size");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status("open " + path, errno);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) return errno_status("open " + path, errno);
   struct stat st;
-  ::fstat(fd, &st);
+  ::fstat(fd.get(), &st);
   std::vector<int64_t> all = indices;
   if (all.empty()) {
     for (int64_t i = 0; i < chunk_count(st.st_size, chunk_size); ++i) all.push_back(i);
   }
-  auto r = hash_range(fd, path, st.st_size, chunk_size, all);
-  ::close(fd);
-  return r;
+  return hash_range(fd.get(), path, st.st_size, chunk_size, all);
 }
 
 std::string file_hash_of(const std::vector<std::string>& chunk_hashes) {
@@ -203,14 +200,10 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
     FERRY_RETURN_IF_ERROR(write_file_atomic(spec_path(dest), spec.dump()));
   }
   // Never through a symlink someone planted at our part file's name.
-  int fd = ::open(part_path(dest).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? 0 : O_EXCL),
-                  (mode & 0777) | 0600);
-  if (fd < 0) return errno_status("create " + part_path(dest), errno);
-  if (::ftruncate(fd, size) != 0) {
-    int err = errno;
-    ::close(fd);
-    return errno_status("size " + part_path(dest), err);
-  }
+  UniqueFd fd(::open(part_path(dest).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? 0 : O_EXCL),
+                     (mode & 0777) | 0600));
+  if (!fd.ok()) return errno_status("create " + part_path(dest), errno);
+  if (::ftruncate(fd.get(), size) != 0) return errno_status("size " + part_path(dest), errno);
   if (resume) {
     // Journal entries are hints: trust only chunks whose bytes still match.
     auto journal = read_file(journal_path(dest));
@@ -230,7 +223,7 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
     for (auto& [i, h] : claimed) {
       if (i >= 0 && i < chunk_count(size, chunk_size)) idx.push_back(i);
     }
-    auto actual = hash_range(fd, part_path(dest), size, chunk_size, idx);
+    auto actual = hash_range(fd.get(), part_path(dest), size, chunk_size, idx);
     if (actual.ok()) {
       for (auto& [i, h] : *actual) {
         if (claimed[i] == h) state.have[i] = h;
@@ -238,11 +231,9 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
     }
     std::string rewritten;
     for (auto& [i, h] : state.have) rewritten += std::to_string(i) + " " + h + "\n";
-    ::close(fd);
+    fd.reset();
     FERRY_RETURN_IF_ERROR(write_file_atomic(journal_path(dest), rewritten));
-    return state;
   }
-  ::close(fd);
   return state;
 }
 
@@ -255,23 +246,19 @@ Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size,
                      ", expected " + hash);
   }
   std::string part = part_path(dest);
-  int fd = ::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return errno_status("open " + part + " (was the copy begun?)", errno);
-  Status s = pwrite_all(fd, data.data(), static_cast<int64_t>(data.size()), index * chunk_size, part);
+  UniqueFd fd(::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.ok()) return errno_status("open " + part + " (was the copy begun?)", errno);
+  Status s = pwrite_all(fd.get(), data.data(), static_cast<int64_t>(data.size()), index * chunk_size, part);
   // Start writing the chunk to disk now, without waiting for it: otherwise the whole
   // file is still dirty when commit fsyncs it, and that fsync (about 0.5 s per GiB
   // on the testbed) runs after the last byte arrived instead of alongside the copy.
-  if (s.ok()) (void)::sync_file_range(fd, index * chunk_size, static_cast<off_t>(data.size()), SYNC_FILE_RANGE_WRITE);
-  ::close(fd);
+  if (s.ok()) {
+    (void)::sync_file_range(fd.get(), index * chunk_size, static_cast<off_t>(data.size()), SYNC_FILE_RANGE_WRITE);
+  }
+  fd.reset();
   if (!s.ok()) return s;
   // One short O_APPEND write per chunk: concurrent writers never interleave inside a line.
-  std::string line = std::to_string(index) + " " + hash + "\n";
-  int jfd = ::open(journal_path(dest).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (jfd < 0) return errno_status("open " + journal_path(dest), errno);
-  ssize_t n = ::write(jfd, line.data(), line.size());
-  ::close(jfd);
-  if (n != static_cast<ssize_t>(line.size())) return errno_status("write " + journal_path(dest), errno);
-  return Status();
+  return append_file(journal_path(dest), std::to_string(index) + " " + hash + "\n", 0600);
 }
 
 namespace {
@@ -295,62 +282,54 @@ bool already_committed(const std::string& dest, int64_t chunk_size, const std::v
 Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
                       std::vector<int64_t>* bad) {
   std::string part = part_path(dest);
-  int fd = ::open(part.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open(part.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.ok()) {
     int err = errno;
     if (err == ENOENT && already_committed(dest, chunk_size, chunk_hashes)) return Status();
     return errno_status("open " + part, err);
   }
   struct stat st;
-  ::fstat(fd, &st);
+  ::fstat(fd.get(), &st);
   if (chunk_count(st.st_size, chunk_size) != static_cast<int64_t>(chunk_hashes.size())) {
-    ::close(fd);
     return data_loss(part + " has the wrong size");
   }
   std::vector<int64_t> all;
   for (int64_t i = 0; i < static_cast<int64_t>(chunk_hashes.size()); ++i) all.push_back(i);
-  auto actual = hash_range(fd, part, st.st_size, chunk_size, all);
-  if (!actual.ok()) {
-    ::close(fd);
-    return actual.status();
-  }
+  auto actual = hash_range(fd.get(), part, st.st_size, chunk_size, all);
+  if (!actual.ok()) return actual.status();
   for (auto& [i, h] : *actual) {
     if (h != chunk_hashes[static_cast<size_t>(i)]) bad->push_back(i);
   }
   if (!bad->empty()) {
-    ::close(fd);
+    fd.reset();
     // Forget the bad chunks so a resumed copy sends them again.
     std::string rewritten;
     for (auto& [i, h] : *actual) {
       if (h == chunk_hashes[static_cast<size_t>(i)]) rewritten += std::to_string(i) + " " + h + "\n";
     }
     Status w = write_file_atomic(journal_path(dest), rewritten);
-    (void)w;
-    return data_loss(std::to_string(bad->size()) + " chunk(s) of " + dest + " failed verification on disk");
+    return data_loss(std::to_string(bad->size()) + " chunk(s) of " + dest + " failed verification on disk" +
+                     (w.ok() ? "" : " (and its journal could not be rewritten: " + w.message() + ")"));
   }
   // Verified bytes are committed only once they are on disk: a write error the
   // kernel held back (delayed allocation on a full disk, EIO, an NFS server)
   // surfaces at fsync, and then the part file stays a part file.
-  ::close(fd);
-  int wfd = ::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (wfd < 0) return errno_status("open " + part + " to flush it", errno);
-  if (::fsync(wfd) != 0) {
-    int err = errno;
-    ::close(wfd);
-    return data_loss("flushing " + part + " to disk failed (" + std::strerror(err) + "); " + dest +
-                     " was not committed");
+  fd.reset();
+  {
+    UniqueFd written(::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!written.ok()) return errno_status("open " + part + " to flush it", errno);
+    if (::fsync(written.get()) != 0) {
+      return data_loss("flushing " + part + " to disk failed (" + std::strerror(errno) + "); " + dest +
+                       " was not committed");
+    }
   }
-  ::close(wfd);
   if (::rename(part.c_str(), dest.c_str()) != 0) return errno_status("rename " + part, errno);
-  int dfd = ::open(dirname_of(dest).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return errno_status("open " + dirname_of(dest) + " to flush it", errno);
-  if (::fsync(dfd) != 0) {
-    int err = errno;
-    ::close(dfd);
-    return data_loss("flushing the folder " + dirname_of(dest) + " to disk failed (" + std::strerror(err) + "); " +
+  UniqueFd dir(::open(dirname_of(dest).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.ok()) return errno_status("open " + dirname_of(dest) + " to flush it", errno);
+  if (::fsync(dir.get()) != 0) {
+    return data_loss("flushing the folder " + dirname_of(dest) + " to disk failed (" + std::strerror(errno) + "); " +
                      dest + " may not survive a crash");
   }
-  ::close(dfd);
   ::unlink(journal_path(dest).c_str());
   ::unlink(spec_path(dest).c_str());
   return Status();

@@ -1,6 +1,7 @@
 #include "transfer/copy_plan.h"
 
 #include <algorithm>
+#include <set>
 
 #include "transfer/chunk_files.h"
 
@@ -114,6 +115,35 @@ void drop_stale_chunks(std::map<int64_t, std::string>* have, const std::map<int6
     auto it = have->find(idx);
     if (it != have->end() && it->second != src_hash) have->erase(it);
   }
+}
+
+std::map<int64_t, std::string> source_hashes(const CopyFile& f) {
+  std::map<int64_t, std::string> all;
+  for (int64_t c = 0; c < f.chunks; ++c) all[c] = f.hashes[static_cast<size_t>(c)];
+  return all;
+}
+
+std::vector<int64_t> held_indices(std::initializer_list<const std::map<int64_t, std::string>*> haves) {
+  std::set<int64_t> all;
+  for (const auto* have : haves) {
+    for (const auto& [index, hash] : *have) all.insert(index);
+  }
+  return {all.begin(), all.end()};
+}
+
+int64_t queue_missing_chunks(CopyFile* f, int64_t chunk_size, const std::function<bool(int64_t)>& lacks,
+                             const std::function<void(int64_t)>& queue) {
+  int64_t there = 0;
+  for (int64_t c = 0; c < f->chunks; ++c) {
+    if (lacks(c)) {
+      queue(c);
+      ++f->remaining;
+    } else {
+      f->hashes[static_cast<size_t>(c)] = f->dest_have[c];
+      there += copy_chunk_len(f->size, chunk_size, c);
+    }
+  }
+  return there;
 }
 
 std::map<int64_t, std::string> chunk_map_from_json(const nlohmann::json& j) {

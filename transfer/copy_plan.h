@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -75,6 +77,22 @@ bool dest_may_hold(const nlohmann::json& stat_reply, int64_t size);
 /// holds the source's hashes of some indices): a chunk held from an earlier
 /// attempt counts only if the source still has the same bytes.
 void drop_stale_chunks(std::map<int64_t, std::string>* have, const std::map<int64_t, std::string>& source);
+
+// Resume, the same for both senders: stat the destination; when it may hold the
+// file (dest_may_hold) hash the source first; recv.begin; then drop the held
+// chunks the source no longer has (all of them checked against source_hashes
+// when the source was hashed, else the held_indices hashed at the source), and
+// queue what each receiver lacks (queue_missing_chunks).
+
+/// Every chunk's source hash by index, once f.hashes are all known.
+std::map<int64_t, std::string> source_hashes(const CopyFile& f);
+/// The chunk indices any of `haves` holds: those to hash at the source before they count.
+std::vector<int64_t> held_indices(std::initializer_list<const std::map<int64_t, std::string>*> haves);
+/// Calls `queue(index)` for each chunk of `f` some receiver lacks (`lacks(index)`)
+/// and counts it in f->remaining; a chunk every receiver holds takes the held hash
+/// (dest_have) as the source's and is not sent. Returns the bytes already there.
+int64_t queue_missing_chunks(CopyFile* f, int64_t chunk_size, const std::function<bool(int64_t)>& lacks,
+                             const std::function<void(int64_t)>& queue);
 
 /// {index: hash} as the agent's replies carry it (fs.hash "chunks", recv.begin "have").
 std::map<int64_t, std::string> chunk_map_from_json(const nlohmann::json& j);

@@ -11,6 +11,22 @@ const char* stage_kind_name(StageKind kind) {
   return "?";
 }
 
+const char* copy_route_name(CopyRoute route) {
+  switch (route) {
+    case CopyRoute::kAuto: return "auto";
+    case CopyRoute::kDirect: return "direct";
+    case CopyRoute::kRelay: return "relay";
+  }
+  return "?";
+}
+
+std::optional<CopyRoute> parse_copy_route(const std::string& name) {
+  for (CopyRoute r : {CopyRoute::kAuto, CopyRoute::kDirect, CopyRoute::kRelay}) {
+    if (name == copy_route_name(r)) return r;
+  }
+  return std::nullopt;
+}
+
 const Host* Workflow::find_host(const std::string& n) const {
   for (const auto& h : hosts) {
     if (h.name == n) return &h;

@@ -51,6 +51,12 @@ struct Host {
 enum class StageKind { kCommand, kCopy, kEval };
 const char* stage_kind_name(StageKind kind);
 
+/// How a copy's bytes travel (workflows/README.md#copy-stages).
+enum class CopyRoute { kAuto, kDirect, kRelay };
+/// "auto", "direct", "relay": the workflow's word, also in events and progress.
+const char* copy_route_name(CopyRoute route);
+std::optional<CopyRoute> parse_copy_route(const std::string& name);
+
 struct Output {
   std::string name;
   std::optional<Text> value;  // absent: the job writes it to $FERRY_OUTPUT
@@ -88,7 +94,7 @@ struct Stage {
 
   // copy
   Endpoint from, to;
-  std::string route = "auto";  // auto | direct | relay
+  CopyRoute route = CopyRoute::kAuto;
   Location route_at;           // of the 'route' value; unknown when the key is absent
   Text keep_local;
   int streams = 4;

@@ -447,7 +447,7 @@ class Parser {
         if (auto ep = endpoint(*x, "to")) s.to = *ep;
       }
       if (auto x = find(e, "route")) {
-        if (auto r = one_of(*x, "route", {"auto", "direct", "relay"})) s.route = *r;
+        if (auto r = one_of(*x, "route", {"auto", "direct", "relay"})) s.route = *parse_copy_route(*r);
         s.route_at = loc(*x);
       }
       if (auto x = find(e, "keep_local")) {

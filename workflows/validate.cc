@@ -135,7 +135,7 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
       if (!s.from.host.empty() && s.from.host == s.to.host) {
         d.error(s.to.path.at, what + " copies from host '" + s.from.host + "' to itself; use a command stage");
       }
-      if (s.route == "direct") {
+      if (s.route == CopyRoute::kDirect) {
         // Direct: the source's own ssh client reaches the destination, so both are
         // ssh hosts, and the bytes never pass through the coordinator.
         if (!s.keep_local.empty()) {

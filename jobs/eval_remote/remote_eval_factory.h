@@ -1,20 +1,19 @@
-// The runner of an eval stage on a host, from the stage's resolved inputs (see
-// the scheduler's stage_inputs and jobs/stage_factory.h).
+// The runner of an eval stage on a host, from its resolved spec (jobs/stage_spec.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "jobs/stage_runner.h"
+#include "jobs/stage_spec.h"
 
 namespace ferry {
 
 /// The prefix of a `prompts:` value naming a coordinator file, shipped to the host.
 inline constexpr const char* kCoordinatorPrefix = "coordinator:";
 
-/// `engine`: the plugin spec without paths; target, drafter, reference and
-/// prompts are taken from `inputs` as the host's paths (relative: to its workdir).
-std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, const nlohmann::json& inputs,
-                                                    nlohmann::json engine, StageEnv& env, const AttemptId& id);
+/// target, drafter, reference and prompts are the host's paths (relative: to its workdir).
+std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, const EvalStageSpec& eval,
+                                                    StageEnv& env, const AttemptId& id);
 
 }  // namespace ferry

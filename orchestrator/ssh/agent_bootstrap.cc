@@ -7,7 +7,7 @@
 #include <random>
 
 #include "base/file_hash.h"
-#include "orchestrator/ssh/shell_quote.h"
+#include "base/shell_quote.h"
 
 namespace ferry {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "base/file_hash.h"
+#include "base/shell_quote.h"
 #include "orchestrator/ssh/agent_bootstrap.h"
-#include "orchestrator/ssh/shell_quote.h"
 
 namespace ferry {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hosts_bench.sh BUILD_DIR: start a trivial command on 16 SSH hosts with ferry,
-# ansible and pdsh, side by side in one run (DESIGN.md §8: "faster than ansible,
+# ansible and pdsh, side by side in one run (docs/DESIGN.md §8: "faster than ansible,
 # within 1.5x of pdsh"). Prints figures; not a test. Run as root.
 #
 # Brings up its own 16-host testbed (tests/testbed/testbed.sh up 16) in a fresh

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     (void)(*store)->add_event(run->id, s, "attempt.launched", {{"pid", 1000 + i}});
     (void)(*store)->set_outputs(run->id, s, {{"path", "/data/" + s}});
     (void)(*store)->set_metrics(run->id, s, {{"tau", 2.5}});
-    if (i % 10 != 0) (void)(*store)->finish_attempt(run->id, s, 1, "succeeded", 0, "");
+    if (i % 10 != 0) (void)(*store)->finish_attempt(run->id, s, 1, StageState::kSucceeded, 0, "");
   }
   std::map<std::string, std::string> env = {{"FERRY_HOME", home.path()}, {"NO_COLOR", "1"}};
   std::string ferry = testing::bin_dir() + "/ferry";

@@ -1,4 +1,4 @@
-// Copy stages end to end on local hosts (issue 4, DESIGN.md §3 step 4 and §9):
+// Copy stages end to end on local hosts (issue 4, docs/DESIGN.md §3 step 4 and §9):
 // the real `ferry` binary relays a checkpoint folder between two `transport:
 // local` hosts (each its own agent subprocess per lane), and the tests look at
 // what lands on disk, `ferry status --json` and the events table.

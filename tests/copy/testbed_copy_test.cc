@@ -1,4 +1,4 @@
-// Copy stages over real SSH (issue 4, DESIGN.md §3 step 4 and §9): a checkpoint
+// Copy stages over real SSH (issue 4, docs/DESIGN.md §3 step 4 and §9): a checkpoint
 // folder relayed h1 → coordinator → h2 between two testbed hosts that cannot
 // reach each other, and the same with h2's link cut half way; then the direct
 // route (TestbedDirectCopyTest): h1 and h2 linked (`testbed.sh link`), h1's own

@@ -1,4 +1,4 @@
-// End to end over SSH (issue 3, DESIGN.md §9): a host's link is cut for 30 s in
+// End to end over SSH (issue 3, docs/DESIGN.md §9): a host's link is cut for 30 s in
 // the middle of a 60 s command stage. The job keeps running on the host, the
 // coordinator shows the stage disconnected, re-attaches when the link is back,
 // and records the job's real exit code once, with every log line once, in order.

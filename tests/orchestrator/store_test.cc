@@ -61,18 +61,41 @@ TEST_F(StoreTest, AnAttemptEndIsRecordedExactlyOnce) {
   auto run = store_->create_run("wf", "wf.yaml", "", {}, {{"s", "command", "h"}});
   ASSERT_TRUE(run.ok());
   ASSERT_TRUE(store_->begin_attempt(run->id, "s", 1, "tok", "hash").ok());
-  auto first = store_->finish_attempt(run->id, "s", 1, "succeeded", 0, "");
-  auto second = store_->finish_attempt(run->id, "s", 1, "failed", 9, "late duplicate");
+  auto first = store_->finish_attempt(run->id, "s", 1, StageState::kSucceeded, 0, "");
+  auto second = store_->finish_attempt(run->id, "s", 1, StageState::kFailed, 9, "late duplicate");
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_TRUE(*first);
   EXPECT_FALSE(*second);
   auto stages = store_->stages(run->id);
-  EXPECT_EQ((*stages)[0].state, "succeeded");
+  EXPECT_EQ((*stages)[0].state, StageState::kSucceeded);
   EXPECT_EQ((*stages)[0].exit_code, 0);
   auto events = store_->events(run->id, "s");
   int finished = 0;
   for (const auto& e : *events) finished += e.type == "attempt.finished";
   EXPECT_EQ(finished, 1);
+}
+
+// Runs recorded by earlier versions must read back: the stored words stay the same.
+TEST_F(StoreTest, StatesAreStoredByTheWordsEarlierVersionsWrote) {
+  auto run = store_->create_run("wf", "wf.yaml", "", {}, {{"a", "command", "h"}, {"b", "command", "h"}});
+  ASSERT_TRUE(run.ok());
+  ASSERT_TRUE(store_->begin_attempt(run->id, "a", 1, "tok", "hash").ok());
+  ASSERT_TRUE(store_->finish_attempt(run->id, "a", 1, StageState::kTimedOut, std::nullopt, "slow").ok());
+  ASSERT_TRUE(store_->set_stage_state(run->id, "b", StageState::kSkipped, "needs a").ok());
+  ASSERT_TRUE(store_->set_run_state(run->id, RunState::kCancelled, 0).ok());
+  auto rows = testing::run_process(
+      {"sqlite3", dir_.file("ferry.db"),
+       "SELECT state FROM stages ORDER BY position; SELECT state FROM attempts; SELECT state FROM runs;"});
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  EXPECT_EQ(rows.out, "timed_out\nskipped\ntimed_out\ncancelled\n");
+
+  // A word no version wrote is a damaged file, said as such, not a guess.
+  auto bad = testing::run_process({"sqlite3", dir_.file("ferry.db"), "UPDATE stages SET state='runing' WHERE name='b';"});
+  ASSERT_EQ(bad.exit_code, 0) << bad.err;
+  auto stages = store_->stages(run->id);
+  ASSERT_FALSE(stages.ok());
+  EXPECT_NE(stages.status().message().find("unknown stage state 'runing'"), std::string::npos)
+      << stages.status().message();
 }
 
 TEST_F(StoreTest, OutputsMetricsAndProgressAreReadBack) {

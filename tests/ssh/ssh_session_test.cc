@@ -223,7 +223,7 @@ TEST_F(SshSessionTest, ProxyCommandFromTheSshConfigCarriesTheSession) {
   EXPECT_EQ(r->out.rfind(h1 + " ", 0), 0u) << r->out;
 }
 
-// The testbed's promise (DESIGN.md §7): hosts reach the coordinator, never each other.
+// The testbed's promise (docs/DESIGN.md §7): hosts reach the coordinator, never each other.
 TEST_F(SshSessionTest, HostsCannotReachEachOtherButTheCoordinatorReachesAll) {
   for (size_t i = 0; i < tb_.hosts.size(); ++i) {
     SshSession s(tb_.target(i));

@@ -7,9 +7,9 @@
 
 #include <chrono>
 
-#include "orchestrator/ssh/agent_bootstrap.h"
 #include "base/file_hash.h"
-#include "orchestrator/ssh/shell_quote.h"
+#include "base/shell_quote.h"
+#include "orchestrator/ssh/agent_bootstrap.h"
 #include "orchestrator/ssh/tcp_socket.h"
 
 namespace ferry {

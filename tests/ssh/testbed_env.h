@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/ssh/shell_quote.h"
+#include "base/shell_quote.h"
 #include "orchestrator/ssh/ssh_target.h"
 
 namespace ferry::testbed {

@@ -99,3 +99,29 @@ TEST(CopyPlanTest, ErrorFramesOfTheWrongShapeBecomeStatusesNotExceptions) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+TEST(CopyPlanTest, ResumeQueuesWhatAReceiverLacksAndCountsWhatIsThere) {
+  CopyFile f;
+  f.size = 10;  // chunks of 4, 4 and 2 bytes
+  f.chunks = 3;
+  f.hashes.resize(3);
+  f.dest_have = {{0, "h0"}, {2, "h2"}};
+  std::map<int64_t, std::string> local_have = {{0, "h0"}};  // a second receiver lacking chunk 2
+  std::vector<int64_t> queued;
+  int64_t there = queue_missing_chunks(
+      &f, 4, [&](int64_t c) { return !f.dest_have.count(c) || !local_have.count(c); },
+      [&](int64_t c) { queued.push_back(c); });
+  EXPECT_EQ(queued, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(f.remaining, 2);
+  EXPECT_EQ(there, 4);
+  EXPECT_EQ(f.hashes[0], "h0");  // held everywhere: the held hash stands for the source's
+  EXPECT_EQ(f.hashes[2], "");
+  EXPECT_EQ(held_indices({&f.dest_have, &local_have}), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(source_hashes(f), (std::map<int64_t, std::string>{{0, "h0"}, {1, ""}, {2, ""}}));
+}
+
+}  // namespace
+}  // namespace ferry

@@ -195,7 +195,7 @@ TEST_F(ParserTest, FullWorkflowCopyStage) {
   EXPECT_EQ(s->from.path.value, "${{ stages.train.outputs.ckpt }}");
   EXPECT_EQ(s->to.host, "laptop");
   EXPECT_EQ(s->to.path.value, "ckpt/");
-  EXPECT_EQ(s->route, "relay");
+  EXPECT_EQ(s->route, workflow::CopyRoute::kRelay);
   EXPECT_EQ(s->keep_local.value, "cache/ckpt");
   EXPECT_EQ(s->streams, 8);
   EXPECT_DOUBLE_EQ(s->timeout_s, 0);

@@ -1,0 +1,29 @@
+#include "jobs/copy/copy_context.h"
+
+#include <algorithm>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+
+namespace ferry {
+
+CopyContext::CopyContext(StageEnv& e, CopySpec s) : env(e), spec(std::move(s)), lanes(std::max(1, spec.streams)) {}
+
+void CopyContext::fail(const std::string& why) {
+  StageOutcome o;
+  o.error = why;
+  finish(std::move(o));
+}
+
+void CopyContext::retry_later(std::function<void()> fn) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(env.io(), std::chrono::milliseconds(kRetryMs));
+  auto self = shared_from_this();
+  timer->async_wait([self, timer, fn = std::move(fn)](const boost::system::error_code& ec) {
+    if (!ec && !self->finished) fn();
+  });
+}
+
+bool CopyContext::transient(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kCancelled;
+}
+
+}  // namespace ferry

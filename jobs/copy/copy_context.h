@@ -1,0 +1,79 @@
+// CopyContext: what the parts of a copy stage share — the spec, the files and
+// the byte counters — between the route choice (copy_stage.h) and the engine it
+// picks: the relay (relay_copy.h) or the direct push's driver (direct_copy.h).
+// The stage owns it; each engine holds it too, so a late reply after the end
+// finds `finished` set and does nothing.
+//
+// io thread only (see stage_runner.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jobs/stage_runner.h"
+#include "transfer/copy_plan.h"
+#include "workflows/model.h"
+
+namespace ferry {
+
+struct CopySpec {
+  std::string from_host, from_path;  // path as the source agent resolves it
+  std::string to_host, to_path;
+  std::string keep_local;  // coordinator path ("" = none), already resolved
+  workflow::CopyRoute route = workflow::CopyRoute::kAuto;
+  int streams = 4;
+  int64_t chunk_size = 2 << 20;
+  // For the direct route: both hosts on ssh, and how the source reaches the destination.
+  bool from_ssh = false, to_ssh = false;
+  std::string to_address;
+  int to_port = 22;
+  std::string to_user;
+  double give_up_s = 600;  // the push's patience without the destination
+  AttemptId attempt;       // the push is a job of this attempt on the source host
+};
+
+/// One file of the copy: the sender's view (copy_plan.h) plus keep_local's.
+struct CopyEntry : CopyFile {
+  std::string local;                          // keep_local's full path ("" = none)
+  std::map<int64_t, std::string> local_have;  // verified in keep_local
+  bool local_complete = false;                // keep_local already holds exactly these bytes
+};
+
+struct CopyBytes {
+  int64_t total = 0;
+  int64_t done = 0;  // reached every destination
+  int64_t sent = 0;  // written to the destination host, counting re-sends
+  int64_t resent = 0;
+  int64_t skipped = 0;  // already there (resume, identical files)
+};
+
+class CopyContext : public std::enable_shared_from_this<CopyContext> {
+ public:
+  static constexpr int kRetryMs = 1000;
+
+  CopyContext(StageEnv& env, CopySpec spec);
+
+  StageEnv& env;
+  const CopySpec spec;
+  const int lanes;  // relay lanes, or the push's streams
+  bool is_dir = false;
+  std::vector<CopyEntry> files;
+  CopyBytes bytes;
+  bool finished = false;  // the outcome is out: replies that come later are dropped
+  bool cancelled = false;
+  bool lanes_warm = false;  // the relay's lanes were asked to come up (RelayCopy::warm_lanes)
+  /// The stage's end (set by the stage); fail() ends it failed.
+  std::function<void(StageOutcome)> finish;
+
+  void fail(const std::string& why);
+  /// `fn` again in kRetryMs, unless the copy finished meanwhile.
+  void retry_later(std::function<void()> fn);
+  /// A link that dropped or is not up yet: try again rather than fail.
+  static bool transient(const Status& s);
+};
+
+}  // namespace ferry

@@ -1,0 +1,380 @@
+#include "jobs/copy/relay_copy.h"
+
+#include <sys/stat.h>
+
+#include "transfer/chunk_files.h"
+
+namespace ferry {
+
+void RelayCopy::warm_lanes(CopyContext& c) {
+  if (c.lanes_warm) return;
+  c.lanes_warm = true;
+  for (int lane = 1; lane <= c.lanes; ++lane) {
+    for (const auto& host : {c.spec.from_host, c.spec.to_host}) {
+      c.env.call_agent_lane(host, lane, "ping", nlohmann::json::object(), {}, [](Result<protocol::Frame>) {});
+    }
+  }
+  // The destination's main link too: its first use comes only after the listing.
+  c.env.call_agent(c.spec.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
+}
+
+void RelayCopy::start_relay() {
+  warm_lanes(*c_);
+  auto self = shared_from_this();
+  auto begin = [self] { self->begin_files(0); };
+  if (!c_->is_dir) return begin();
+  if (!c_->spec.keep_local.empty()) {
+    Status s = receive_prepare_dir(c_->spec.keep_local);
+    if (!s.ok()) return c_->fail("keep_local: " + s.message());
+  }
+  nlohmann::json args = {{"path", c_->spec.to_path}};
+  c_->env.call_agent(c_->spec.to_host, "recv.prepare_dir", args, [self, begin](Result<protocol::Frame> r) {
+    if (self->c_->finished) return;
+    if (!r.ok()) {
+      if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->start_relay(); });
+      return self->c_->fail("preparing " + self->c_->spec.to_host + ":" + self->c_->spec.to_path + ": " +
+                            r.status().message());
+    }
+    begin();
+  });
+}
+
+void RelayCopy::begin_files(size_t i) {
+  if (i == c_->files.size()) {
+    // Everything each side lacks goes in one queue, so lanes work across files.
+    for (size_t fi = 0; fi < c_->files.size(); ++fi) {
+      CopyEntry& f = c_->files[fi];
+      auto lacks = [&f](int64_t c) { return !f.dest_have.count(c) || (!f.local.empty() && !f.local_have.count(c)); };
+      int64_t there = queue_missing_chunks(&f, c_->spec.chunk_size, lacks, [this, fi](int64_t c) {
+        queue_.push_back({fi, c});
+      });
+      c_->bytes.skipped += there;
+      c_->bytes.done += there;
+    }
+    if (c_->bytes.skipped > 0) {
+      int64_t whole = 0;
+      for (const auto& f : c_->files) whole += f.dest_complete && (f.local.empty() || f.local_complete);
+      c_->env.record_event("copy.resumed",
+                           {{"bytes_already_there", c_->bytes.skipped}, {"files_already_there", whole}});
+    }
+    bool any = false;
+    for (size_t fi = 0; fi < c_->files.size(); ++fi) {
+      if (c_->files[fi].remaining == 0) commit_file(fi);
+      else any = true;
+    }
+    if (any) {
+      for (int lane = 1; lane <= c_->lanes; ++lane) lane_loop(lane);
+    }
+    return;
+  }
+  // A file already at its final name with the same size may be identical: then
+  // the source's whole-file hash lets each receiver skip it. Only then is the
+  // source hashed up front; a fresh copy costs one stat.
+  CopyEntry& f = c_->files[i];
+  auto self = shared_from_this();
+  if (f.size == 0) return begin_receivers(i, "");
+  c_->env.call_agent(c_->spec.to_host, "fs.stat", {{"path", f.dest}}, [self, i](Result<protocol::Frame> r) {
+    if (self->c_->finished) return;
+    if (!r.ok()) {
+      if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+      return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " + r.status().message());
+    }
+    CopyEntry& f = self->c_->files[i];
+    bool dest_same = dest_may_hold(r->header, f.size);
+    struct stat st;
+    bool local_same =
+        !f.local.empty() && ::stat(f.local.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == f.size;
+    if (!dest_same && !local_same) return self->begin_receivers(i, "");
+    nlohmann::json hargs = {
+        {"path", f.src}, {"chunk_size", self->c_->spec.chunk_size}, {"indices", nlohmann::json::array()}};
+    self->c_->env.call_agent(self->c_->spec.from_host, "fs.hash", hargs, [self, i](Result<protocol::Frame> h) {
+      if (self->c_->finished) return;
+      if (!h.ok()) {
+        if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+        return self->c_->fail("hashing source " + self->c_->files[i].src + ": " + h.status().message());
+      }
+      CopyEntry& f = self->c_->files[i];
+      Status taken = take_chunk_hashes(h->header.contains("chunks") ? h->header["chunks"] : nlohmann::json(), &f);
+      if (!taken.ok()) return self->c_->fail("source host " + self->c_->spec.from_host + ": " + taken.message());
+      self->begin_receivers(i, file_hash_of(f.hashes));
+    });
+  });
+}
+
+void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
+  CopyEntry& f = c_->files[i];
+  if (!f.local.empty()) {
+    auto local = receive_begin(f.local, f.size, c_->spec.chunk_size, f.mode, file_hash);
+    if (!local.ok()) return c_->fail("keep_local " + f.local + ": " + local.status().message());
+    f.local_complete = local->complete;
+    f.local_have = local->have;
+  }
+  auto self = shared_from_this();
+  nlohmann::json args = recv_begin_args(f, c_->spec.chunk_size, file_hash);
+  c_->env.call_agent(
+      c_->spec.to_host, "recv.begin", args, [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
+        if (self->c_->finished) return;
+        if (!r.ok()) {
+          if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+          return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " + r.status().message());
+        }
+        CopyEntry& f = self->c_->files[i];
+        apply_recv_begin(&f, r->header);
+        for (int64_t c = 0; c < f.chunks && f.local_complete; ++c) f.local_have[c] = f.hashes[static_cast<size_t>(c)];
+        self->check_held(i, known);
+      });
+}
+
+void RelayCopy::check_held(size_t i, bool hashes_known) {
+  CopyEntry& f = c_->files[i];
+  // Chunks held from an earlier attempt count only if the source still has the same bytes.
+  auto drop_stale = [&f](const std::map<int64_t, std::string>& src) {
+    drop_stale_chunks(&f.dest_have, src);
+    drop_stale_chunks(&f.local_have, src);
+  };
+  if (hashes_known) {
+    drop_stale(source_hashes(f));
+    return begin_files(i + 1);
+  }
+  std::vector<int64_t> held = held_indices({&f.dest_have, &f.local_have});
+  if (held.empty()) return begin_files(i + 1);
+  auto self = shared_from_this();
+  nlohmann::json hargs = {{"path", f.src}, {"chunk_size", c_->spec.chunk_size}, {"indices", held}};
+  c_->env.call_agent(c_->spec.from_host, "fs.hash", hargs, [self, i, drop_stale](Result<protocol::Frame> h) {
+    if (self->c_->finished) return;
+    if (!h.ok()) {
+      if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+      return self->c_->fail("hashing source " + self->c_->files[i].src + ": " + h.status().message());
+    }
+    drop_stale(chunk_map_from_json(h->header["chunks"]));
+    self->begin_files(i + 1);
+  });
+}
+
+// Per lane: up to kChunksPerLane chunks held at once — fs.read requests in flight
+// on the source lane, chunks read and waiting, and at most ONE recv.write in flight
+// on the destination lane, so a cut destination link costs at most one chunk per
+// lane, while reads from the source overlap writes to the destination.
+void RelayCopy::lane_loop(int lane) {
+  if (c_->finished || c_->cancelled) return;
+  Lane& l = lane_state(lane);
+  while (!l.source_paused && !l.dest_paused && !queue_.empty() &&
+         l.reads + static_cast<int>(l.ready.size()) + (l.writing ? 1 : 0) < kChunksPerLane) {
+    Chunk c = queue_.front();
+    queue_.pop_front();
+    ++l.reads;
+    const CopyEntry& f = c_->files[c.file];
+    auto self = shared_from_this();
+    nlohmann::json args = {
+        {"path", f.src}, {"offset", c.index * c_->spec.chunk_size}, {"length", chunk_len(f, c.index)}};
+    c_->env.call_agent_lane(c_->spec.from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
+      if (self->c_->finished) return;
+      Lane& l = self->lane_state(lane);
+      --l.reads;
+      if (!r.ok()) {
+        self->queue_.push_front(c);
+        if (!CopyContext::transient(r.status())) {
+          return self->c_->fail("reading " + self->c_->files[c.file].src + ": " + r.status().message());
+        }
+        // Source link lost: read nothing more on this lane until a retry; its chunks go to other lanes.
+        if (!l.source_paused) {
+          l.source_paused = true;
+          self->c_->retry_later([self, lane] {
+            self->lane_state(lane).source_paused = false;
+            self->lane_loop(lane);
+          });
+        }
+        return self->pump_writes(lane);
+      }
+      if (l.dest_paused) {  // this lane lost its destination meanwhile: another lane takes the chunk
+        self->queue_.push_front(c);
+        return self->wake_other_lanes(lane);
+      }
+      l.ready.push_back({c, std::move(r->body), r->header.value("hash", std::string())});
+      self->pump_writes(lane);
+    });
+  }
+  pump_writes(lane);
+}
+
+void RelayCopy::pump_writes(int lane) {
+  Lane& l = lane_state(lane);
+  while (!c_->finished && !c_->cancelled && !l.writing && !l.dest_paused && !l.ready.empty()) {
+    Ready r = std::move(l.ready.front());
+    l.ready.pop_front();
+    write_chunk(lane, r.chunk, std::move(r.data), std::move(r.hash));
+  }
+}
+
+void RelayCopy::write_chunk(int lane, Chunk c, std::string data, std::string hash) {
+  CopyEntry& f = c_->files[c.file];
+  f.hashes[static_cast<size_t>(c.index)] = hash;
+  if (!f.local.empty() && !f.local_have.count(c.index)) {
+    Status s = receive_write(f.local, c.index, c_->spec.chunk_size, hash, data);
+    if (!s.ok()) return c_->fail("keep_local " + f.local + ": " + s.message());
+    f.local_have[c.index] = hash;
+  }
+  auto d = f.dest_have.find(c.index);
+  if (d != f.dest_have.end() && d->second == hash) return chunk_done(lane, c);
+  f.dest_have.erase(c.index);
+  int64_t len = static_cast<int64_t>(data.size());
+  auto self = shared_from_this();
+  nlohmann::json args = {{"dest", f.dest}, {"index", c.index}, {"chunk_size", c_->spec.chunk_size}, {"hash", hash}};
+  c_->bytes.sent += len;
+  lane_state(lane).writing = true;
+  c_->env.call_agent_lane(c_->spec.to_host, lane, "recv.write", args, std::move(data),
+                          [self, lane, c, hash, len](Result<protocol::Frame> r) {
+                            if (self->c_->finished) return;
+                            Lane& l = self->lane_state(lane);
+                            l.writing = false;
+                            if (!r.ok()) {
+                              self->c_->bytes.resent += len;  // it will cross again
+                              if (r.status().code() == StatusCode::kDataLoss &&
+                                  ++self->corrupt_retries_[{c.file, c.index}] <= kMaxCorruptRetries) {
+                                self->c_->env.record_event("copy.chunk_resent", {{"file", self->c_->files[c.file].rel},
+                                                                                 {"chunk", c.index},
+                                                                                 {"why", r.status().message()}});
+                                self->queue_.push_front(c);
+                                return self->lane_loop(lane);
+                              }
+                              if (CopyContext::transient(r.status())) {
+                                // Link lost: this lane writes again only once it reaches the destination, so
+                                // an outage costs the one chunk that was in flight, not one per retry. It gives
+                                // back every chunk it holds (those read but not sent never crossed) for the
+                                // other lanes, or itself later, to read again.
+                                for (auto it = l.ready.rbegin(); it != l.ready.rend(); ++it)
+                                  self->queue_.push_front(it->chunk);
+                                l.ready.clear();
+                                self->queue_.push_front(c);
+                                l.dest_paused = true;
+                                self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
+                                return self->wake_other_lanes(lane);
+                              }
+                              return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[c.file].dest + ": " +
+                                                    r.status().message());
+                            }
+                            self->c_->files[c.file].dest_have[c.index] = hash;
+                            self->chunk_done(lane, c);
+                          });
+}
+
+void RelayCopy::await_dest_lane(int lane) {
+  if (c_->finished || c_->cancelled) return;
+  auto self = shared_from_this();
+  // A bodiless request: it proves the lane's connection is back without sending a chunk into the void.
+  c_->env.call_agent_lane(c_->spec.to_host, lane, "fs.stat", {{"path", "."}}, {},
+                          [self, lane](Result<protocol::Frame> r) {
+                            if (self->c_->finished) return;
+                            if (r.ok()) {
+                              self->lane_state(lane).dest_paused = false;
+                              return self->lane_loop(lane);
+                            }
+                            if (CopyContext::transient(r.status()))
+                              return self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
+                            self->c_->fail("reaching " + self->c_->spec.to_host + ": " + r.status().message());
+                          });
+}
+
+void RelayCopy::chunk_done(int lane, Chunk c) {
+  CopyEntry& f = c_->files[c.file];
+  c_->bytes.done += chunk_len(f, c.index);
+  if (--f.remaining == 0) commit_file(c.file);
+  lane_loop(lane);
+}
+
+void RelayCopy::wake_other_lanes(int lane) {
+  for (int other = 1; other <= c_->lanes; ++other) {
+    if (other != lane) lane_loop(other);
+  }
+}
+
+RelayCopy::Lane& RelayCopy::lane_state(int lane) {
+  if (lane_states_.size() < static_cast<size_t>(c_->lanes)) lane_states_.resize(static_cast<size_t>(c_->lanes));
+  return lane_states_[static_cast<size_t>(lane - 1)];
+}
+
+void RelayCopy::commit_file(size_t i) {
+  CopyEntry& f = c_->files[i];
+  if (!f.local.empty() && !f.local_complete) {
+    std::vector<int64_t> bad;
+    Status s = receive_commit(f.local, c_->spec.chunk_size, f.hashes, &bad);
+    if (!s.ok() && bad.empty()) return c_->fail("keep_local " + f.local + ": " + s.message());
+    for (int64_t b : bad) {
+      f.local_have.erase(b);
+      queue_.push_back({i, b});
+      ++f.remaining;
+    }
+    if (!bad.empty()) {
+      for (int lane = 1; lane <= c_->lanes; ++lane) lane_loop(lane);
+      return;
+    }
+    // Renamed into place: a later commit_file (the destination re-sending chunks
+    // that failed on its disk) must not commit it again.
+    f.local_complete = true;
+  }
+  if (f.dest_complete) {  // already there whole: nothing to commit
+    f.committed = true;
+    if (++files_committed_ == c_->files.size()) finish_folder();
+    return;
+  }
+  auto self = shared_from_this();
+  nlohmann::json args = recv_commit_args(f, c_->spec.chunk_size);
+  c_->env.call_agent(c_->spec.to_host, "recv.commit", args, [self, i](Result<protocol::Frame> r) {
+    if (self->c_->finished) return;
+    if (!r.ok()) {
+      if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
+      return self->c_->fail("committing " + self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " +
+                            r.status().message());
+    }
+    CopyEntry& f = self->c_->files[i];
+    std::vector<int64_t> bad = recv_commit_bad(r->header, f);
+    if (!bad.empty()) {
+      // Bytes went bad on the destination's disk after they were verified: send them again.
+      self->c_->env.record_event("copy.chunks_failed_on_disk", {{"file", f.rel}, {"chunks", bad}});
+      for (int64_t b : bad) {
+        f.dest_have.erase(b);
+        self->queue_.push_back({i, b});
+        ++f.remaining;
+        self->c_->bytes.done -= self->chunk_len(f, b);
+      }
+      for (int lane = 1; lane <= self->c_->lanes; ++lane) self->lane_loop(lane);
+      return;
+    }
+    f.committed = true;
+    if (++self->files_committed_ == self->c_->files.size()) self->finish_folder();
+  });
+}
+
+void RelayCopy::finish_folder() {
+  std::string manifest_hash = copy_manifest_hash({c_->files.begin(), c_->files.end()});
+  auto self = shared_from_this();
+  auto done = [self, manifest_hash] {
+    StageOutcome o;
+    o.state = StageOutcome::State::kSucceeded;
+    o.outputs = {{"path", self->c_->spec.to_path},
+                 {"manifest_hash", manifest_hash},
+                 {"bytes", std::to_string(self->c_->bytes.total)}};
+    self->c_->finish(std::move(o));
+  };
+  if (!c_->is_dir) return done();
+  if (!c_->spec.keep_local.empty()) {
+    Status s = receive_finish_dir(c_->spec.keep_local, manifest_hash);
+    if (!s.ok()) return c_->fail("keep_local: " + s.message());
+  }
+  c_->env.call_agent(
+      c_->spec.to_host, "recv.finish_dir", {{"path", c_->spec.to_path}, {"manifest_hash", manifest_hash}},
+      [self, done](Result<protocol::Frame> r) {
+        if (self->c_->finished) return;
+        if (!r.ok()) {
+          if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->finish_folder(); });
+          return self->c_->fail("marking " + self->c_->spec.to_path + " complete: " + r.status().message());
+        }
+        done();
+      });
+}
+
+int64_t RelayCopy::chunk_len(const CopyEntry& f, int64_t index) const {
+  return copy_chunk_len(f.size, c_->spec.chunk_size, index);
+}
+
+}  // namespace ferry

@@ -1,0 +1,100 @@
+#include "jobs/stage_spec.h"
+
+namespace ferry {
+
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+// Earlier versions stored one object with every kind's fields, a copy holding the
+// eval fields at their defaults and an eval the copy's; the hash of resumed runs
+// depends on it, so the stored form keeps that shape.
+void put_copy_fields(nlohmann::json& in, const CopyStageSpec& c) {
+  in["from"] = c.from;
+  in["to"] = c.to;
+  in["keep_local"] = c.keep_local;
+  in["from_host"] = c.from_host;
+  in["to_host"] = c.to_host;
+  in["route"] = workflow::copy_route_name(c.route);
+  in["streams"] = c.streams;
+}
+
+void put_eval_fields(nlohmann::json& in, const EvalStageSpec& e) {
+  in["target"] = e.target;
+  in["drafter"] = e.drafter;
+  in["reference"] = e.reference;
+  in["prompts"] = e.prompts;
+  in["tokenizer"] = e.tokenizer;
+  in["max_new_tokens"] = e.max_new_tokens;
+  in["block_size"] = e.block_size;
+  in["device"] = e.device;
+  in["dtype"] = e.dtype;
+  in["prompt_format"] = e.prompt_format;
+  in["threads"] = e.threads;
+  if (e.min_tau) in["min_tau"] = *e.min_tau;
+  if (e.min_ratio_to_reference) in["min_ratio_to_reference"] = *e.min_ratio_to_reference;
+}
+
+}  // namespace
+
+workflow::StageKind StageSpec::kind() const {
+  return std::visit(Overloaded{[](const CommandStageSpec&) { return workflow::StageKind::kCommand; },
+                               [](const CopyStageSpec&) { return workflow::StageKind::kCopy; },
+                               [](const EvalStageSpec&) { return workflow::StageKind::kEval; }},
+                    spec);
+}
+
+nlohmann::json StageSpec::stored_json() const {
+  nlohmann::json in = {{"kind", workflow::stage_kind_name(kind())}, {"host", host}};
+  std::visit(Overloaded{[&](const CommandStageSpec& c) {
+                          in["command"] = c.command;
+                          in["cwd"] = c.cwd;
+                          in["timeout_s"] = c.timeout_s;
+                          in["env"] = c.env;
+                        },
+                        [&](const CopyStageSpec& c) {
+                          put_copy_fields(in, c);
+                          in["from_transport"] = c.from_ssh ? "ssh" : "local";
+                          in["to_transport"] = c.to_ssh ? "ssh" : "local";
+                          in["to_address"] = c.to_address;
+                          in["to_port"] = c.to_port;
+                          in["to_user"] = c.to_user;
+                          in["to_give_up_s"] = c.to_give_up_s;
+                          put_eval_fields(in, EvalStageSpec());
+                        },
+                        [&](const EvalStageSpec& e) {
+                          if (!host.empty()) {
+                            in["env"] = e.env;
+                            in["timeout_s"] = e.timeout_s;
+                          }
+                          put_copy_fields(in, CopyStageSpec());
+                          put_eval_fields(in, e);
+                        }},
+             spec);
+  in["upstream"] = upstream;
+  return in;
+}
+
+nlohmann::json eval_engine_json(const EvalStageSpec& e) {
+  nlohmann::json spec = {{"max_new_tokens", e.max_new_tokens},
+                         {"block_size", e.block_size},
+                         {"device", e.device},
+                         {"dtype", e.dtype},
+                         {"threads", e.threads},
+                         {"prompt_format", e.prompt_format},
+                         {"target", e.target},
+                         {"drafter", e.drafter},
+                         {"reference", e.reference},
+                         {"prompts", e.prompts},
+                         {"tokenizer", e.tokenizer}};
+  if (e.min_tau) spec["min_tau"] = *e.min_tau;
+  if (e.min_ratio_to_reference) spec["min_ratio_to_reference"] = *e.min_ratio_to_reference;
+  return spec;
+}
+
+}  // namespace ferry

@@ -1,0 +1,82 @@
+// StageSpec: one stage as an attempt runs it, resolved once from the workflow by
+// the scheduler (templates expanded, the hosts' env merged, upstream outputs
+// taken) and handed to make_stage_runner. Each kind has its own fields, so the
+// type says which apply; the runners read them by name, never by a JSON key.
+//
+// The JSON form (stored_json) exists only at the store boundary: its hash is the
+// attempt's inputs hash, which `ferry resume` compares to keep a success. Its
+// keys and values are those earlier versions wrote, so runs recorded before
+// still resume without running their stages again.
+//
+// Plain values; any thread.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workflows/model.h"
+
+namespace ferry {
+
+struct CommandStageSpec {
+  std::string command;  // templates expanded and shell-quoted
+  std::string cwd;
+  double timeout_s = 0;                       // 0 = none
+  std::map<std::string, std::string> env;     // the host's, then the stage's, then FERRY_*
+  std::vector<std::string> required_outputs;  // declared without a value: the job writes them
+};
+
+struct CopyStageSpec {
+  std::string from_host, from;  // from: as the source agent resolves it
+  std::string to_host, to;
+  std::string keep_local;  // as the workflow says it, relative to the workflow file; "" = none
+  workflow::CopyRoute route = workflow::CopyRoute::kAuto;
+  int streams = 4;
+  // What the route choice needs: a direct copy is ssh from the source to the
+  // destination's address, as the workflow names it.
+  bool from_ssh = false, to_ssh = false;
+  std::string to_address;
+  int to_port = 22;
+  std::string to_user;
+  double to_give_up_s = 600;
+};
+
+struct EvalStageSpec {
+  // Templates expanded; in the coordinator relative to the workflow file, on a host
+  // relative to its workdir (prompts may name a coordinator file: "coordinator:PATH").
+  std::string target, drafter, reference, prompts, tokenizer;
+  std::string prompt_format = "chat";
+  int max_new_tokens = 128;
+  int block_size = 0;
+  std::string device = "cpu";
+  std::string dtype = "auto";
+  int threads = 0;
+  std::optional<double> min_tau, min_ratio_to_reference;
+  // On a host only: the worker is a job there.
+  std::map<std::string, std::string> env;
+  double timeout_s = 0;
+};
+
+struct StageSpec {
+  std::string name;
+  std::string host;  // a command's host; an eval's ("" = in the coordinator); "" for a copy
+  std::variant<CommandStageSpec, CopyStageSpec, EvalStageSpec> spec;
+  /// Outputs of every stage this one needs, directly or not: inputs too (a changed
+  /// checkpoint path means a new eval).
+  std::map<std::string, std::map<std::string, std::string>> upstream;
+
+  workflow::StageKind kind() const;
+  /// The inputs as the store keeps and hashes them (keys unchanged since schema 1).
+  nlohmann::json stored_json() const;
+};
+
+/// The eval engine's spec (eval_plugin_api.h) of an eval stage: what travels
+/// through the plugin's C ABI or to the worker on a host. Paths are left as `spec` has them.
+nlohmann::json eval_engine_json(const EvalStageSpec& spec);
+
+}  // namespace ferry
