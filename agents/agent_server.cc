@@ -26,7 +26,8 @@ namespace {
 
 constexpr int64_t kMaxLogRead = 1 << 20;
 constexpr double kHeartbeatEveryS = 5.0;
-constexpr double kStopOlderAttemptS = 10.0;  // for a killed attempt's supervisor to record its end
+constexpr double kStopOlderAttemptS = 10.0;
+constexpr size_t kMaxRemovedNamed = 100;  // stale files named in a recv.finish_dir reply  // for a killed attempt's supervisor to record its end
 constexpr int kPipeBytes = 1 << 20;     // F_SETPIPE_SZ for stdin/stdout (the default max for a user)
 constexpr size_t kReadBytes = 1 << 20;  // most bytes one read() may take
 // Job keys carry a random run uid since schema 2, so two coordinators meet here only
@@ -329,8 +330,16 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   if (op == "recv.finish_dir") {
     auto path = data_path(a, "path");
     if (!path.ok()) return path.status();
-    FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string())));
-    return nlohmann::json::object();
+    if (!a.value("prune", false)) {
+      FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string())));
+      return nlohmann::json::object();
+    }
+    // The copy's files ride in the body: a folder of 100,000 files is no header.
+    std::vector<std::string> keep = decode_keep_list(req.body), removed;
+    FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string()), &keep, &removed));
+    nlohmann::json named = nlohmann::json::array();
+    for (size_t k = 0; k < removed.size() && k < kMaxRemovedNamed; ++k) named.push_back(removed[k]);
+    return nlohmann::json{{"removed", named}, {"removed_count", static_cast<int64_t>(removed.size())}};
   }
   auto dest = data_path(a, "dest");
   if (!dest.ok()) return dest.status();
@@ -379,7 +388,9 @@ Result<nlohmann::json> AgentServer::fs_stat(const nlohmann::json& args) {
                         {"path", full},
                         {"type", type},
                         {"size", static_cast<int64_t>(st.st_size)},
-                        {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000}};
+                        {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000},
+                        {"mtime_ns", file_mtime_ns(st)},
+                        {"ino", static_cast<int64_t>(st.st_ino)}};
 }
 
 // Writes frames to the coordinator for the serve loop and, every

@@ -502,10 +502,25 @@ Result<PushResult> Pusher::run() {
   result.manifest_hash = copy_manifest_hash(plan_.files);
   result.bytes_total = plan_.bytes_total;
   if (plan_.is_dir) {
-    s = with_peer(0, [this, &result](AgentPeer& peer) {
-      auto r =
-          peer.call("recv.finish_dir", {{"path", spec_.to}, {"manifest_hash", result.manifest_hash}}, kCallTimeoutMs);
-      return r.ok() ? Status() : on_dest(r.status());
+    // The folder ends up holding exactly the source's files: older ones are removed and named.
+    std::vector<std::string> keep;
+    for (const auto& f : plan_.files) keep.push_back(f.rel);
+    s = with_peer(0, [this, &result, &keep](AgentPeer& peer) {
+      auto r = peer.call("recv.finish_dir", {{"path", spec_.to}, {"manifest_hash", result.manifest_hash}, {"prune", true}},
+                         kCallTimeoutMs, encode_keep_list(keep));
+      if (!r.ok()) return on_dest(r.status());
+      const nlohmann::json& h = r->header;
+      if (h.contains("removed_count") && h["removed_count"].is_number_integer() && h["removed_count"].get<int64_t>() > 0) {
+        std::string list;
+        if (h.contains("removed") && h["removed"].is_array()) {
+          for (const auto& n : h["removed"]) {
+            if (n.is_string()) list += (list.empty() ? "" : ", ") + n.get<std::string>();
+          }
+        }
+        say("ferry-push: removed " + std::to_string(h["removed_count"].get<int64_t>()) + " file(s) from " +
+            dest_name() + " that the source no longer has: " + list);
+      }
+      return Status();
     });
     if (!s.ok()) return s;
   }

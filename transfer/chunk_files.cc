@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <set>
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
@@ -74,6 +75,17 @@ Result<std::map<int64_t, std::string>> hash_range(int fd, const std::string& pat
   return out;
 }
 
+// A listed file with its version (inode, mtime in ns): the copy checks the source
+// still has it before it commits, so a file rewritten meanwhile is never passed
+// off as verified.
+nlohmann::json listing_entry(const std::string& rel, const struct stat& st) {
+  return {{"path", rel},
+          {"size", static_cast<int64_t>(st.st_size)},
+          {"mode", st.st_mode & 0777},
+          {"mtime_ns", file_mtime_ns(st)},
+          {"ino", static_cast<int64_t>(st.st_ino)}};
+}
+
 void list_dir(const std::string& root, const std::string& rel, nlohmann::json& files, Status& status) {
   std::string dir = rel.empty() ? root : root + "/" + rel;
   DIR* d = ::opendir(dir.c_str());
@@ -105,7 +117,7 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
     if (S_ISDIR(st.st_mode)) {
       list_dir(root, r, files, status);
     } else if (S_ISREG(st.st_mode)) {
-      files.push_back({{"path", r}, {"size", static_cast<int64_t>(st.st_size)}, {"mode", st.st_mode & 0777}});
+      files.push_back(listing_entry(r, st));
     } else {
       status = invalid_argument(root + "/" + r + " is not a regular file or folder (symlinks are not copied)");
       return;
@@ -115,12 +127,16 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
 
 }  // namespace
 
+int64_t file_mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
 Result<nlohmann::json> list_source(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return errno_status("copy source " + path, errno);
   nlohmann::json files = nlohmann::json::array();
   if (S_ISREG(st.st_mode)) {
-    files.push_back({{"path", ""}, {"size", static_cast<int64_t>(st.st_size)}, {"mode", st.st_mode & 0777}});
+    files.push_back(listing_entry("", st));
     return nlohmann::json{{"type", "file"}, {"files", files}};
   }
   if (!S_ISDIR(st.st_mode)) return invalid_argument("copy source " + path + " is not a file or folder");
@@ -342,7 +358,74 @@ Status receive_prepare_dir(const std::string& dir) {
   return Status();
 }
 
-Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash) {
+namespace {
+
+bool is_bookkeeping(const std::string& name) {
+  for (const char* suffix : {".ferry-part", ".ferry-journal", ".ferry-spec"}) {
+    size_t n = std::strlen(suffix);
+    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
+  }
+  return name == kCompleteMarker;
+}
+
+// Removes files under root/rel that `keep` does not name (depth first, sorted).
+Status prune_dir(const std::string& root, const std::string& rel, const std::set<std::string>& keep,
+                 std::vector<std::string>* removed) {
+  std::string dir = rel.empty() ? root : root + "/" + rel;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return errno_status("open folder " + dir, errno);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    std::string r = rel.empty() ? n : rel + "/" + n;
+    if (is_bookkeeping(n) || n.find(".tmp.") != std::string::npos) continue;
+    struct stat st;
+    if (::lstat((root + "/" + r).c_str(), &st) != 0) return errno_status("stat " + root + "/" + r, errno);
+    if (S_ISDIR(st.st_mode)) {
+      FERRY_RETURN_IF_ERROR(prune_dir(root, r, keep, removed));
+    } else if (!keep.count(r)) {
+      if (::unlink((root + "/" + r).c_str()) != 0) return errno_status("remove stale " + root + "/" + r, errno);
+      removed->push_back(r);
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::string encode_keep_list(const std::vector<std::string>& rels) {
+  std::string out;
+  for (const auto& r : rels) {
+    out += r;
+    out += '\0';
+  }
+  return out;
+}
+
+std::vector<std::string> decode_keep_list(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find('\0', pos);
+    if (end == std::string::npos) end = body.size();
+    out.push_back(body.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
+                          const std::vector<std::string>* keep, std::vector<std::string>* removed) {
+  if (keep) {
+    std::vector<std::string> gone;
+    FERRY_RETURN_IF_ERROR(prune_dir(dir, "", std::set<std::string>(keep->begin(), keep->end()), &gone));
+    if (removed) *removed = std::move(gone);
+  }
   return write_file_atomic(dir + "/" + kCompleteMarker, manifest_hash + "\n");
 }
 

@@ -15,6 +15,8 @@
 // same part file at once. Any thread.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -28,6 +30,9 @@ namespace ferry {
 
 inline constexpr const char* kCompleteMarker = ".ferry-complete";
 inline constexpr int64_t kMaxChunkBytes = 32 << 20;
+
+/// A file's modification time in nanoseconds (with its inode, its version).
+int64_t file_mtime_ns(const struct stat& st);
 
 /// What a source path holds: {type: "file"|"dir", files: [{path, size, mode}]}
 /// (`path` relative to the source; "" for a single file). Only regular files;
@@ -63,7 +68,17 @@ Status receive_commit(const std::string& dest, int64_t chunk_size, const std::ve
                       std::vector<int64_t>* bad);
 /// Folder copies: creates the folder and removes a stale completion marker.
 Status receive_prepare_dir(const std::string& dir);
-/// Writes the completion marker (temp + rename) holding the manifest hash.
-Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash);
+/// Writes the completion marker (temp + rename) holding the manifest hash. With
+/// `keep` (the copy's files, relative to `dir`), first removes every other file
+/// under `dir`, so the folder holds exactly the source's files (a sharded
+/// checkpoint copied over a single-file one must not leave the old weights to be
+/// loaded); their relative paths go to `removed`. Other copies' bookkeeping
+/// (.ferry-part, -journal, -spec) is left alone.
+Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
+                          const std::vector<std::string>* keep = nullptr, std::vector<std::string>* removed = nullptr);
+/// The copy's relative paths as a frame body for recv.finish_dir (NUL-separated:
+/// a file name may hold any other byte), and back.
+std::string encode_keep_list(const std::vector<std::string>& rels);
+std::vector<std::string> decode_keep_list(const std::string& body);
 
 }  // namespace ferry

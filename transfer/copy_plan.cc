@@ -70,6 +70,8 @@ Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& 
       }
       file.mode = f["mode"].get<int>();
     }
+    if (f.contains("mtime_ns") && f["mtime_ns"].is_number_integer()) file.mtime_ns = f["mtime_ns"].get<int64_t>();
+    if (f.contains("ino") && f["ino"].is_number_integer()) file.ino = f["ino"].get<int64_t>();
     if (out.is_dir) {
       Status rel_ok = check_copy_rel(file.rel);
       if (!rel_ok.ok()) return bad(rel_ok.message());
@@ -103,6 +105,21 @@ std::string copy_manifest_hash(const std::vector<CopyFile>& files) {
   nlohmann::json manifest = nlohmann::json::array();
   for (const auto& f : files) manifest.push_back({f.rel, f.size, file_hash_of(f.hashes)});
   return file_hash_of({manifest.dump()});
+}
+
+std::string source_change(const nlohmann::json& stat_reply, const CopyFile& f) {
+  if (f.mtime_ns < 0) return "";  // an agent that does not say its files' versions
+  auto num = [&](const char* k) {
+    return stat_reply.is_object() && stat_reply.contains(k) && stat_reply[k].is_number_integer()
+               ? stat_reply[k].get<int64_t>()
+               : int64_t{-1};
+  };
+  if (!stat_reply.is_object() || stat_reply.value("exists", false) != true) return "it is gone";
+  std::string what;
+  if (num("size") != f.size) what += "size " + std::to_string(f.size) + " → " + std::to_string(num("size"));
+  if (num("mtime_ns") != f.mtime_ns) what += std::string(what.empty() ? "" : ", ") + "modified";
+  if (f.ino >= 0 && num("ino") != f.ino) what += std::string(what.empty() ? "" : ", ") + "replaced (another inode)";
+  return what;
 }
 
 bool dest_may_hold(const nlohmann::json& stat_reply, int64_t size) {

@@ -422,6 +422,51 @@ TEST_F(LocalCopyTest, SymlinksPlantedAtThePartFileNamesAreNeverWrittenThrough) {
   EXPECT_EQ(testing::read_text(dest), testing::read_text(source() + "/" + files_[0].rel));
 }
 
+// A source rewritten in place during the copy (review F12: a trainer saving over
+// its checkpoint) must not arrive as a "verified" mix of two versions: the copy
+// fails, naming the file, and publishes nothing. The source's agent overwrites one
+// byte of the file (same size, same inode, a new mtime) as the first read passes.
+TEST_F(LocalCopyTest, ASourceThatChangesDuringTheCopyFailsItAndPublishesNothing) {
+  std::string src = source() + "/" + files_[0].rel;
+  auto env = this->env();
+  env["FERRY_AGENT_BIN"] = testing::bin_dir() + "/lying-agent";
+  env["LYING_AGENT_REAL"] = testing::bin_dir() + "/ferry-agent";
+  env["LYING_AGENT_WORKDIR"] = a_dir();
+  env["LYING_AGENT_ON_READ"] = "printf X | dd of='" + src + "' bs=1 seek=7 conv=notrunc status=none";
+  auto r = testing::run_process(
+      {testing::bin_dir() + "/ferry", "run", copy_workflow("torn", b_dir(), "a:ckpt/" + files_[0].rel, "b:one.bin", "")},
+      env, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage(status(run_id(r)), "copy");
+  EXPECT_EQ(s["state"], "failed") << s.dump(2);
+  EXPECT_NE(s.value("error", "").find("changed during the copy"), std::string::npos) << s.dump(2);
+  EXPECT_FALSE(testing::exists(b_dir() + "/one.bin"));
+}
+
+// A folder copy leaves the destination holding exactly the source's files (review
+// F10): a single-file checkpoint left from an earlier copy would otherwise sit
+// beside the new sharded one, and an eval prefers model.safetensors. The stale
+// files are removed from the destination and keep_local and named in the output.
+TEST_F(LocalCopyTest, AFolderCopyRemovesStaleFilesAndNamesThem) {
+  ::mkdir((b_dir() + "/incoming").c_str(), 0755);
+  ::mkdir(dest().c_str(), 0755);
+  ::mkdir((dest() + "/old").c_str(), 0755);
+  testing::write_text(dest() + "/model.safetensors", "old weights");
+  testing::write_text(dest() + "/old/optimizer.bin", "old state");
+  ::mkdir(work_.file("local").c_str(), 0755);
+  ::mkdir(keep().c_str(), 0755);
+  testing::write_text(keep() + "/model.safetensors", "old weights");
+  auto r = ferry({"run", copy_workflow("stale", b_dir())});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(compare_trees(source(), dest()), "");
+  EXPECT_EQ(compare_trees(source(), keep()), "");
+  EXPECT_FALSE(testing::exists(dest() + "/model.safetensors"));
+  EXPECT_FALSE(testing::exists(dest() + "/old/optimizer.bin"));
+  EXPECT_FALSE(testing::exists(keep() + "/model.safetensors"));
+  EXPECT_NE(r.out.find("removed 2 file(s) from b:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model.safetensors, old/optimizer.bin"), std::string::npos) << r.out;
+}
+
 // `timeout` holds for a copy too (review F17): a source whose reads are never
 // answered (its agent alive and beating) used to keep the copy, and the run,
 // going forever. The attempt ends timed_out, naming the timeout.

@@ -4,7 +4,9 @@
 // LYING_AGENT_PATH (0 bytes, when set) at the front of every fs.list reply, and
 // swallows every request whose op is LYING_AGENT_HOLD_OP (when set): it is never
 // answered, while the agent's heartbeats keep the link alive (an operation that
-// never ends). For any other workdir it simply becomes the real agent.
+// never ends), and runs the shell command LYING_AGENT_ON_READ (when set) once, as
+// the first fs.read passes (a source that changes during the copy). For any other
+// workdir it simply becomes the real agent.
 // Everything else passes untouched.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
   }
   const std::string lie = env_or_empty("LYING_AGENT_PATH");
   const std::string hold_op = env_or_empty("LYING_AGENT_HOLD_OP");
+  const std::string on_read = env_or_empty("LYING_AGENT_ON_READ");
   int to_child[2], from_child[2];
   if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) return 1;
   pid_t child = ::fork();
@@ -75,13 +78,13 @@ int main(int argc, char** argv) {
   ::close(to_child[0]);
   ::close(from_child[1]);
   // Requests go to the real agent as they are, but for the held op.
-  std::thread forward([in = to_child[1], hold_op] {
+  std::thread forward([in = to_child[1], hold_op, on_read] {
     char buf[1 << 16];
     ferry::protocol::FrameDecoder requests;
     for (;;) {
       ssize_t n = ::read(0, buf, sizeof buf);
       if (n <= 0) break;
-      if (hold_op.empty()) {
+      if (hold_op.empty() && on_read.empty()) {
         if (!write_all(in, std::string(buf, static_cast<size_t>(n)))) break;
         continue;
       }
@@ -89,7 +92,13 @@ int main(int argc, char** argv) {
       for (;;) {
         auto frame = requests.next();
         if (!frame.ok() || !frame->has_value()) break;
-        if ((**frame).header.value("op", "") == hold_op) continue;
+        std::string op = (**frame).header.value("op", "");
+        if (!hold_op.empty() && op == hold_op) continue;
+        static bool ran = false;
+        if (!on_read.empty() && op == "fs.read" && !ran) {
+          ran = true;
+          if (std::system(on_read.c_str()) != 0) std::fprintf(stderr, "lying-agent: LYING_AGENT_ON_READ failed\n");
+        }
         if (!write_all(in, ferry::protocol::encode_frame(**frame))) break;
       }
     }
