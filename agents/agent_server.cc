@@ -346,7 +346,7 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   int64_t chunk_size = a.value("chunk_size", int64_t{0});
   if (op == "recv.begin") {
     auto st = receive_begin(*dest, a.value("size", int64_t{-1}), chunk_size, a.value("mode", 0644),
-                            a.value("file_hash", std::string()));
+                            a.value("file_hash", std::string()), a.value("owner", std::string()));
     if (!st.ok()) return st.status();
     nlohmann::json have = nlohmann::json::object();
     for (auto& [i, h] : st->have) have[std::to_string(i)] = h;
@@ -354,12 +354,13 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   }
   if (op == "recv.write") {
     FERRY_RETURN_IF_ERROR(receive_write(*dest, a.value("index", int64_t{-1}), chunk_size,
-                                        a.value("hash", std::string()), req.body));
+                                        a.value("hash", std::string()), req.body, a.value("owner", std::string())));
     return nlohmann::json::object();
   }
   if (op == "recv.commit") {
     std::vector<int64_t> bad;
-    Status s = receive_commit(*dest, chunk_size, a.value("chunks", std::vector<std::string>{}), &bad);
+    Status s = receive_commit(*dest, chunk_size, a.value("chunks", std::vector<std::string>{}), &bad,
+                              a.value("owner", std::string()));
     if (!s.ok() && !bad.empty()) return nlohmann::json{{"committed", false}, {"bad", bad}, {"error", s.message()}};
     if (!s.ok()) return s;
     return nlohmann::json{{"committed", true}};

@@ -458,6 +458,7 @@ Result<PushResult> Pusher::run() {
   auto plan = plan_copy(*listing, source_, spec_.to, spec_.chunk_size);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
+  for (auto& f : plan_.files) f.owner = spec_.owner;
   say("ferry-push: " + spec_.from_host + ":" + spec_.from + " → " + spec_.to_host + ":" + spec_.to + " over ssh to " +
       dest_name() + ": " + std::to_string(plan_.files.size()) + " file(s), " + std::to_string(plan_.bytes_total) +
       " bytes, up to " + std::to_string(spec_.streams) + " stream(s)");

@@ -11,8 +11,11 @@
 #include <cstring>
 #include <functional>
 #include <set>
+#include <sstream>
 
 #include "base/file_hash.h"
+#include "base/clock.h"
+#include "base/file_lock.h"
 #include "base/file_util.h"
 #include "base/unique_fd.h"
 
@@ -22,6 +25,67 @@ namespace {
 std::string part_path(const std::string& dest) { return dest + ".ferry-part"; }
 std::string journal_path(const std::string& dest) { return dest + ".ferry-journal"; }
 std::string spec_path(const std::string& dest) { return dest + ".ferry-spec"; }
+std::string owner_path(const std::string& dest) { return dest + ".ferry-owner"; }
+std::string lock_path(const std::string& dest) { return dest + ".ferry-lock"; }
+
+struct LeaseHolder {
+  std::string job, token;
+  int attempt = 0;
+};
+
+LeaseHolder parse_owner(const std::string& text) {
+  LeaseHolder h;
+  std::istringstream in(text);
+  in >> h.job >> h.attempt >> h.token;
+  return h;
+}
+
+// The destination's lock. Its file is removed when a lease ends, so a holder
+// checks that the name still leads to the file it locked (else it locked a
+// removed one, and takes the new one).
+Result<FileLock> lock_dest(const std::string& dest) {
+  for (;;) {
+    auto lock = FileLock::take(lock_path(dest));
+    if (!lock.ok()) return lock.status();
+    struct stat held, named;
+    if (::fstat(lock->fd(), &held) != 0) return errno_status("stat " + lock_path(dest), errno);
+    if (::stat(lock_path(dest).c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) {
+      return lock;
+    }
+  }
+}
+
+// Ends a lease: the owner file, then the lock's file (while it is held).
+void release_dest(const std::string& dest) {
+  ::unlink(owner_path(dest).c_str());
+  ::unlink(lock_path(dest).c_str());
+}
+
+// Takes or renews `owner`'s lease on dest (see receive_begin in the header).
+Status claim_dest(const std::string& dest, const std::string& owner, bool beginning) {
+  if (owner.empty()) return Status();
+  auto lock = lock_dest(dest);
+  if (!lock.ok()) return lock.status();
+  auto current = read_file(owner_path(dest));
+  if (current.ok() && *current != owner) {
+    struct stat st;
+    bool fresh = ::stat(owner_path(dest).c_str(), &st) == 0 &&
+                 now_ms() - (static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000) <
+                     kDestLeaseMs;
+    LeaseHolder them = parse_owner(*current), me = parse_owner(owner);
+    bool supersedes = them.job == me.job && me.attempt >= them.attempt;
+    if (fresh && !supersedes) {
+      if (beginning) {
+        return unavailable(dest + " is being written by another copy (" + them.job + ", attempt " +
+                           std::to_string(them.attempt) + "); this copy waits for it to finish");
+      }
+      return failed_precondition(dest + " was taken over by another copy (" + them.job + ")");
+    }
+  }
+  if (!current.ok() || *current != owner) return write_file_atomic(owner_path(dest), owner, 0600);
+  (void)::utimensat(AT_FDCWD, owner_path(dest).c_str(), nullptr, 0);  // renew
+  return Status();
+}
 
 Status pread_all(int fd, char* buf, int64_t len, int64_t offset, const std::string& path) {
   int64_t done = 0;
@@ -106,7 +170,8 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
     std::string r = rel.empty() ? n : rel + "/" + n;
     // Our own bookkeeping never travels.
     if (n == kCompleteMarker || n.find(".ferry-part") != std::string::npos ||
-        n.find(".ferry-journal") != std::string::npos || n.find(".ferry-spec") != std::string::npos) {
+        n.find(".ferry-journal") != std::string::npos || n.find(".ferry-spec") != std::string::npos ||
+        n.find(".ferry-owner") != std::string::npos || n.find(".ferry-lock") != std::string::npos) {
       continue;
     }
     struct stat st;
@@ -177,9 +242,10 @@ std::string file_hash_of(const std::vector<std::string>& chunk_hashes) {
 }
 
 Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_t chunk_size, int mode,
-                                   const std::string& expected_file_hash) {
+                                   const std::string& expected_file_hash, const std::string& owner) {
   if (size < 0 || chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad size or chunk size");
   FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(dest)));
+  FERRY_RETURN_IF_ERROR(claim_dest(dest, owner, /*beginning=*/true));
   ReceiveState state;
   struct stat st;
   if (!expected_file_hash.empty() && ::stat(dest.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == size) {
@@ -189,6 +255,11 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
       for (auto& [i, h] : *hashes) list.push_back(h);
       if (file_hash_of(list) == expected_file_hash) {
         state.complete = true;
+        if (!owner.empty()) {
+          // Nothing to write or commit: the lease ends here.
+          auto lock = lock_dest(dest);
+          if (lock.ok()) release_dest(dest);
+        }
         return state;
       }
     }
@@ -254,8 +325,9 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
 }
 
 Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size, const std::string& hash,
-                     const std::string& data) {
+                     const std::string& data, const std::string& owner) {
   if (index < 0 || chunk_size <= 0) return invalid_argument("bad chunk index");
+  FERRY_RETURN_IF_ERROR(claim_dest(dest, owner, /*beginning=*/false));
   std::string actual = xxh128_hex(data.data(), data.size());
   if (actual != hash) {
     return data_loss("chunk " + std::to_string(index) + " of " + dest + " arrived with hash " + actual +
@@ -296,8 +368,21 @@ bool already_committed(const std::string& dest, int64_t chunk_size, const std::v
 }  // namespace
 
 Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
-                      std::vector<int64_t>* bad) {
+                      std::vector<int64_t>* bad, const std::string& owner) {
   std::string part = part_path(dest);
+  if (!owner.empty()) {
+    // The whole commit under the destination's lock: no other copy's begin or
+    // write lands between the verification and the rename.
+    auto lock = lock_dest(dest);
+    if (!lock.ok()) return lock.status();
+    auto current = read_file(owner_path(dest));
+    if (current.ok() && *current != owner) {
+      return failed_precondition(dest + " was taken over by another copy (" + parse_owner(*current).job + ")");
+    }
+    Status s = receive_commit(dest, chunk_size, chunk_hashes, bad, "");
+    if (s.ok()) release_dest(dest);  // the lease ends with the commit
+    return s;
+  }
   UniqueFd fd(::open(part.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) {
     int err = errno;
@@ -361,7 +446,7 @@ Status receive_prepare_dir(const std::string& dir) {
 namespace {
 
 bool is_bookkeeping(const std::string& name) {
-  for (const char* suffix : {".ferry-part", ".ferry-journal", ".ferry-spec"}) {
+  for (const char* suffix : {".ferry-part", ".ferry-journal", ".ferry-spec", ".ferry-owner", ".ferry-lock"}) {
     size_t n = std::strlen(suffix);
     if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
   }

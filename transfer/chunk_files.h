@@ -57,15 +57,24 @@ struct ReceiveState {
 /// Prepares DEST.ferry-part for a file of `size` bytes; resumes a part left by an
 /// earlier attempt of the same size and chunk size. `expected_file_hash` (may be
 /// "") lets an identical existing destination be skipped.
+///
+/// `owner` ("<job> <attempt> <token>", or "" for none) leases DEST to one copy
+/// from begin to commit (DEST.ferry-owner, its mtime renewed by each write, taken
+/// under a flock on DEST.ferry-lock): a second copy into the same DEST gets
+/// kUnavailable ("being written by another copy") and waits, so two copies never
+/// write one part file. A newer attempt of the same job takes the lease over; a
+/// lease not renewed for kDestLeaseMs has expired (its copy died).
 Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_t chunk_size, int mode,
-                                   const std::string& expected_file_hash);
+                                   const std::string& expected_file_hash, const std::string& owner = "");
 /// Verifies `data` against `hash`, writes it at index*chunk_size, journals it.
 Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size, const std::string& hash,
-                     const std::string& data);
+                     const std::string& data, const std::string& owner = "");
 /// Checks every chunk on disk against `chunk_hashes`; on success fsyncs and renames
-/// into place. On mismatch returns kDataLoss and lists the bad chunks in *bad.
+/// into place, and ends `owner`'s lease. On mismatch returns kDataLoss and lists
+/// the bad chunks in *bad.
 Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
-                      std::vector<int64_t>* bad);
+                      std::vector<int64_t>* bad, const std::string& owner = "");
+inline constexpr int64_t kDestLeaseMs = 120'000;
 /// Folder copies: creates the folder and removes a stale completion marker.
 Status receive_prepare_dir(const std::string& dir);
 /// Writes the completion marker (temp + rename) holding the manifest hash. With

@@ -107,6 +107,11 @@ std::string copy_manifest_hash(const std::vector<CopyFile>& files) {
   return file_hash_of({manifest.dump()});
 }
 
+std::string copy_owner(const std::string& job, int attempt, const std::string& token) {
+  if (job.empty() || token.empty()) return "";
+  return job + " " + std::to_string(attempt) + " " + token;
+}
+
 std::string source_change(const nlohmann::json& stat_reply, const CopyFile& f) {
   if (f.mtime_ns < 0) return "";  // an agent that does not say its files' versions
   auto num = [&](const char* k) {
@@ -185,6 +190,7 @@ nlohmann::json chunk_map_to_json(const std::map<int64_t, std::string>& m) {
 nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std::string& file_hash) {
   nlohmann::json args = {{"dest", f.dest}, {"size", f.size}, {"chunk_size", chunk_size}, {"mode", f.mode}};
   if (!file_hash.empty()) args["file_hash"] = file_hash;
+  if (!f.owner.empty()) args["owner"] = f.owner;
   return args;
 }
 
@@ -202,11 +208,15 @@ void apply_recv_begin(CopyFile* f, const nlohmann::json& reply) {
 }
 
 nlohmann::json recv_write_args(const CopyFile& f, int64_t index, int64_t chunk_size, const std::string& hash) {
-  return {{"dest", f.dest}, {"index", index}, {"chunk_size", chunk_size}, {"hash", hash}};
+  nlohmann::json args = {{"dest", f.dest}, {"index", index}, {"chunk_size", chunk_size}, {"hash", hash}};
+  if (!f.owner.empty()) args["owner"] = f.owner;
+  return args;
 }
 
 nlohmann::json recv_commit_args(const CopyFile& f, int64_t chunk_size) {
-  return {{"dest", f.dest}, {"chunk_size", chunk_size}, {"chunks", f.hashes}};
+  nlohmann::json args = {{"dest", f.dest}, {"chunk_size", chunk_size}, {"chunks", f.hashes}};
+  if (!f.owner.empty()) args["owner"] = f.owner;
+  return args;
 }
 
 std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile& f) {

@@ -29,6 +29,7 @@ struct CopyFile {
   std::string src, dest;  // full paths as the source and the destination agents resolve them
   int64_t size = 0;
   int mode = 0644;
+  std::string owner;      // the copy's lease on the destination ("<job> <attempt> <token>"; chunk_files.h)
   int64_t mtime_ns = -1;  // the source's version when listed (-1: the agent did not say)
   int64_t ino = -1;
   int64_t chunks = 0;
@@ -38,6 +39,9 @@ struct CopyFile {
   bool committed = false;
   bool dest_complete = false;  // the destination already holds exactly these bytes
 };
+
+/// A copy's lease name on its destination files: "<job> <attempt> <token>".
+std::string copy_owner(const std::string& job, int attempt, const std::string& token);
 
 /// How the source's file differs now (an fs.stat reply) from when it was listed:
 /// "" when it is the same version (size, mtime to the ns, inode).

@@ -115,7 +115,15 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
       c_->spec.to_host, "recv.begin", args, [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
-          if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+          if (CopyContext::transient(r.status())) {
+            if (r.status().message().find("being written by another copy") != std::string::npos &&
+                !self->said_waiting_) {
+              self->said_waiting_ = true;
+              self->c_->env.note("waiting: " + r.status().message());
+              self->c_->env.record_event("copy.waiting_for_destination", {{"why", r.status().message()}});
+            }
+            return self->c_->retry_later([self, i] { self->begin_files(i); });
+          }
           return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " + r.status().message());
         }
         CopyEntry& f = self->c_->files[i];

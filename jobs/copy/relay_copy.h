@@ -84,6 +84,7 @@ class RelayCopy : public std::enable_shared_from_this<RelayCopy> {
   std::map<std::pair<size_t, int64_t>, int> corrupt_retries_;
   std::vector<Lane> lane_states_;
   size_t files_committed_ = 0;
+  bool said_waiting_ = false;  // another copy held the destination (said once)
   bool local_finished_ = false;  // keep_local marked complete (a retry of the destination's finish skips it)
 };
 

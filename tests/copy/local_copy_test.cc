@@ -467,6 +467,37 @@ TEST_F(LocalCopyTest, AFolderCopyRemovesStaleFilesAndNamesThem) {
   EXPECT_NE(r.out.find("model.safetensors, old/optimizer.bin"), std::string::npos) << r.out;
 }
 
+// Two copies into one destination (review F8: they shared DEST.ferry-part, so one
+// could tear or undo the other) take turns: the second waits, saying so, while the
+// first holds the destination, and each file committed is one copy's whole file.
+// The first copy's source agent pauses at its first read until the test says go.
+TEST_F(LocalCopyTest, TwoCopiesIntoOneDestinationTakeTurns) {
+  std::string go = work_.file("go");
+  auto paused = this->env();
+  paused["FERRY_AGENT_BIN"] = testing::bin_dir() + "/lying-agent";
+  paused["LYING_AGENT_REAL"] = testing::bin_dir() + "/ferry-agent";
+  paused["LYING_AGENT_WORKDIR"] = a_dir();
+  paused["LYING_AGENT_ON_READ"] = "while [ ! -f '" + go + "' ]; do sleep 0.05; done";
+  std::string one = b_dir() + "/one.bin";
+  std::string wf1 = copy_workflow("first", b_dir(), "a:ckpt/" + files_[0].rel, "b:one.bin", "");
+  std::string wf2 = copy_workflow("second", b_dir(), "a:ckpt/" + files_[1].rel, "b:one.bin", "");
+  pid_t first = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf1}, paused, work_.file("first.log"));
+  ASSERT_TRUE(testing::wait_until([&] { return testing::exists(one + ".ferry-owner"); }, kMidCopyDeadline))
+      << testing::read_text(work_.file("first.log"));
+  pid_t second = spawn_ferry({"run", wf2}, "second.log");
+  // The event: the second copy says it waits for the destination.
+  EXPECT_TRUE(testing::wait_until(
+      [&] { return testing::read_text(work_.file("second.log")).find("waiting: ") != std::string::npos; },
+      kMidCopyDeadline))
+      << testing::read_text(work_.file("second.log"));
+  EXPECT_FALSE(testing::exists(one)) << "the second copy committed while the first held the destination";
+  testing::write_text(go, "");
+  EXPECT_EQ(testing::wait_process(first, 60), 0) << testing::read_text(work_.file("first.log"));
+  EXPECT_EQ(testing::wait_process(second, 60), 0) << testing::read_text(work_.file("second.log"));
+  EXPECT_EQ(testing::read_text(one), testing::read_text(source() + "/" + files_[1].rel)) << "the last commit wins, whole";
+  EXPECT_FALSE(testing::exists(one + ".ferry-owner"));
+}
+
 // `timeout` holds for a copy too (review F17): a source whose reads are never
 // answered (its agent alive and beating) used to keep the copy, and the run,
 // going forever. The attempt ends timed_out, naming the timeout.
