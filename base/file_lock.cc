@@ -64,12 +64,4 @@ Result<FileLock> FileLock::try_take(const std::string& path, int patience_ms) {
   return FileLock(*fd);
 }
 
-bool FileLock::held_elsewhere(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;
-  bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);  // drops the shared lock if it was granted
-  return held;
-}
-
 }  // namespace ferry

@@ -26,8 +26,6 @@ class FileLock {
   /// The same without waiting longer than `patience_ms`: kFailedPrecondition while
   /// another holder keeps it.
   static Result<FileLock> try_take(const std::string& path, int patience_ms = 0);
-  /// Whether another process holds the lock now (false when the file does not exist).
-  static bool held_elsewhere(const std::string& path);
 
   int fd() const { return fd_; }
 

@@ -4,8 +4,8 @@
 
 namespace ferry {
 namespace {
-// `ferry status` and friends may probe the lock for an instant (FileLock::held_elsewhere):
-// a refusal counts only once it has lasted longer than any probe.
+// A coordinator that has just finished may still hold the lock for an instant
+// (it is released at exit): a refusal counts once it has lasted this long.
 constexpr int kProbeGraceMs = 300;
 }  // namespace
 
