@@ -31,6 +31,7 @@ constexpr int kSlowOpTimeoutMs = 600000;     // recv.begin and recv.commit re-ha
 constexpr double kFirstConnectGiveUpS = 30;  // before any stream ever reached the destination
 constexpr double kBackoffInitialS = 0.5;
 constexpr double kBackoffMaxS = 10;
+constexpr double kDestBusyWaitS = 2;  // between asks while another copy holds the destination
 constexpr int kProgressEveryMs = 1000;
 constexpr int kMaxCorruptRetries = 5;
 constexpr int kSshConnectTimeoutS = 10;
@@ -213,6 +214,7 @@ Result<std::unique_ptr<AgentPeer>> Pusher::connect(int stream) {
 // Runs `work` on the stream's link, reconnecting and starting `work` over when
 // the link drops (the receiver's ops are idempotent).
 Status Pusher::with_peer(int stream, const std::function<Status(AgentPeer&)>& work) {
+  bool said_waiting = false;
   for (;;) {
     if (!peers_[stream]) {
       auto p = connect(stream);
@@ -221,6 +223,13 @@ Status Pusher::with_peer(int stream, const std::function<Status(AgentPeer&)>& wo
     }
     Status s = work(*peers_[stream]);
     if (s.code() != StatusCode::kUnavailable) return s;
+    if (s.message().find(kDestBusy) != std::string::npos) {
+      // The link is fine; the destination is another copy's for now: ask again later.
+      if (!said_waiting) say("ferry-push: waiting: " + s.message());
+      said_waiting = true;
+      if (!wait_or_stop(kDestBusyWaitS)) return cancelled("stopping");
+      continue;
+    }
     say("ferry-push: lost " + dest_name() + " (" + s.message() + "); reconnecting");
     peers_[stream].reset();
   }

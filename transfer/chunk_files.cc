@@ -76,7 +76,7 @@ Status claim_dest(const std::string& dest, const std::string& owner, bool beginn
     bool supersedes = them.job == me.job && me.attempt >= them.attempt;
     if (fresh && !supersedes) {
       if (beginning) {
-        return unavailable(dest + " is being written by another copy (" + them.job + ", attempt " +
+        return unavailable(dest + " is " + kDestBusy + " (" + them.job + ", attempt " +
                            std::to_string(them.attempt) + "); this copy waits for it to finish");
       }
       return failed_precondition(dest + " was taken over by another copy (" + them.job + ")");

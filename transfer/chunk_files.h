@@ -75,6 +75,9 @@ Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size,
 Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
                       std::vector<int64_t>* bad, const std::string& owner = "");
 inline constexpr int64_t kDestLeaseMs = 120'000;
+/// In the kUnavailable message of a destination leased to another copy: the link
+/// is fine, the copy waits and asks again.
+inline constexpr char kDestBusy[] = "being written by another copy";
 /// Folder copies: creates the folder and removes a stale completion marker.
 Status receive_prepare_dir(const std::string& dir);
 /// Writes the completion marker (temp + rename) holding the manifest hash. With

@@ -116,7 +116,7 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
         if (self->c_->finished) return;
         if (!r.ok()) {
           if (CopyContext::transient(r.status())) {
-            if (r.status().message().find("being written by another copy") != std::string::npos &&
+            if (r.status().message().find(kDestBusy) != std::string::npos &&
                 !self->said_waiting_) {
               self->said_waiting_ = true;
               self->c_->env.note("waiting: " + r.status().message());
