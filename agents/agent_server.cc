@@ -8,12 +8,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "agents/detached_job.h"
 #include "agents/host_probe.h"
 #include "agents/job_journal.h"
 #include "agents/lane_listener.h"
 #include "base/clock.h"
+#include "base/file_lock.h"
 #include "base/file_util.h"
 #include "transfer/chunk_files.h"
 
@@ -22,6 +27,8 @@ namespace {
 
 constexpr int64_t kMaxLogRead = 1 << 20;
 constexpr double kHeartbeatEveryS = 5.0;
+constexpr double kStopOlderAttemptS = 10.0;
+constexpr size_t kMaxRemovedNamed = 100;  // stale files named in a recv.finish_dir reply  // for a killed attempt's supervisor to record its end
 constexpr int kPipeBytes = 1 << 20;     // F_SETPIPE_SZ for stdin/stdout (the default max for a user)
 constexpr size_t kReadBytes = 1 << 20;  // most bytes one read() may take
 // Job keys carry a random run uid since schema 2, so two coordinators meet here only
@@ -163,8 +170,15 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
     }
   }
   JobPaths paths = job_paths(workdir_, *job, *attempt);
+  // One start at a time per job, across agents (a coordinator that lost the link
+  // mid-start sends job.start again through a new agent): the second waits here
+  // and then finds the first one's attempt, which it re-attaches to.
+  FERRY_RETURN_IF_ERROR(make_dirs(paths.job_dir));
+  auto lock = FileLock::take(paths.lock());
+  if (!lock.ok()) return lock.status();
   // Newest attempt wins: an older or competing token is refused, the same one is a re-attach.
   auto current = read_file(paths.current());
+  int fenced = 0;
   if (current.ok()) {
     int cur_attempt = 0;
     std::string cur_token;
@@ -193,20 +207,44 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
       }
       // spec written but the launch never finished: fall through and launch it now.
     }
+    if (cur_attempt > 0 && *attempt > cur_attempt) {
+      // Never two attempts at once: an older attempt still running here (its
+      // coordinator gave up on this host, or a resume started afresh) is stopped,
+      // and gone, before the new one starts.
+      FERRY_RETURN_IF_ERROR(stop_attempt(job_paths(workdir_, *job, cur_attempt)));
+      fenced = cur_attempt;
+    }
   }
   FERRY_RETURN_IF_ERROR(make_dirs(paths.attempt_dir));
   FERRY_RETURN_IF_ERROR(make_dirs(spec.cwd));
   nlohmann::json spec_json = {{"token", *token}, {"command", spec.command}, {"cwd", spec.cwd},
                               {"timeout_s", spec.timeout_s}, {"env", spec.env}};
-  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump()));
+  // The job's env may hold secrets: the spec is the user's alone.
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump(), 0600));
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(*attempt) + " " + *token));
+  spec.start_lock_fd = lock->fd();
   auto pid = launch_detached(paths, spec);
   if (!pid.ok()) return pid.status();
   auto rec = read_job_record(paths);
   if (!rec.ok()) return rec.status();
   nlohmann::json j = rec->to_json();
   j["reattached"] = false;
+  if (fenced > 0) j["stopped_attempt"] = fenced;
   return j;
+}
+
+Status AgentServer::stop_attempt(const JobPaths& older) {
+  auto rec = read_job_record(older);
+  if (!rec.ok() || rec->state != "running") return Status();
+  FERRY_RETURN_IF_ERROR(signal_job(older, /*hard=*/true));
+  // Its supervisor reaps the group and records the exit at once; wait for that.
+  auto until = mono_s() + kStopOlderAttemptS;
+  while (mono_s() < until) {
+    rec = read_job_record(older);
+    if (!rec.ok() || rec->state != "running") return Status();
+    ::usleep(20 * 1000);
+  }
+  return unavailable("attempt " + older.attempt_dir + " is still running after SIGKILL; the new attempt waits");
 }
 
 Result<nlohmann::json> AgentServer::job_status(const nlohmann::json& args) {
@@ -293,15 +331,23 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   if (op == "recv.finish_dir") {
     auto path = data_path(a, "path");
     if (!path.ok()) return path.status();
-    FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string())));
-    return nlohmann::json::object();
+    if (!a.value("prune", false)) {
+      FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string())));
+      return nlohmann::json::object();
+    }
+    // The copy's files ride in the body: a folder of 100,000 files is no header.
+    std::vector<std::string> keep = decode_keep_list(req.body), removed;
+    FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string()), &keep, &removed));
+    nlohmann::json named = nlohmann::json::array();
+    for (size_t k = 0; k < removed.size() && k < kMaxRemovedNamed; ++k) named.push_back(removed[k]);
+    return nlohmann::json{{"removed", named}, {"removed_count", static_cast<int64_t>(removed.size())}};
   }
   auto dest = data_path(a, "dest");
   if (!dest.ok()) return dest.status();
   int64_t chunk_size = a.value("chunk_size", int64_t{0});
   if (op == "recv.begin") {
     auto st = receive_begin(*dest, a.value("size", int64_t{-1}), chunk_size, a.value("mode", 0644),
-                            a.value("file_hash", std::string()));
+                            a.value("file_hash", std::string()), a.value("owner", std::string()));
     if (!st.ok()) return st.status();
     nlohmann::json have = nlohmann::json::object();
     for (auto& [i, h] : st->have) have[std::to_string(i)] = h;
@@ -309,12 +355,13 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   }
   if (op == "recv.write") {
     FERRY_RETURN_IF_ERROR(receive_write(*dest, a.value("index", int64_t{-1}), chunk_size,
-                                        a.value("hash", std::string()), req.body));
+                                        a.value("hash", std::string()), req.body, a.value("owner", std::string())));
     return nlohmann::json::object();
   }
   if (op == "recv.commit") {
     std::vector<int64_t> bad;
-    Status s = receive_commit(*dest, chunk_size, a.value("chunks", std::vector<std::string>{}), &bad);
+    Status s = receive_commit(*dest, chunk_size, a.value("chunks", std::vector<std::string>{}), &bad,
+                              a.value("owner", std::string()));
     if (!s.ok() && !bad.empty()) return nlohmann::json{{"committed", false}, {"bad", bad}, {"error", s.message()}};
     if (!s.ok()) return s;
     return nlohmann::json{{"committed", true}};
@@ -343,8 +390,60 @@ Result<nlohmann::json> AgentServer::fs_stat(const nlohmann::json& args) {
                         {"path", full},
                         {"type", type},
                         {"size", static_cast<int64_t>(st.st_size)},
-                        {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000}};
+                        {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000},
+                        {"mtime_ns", file_mtime_ns(st)},
+                        {"ino", static_cast<int64_t>(st.st_ino)}};
 }
+
+// Writes frames to the coordinator for the serve loop and, every
+// kHeartbeatEveryS that nothing else went out, a heartbeat: from a thread of its
+// own, so an operation that takes minutes (hashing a 100 GiB file on slow
+// storage, an fsync that stalls) keeps the link alive instead of being taken for
+// a dead agent and sent again.
+class AgentServer::Output {
+ public:
+  explicit Output(int fd) : fd_(fd), last_out_(mono_s()), beats_([this] { beat_loop(); }) {}
+  ~Output() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    beats_.join();
+  }
+  bool write(const protocol::Frame& frame) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_) return false;
+    failed_ = !write_frame(fd_, frame);
+    last_out_ = mono_s();
+    return !failed_;
+  }
+
+ private:
+  void beat_loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      double due = last_out_ + kHeartbeatEveryS - mono_s();
+      if (due > 0) {
+        cv_.wait_for(lock, std::chrono::duration<double>(due));
+        continue;
+      }
+      protocol::Frame beat;
+      beat.type = protocol::FrameType::kEvent;
+      beat.header = {{"event", "heartbeat"}, {"now_ms", now_ms()}};
+      if (!failed_) failed_ = !write_frame(fd_, beat);
+      last_out_ = mono_s();
+    }
+  }
+
+  int fd_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool failed_ = false;
+  double last_out_;
+  std::thread beats_;  // last: started once the rest is set
+};
 
 int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s, LaneListener* lanes) {
   // Bigger pipes to and from sshd: a 2 MiB chunk crosses in a few system calls
@@ -352,8 +451,8 @@ int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s, LaneListener* 
   (void)::fcntl(in_fd, F_SETPIPE_SZ, kPipeBytes);
   (void)::fcntl(out_fd, F_SETPIPE_SZ, kPipeBytes);
   protocol::FrameDecoder decoder;
+  Output out(out_fd);
   double last_in = mono_s();
-  double last_out = mono_s();
   for (;;) {
     pollfd p[2] = {{in_fd, POLLIN, 0}, {lanes ? lanes->fd() : -1, POLLIN, 0}};
     int r = ::poll(p, lanes ? 2 : 1, 1000);
@@ -372,22 +471,15 @@ int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s, LaneListener* 
       for (;;) {
         auto next = decoder.next();
         if (!next.ok()) {
-          write_frame(out_fd, protocol::make_error(0, next.status()));
+          out.write(protocol::make_error(0, next.status()));
           return 2;
         }
         if (!next->has_value()) break;
-        if (!write_frame(out_fd, handle(**next))) return 1;
-        last_out = mono_s();
+        if (!out.write(handle(**next))) return 1;
+        last_in = mono_s();  // a long operation is not the coordinator's silence
       }
     }
     if (now - last_in > idle_exit_s) return 3;  // a silent coordinator is a dead one
-    if (now - last_out >= kHeartbeatEveryS) {
-      protocol::Frame beat;
-      beat.type = protocol::FrameType::kEvent;
-      beat.header = {{"event", "heartbeat"}, {"now_ms", now_ms()}};
-      if (!write_frame(out_fd, beat)) return 1;
-      last_out = now;
-    }
   }
 }
 

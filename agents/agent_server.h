@@ -1,10 +1,12 @@
 // AgentServer: the request handler and serve loop of `ferry-agent serve`.
 //
 // Speaks the framed protocol (protocol/frame.h) over two fds. Requests are
-// handled in order, one at a time; replies carry the request id. Long work never
-// happens here: jobs are detached (detached_job.h), so a reply is always quick.
-// A malformed frame gets an error frame and the connection is closed: the agent
-// never crashes on input. Single-threaded.
+// handled in order, one at a time; replies carry the request id. Jobs are
+// detached (detached_job.h); what may still take long (hashing, committing a
+// large file) is covered by heartbeats, which a second thread writes whenever
+// nothing went out for kHeartbeatEveryS, during an operation too. A malformed
+// frame gets an error frame and the connection is closed: the agent never
+// crashes on input. Requests are handled on the calling thread only.
 //
 // Ops (header "op"; results in the reply header):
 //   hello      {}                                   → {protocol, version, pid, workdir, hostname}
@@ -26,7 +28,9 @@
 //   recv.prepare_dir / recv.finish_dir {path, manifest_hash?}
 // (see chunk_files.h for the receiver's guarantees)
 // A token older than the job's newest attempt is refused ("stale attempt token"),
-// so an attempt the coordinator gave up on can never start after a partition heals.
+// so an attempt the coordinator gave up on can never start after a partition heals;
+// a newer attempt stops an older one that still runs before it starts (never two
+// at once), and starts of one job are serialized by a lock in its folder.
 #pragma once
 
 #include <string>
@@ -53,10 +57,13 @@ class AgentServer {
   int serve(int in_fd, int out_fd, double idle_exit_s = 120, LaneListener* lanes = nullptr);
 
  private:
+  class Output;
   protocol::Frame dispatch(const protocol::Frame& request);
   Result<nlohmann::json> hello();
   Result<nlohmann::json> job_start(const nlohmann::json& args);
   Result<nlohmann::json> job_status(const nlohmann::json& args);
+  /// Stops an older attempt of a job if it still runs, and waits until it is gone.
+  Status stop_attempt(const JobPaths& older);
   Result<nlohmann::json> job_cancel(const nlohmann::json& args);
   Result<nlohmann::json> log_read(const nlohmann::json& args, std::string* body);
   Result<nlohmann::json> fs_stat(const nlohmann::json& args);

@@ -14,6 +14,10 @@
 namespace ferry {
 namespace {
 
+// Where the supervisor keeps the job folder's start lock until pid.json is written.
+constexpr int kStartLockFd = 4;
+constexpr int kExitRecordTries = 10;  // a second apart
+
 void write_fd_all(int fd, const std::string& s) {
   size_t off = 0;
   while (off < s.size()) {
@@ -32,7 +36,7 @@ void write_fd_all(int fd, const std::string& s) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   ::signal(SIGPIPE, SIG_DFL);
   ::signal(SIGHUP, SIG_DFL);
-  int log = ::open(paths.log().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  int log = ::open(paths.log().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (log < 0 || devnull < 0) _exit(126);
   ::dup2(devnull, 0);
@@ -54,12 +58,22 @@ void write_fd_all(int fd, const std::string& s) {
 // Runs in the supervisor (session leader, reparented to init). Never returns.
 [[noreturn]] void supervise(const JobPaths& paths, const LaunchSpec& spec, int report_fd) {
   // Keep nothing of the agent's: its pipes must close when the agent exits.
+  // Out of the way first, so placing one cannot close the other.
+  int report = ::fcntl(report_fd, F_DUPFD_CLOEXEC, 10);
+  int lock = spec.start_lock_fd >= 0 ? ::fcntl(spec.start_lock_fd, F_DUPFD_CLOEXEC, 10) : -1;
   int devnull = ::open("/dev/null", O_RDWR);
   ::dup2(devnull, 0);
   ::dup2(devnull, 1);
   ::dup2(devnull, 2);
-  ::dup2(report_fd, 3);
-  for (int fd = 4; fd < 1024; ++fd) ::close(fd);
+  ::dup2(report, 3);
+  // The job folder's start lock stays held (through this descriptor) until
+  // pid.json is written, even if the agent that launched us dies first; the job
+  // never holds it (close-on-exec).
+  if (lock >= 0) {
+    ::dup2(lock, kStartLockFd);
+    ::fcntl(kStartLockFd, F_SETFD, FD_CLOEXEC);
+  }
+  for (int fd = lock >= 0 ? kStartLockFd + 1 : kStartLockFd; fd < 1024; ++fd) ::close(fd);
   report_fd = 3;
   ::signal(SIGHUP, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
@@ -76,13 +90,19 @@ void write_fd_all(int fd, const std::string& s) {
     exec_job(paths, spec);
   }
   ::setpgid(job, job);  // both sides set it, so no signal can race ahead of it
-  nlohmann::json pid = {{"pid", job}, {"supervisor", ::getpid()}, {"started_ms", now_ms()}};
+  nlohmann::json pid = {{"pid", job},
+                        {"supervisor", ::getpid()},
+                        {"started_ms", now_ms()},
+                        {"pid_start", process_start_ticks(job)},
+                        {"supervisor_start", process_start_ticks(::getpid())},
+                        {"boot_id", boot_id()}};
   if (!write_file_atomic(paths.pid(), pid.dump()).ok()) {
     ::kill(-job, SIGKILL);
     _exit(1);
   }
   write_fd_all(report_fd, std::to_string(job));
   ::close(report_fd);
+  ::close(kStartLockFd);  // pid.json is durable: another agent may look at this attempt now
 
   const double start = mono_s();
   bool timed_out = false;
@@ -120,7 +140,23 @@ void write_fd_all(int fd, const std::string& s) {
     exit["exit_code"] = 128 + WTERMSIG(wstatus);
     exit["signal"] = WTERMSIG(wstatus);
   }
-  write_file_atomic(paths.exit(), exit.dump());
+  // The exit record is the job's fate for every later reader: try again while the
+  // disk may come back (full, a hiccup); if it never does, the log says why the
+  // job will read as lost.
+  Status recorded;
+  for (int tries = 0; tries < kExitRecordTries; ++tries) {
+    recorded = write_file_atomic(paths.exit(), exit.dump());
+    if (recorded.ok()) break;
+    ::sleep(1);
+  }
+  if (!recorded.ok()) {
+    int log = ::open(paths.log().c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (log >= 0) {
+      write_fd_all(log, "ferry: the job ended (" + exit.dump() + ") but its exit could not be recorded: " +
+                            recorded.message() + "\n");
+      ::close(log);
+    }
+  }
   _exit(0);
 }
 
@@ -165,6 +201,8 @@ Status signal_job(const JobPaths& paths, bool hard) {
   auto rec = read_job_record(paths);
   if (!rec.ok()) return rec.status();
   if (rec->state != "running") return Status();
+  // kill(-1 or 0) would reach every process or our own group.
+  if (rec->pid <= 1) return data_loss("job record " + paths.pid() + " names pid " + std::to_string(rec->pid));
   if (!path_exists(paths.cancel())) FERRY_RETURN_IF_ERROR(write_file_atomic(paths.cancel(), "cancel\n"));
   if (::kill(-rec->pid, hard ? SIGKILL : SIGTERM) != 0 && errno != ESRCH) return errno_status("kill", errno);
   return Status();

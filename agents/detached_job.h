@@ -22,6 +22,7 @@ struct LaunchSpec {
   std::string cwd;                         // absolute
   double timeout_s = 0;                    // 0 = none
   double kill_grace_s = 5;                 // SIGTERM → SIGKILL on timeout/cancel
+  int start_lock_fd = -1;                  // held by the supervisor until pid.json is written
 };
 
 /// Starts the job; returns its pid (= its process group id) once pid.json is on disk.

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <sstream>
 
 #include "base/file_util.h"
 
@@ -48,7 +50,40 @@ nlohmann::json parse_outputs(const std::string& text) {
   return out;
 }
 
-static bool process_alive(int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+int64_t process_start_ticks(int pid) {
+  if (pid <= 0) return 0;
+  auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) return 0;
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses; fields
+  // after the last ')' are plain. starttime is field 22, the 20th after it.
+  size_t close = stat->rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat->substr(close + 1));
+  std::string field;
+  for (int i = 0; i < 20 && (rest >> field); ++i) {
+  }
+  char* end = nullptr;
+  long long ticks = std::strtoll(field.c_str(), &end, 10);
+  return end && *end == '\0' && ticks > 0 ? ticks : 0;
+}
+
+std::string boot_id() {
+  auto id = read_file("/proc/sys/kernel/random/boot_id");
+  if (!id.ok()) return "";
+  std::string s = *id;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Alive, and the very process recorded: a recorded start time (and boot) must
+// match, so a reused pid reads as gone. pid 1 and below are never a job's.
+static bool process_alive(int pid, int64_t recorded_start, const std::string& recorded_boot) {
+  if (pid <= 1) return false;
+  if (!(::kill(pid, 0) == 0 || errno == EPERM)) return false;
+  if (!recorded_boot.empty() && recorded_boot != boot_id()) return false;
+  if (recorded_start > 0 && process_start_ticks(pid) != recorded_start) return false;
+  return true;
+}
 
 Result<JobRecord> read_job_record(const JobPaths& paths) {
   JobRecord r;
@@ -58,6 +93,7 @@ Result<JobRecord> read_job_record(const JobPaths& paths) {
   if (pid_json.is_discarded()) return data_loss("corrupt " + paths.pid());
   r.pid = pid_json.value("pid", 0);
   int supervisor = pid_json.value("supervisor", 0);
+  std::string boot = pid_json.value("boot_id", std::string());
   r.started_ms = pid_json.value("started_ms", int64_t{0});
   struct stat st;
   if (::stat(paths.log().c_str(), &st) == 0) r.log_size = st.st_size;
@@ -76,7 +112,8 @@ Result<JobRecord> read_job_record(const JobPaths& paths) {
     return r;
   }
   // No exit record: the supervisor (or at least the job) must still be alive.
-  if (process_alive(supervisor) || process_alive(r.pid)) {
+  if (process_alive(supervisor, pid_json.value("supervisor_start", int64_t{0}), boot) ||
+      process_alive(r.pid, pid_json.value("pid_start", int64_t{0}), boot)) {
     r.state = "running";
   } else {
     r.state = "lost";

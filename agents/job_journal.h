@@ -3,7 +3,9 @@
 // Layout under <workdir>/.ferry/jobs/<job>/:
 //   current                  "<attempt> <token>" of the newest attempt started here
 //   <attempt>/spec.json      what was asked (command, env, cwd, timeout, token)
-//   <attempt>/pid.json       {"pid","supervisor","started_ms"}      temp + rename
+//   lock                     flock(2) held while an attempt is being started here
+//   <attempt>/pid.json       {"pid","supervisor","started_ms",
+//                             "pid_start","supervisor_start","boot_id"}  temp + rename
 //   <attempt>/log            the job's stdout and stderr, appended
 //   <attempt>/outputs        key=value lines the job writes to $FERRY_OUTPUT
 //   <attempt>/cancel         present once a cancel was asked for
@@ -25,6 +27,7 @@ struct JobPaths {
   std::string job_dir;      // <workdir>/.ferry/jobs/<job>
   std::string attempt_dir;  // job_dir/<attempt>
   std::string current() const { return job_dir + "/current"; }
+  std::string lock() const { return job_dir + "/lock"; }
   std::string spec() const { return attempt_dir + "/spec.json"; }
   std::string pid() const { return attempt_dir + "/pid.json"; }
   std::string log() const { return attempt_dir + "/log"; }
@@ -53,6 +56,13 @@ struct JobRecord {
 };
 
 Result<JobRecord> read_job_record(const JobPaths& paths);
+
+/// When a process started, in clock ticks since boot (/proc/PID/stat, field 22):
+/// with the boot's id, what tells a process from a later one that got its pid
+/// (after a reboot, or once the pid space wrapped). 0 when it is gone.
+int64_t process_start_ticks(int pid);
+/// This boot's id (/proc/sys/kernel/random/boot_id); "" when unknown.
+std::string boot_id();
 
 /// Parses `key=value` lines; later keys win; lines without '=' are ignored.
 nlohmann::json parse_outputs(const std::string& text);

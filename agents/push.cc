@@ -33,6 +33,7 @@ constexpr int kSlowOpTimeoutMs = 600000;     // recv.begin and recv.commit re-ha
 constexpr double kFirstConnectGiveUpS = 30;  // before any stream ever reached the destination
 constexpr double kBackoffInitialS = 0.5;
 constexpr double kBackoffMaxS = 10;
+constexpr double kDestBusyWaitS = 2;  // between asks while another copy holds the destination
 constexpr int kProgressEveryMs = 1000;
 constexpr int kMaxCorruptRetries = 5;
 constexpr int kSshConnectTimeoutS = 10;
@@ -215,6 +216,7 @@ Result<std::unique_ptr<AgentPeer>> Pusher::connect(int stream) {
 // Runs `work` on the stream's link, reconnecting and starting `work` over when
 // the link drops (the receiver's ops are idempotent).
 Status Pusher::with_peer(int stream, const std::function<Status(AgentPeer&)>& work) {
+  bool said_waiting = false;
   for (;;) {
     if (!peers_[stream]) {
       auto p = connect(stream);
@@ -223,6 +225,13 @@ Status Pusher::with_peer(int stream, const std::function<Status(AgentPeer&)>& wo
     }
     Status s = work(*peers_[stream]);
     if (s.code() != StatusCode::kUnavailable) return s;
+    if (s.message().find(kDestBusy) != std::string::npos) {
+      // The link is fine; the destination is another copy's for now: ask again later.
+      if (!said_waiting) say("ferry-push: waiting: " + s.message());
+      said_waiting = true;
+      if (!wait_or_stop(kDestBusyWaitS)) return cancelled("stopping");
+      continue;
+    }
     say("ferry-push: lost " + dest_name() + " (" + s.message() + "); reconnecting");
     peers_[stream].reset();
   }
@@ -460,6 +469,7 @@ Result<PushResult> Pusher::run() {
   auto plan = plan_copy(*listing, source_, spec_.to, spec_.chunk_size);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
+  for (auto& f : plan_.files) f.owner = spec_.owner;
   say("ferry-push: " + spec_.from_host + ":" + spec_.from + " → " + spec_.to_host + ":" + spec_.to + " over ssh to " +
       dest_name() + ": " + std::to_string(plan_.files.size()) + " file(s), " + std::to_string(plan_.bytes_total) +
       " bytes, up to " + std::to_string(spec_.streams) + " stream(s)");
@@ -504,10 +514,25 @@ Result<PushResult> Pusher::run() {
   result.manifest_hash = copy_manifest_hash(plan_.files);
   result.bytes_total = plan_.bytes_total;
   if (plan_.is_dir) {
-    s = with_peer(0, [this, &result](AgentPeer& peer) {
-      auto r =
-          peer.call("recv.finish_dir", {{"path", spec_.to}, {"manifest_hash", result.manifest_hash}}, kCallTimeoutMs);
-      return r.ok() ? Status() : on_dest(r.status());
+    // The folder ends up holding exactly the source's files: older ones are removed and named.
+    std::vector<std::string> keep;
+    for (const auto& f : plan_.files) keep.push_back(f.rel);
+    s = with_peer(0, [this, &result, &keep](AgentPeer& peer) {
+      auto r = peer.call("recv.finish_dir", {{"path", spec_.to}, {"manifest_hash", result.manifest_hash}, {"prune", true}},
+                         kCallTimeoutMs, encode_keep_list(keep));
+      if (!r.ok()) return on_dest(r.status());
+      const nlohmann::json& h = r->header;
+      if (h.contains("removed_count") && h["removed_count"].is_number_integer() && h["removed_count"].get<int64_t>() > 0) {
+        std::string list;
+        if (h.contains("removed") && h["removed"].is_array()) {
+          for (const auto& n : h["removed"]) {
+            if (n.is_string()) list += (list.empty() ? "" : ", ") + n.get<std::string>();
+          }
+        }
+        say("ferry-push: removed " + std::to_string(h["removed_count"].get<int64_t>()) + " file(s) from " +
+            dest_name() + " that the source no longer has: " + list);
+      }
+      return Status();
     });
     if (!s.ok()) return s;
   }

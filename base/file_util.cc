@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <random>
 
 #include "base/unique_fd.h"
 
@@ -43,9 +45,14 @@ Result<std::string> read_file(const std::string& path) {
   return out;
 }
 
-Status write_file_atomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+Status write_file_atomic(const std::string& path, const std::string& data, int mode) {
+  // A fresh name nobody could have planted a symlink at (shared, group-writable
+  // folders): random, created exclusively, never followed.
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + suffix;
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.ok()) return errno_status("create " + tmp, errno);
   auto give_up = [&](const std::string& what) {
     int err = errno;
@@ -66,8 +73,8 @@ Status write_file_atomic(const std::string& path, const std::string& data) {
   return Status();
 }
 
-Status append_file(const std::string& path, const std::string& data) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+Status append_file(const std::string& path, const std::string& data, int mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.ok()) return errno_status("open " + path, errno);
   if (!write_all(fd.get(), data)) return errno_status("write " + path, errno);
   return Status();

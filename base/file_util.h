@@ -10,10 +10,11 @@
 namespace ferry {
 
 Result<std::string> read_file(const std::string& path);
-/// Writes `data` to `path` atomically: path.tmp.<pid>, fsync, rename, fsync dir.
-Status write_file_atomic(const std::string& path, const std::string& data);
-/// Appends `data` to `path`, creating it (0644) if needed.
-Status append_file(const std::string& path, const std::string& data);
+/// Writes `data` to `path` atomically: a fresh, exclusively created temp file
+/// beside it (mode `mode`, symlinks never followed), fsync, rename, fsync dir.
+Status write_file_atomic(const std::string& path, const std::string& data, int mode = 0644);
+/// Appends `data` to `path`, creating it (mode `mode`) if needed.
+Status append_file(const std::string& path, const std::string& data, int mode = 0644);
 Status make_dirs(const std::string& path);
 bool path_exists(const std::string& path);
 std::string dirname_of(const std::string& path);

@@ -45,8 +45,19 @@ const CLI::App* innermost(const CLI::App& app) {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> open_store(const Common& c) { return Store::open(c.db); }
-Result<std::unique_ptr<Store>> open_store_read_only(const Common& c) { return Store::open_read_only(c.db); }
+// Never a shared fallback such as /tmp for the state: another user could own it.
+static Status no_home() {
+  return invalid_argument("neither FERRY_HOME nor HOME is set: set one (the state database lives in $FERRY_HOME, "
+                          "default ~/.local/share/ferry), or pass --db");
+}
+Result<std::unique_ptr<Store>> open_store(const Common& c) {
+  if (c.db.empty()) return no_home();
+  return Store::open(c.db);
+}
+Result<std::unique_ptr<Store>> open_store_read_only(const Common& c) {
+  if (c.db.empty()) return no_home();
+  return Store::open_read_only(c.db);
+}
 
 bool use_color(int fd) {
   const char* no = std::getenv("NO_COLOR");

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/terminal_text.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/scheduler.h"
 #include "orchestrator/status_view.h"
@@ -105,6 +106,7 @@ int cmd_logs(const Common& c, const LogsOptions& o) {
     if (!follow) return kExitOk;
   }
   int64_t offset = 0;
+  const bool tty = ::isatty(1) != 0;
   for (;;) {
     if (which > 0) {
       std::string path = Scheduler::log_path(logs_dir(c.db), run->id, pos[1], which);
@@ -112,7 +114,8 @@ int cmd_logs(const Common& c, const LogsOptions& o) {
       if (in) {
         in.seekg(offset);
         std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        std::cout << chunk << std::flush;
+        // A job's bytes as they are into a pipe or file; on a terminal, shown, not obeyed.
+        std::cout << (tty ? escape_controls(chunk) : chunk) << std::flush;
         offset += static_cast<int64_t>(chunk.size());
       }
     }

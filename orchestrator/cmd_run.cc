@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "orchestrator/cli.h"
+#include "orchestrator/run_lock.h"
 #include "orchestrator/scheduler.h"
 #include "orchestrator/status_view.h"
 #include "workflows/dag.h"
@@ -15,7 +16,9 @@ namespace {
 
 // Drives the run to its end. With `json`, progress goes to stderr and stdout
 // carries only the finished run as JSON (what `ferry status --json` prints).
-int drive(Store& store, workflow::Workflow wf, RunRecord run, bool json, bool cancel_now) {
+// The caller holds the run's lock (`lock`) for as long as this process lives.
+int drive(Store& store, const FileLock& lock, workflow::Workflow wf, RunRecord run, bool json, bool cancel_now) {
+  (void)lock;
   std::ostream& progress = json ? std::cerr : std::cout;
   int progress_fd = json ? 2 : 1;
   SchedulerOptions opts;
@@ -73,7 +76,9 @@ int cmd_run(const Common& c, const RunOptions& o) {
   }
   auto run = (*store)->create_run(wf->name, path, wf->source, params, seeds);
   if (!run.ok()) return fail(run.status());
-  return drive(**store, std::move(*wf), std::move(*run), o.json, false);
+  auto lock = RunLock::take((*store)->path(), run->id);  // before anyone can `resume last` it
+  if (!lock.ok()) return fail(lock.status());
+  return drive(**store, *lock, std::move(*wf), std::move(*run), o.json, false);
 }
 
 // Rebuilds the workflow exactly as the run saw it: its saved text and params.
@@ -92,12 +97,16 @@ static Result<workflow::Workflow> workflow_of(const RunRecord& run) {
 int cmd_resume(const Common& c, const RunRef& o) {
   auto store = open_store(c);
   if (!store.ok()) return fail(store.status());
-  auto run = (*store)->find_run(o.run);
-  if (!run.ok()) return fail(run.status());
-  if (run->state == RunState::kRunning && coordinator_alive(*run)) {
-    std::cerr << "ferry: run " << run->id << " is being driven by process " << run->coordinator_pid << "\n";
+  auto found = (*store)->find_run(o.run);
+  if (!found.ok()) return fail(found.status());
+  // One coordinator per run: the lock, then the run as it stands under the lock.
+  auto lock = RunLock::take((*store)->path(), found->id);
+  if (!lock.ok()) {
+    std::cerr << "ferry: " << lock.status().message() << " (process " << found->coordinator_pid << ")\n";
     return kExitFailed;
   }
+  auto run = (*store)->find_run(found->id);
+  if (!run.ok()) return fail(run.status());
   if (run->state == RunState::kSucceeded) {
     if (o.json) {
       auto stages = (*store)->stages(run->id);
@@ -110,7 +119,7 @@ int cmd_resume(const Common& c, const RunRef& o) {
   }
   auto wf = workflow_of(*run);
   if (!wf.ok()) return fail(wf.status());
-  return drive(**store, std::move(*wf), std::move(*run), o.json, false);
+  return drive(**store, *lock, std::move(*wf), std::move(*run), o.json, false);
 }
 
 int cmd_cancel(const Common& c, const RunRef& o) {
@@ -122,16 +131,19 @@ int cmd_cancel(const Common& c, const RunRef& o) {
     std::cout << "run " << run->id << " already ended (" << state_name(run->state) << ")\n";
     return kExitOk;
   }
+  // A live coordinator holds the run's lock and reads the flag; else we drive the
+  // cancel ourselves, under the lock, so no coordinator starts meanwhile.
+  auto lock = RunLock::take((*store)->path(), run->id);
   Status s = (*store)->request_cancel(run->id);
   if (!s.ok()) return fail(s);
-  if (run->state == RunState::kRunning && coordinator_alive(*run)) {
+  if (!lock.ok()) {
     std::cout << "asked the coordinator (pid " << run->coordinator_pid << ") to cancel run " << run->id << "\n";
     return kExitOk;
   }
   // Nobody drives the run: reach its hosts ourselves and stop what still runs.
   auto wf = workflow_of(*run);
   if (!wf.ok()) return fail(wf.status());
-  int code = drive(**store, std::move(*wf), std::move(*run), false, true);
+  int code = drive(**store, *lock, std::move(*wf), std::move(*run), false, true);
   return code == kExitCancelled ? kExitOk : code;
 }
 

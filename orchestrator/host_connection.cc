@@ -105,16 +105,25 @@ void HostConnection::run() {
     std::unique_ptr<AgentTransport> transport = factory_();
     Status s = transport->open();
     if (s.ok()) {
-      backoff = options_.backoff_initial_s;
-      failing_since = 0;
-      bool keep_going = session(*transport);
+      double opened_at = mono_s();
+      SessionEnd end;
+      bool keep_going = session(*transport, &end);
       transport->close();
-      was_connected = true;
       if (!keep_going) break;
-      continue;
+      was_connected = was_connected || end.greeted;
+      if (end.greeted && mono_s() - opened_at >= options_.dead_after_s) {
+        // A link that held a while and dropped: reconnect at once, count afresh.
+        backoff = options_.backoff_initial_s;
+        failing_since = 0;
+        continue;
+      }
+      // A link that fails as soon as it opens (an agent that exits at once, a
+      // frame it refuses) fails again if retried now: back off, toward give_up.
+      s = unavailable(end.why);
+    } else {
+      post_state(false, s.message());
     }
     if (failing_since == 0) failing_since = mono_s();
-    post_state(false, s.message());
     // A refused host key or a failed login will not heal by itself: stop now.
     bool permanent = s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kNotFound ||
                      s.code() == StatusCode::kDataLoss ||
@@ -138,7 +147,7 @@ void HostConnection::run() {
   fail_all(q, cancelled("connection to '" + host_ + "' closed"));
 }
 
-bool HostConnection::session(AgentTransport& t) {
+bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
   protocol::FrameDecoder decoder;
   std::map<uint32_t, ReplyFn> in_flight;
   // Reads go straight into the decoder (a chunk's body in place); see read_into().
@@ -154,6 +163,7 @@ bool HostConnection::session(AgentTransport& t) {
     in_flight.clear();
     fail_all(q, unavailable("link to host '" + host_ + "' lost: " + why));
     post_state(false, why);
+    end->why = why;
   };
 
   // Handshake first: protocol version must match.
@@ -197,6 +207,7 @@ bool HostConnection::session(AgentTransport& t) {
     given_up_ = false;
     last_error_.clear();
   }
+  end->greeted = true;
   post_state(true, "");
 
   double last_rx = mono_s();
@@ -267,7 +278,12 @@ bool HostConnection::session(AgentTransport& t) {
       }
       if (!f->has_value()) break;
       protocol::Frame frame = std::move(**f);
-      if (frame.type == protocol::FrameType::kEvent) continue;
+      if (frame.type == protocol::FrameType::kEvent) continue;  // heartbeats of a long operation
+      if (frame.type == protocol::FrameType::kError && frame.request_id == 0) {
+        // The agent says why it is closing the link (a frame it could not take).
+        fail("the agent closed the link: " + protocol::status_from_error_frame(frame).message());
+        return true;
+      }
       auto it = in_flight.find(frame.request_id);
       if (it == in_flight.end()) continue;  // pings, or replies to calls already failed
       ReplyFn fn = std::move(it->second);

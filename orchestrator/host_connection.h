@@ -11,7 +11,9 @@
 // Liveness: a ping every kPingEvery; no byte from the agent within kDeadAfter
 // means the link is dead: the transport is closed, pending calls fail with
 // kUnavailable, and the thread reconnects with exponential backoff and jitter
-// until `give_up_s` of continuous failure, after which calls fail with
+// (a link that fails within kDeadAfter of opening counts as a failure too, so an
+// agent that dies at once is not restarted in a tight loop) until `give_up_s` of
+// continuous failure, after which calls fail with
 // kDeadlineExceeded. Failures no retry can fix (host key refused, authentication
 // failed, agent missing) give up at once, and calls fail with their message; so
 // does an unreachable host at the first try when first_failure_is_final is set. Detached jobs keep running through all of it.
@@ -76,8 +78,12 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
     protocol::Frame frame;
     ReplyFn fn;
   };
+  struct SessionEnd {
+    bool greeted = false;  // the handshake completed
+    std::string why;       // why the link was lost
+  };
   void run();
-  bool session(AgentTransport& transport);  // false when stopping
+  bool session(AgentTransport& transport, SessionEnd* end);  // false when stopping
   void fail_all(std::deque<Pending>& calls, const Status& s);
   void post_state(bool connected, const std::string& why);
   bool wait_for(double seconds);  // false when stopping

@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/file_hash.h"
 #include "base/file_util.h"
+#include "base/terminal_text.h"
 #include "jobs/immediate_stage.h"
 #include "jobs/stage_factory.h"
 #include "orchestrator/local_transport.h"
@@ -44,6 +45,12 @@ std::string random_token() {
 }
 
 
+std::string seconds_text(double s) {
+  std::ostringstream t;
+  t << s << "s";
+  return t.str();
+}
+
 }  // namespace
 
 struct Scheduler::StageSlot {
@@ -57,6 +64,9 @@ struct Scheduler::StageSlot {
   bool reattach = false;      // resume: the newest attempt is still out there
   std::shared_ptr<StageRunner> runner;
   std::unique_ptr<boost::asio::steady_timer> retry_timer;
+  std::unique_ptr<boost::asio::steady_timer> timeout_timer;  // kinds whose job does not enforce `timeout`
+  bool timed_out = false;     // the timeout cancelled the running attempt
+  int64_t started_ms = 0;     // of the newest attempt (a re-attached one keeps its start)
   std::unique_ptr<AttemptEnv> env;
   std::map<std::string, std::string> outputs;
 };
@@ -89,7 +99,7 @@ class Scheduler::AttemptEnv : public StageEnv {
   }
   Status append_log(const std::string& bytes) override {
     FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(log_path_)));
-    FERRY_RETURN_IF_ERROR(append_file(log_path_, bytes));
+    FERRY_RETURN_IF_ERROR(append_file(log_path_, bytes, 0600));
     log_size_ += static_cast<int64_t>(bytes.size());
     return Status();
   }
@@ -165,7 +175,7 @@ void Scheduler::say(const std::string& stage, const std::string& message, const 
     if (options_.color && color) line << "\033[" << color << "m" << stage << "\033[0m ";
     else line << stage << " ";
   }
-  line << message << "\n";
+  line << escape_controls(message) << "\n";  // messages carry hosts' words
   *options_.out << line.str() << std::flush;
 }
 
@@ -184,6 +194,7 @@ Status Scheduler::load() {
     st.attempt = rec.attempt;
     st.token = rec.token;
     st.recorded_hash = rec.inputs_hash;
+    st.started_ms = rec.started_ms;
     st.outputs = rec.outputs;
     if (rec.state == StageState::kSucceeded) {
       st.state = StageState::kSucceeded;  // kept if its inputs are unchanged (checked when it comes up)
@@ -211,7 +222,7 @@ Status Scheduler::load() {
 }
 
 void Scheduler::note_store(const Status& s) {
-  if (!s.ok()) store_error_ = s;
+  if (!s.ok()) store_failed(s);
 }
 
 std::string Scheduler::local_path(const std::string& path) { return resolve_local_path(path, run_.workflow_path); }
@@ -387,10 +398,8 @@ static std::string hash_inputs(const StageSpec& spec) {
 }
 
 void Scheduler::schedule() {
-  if (finished_) return;
-  if (!store_error_.ok()) {
-    request_cancel(true);
-  }
+  // After a store failure nothing new starts (it could not be recorded first).
+  if (finished_ || !store_error_.ok()) return;
   bool changed = true;
   while (changed) {
     changed = false;
@@ -442,6 +451,7 @@ void Scheduler::schedule() {
 }
 
 void Scheduler::start_attempt(StageSlot& st, bool reattach) {
+  if (!store_error_.ok()) return;
   const Stage& s = *st.spec;
   auto inputs = resolve_stage(st);
   if (!inputs.ok()) {
@@ -460,9 +470,10 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
   if (!reattach) {
     st.attempt += 1;
     st.token = random_token();
+    st.started_ms = now_ms();
     Status b = store_.begin_attempt(run_.id, s.name, st.attempt, st.token, hash);
     if (!b.ok()) {
-      store_error_ = b;
+      store_failed(b);
       st.state = StageState::kFailed;
       return;
     }
@@ -482,11 +493,39 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
                     " attempt " + std::to_string(attempt) + (s.host.empty() ? "" : " on " + s.host), "34");
   }
   std::string name = s.name;
+  st.timed_out = false;
   st.runner->start([this, name, attempt](StageOutcome o) { on_outcome(*stages_[name], attempt, std::move(o)); });
+  arm_timeout(st, attempt);
+}
+
+// A command's job, and an eval's worker on a host, are killed by their supervisor
+// at `timeout`; a copy and an eval in this process are timed here: the attempt is
+// cancelled hard and ends timed_out.
+void Scheduler::arm_timeout(StageSlot& st, int attempt) {
+  const Stage& s = *st.spec;
+  bool job_enforces = s.kind == StageKind::kCommand || (s.kind == StageKind::kEval && !s.host.empty());
+  if (s.timeout_s <= 0 || job_enforces || !st.runner) return;
+  int64_t left_ms = static_cast<int64_t>(s.timeout_s * 1000) - (now_ms() - st.started_ms);
+  st.timeout_timer = std::make_unique<boost::asio::steady_timer>(io_);
+  st.timeout_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(left_ms, 0)));
+  std::string name = s.name;
+  st.timeout_timer->async_wait([this, name, attempt](const boost::system::error_code& ec) {
+    StageSlot& st = *stages_[name];
+    if (ec || st.attempt != attempt || !st.runner || st.state != StageState::kRunning) return;
+    st.timed_out = true;
+    say(name, "timed out after " + seconds_text(st.spec->timeout_s) + "; stopping it", "33");
+    st.runner->cancel(true);
+  });
 }
 
 void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
   const Stage& s = *st.spec;
+  if (st.timeout_timer) st.timeout_timer->cancel();
+  if (st.timed_out && o.state != StageOutcome::State::kSucceeded) {
+    o.state = StageOutcome::State::kTimedOut;
+    o.error = "timed out after " + seconds_text(s.timeout_s) + " (`timeout`)";
+  }
+  st.timed_out = false;
   // Declared outputs with a value are computed now, from the finished stage's world.
   if (o.state == StageOutcome::State::kSucceeded) {
     for (const auto& out : s.outputs) {
@@ -552,6 +591,14 @@ void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
   st.state = ended;
   say(s.name, state + ": " + o.error, "31");
   schedule();
+}
+
+void Scheduler::store_failed(Status why) {
+  if (!store_error_.ok() || finished_) return;
+  store_error_ = std::move(why);
+  say("", "stopping: " + store_error_.message() + "; the jobs keep running: `ferry resume " + run_.id +
+              "` re-attaches once the state store works again", "31");
+  io_.stop();  // after this handler; nothing is cancelled, as after a crash
 }
 
 void Scheduler::request_cancel(bool hard) {
@@ -654,7 +701,11 @@ Result<RunState> Scheduler::run() {
     return internal_error("run " + run_.id + " stopped on an unexpected agent reply (" + e.what() +
                           "); its jobs keep running: `ferry resume " + run_.id + "` re-attaches");
   }
-  if (!store_error_.ok()) return store_error_;
+  if (!store_error_.ok()) {
+    return Status(store_error_.code(), store_error_.message() + "; run " + run_.id +
+                                           " left running, its jobs untouched: `ferry resume " + run_.id +
+                                           "` re-attaches");
+  }
   if (abandoned_) return Status(StatusCode::kCancelled, "run " + run_.id + " left running after a second Ctrl-C");
   return final_state_;
 }

@@ -66,7 +66,11 @@ class Scheduler {
   void schedule();
   void start_attempt(StageSlot& st, bool reattach);
   void on_outcome(StageSlot& st, int attempt, StageOutcome outcome);
+  void arm_timeout(StageSlot& st, int attempt);
   void request_cancel(bool hard);
+  /// A write to the store failed for good: stop driving the run as a crash would,
+  /// leaving every job running and recorded for `ferry resume` (never cancelled).
+  void store_failed(Status why);
   void watch_cancel_flag();
   void finish_run();
   HostConnection& connection(const std::string& host, int lane = 0);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "base/terminal_text.h"
 
 namespace ferry {
 namespace {
@@ -86,7 +87,7 @@ std::string render_table(const std::vector<std::vector<std::string>>& rows, cons
 std::string stage_detail(const StageRecord& s) {
   std::string d;
   if (s.exit_code) d = "exit " + std::to_string(*s.exit_code);
-  if (!s.error.empty() && s.state != StageState::kSucceeded) d += (d.empty() ? "" : ": ") + s.error;
+  if (!s.error.empty() && s.state != StageState::kSucceeded) d += (d.empty() ? "" : ": ") + escape_controls(s.error);
   if (s.progress.is_object() && s.progress.contains("bytes_done")) {
     std::ostringstream p;
     double done = s.progress.value("bytes_done", 0.0), total = s.progress.value("bytes_total", 0.0);

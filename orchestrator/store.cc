@@ -1,10 +1,16 @@
 #include "orchestrator/store.h"
 
-#include <SQLiteCpp/SQLiteCpp.h>
+#include <sys/stat.h>
 
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/file_util.h"
@@ -86,6 +92,65 @@ Status db_error(const std::string& what, const std::exception& e) {
   return internal_error("state store: " + what + ": " + e.what());
 }
 
+// How long a write may keep failing for a reason that can pass before the store
+// gives up on it: the database locked by another process (a `sqlite3` shell, a
+// backup), a disk that was full or failed once. FERRY_STORE_PATIENCE_S overrides it.
+constexpr int64_t kDefaultPatienceMs = 120'000;
+constexpr int64_t kMaxBusyWaitMs = 10'000;  // one try's wait for the lock
+constexpr int64_t kFirstPauseMs = 50;
+constexpr int64_t kMaxPauseMs = 2'000;
+
+int64_t patience_from_env() {
+  const char* v = std::getenv("FERRY_STORE_PATIENCE_S");
+  if (!v || !*v) return kDefaultPatienceMs;
+  char* end = nullptr;
+  double s = std::strtod(v, &end);
+  if (end == v || *end || !(s >= 0)) return kDefaultPatienceMs;
+  return static_cast<int64_t>(s * 1000);
+}
+
+bool may_pass(const SQLite::Exception& e) {
+  switch (e.getErrorCode() & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_PROTOCOL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Runs one write (a whole transaction) and runs it again after a pause while it
+// fails for a reason that may pass, for up to `patience_ms` in all. What fails
+// for good, or for longer, comes back as a Status: the coordinator then stops
+// without touching its jobs (they run on; `ferry resume` re-attaches).
+template <class Fn>
+auto write_retrying(int64_t patience_ms, const char* what, Fn fn) -> decltype(fn()) {
+  int64_t started = now_ms();
+  int64_t deadline = started + patience_ms;
+  int64_t pause = kFirstPauseMs;
+  int tries = 0;
+  for (;;) {
+    ++tries;
+    try {
+      return fn();
+    } catch (const SQLite::Exception& e) {
+      if (!may_pass(e) || now_ms() + pause > deadline) {
+        std::string how = tries > 1 ? " (still failing after " + std::to_string(tries) + " tries in " +
+                                          std::to_string((now_ms() - started) / 1000) + " s)"
+                                    : "";
+        return internal_error(std::string("state store: ") + what + ": " + e.what() + how);
+      }
+    } catch (const std::exception& e) {
+      return db_error(what, e);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+    pause = std::min(pause * 2, kMaxPauseMs);
+  }
+}
+
 nlohmann::json parse_json(const std::string& s) {
   auto j = nlohmann::json::parse(s, nullptr, false);
   return j.is_discarded() ? nlohmann::json() : j;
@@ -142,7 +207,8 @@ std::string Store::default_path() {
   const char* home = std::getenv("FERRY_HOME");
   if (home && *home) return std::string(home) + "/ferry.db";
   const char* user_home = std::getenv("HOME");
-  return std::string(user_home && *user_home ? user_home : "/tmp") + "/.local/share/ferry/ferry.db";
+  if (!user_home || !*user_home) return "";  // the caller asks for FERRY_HOME or HOME
+  return std::string(user_home) + "/.local/share/ferry/ferry.db";
 }
 
 std::string RunRecord::job_key(const std::string& stage) const {
@@ -151,10 +217,15 @@ std::string RunRecord::job_key(const std::string& stage) const {
 
 Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
   FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(path)));
+  // Params (often tokens), workflow sources, logs and local hosts' job specs live
+  // in ferry's home: the user's alone. (A --db elsewhere keeps its folder's mode.)
+  if (path == default_path()) (void)::chmod(dirname_of(path).c_str(), 0700);
   std::unique_ptr<Store> store(new Store(path));
   try {
     store->db_ = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-    store->db_->setBusyTimeout(10000);
+    (void)::chmod(path.c_str(), 0600);  // SQLite gives its -wal and -shm files the same mode
+    store->patience_ms_ = patience_from_env();
+    store->db_->setBusyTimeout(static_cast<int>(std::min(kMaxBusyWaitMs, std::max<int64_t>(store->patience_ms_, 1))));
     store->db_->exec("PRAGMA journal_mode=WAL");
     store->db_->exec("PRAGMA synchronous=NORMAL");
     store->db_->exec("PRAGMA foreign_keys=ON");
@@ -215,19 +286,17 @@ void Store::add_event_locked(const std::string& run_id, const std::string& stage
 
 Status Store::add_event(const std::string& run_id, const std::string& stage, const std::string& type,
                         const nlohmann::json& detail) {
-  try {
+  return write_retrying(patience_ms_, "add event", [&]() -> Status {
     add_event_locked(run_id, stage, type, detail);
     return Status();
-  } catch (const std::exception& e) {
-    return db_error("add event", e);
-  }
+  });
 }
 
 Result<RunRecord> Store::create_run(const std::string& name, const std::string& workflow_path,
                                     const std::string& workflow_source, const nlohmann::json& params,
                                     const std::vector<StageSeed>& stages) {
-  try {
-    SQLite::Transaction tx(*db_);
+  return write_retrying(patience_ms_, "create run", [&]() -> Result<RunRecord> {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement ins(*db_,
                           "INSERT INTO runs(name, workflow_path, workflow_source, params, state, created_ms) "
                           "VALUES(?,?,?,?, 'pending', ?)");
@@ -267,9 +336,7 @@ Result<RunRecord> Store::create_run(const std::string& name, const std::string& 
     r.params = params;
     r.state = RunState::kPending;
     return r;
-  } catch (const std::exception& e) {
-    return db_error("create run", e);
-  }
+  });
 }
 
 Result<RunRecord> Store::find_run(const std::string& id) {
@@ -383,8 +450,8 @@ Result<std::vector<AttemptRecord>> Store::attempts(const std::string& run_id, co
 
 Status Store::set_run_state(const std::string& run_id, RunState run_state, int coordinator_pid,
                             const std::string& error) {
-  try {
-    SQLite::Transaction tx(*db_);
+  return write_retrying(patience_ms_, "set run state", [&]() -> Status {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     const std::string state = state_name(run_state);
     bool ended = run_ended(run_state);
     SQLite::Statement q(*db_, "UPDATE runs SET state=?, coordinator_pid=?, error=?, ended_ms=? WHERE id=?");
@@ -397,29 +464,25 @@ Status Store::set_run_state(const std::string& run_id, RunState run_state, int c
     add_event_locked(run_id, "", "run." + state, {{"pid", coordinator_pid}, {"error", error}});
     tx.commit();
     return Status();
-  } catch (const std::exception& e) {
-    return db_error("set run state", e);
-  }
+  });
 }
 
 Status Store::request_cancel(const std::string& run_id) {
-  try {
-    SQLite::Transaction tx(*db_);
+  return write_retrying(patience_ms_, "request cancel", [&]() -> Status {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement q(*db_, "UPDATE runs SET cancel_requested=1 WHERE id=?");
     q.bind(1, run_id);
     q.exec();
     add_event_locked(run_id, "", "run.cancel_requested", nlohmann::json::object());
     tx.commit();
     return Status();
-  } catch (const std::exception& e) {
-    return db_error("request cancel", e);
-  }
+  });
 }
 
 Status Store::begin_attempt(const std::string& run_id, const std::string& stage, int attempt, const std::string& token,
                             const std::string& inputs_hash) {
-  try {
-    SQLite::Transaction tx(*db_);
+  return write_retrying(patience_ms_, "begin attempt", [&]() -> Status {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     int64_t now = now_ms();
     SQLite::Statement a(*db_, "INSERT INTO attempts(run_id, stage, attempt, token, state, inputs_hash, started_ms) "
                               "VALUES(?,?,?,?, 'running', ?, ?)");
@@ -443,16 +506,14 @@ Status Store::begin_attempt(const std::string& run_id, const std::string& stage,
     add_event_locked(run_id, stage, "attempt.started", {{"attempt", attempt}, {"token", token}});
     tx.commit();
     return Status();
-  } catch (const std::exception& e) {
-    return db_error("begin attempt", e);
-  }
+  });
 }
 
 Result<bool> Store::finish_attempt(const std::string& run_id, const std::string& stage, int attempt,
                                    StageState ended_state, std::optional<int> exit_code, const std::string& error) {
-  try {
+  return write_retrying(patience_ms_, "finish attempt", [&]() -> Result<bool> {
     const std::string state = state_name(ended_state);
-    SQLite::Transaction tx(*db_);
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     int64_t now = now_ms();
     SQLite::Statement a(*db_, "UPDATE attempts SET state=?, ended_ms=?, exit_code=?, error=? "
                               "WHERE run_id=? AND stage=? AND attempt=? AND state='running'");
@@ -480,16 +541,14 @@ Result<bool> Store::finish_attempt(const std::string& run_id, const std::string&
     add_event_locked(run_id, stage, "attempt.finished", detail);
     tx.commit();
     return true;
-  } catch (const std::exception& e) {
-    return db_error("finish attempt", e);
-  }
+  });
 }
 
 Status Store::set_stage_state(const std::string& run_id, const std::string& stage, StageState stage_state,
                               const std::string& error) {
-  try {
+  return write_retrying(patience_ms_, "set stage state", [&]() -> Status {
     const std::string state = state_name(stage_state);
-    SQLite::Transaction tx(*db_);
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement s(*db_, "UPDATE stages SET state=?, error=? WHERE run_id=? AND name=?");
     s.bind(1, state);
     s.bind(2, error);
@@ -499,15 +558,13 @@ Status Store::set_stage_state(const std::string& run_id, const std::string& stag
     add_event_locked(run_id, stage, "stage." + state, {{"error", error}});
     tx.commit();
     return Status();
-  } catch (const std::exception& e) {
-    return db_error("set stage state", e);
-  }
+  });
 }
 
 Status Store::set_outputs(const std::string& run_id, const std::string& stage,
                           const std::map<std::string, std::string>& kv) {
-  try {
-    SQLite::Transaction tx(*db_);
+  return write_retrying(patience_ms_, "set outputs", [&]() -> Status {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement q(*db_, "INSERT OR REPLACE INTO outputs(run_id, stage, key, value) VALUES(?,?,?,?)");
     for (const auto& [k, v] : kv) {
       q.bind(1, run_id);
@@ -519,14 +576,12 @@ Status Store::set_outputs(const std::string& run_id, const std::string& stage,
     }
     tx.commit();
     return Status();
-  } catch (const std::exception& e) {
-    return db_error("set outputs", e);
-  }
+  });
 }
 
 Status Store::set_metrics(const std::string& run_id, const std::string& stage, const std::map<std::string, double>& kv) {
-  try {
-    SQLite::Transaction tx(*db_);
+  return write_retrying(patience_ms_, "set metrics", [&]() -> Status {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement q(*db_, "INSERT OR REPLACE INTO metrics(run_id, stage, key, value) VALUES(?,?,?,?)");
     for (const auto& [k, v] : kv) {
       q.bind(1, run_id);
@@ -538,35 +593,29 @@ Status Store::set_metrics(const std::string& run_id, const std::string& stage, c
     }
     tx.commit();
     return Status();
-  } catch (const std::exception& e) {
-    return db_error("set metrics", e);
-  }
+  });
 }
 
 Status Store::set_disconnected(const std::string& run_id, const std::string& stage, int64_t since_ms) {
-  try {
+  return write_retrying(patience_ms_, "set disconnected", [&]() -> Status {
     SQLite::Statement q(*db_, "UPDATE stages SET disconnected_since_ms=? WHERE run_id=? AND name=?");
     q.bind(1, static_cast<int64_t>(since_ms));
     q.bind(2, run_id);
     q.bind(3, stage);
     q.exec();
     return Status();
-  } catch (const std::exception& e) {
-    return db_error("set disconnected", e);
-  }
+  });
 }
 
 Status Store::set_progress(const std::string& run_id, const std::string& stage, const nlohmann::json& progress) {
-  try {
+  return write_retrying(patience_ms_, "set progress", [&]() -> Status {
     SQLite::Statement q(*db_, "UPDATE stages SET progress=? WHERE run_id=? AND name=?");
     q.bind(1, dump(progress));
     q.bind(2, run_id);
     q.bind(3, stage);
     q.exec();
     return Status();
-  } catch (const std::exception& e) {
-    return db_error("set progress", e);
-  }
+  });
 }
 
 }  // namespace ferry

@@ -1,8 +1,9 @@
 // Store: the state of every run in SQLite (SQLiteCpp), the one file shared by
 // `ferry run`, `status`, `logs`, `resume` and `cancel`, live or after a crash.
 //
-// WAL mode, a busy timeout for concurrent readers and writers, a schema version in
-// PRAGMA user_version with forward migrations. Each state change writes its
+// WAL mode, a busy timeout for concurrent readers and writers, writes retried
+// while they fail for a reason that may pass (a lock held elsewhere, a full disk),
+// a schema version in PRAGMA user_version with forward migrations. Each state change writes its
 // event row in the same transaction, before the caller acts on it, so a crash
 // never loses something that was shown. The only file that includes SQLiteCpp;
 // its exceptions become Status values here.
@@ -130,7 +131,8 @@ class Store {
   Status add_event(const std::string& run_id, const std::string& stage, const std::string& type,
                    const nlohmann::json& detail);
 
-  /// "$FERRY_HOME/ferry.db" (FERRY_HOME defaults to ~/.local/share/ferry).
+  /// "$FERRY_HOME/ferry.db" (FERRY_HOME defaults to ~/.local/share/ferry); "" when
+  /// neither FERRY_HOME nor HOME is set (no shared fallback such as /tmp).
   static std::string default_path();
   const std::string& path() const { return path_; }
 
@@ -142,6 +144,7 @@ class Store {
 
   std::string path_;
   std::unique_ptr<SQLite::Database> db_;
+  int64_t patience_ms_ = 0;  // how long a write retries a failure that may pass
 };
 
 }  // namespace ferry

@@ -10,8 +10,12 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <set>
+#include <sstream>
 
 #include "base/file_hash.h"
+#include "base/clock.h"
+#include "base/file_lock.h"
 #include "base/file_util.h"
 #include "base/unique_fd.h"
 
@@ -21,6 +25,67 @@ namespace {
 std::string part_path(const std::string& dest) { return dest + ".ferry-part"; }
 std::string journal_path(const std::string& dest) { return dest + ".ferry-journal"; }
 std::string spec_path(const std::string& dest) { return dest + ".ferry-spec"; }
+std::string owner_path(const std::string& dest) { return dest + ".ferry-owner"; }
+std::string lock_path(const std::string& dest) { return dest + ".ferry-lock"; }
+
+struct LeaseHolder {
+  std::string job, token;
+  int attempt = 0;
+};
+
+LeaseHolder parse_owner(const std::string& text) {
+  LeaseHolder h;
+  std::istringstream in(text);
+  in >> h.job >> h.attempt >> h.token;
+  return h;
+}
+
+// The destination's lock. Its file is removed when a lease ends, so a holder
+// checks that the name still leads to the file it locked (else it locked a
+// removed one, and takes the new one).
+Result<FileLock> lock_dest(const std::string& dest) {
+  for (;;) {
+    auto lock = FileLock::take(lock_path(dest));
+    if (!lock.ok()) return lock.status();
+    struct stat held, named;
+    if (::fstat(lock->fd(), &held) != 0) return errno_status("stat " + lock_path(dest), errno);
+    if (::stat(lock_path(dest).c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) {
+      return lock;
+    }
+  }
+}
+
+// Ends a lease: the owner file, then the lock's file (while it is held).
+void release_dest(const std::string& dest) {
+  ::unlink(owner_path(dest).c_str());
+  ::unlink(lock_path(dest).c_str());
+}
+
+// Takes or renews `owner`'s lease on dest (see receive_begin in the header).
+Status claim_dest(const std::string& dest, const std::string& owner, bool beginning) {
+  if (owner.empty()) return Status();
+  auto lock = lock_dest(dest);
+  if (!lock.ok()) return lock.status();
+  auto current = read_file(owner_path(dest));
+  if (current.ok() && *current != owner) {
+    struct stat st;
+    bool fresh = ::stat(owner_path(dest).c_str(), &st) == 0 &&
+                 now_ms() - (static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000) <
+                     kDestLeaseMs;
+    LeaseHolder them = parse_owner(*current), me = parse_owner(owner);
+    bool supersedes = them.job == me.job && me.attempt >= them.attempt;
+    if (fresh && !supersedes) {
+      if (beginning) {
+        return unavailable(dest + " is " + kDestBusy + " (" + them.job + ", attempt " +
+                           std::to_string(them.attempt) + "); this copy waits for it to finish");
+      }
+      return failed_precondition(dest + " was taken over by another copy (" + them.job + ")");
+    }
+  }
+  if (!current.ok() || *current != owner) return write_file_atomic(owner_path(dest), owner, 0600);
+  (void)::utimensat(AT_FDCWD, owner_path(dest).c_str(), nullptr, 0);  // renew
+  return Status();
+}
 
 Status pread_all(int fd, char* buf, int64_t len, int64_t offset, const std::string& path) {
   int64_t done = 0;
@@ -74,6 +139,17 @@ Result<std::map<int64_t, std::string>> hash_range(int fd, const std::string& pat
   return out;
 }
 
+// A listed file with its version (inode, mtime in ns): the copy checks the source
+// still has it before it commits, so a file rewritten meanwhile is never passed
+// off as verified.
+nlohmann::json listing_entry(const std::string& rel, const struct stat& st) {
+  return {{"path", rel},
+          {"size", static_cast<int64_t>(st.st_size)},
+          {"mode", st.st_mode & 0777},
+          {"mtime_ns", file_mtime_ns(st)},
+          {"ino", static_cast<int64_t>(st.st_ino)}};
+}
+
 void list_dir(const std::string& root, const std::string& rel, nlohmann::json& files, Status& status) {
   std::string dir = rel.empty() ? root : root + "/" + rel;
   DIR* d = ::opendir(dir.c_str());
@@ -94,7 +170,8 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
     std::string r = rel.empty() ? n : rel + "/" + n;
     // Our own bookkeeping never travels.
     if (n == kCompleteMarker || n.find(".ferry-part") != std::string::npos ||
-        n.find(".ferry-journal") != std::string::npos || n.find(".ferry-spec") != std::string::npos) {
+        n.find(".ferry-journal") != std::string::npos || n.find(".ferry-spec") != std::string::npos ||
+        n.find(".ferry-owner") != std::string::npos || n.find(".ferry-lock") != std::string::npos) {
       continue;
     }
     struct stat st;
@@ -105,7 +182,7 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
     if (S_ISDIR(st.st_mode)) {
       list_dir(root, r, files, status);
     } else if (S_ISREG(st.st_mode)) {
-      files.push_back({{"path", r}, {"size", static_cast<int64_t>(st.st_size)}, {"mode", st.st_mode & 0777}});
+      files.push_back(listing_entry(r, st));
     } else {
       status = invalid_argument(root + "/" + r + " is not a regular file or folder (symlinks are not copied)");
       return;
@@ -115,12 +192,16 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
 
 }  // namespace
 
+int64_t file_mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
 Result<nlohmann::json> list_source(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return errno_status("copy source " + path, errno);
   nlohmann::json files = nlohmann::json::array();
   if (S_ISREG(st.st_mode)) {
-    files.push_back({{"path", ""}, {"size", static_cast<int64_t>(st.st_size)}, {"mode", st.st_mode & 0777}});
+    files.push_back(listing_entry("", st));
     return nlohmann::json{{"type", "file"}, {"files", files}};
   }
   if (!S_ISDIR(st.st_mode)) return invalid_argument("copy source " + path + " is not a file or folder");
@@ -161,9 +242,10 @@ std::string file_hash_of(const std::vector<std::string>& chunk_hashes) {
 }
 
 Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_t chunk_size, int mode,
-                                   const std::string& expected_file_hash) {
+                                   const std::string& expected_file_hash, const std::string& owner) {
   if (size < 0 || chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad size or chunk size");
   FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(dest)));
+  FERRY_RETURN_IF_ERROR(claim_dest(dest, owner, /*beginning=*/true));
   ReceiveState state;
   struct stat st;
   if (!expected_file_hash.empty() && ::stat(dest.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == size) {
@@ -173,13 +255,22 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
       for (auto& [i, h] : *hashes) list.push_back(h);
       if (file_hash_of(list) == expected_file_hash) {
         state.complete = true;
+        if (!owner.empty()) {
+          // Nothing to write or commit: the lease ends here.
+          auto lock = lock_dest(dest);
+          if (lock.ok()) release_dest(dest);
+        }
         return state;
       }
     }
   }
   nlohmann::json spec = {{"size", size}, {"chunk_size", chunk_size}};
   auto old_spec = read_file(spec_path(dest));
-  bool resume = old_spec.ok() && nlohmann::json::parse(*old_spec, nullptr, false) == spec && path_exists(part_path(dest));
+  // A part file to resume is a plain file of ours: a symlink planted at its name
+  // (a shared, group-writable folder) is removed, never written through.
+  struct stat part_st;
+  bool part_is_file = ::lstat(part_path(dest).c_str(), &part_st) == 0 && S_ISREG(part_st.st_mode);
+  bool resume = old_spec.ok() && nlohmann::json::parse(*old_spec, nullptr, false) == spec && part_is_file;
   if (!resume) {
     ::unlink(part_path(dest).c_str());
     ::unlink(journal_path(dest).c_str());
@@ -195,7 +286,9 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
     }
     FERRY_RETURN_IF_ERROR(write_file_atomic(spec_path(dest), spec.dump()));
   }
-  UniqueFd fd(::open(part_path(dest).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, (mode & 0777) | 0600));
+  // Never through a symlink someone planted at our part file's name.
+  UniqueFd fd(::open(part_path(dest).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? 0 : O_EXCL),
+                     (mode & 0777) | 0600));
   if (!fd.ok()) return errno_status("create " + part_path(dest), errno);
   if (::ftruncate(fd.get(), size) != 0) return errno_status("size " + part_path(dest), errno);
   if (resume) {
@@ -232,15 +325,16 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
 }
 
 Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size, const std::string& hash,
-                     const std::string& data) {
+                     const std::string& data, const std::string& owner) {
   if (index < 0 || chunk_size <= 0) return invalid_argument("bad chunk index");
+  FERRY_RETURN_IF_ERROR(claim_dest(dest, owner, /*beginning=*/false));
   std::string actual = xxh128_hex(data.data(), data.size());
   if (actual != hash) {
     return data_loss("chunk " + std::to_string(index) + " of " + dest + " arrived with hash " + actual +
                      ", expected " + hash);
   }
   std::string part = part_path(dest);
-  UniqueFd fd(::open(part.c_str(), O_WRONLY | O_CLOEXEC));
+  UniqueFd fd(::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) return errno_status("open " + part + " (was the copy begun?)", errno);
   Status s = pwrite_all(fd.get(), data.data(), static_cast<int64_t>(data.size()), index * chunk_size, part);
   // Start writing the chunk to disk now, without waiting for it: otherwise the whole
@@ -252,7 +346,7 @@ Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size,
   fd.reset();
   if (!s.ok()) return s;
   // One short O_APPEND write per chunk: concurrent writers never interleave inside a line.
-  return append_file(journal_path(dest), std::to_string(index) + " " + hash + "\n");
+  return append_file(journal_path(dest), std::to_string(index) + " " + hash + "\n", 0600);
 }
 
 namespace {
@@ -274,9 +368,22 @@ bool already_committed(const std::string& dest, int64_t chunk_size, const std::v
 }  // namespace
 
 Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
-                      std::vector<int64_t>* bad) {
+                      std::vector<int64_t>* bad, const std::string& owner) {
   std::string part = part_path(dest);
-  UniqueFd fd(::open(part.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!owner.empty()) {
+    // The whole commit under the destination's lock: no other copy's begin or
+    // write lands between the verification and the rename.
+    auto lock = lock_dest(dest);
+    if (!lock.ok()) return lock.status();
+    auto current = read_file(owner_path(dest));
+    if (current.ok() && *current != owner) {
+      return failed_precondition(dest + " was taken over by another copy (" + parse_owner(*current).job + ")");
+    }
+    Status s = receive_commit(dest, chunk_size, chunk_hashes, bad, "");
+    if (s.ok()) release_dest(dest);  // the lease ends with the commit
+    return s;
+  }
+  UniqueFd fd(::open(part.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) {
     int err = errno;
     if (err == ENOENT && already_committed(dest, chunk_size, chunk_hashes)) return Status();
@@ -305,14 +412,25 @@ Status receive_commit(const std::string& dest, int64_t chunk_size, const std::ve
     return data_loss(std::to_string(bad->size()) + " chunk(s) of " + dest + " failed verification on disk" +
                      (w.ok() ? "" : " (and its journal could not be rewritten: " + w.message() + ")"));
   }
-  {
-    UniqueFd written(::open(part.c_str(), O_WRONLY | O_CLOEXEC));
-    if (written.ok()) ::fsync(written.get());
-  }
+  // Verified bytes are committed only once they are on disk: a write error the
+  // kernel held back (delayed allocation on a full disk, EIO, an NFS server)
+  // surfaces at fsync, and then the part file stays a part file.
   fd.reset();
+  {
+    UniqueFd written(::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!written.ok()) return errno_status("open " + part + " to flush it", errno);
+    if (::fsync(written.get()) != 0) {
+      return data_loss("flushing " + part + " to disk failed (" + std::strerror(errno) + "); " + dest +
+                       " was not committed");
+    }
+  }
   if (::rename(part.c_str(), dest.c_str()) != 0) return errno_status("rename " + part, errno);
   UniqueFd dir(::open(dirname_of(dest).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.ok()) ::fsync(dir.get());
+  if (!dir.ok()) return errno_status("open " + dirname_of(dest) + " to flush it", errno);
+  if (::fsync(dir.get()) != 0) {
+    return data_loss("flushing the folder " + dirname_of(dest) + " to disk failed (" + std::strerror(errno) + "); " +
+                     dest + " may not survive a crash");
+  }
   ::unlink(journal_path(dest).c_str());
   ::unlink(spec_path(dest).c_str());
   return Status();
@@ -325,7 +443,74 @@ Status receive_prepare_dir(const std::string& dir) {
   return Status();
 }
 
-Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash) {
+namespace {
+
+bool is_bookkeeping(const std::string& name) {
+  for (const char* suffix : {".ferry-part", ".ferry-journal", ".ferry-spec", ".ferry-owner", ".ferry-lock"}) {
+    size_t n = std::strlen(suffix);
+    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
+  }
+  return name == kCompleteMarker;
+}
+
+// Removes files under root/rel that `keep` does not name (depth first, sorted).
+Status prune_dir(const std::string& root, const std::string& rel, const std::set<std::string>& keep,
+                 std::vector<std::string>* removed) {
+  std::string dir = rel.empty() ? root : root + "/" + rel;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return errno_status("open folder " + dir, errno);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    std::string r = rel.empty() ? n : rel + "/" + n;
+    if (is_bookkeeping(n) || n.find(".tmp.") != std::string::npos) continue;
+    struct stat st;
+    if (::lstat((root + "/" + r).c_str(), &st) != 0) return errno_status("stat " + root + "/" + r, errno);
+    if (S_ISDIR(st.st_mode)) {
+      FERRY_RETURN_IF_ERROR(prune_dir(root, r, keep, removed));
+    } else if (!keep.count(r)) {
+      if (::unlink((root + "/" + r).c_str()) != 0) return errno_status("remove stale " + root + "/" + r, errno);
+      removed->push_back(r);
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::string encode_keep_list(const std::vector<std::string>& rels) {
+  std::string out;
+  for (const auto& r : rels) {
+    out += r;
+    out += '\0';
+  }
+  return out;
+}
+
+std::vector<std::string> decode_keep_list(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find('\0', pos);
+    if (end == std::string::npos) end = body.size();
+    out.push_back(body.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
+                          const std::vector<std::string>* keep, std::vector<std::string>* removed) {
+  if (keep) {
+    std::vector<std::string> gone;
+    FERRY_RETURN_IF_ERROR(prune_dir(dir, "", std::set<std::string>(keep->begin(), keep->end()), &gone));
+    if (removed) *removed = std::move(gone);
+  }
   return write_file_atomic(dir + "/" + kCompleteMarker, manifest_hash + "\n");
 }
 

@@ -15,6 +15,8 @@
 // same part file at once. Any thread.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -28,6 +30,9 @@ namespace ferry {
 
 inline constexpr const char* kCompleteMarker = ".ferry-complete";
 inline constexpr int64_t kMaxChunkBytes = 32 << 20;
+
+/// A file's modification time in nanoseconds (with its inode, its version).
+int64_t file_mtime_ns(const struct stat& st);
 
 /// What a source path holds: {type: "file"|"dir", files: [{path, size, mode}]}
 /// (`path` relative to the source; "" for a single file). Only regular files;
@@ -52,18 +57,40 @@ struct ReceiveState {
 /// Prepares DEST.ferry-part for a file of `size` bytes; resumes a part left by an
 /// earlier attempt of the same size and chunk size. `expected_file_hash` (may be
 /// "") lets an identical existing destination be skipped.
+///
+/// `owner` ("<job> <attempt> <token>", or "" for none) leases DEST to one copy
+/// from begin to commit (DEST.ferry-owner, its mtime renewed by each write, taken
+/// under a flock on DEST.ferry-lock): a second copy into the same DEST gets
+/// kUnavailable ("being written by another copy") and waits, so two copies never
+/// write one part file. A newer attempt of the same job takes the lease over; a
+/// lease not renewed for kDestLeaseMs has expired (its copy died).
 Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_t chunk_size, int mode,
-                                   const std::string& expected_file_hash);
+                                   const std::string& expected_file_hash, const std::string& owner = "");
 /// Verifies `data` against `hash`, writes it at index*chunk_size, journals it.
 Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size, const std::string& hash,
-                     const std::string& data);
+                     const std::string& data, const std::string& owner = "");
 /// Checks every chunk on disk against `chunk_hashes`; on success fsyncs and renames
-/// into place. On mismatch returns kDataLoss and lists the bad chunks in *bad.
+/// into place, and ends `owner`'s lease. On mismatch returns kDataLoss and lists
+/// the bad chunks in *bad.
 Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
-                      std::vector<int64_t>* bad);
+                      std::vector<int64_t>* bad, const std::string& owner = "");
+inline constexpr int64_t kDestLeaseMs = 120'000;
+/// In the kUnavailable message of a destination leased to another copy: the link
+/// is fine, the copy waits and asks again.
+inline constexpr char kDestBusy[] = "being written by another copy";
 /// Folder copies: creates the folder and removes a stale completion marker.
 Status receive_prepare_dir(const std::string& dir);
-/// Writes the completion marker (temp + rename) holding the manifest hash.
-Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash);
+/// Writes the completion marker (temp + rename) holding the manifest hash. With
+/// `keep` (the copy's files, relative to `dir`), first removes every other file
+/// under `dir`, so the folder holds exactly the source's files (a sharded
+/// checkpoint copied over a single-file one must not leave the old weights to be
+/// loaded); their relative paths go to `removed`. Other copies' bookkeeping
+/// (.ferry-part, -journal, -spec) is left alone.
+Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
+                          const std::vector<std::string>* keep = nullptr, std::vector<std::string>* removed = nullptr);
+/// The copy's relative paths as a frame body for recv.finish_dir (NUL-separated:
+/// a file name may hold any other byte), and back.
+std::string encode_keep_list(const std::vector<std::string>& rels);
+std::vector<std::string> decode_keep_list(const std::string& body);
 
 }  // namespace ferry

@@ -70,6 +70,8 @@ Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& 
       }
       file.mode = f["mode"].get<int>();
     }
+    if (f.contains("mtime_ns") && f["mtime_ns"].is_number_integer()) file.mtime_ns = f["mtime_ns"].get<int64_t>();
+    if (f.contains("ino") && f["ino"].is_number_integer()) file.ino = f["ino"].get<int64_t>();
     if (out.is_dir) {
       Status rel_ok = check_copy_rel(file.rel);
       if (!rel_ok.ok()) return bad(rel_ok.message());
@@ -103,6 +105,26 @@ std::string copy_manifest_hash(const std::vector<CopyFile>& files) {
   nlohmann::json manifest = nlohmann::json::array();
   for (const auto& f : files) manifest.push_back({f.rel, f.size, file_hash_of(f.hashes)});
   return file_hash_of({manifest.dump()});
+}
+
+std::string copy_owner(const std::string& job, int attempt, const std::string& token) {
+  if (job.empty() || token.empty()) return "";
+  return job + " " + std::to_string(attempt) + " " + token;
+}
+
+std::string source_change(const nlohmann::json& stat_reply, const CopyFile& f) {
+  if (f.mtime_ns < 0) return "";  // an agent that does not say its files' versions
+  auto num = [&](const char* k) {
+    return stat_reply.is_object() && stat_reply.contains(k) && stat_reply[k].is_number_integer()
+               ? stat_reply[k].get<int64_t>()
+               : int64_t{-1};
+  };
+  if (!stat_reply.is_object() || stat_reply.value("exists", false) != true) return "it is gone";
+  std::string what;
+  if (num("size") != f.size) what += "size " + std::to_string(f.size) + " → " + std::to_string(num("size"));
+  if (num("mtime_ns") != f.mtime_ns) what += std::string(what.empty() ? "" : ", ") + "modified";
+  if (f.ino >= 0 && num("ino") != f.ino) what += std::string(what.empty() ? "" : ", ") + "replaced (another inode)";
+  return what;
 }
 
 bool dest_may_hold(const nlohmann::json& stat_reply, int64_t size) {
@@ -168,6 +190,7 @@ nlohmann::json chunk_map_to_json(const std::map<int64_t, std::string>& m) {
 nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std::string& file_hash) {
   nlohmann::json args = {{"dest", f.dest}, {"size", f.size}, {"chunk_size", chunk_size}, {"mode", f.mode}};
   if (!file_hash.empty()) args["file_hash"] = file_hash;
+  if (!f.owner.empty()) args["owner"] = f.owner;
   return args;
 }
 
@@ -185,11 +208,15 @@ void apply_recv_begin(CopyFile* f, const nlohmann::json& reply) {
 }
 
 nlohmann::json recv_write_args(const CopyFile& f, int64_t index, int64_t chunk_size, const std::string& hash) {
-  return {{"dest", f.dest}, {"index", index}, {"chunk_size", chunk_size}, {"hash", hash}};
+  nlohmann::json args = {{"dest", f.dest}, {"index", index}, {"chunk_size", chunk_size}, {"hash", hash}};
+  if (!f.owner.empty()) args["owner"] = f.owner;
+  return args;
 }
 
 nlohmann::json recv_commit_args(const CopyFile& f, int64_t chunk_size) {
-  return {{"dest", f.dest}, {"chunk_size", chunk_size}, {"chunks", f.hashes}};
+  nlohmann::json args = {{"dest", f.dest}, {"chunk_size", chunk_size}, {"chunks", f.hashes}};
+  if (!f.owner.empty()) args["owner"] = f.owner;
+  return args;
 }
 
 std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile& f) {

@@ -29,6 +29,9 @@ struct CopyFile {
   std::string src, dest;  // full paths as the source and the destination agents resolve them
   int64_t size = 0;
   int mode = 0644;
+  std::string owner;      // the copy's lease on the destination ("<job> <attempt> <token>"; chunk_files.h)
+  int64_t mtime_ns = -1;  // the source's version when listed (-1: the agent did not say)
+  int64_t ino = -1;
   int64_t chunks = 0;
   std::vector<std::string> hashes;           // per chunk, from the source, as they become known
   std::map<int64_t, std::string> dest_have;  // verified at the destination
@@ -36,6 +39,13 @@ struct CopyFile {
   bool committed = false;
   bool dest_complete = false;  // the destination already holds exactly these bytes
 };
+
+/// A copy's lease name on its destination files: "<job> <attempt> <token>".
+std::string copy_owner(const std::string& job, int attempt, const std::string& token);
+
+/// How the source's file differs now (an fs.stat reply) from when it was listed:
+/// "" when it is the same version (size, mtime to the ns, inode).
+std::string source_change(const nlohmann::json& stat_reply, const CopyFile& f);
 
 /// A copy's files from the source's listing ({type, files: [{path, size, mode}]},
 /// as list_source() and the agent's fs.list give it).

@@ -16,6 +16,7 @@ nlohmann::json PushSpec::to_json() const {
           {"dest_agent", dest_agent},
           {"dest_workdir", dest_workdir},
           {"streams", streams},
+          {"owner", owner},
           {"chunk_size", chunk_size},
           {"give_up_s", give_up_s},
           {"ssh", ssh}};
@@ -36,6 +37,7 @@ Result<PushSpec> PushSpec::from_json(const nlohmann::json& j) {
     s.dest_agent = j.at("dest_agent").get<std::string>();
     s.dest_workdir = j.at("dest_workdir").get<std::string>();
     s.streams = j.value("streams", 4);
+    s.owner = j.value("owner", std::string());
     s.chunk_size = j.value("chunk_size", int64_t{2 << 20});
     s.give_up_s = j.value("give_up_s", 600.0);
     s.ssh = j.value("ssh", std::string("ssh"));

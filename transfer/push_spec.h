@@ -24,6 +24,7 @@ struct PushSpec {
   int64_t chunk_size = 2 << 20;
   double give_up_s = 600;   // without a working link to the destination
   std::string ssh = "ssh";  // the client program
+  std::string owner;        // the copy's lease on its destination files (copy_owner)
 
   nlohmann::json to_json() const;
   static Result<PushSpec> from_json(const nlohmann::json& j);

@@ -1,8 +1,10 @@
 #include "workflows/validate.h"
 
+#include <algorithm>
 #include <set>
 
 #include "workflows/dag.h"
+#include "workflows/shell_context.h"
 #include "workflows/template.h"
 
 namespace ferry::workflow {
@@ -41,7 +43,40 @@ class Checker {
     for (const auto& r : *refs) check_reference(r, t.at, stage, field);
   }
 
+  // A template where a single-quoted word is not safe (shell_context.h).
+  void check_run_quoting(const Text& t, const std::string& field) {
+    for (const auto& u : unsafe_templates(t.value)) {
+      size_t end = t.value.find("}}", u.offset);
+      std::string expr = t.value.substr(u.offset, end == std::string::npos ? std::string::npos : end + 2 - u.offset);
+      int k = static_cast<int>(std::count(t.value.begin(), t.value.begin() + static_cast<long>(u.offset), '\n'));
+      std::string fix = u.where == "a here-document"
+                            ? "pass it to the command as a bare argument or through the stage's env instead"
+                            : "write it bare, outside the quotes (ferry quotes the value as one word)";
+      d_.error(place_of(t, k, expr), field + ": " + expr + " stands inside " + u.where +
+                                         ", where a value could run commands (ferry's quoting holds only for a "
+                                         "bare word): " + fix);
+    }
+  }
+
  private:
+  // Where `expr`, on line `k` of a text, is in the file: a text spanning lines is a
+  // block scalar, whose content starts on the line after its indicator.
+  Location place_of(const Text& t, int k, const std::string& expr) const {
+    Location at = t.at;
+    if (t.value.find('\n') != std::string::npos) at.line += 1 + k;
+    size_t pos = 0;
+    for (int l = 1; l < at.line && pos != std::string::npos; ++l) {
+      pos = wf_.source.find('\n', pos);
+      if (pos != std::string::npos) ++pos;
+    }
+    if (pos == std::string::npos || at.line <= 0) return t.at;
+    size_t eol = wf_.source.find('\n', pos);
+    std::string line = wf_.source.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
+    size_t col = line.find(expr);
+    if (col != std::string::npos) at.column = static_cast<int>(col) + 1;
+    return at;
+  }
+
   void check_reference(const Reference& r, Location at, const Stage* stage, const std::string& field) {
     std::string expr = "'${{ " + r.text + " }}'";
     switch (r.kind) {
@@ -188,6 +223,7 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
   }
   for (const auto& s : wf.stages) {
     check.check_text(s.run, &s, "stage '" + s.name + "' run");
+    check.check_run_quoting(s.run, "stage '" + s.name + "' run");
     check.check_text(s.cwd, &s, "stage '" + s.name + "' cwd");
     for (const auto& [k, v] : s.env) check.check_text(v, &s, "stage '" + s.name + "' env " + k);
     for (const auto& o : s.outputs) {

@@ -70,6 +70,13 @@ void CommandStage::send_start() {
       self->env_.record_event("host.reconnected", {{"host", self->spec_.host}});
     }
     bool reattached = h.value("reattached", false);
+    if (h.contains("stopped_attempt")) {
+      // The host still ran an earlier attempt (given up on, or before a resume):
+      // the agent stopped it before starting this one, so they never ran together.
+      self->env_.record_event("attempt.stopped_older", {{"host", self->spec_.host}, {"older", h["stopped_attempt"]}});
+      self->env_.note("attempt " + h["stopped_attempt"].dump() + " was still running on " + self->spec_.host +
+                      "; stopped it before starting attempt " + std::to_string(self->spec_.attempt));
+    }
     self->env_.record_event(reattached ? "attempt.reattached" : "attempt.launched",
                             {{"host", self->spec_.host}, {"pid", h.value("pid", 0)}, {"attempt", self->spec_.attempt}});
     if (self->cancel_requested_) self->cancel(self->cancel_hard_);

@@ -55,6 +55,7 @@ void CopyStage::list_source() {
       CopyEntry file;
       static_cast<CopyFile&>(file) = std::move(f);
       if (!spec.keep_local.empty()) file.local = copy_dest_for(spec.keep_local, spec.from_path, file.rel, plan.is_dir);
+      file.owner = copy_owner(spec.attempt.job, spec.attempt.attempt, spec.attempt.token);
       self->c_->files.push_back(std::move(file));
     }
     self->decide_route();

@@ -3,6 +3,7 @@
 #include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/log_tap_env.h"
+#include "transfer/copy_plan.h"
 #include "transfer/push_progress.h"
 #include "transfer/push_spec.h"
 
@@ -42,6 +43,7 @@ void DirectCopy::start(bool reattach) {
   ps.streams = c_->lanes;
   ps.chunk_size = c_->spec.chunk_size;
   ps.give_up_s = c_->spec.give_up_s;
+  ps.owner = copy_owner(c_->spec.attempt.job, c_->spec.attempt.attempt, c_->spec.attempt.token);
   CommandSpec cs;
   cs.host = c_->spec.from_host;
   cs.job = c_->spec.attempt.job;

@@ -115,7 +115,15 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
       c_->spec.to_host, "recv.begin", args, [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
-          if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+          if (CopyContext::transient(r.status())) {
+            if (r.status().message().find(kDestBusy) != std::string::npos &&
+                !self->said_waiting_) {
+              self->said_waiting_ = true;
+              self->c_->env.note("waiting: " + r.status().message());
+              self->c_->env.record_event("copy.waiting_for_destination", {{"why", r.status().message()}});
+            }
+            return self->c_->retry_later([self, i] { self->begin_files(i); });
+          }
           return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " + r.status().message());
         }
         CopyEntry& f = self->c_->files[i];
@@ -294,6 +302,30 @@ RelayCopy::Lane& RelayCopy::lane_state(int lane) {
 }
 
 void RelayCopy::commit_file(size_t i) {
+  const CopyEntry& f = c_->files[i];
+  if (f.mtime_ns < 0 || f.dest_complete) return commit_checked(i);
+  // Chunks were read at different times: if the file changed meanwhile (a trainer
+  // rewriting its checkpoint in place) they may come from two versions, each
+  // verified, the whole torn. Only the version that was listed is committed.
+  auto self = shared_from_this();
+  c_->env.call_agent(c_->spec.from_host, "fs.stat", {{"path", f.src}}, [self, i](Result<protocol::Frame> r) {
+    if (self->c_->finished) return;
+    if (!r.ok()) {
+      if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
+      return self->c_->fail("checking the source " + self->c_->spec.from_host + ":" + self->c_->files[i].src + ": " +
+                            r.status().message());
+    }
+    std::string change = source_change(r->header, self->c_->files[i]);
+    if (!change.empty()) {
+      return self->c_->fail("the source " + self->c_->spec.from_host + ":" + self->c_->files[i].src +
+                            " changed during the copy (" + change +
+                            "); nothing of it was committed: copy it again once it is no longer being written");
+    }
+    self->commit_checked(i);
+  });
+}
+
+void RelayCopy::commit_checked(size_t i) {
   CopyEntry& f = c_->files[i];
   if (!f.local.empty() && !f.local_complete) {
     std::vector<int64_t> bad;
@@ -357,20 +389,48 @@ void RelayCopy::finish_folder() {
     self->c_->finish(std::move(o));
   };
   if (!c_->is_dir) return done();
-  if (!c_->spec.keep_local.empty()) {
-    Status s = receive_finish_dir(c_->spec.keep_local, manifest_hash);
+  // The folder ends up holding exactly the source's files: older ones are removed
+  // and named (a stale model.safetensors beside a new sharded checkpoint would be
+  // the one an eval loads).
+  std::vector<std::string> keep;
+  for (const auto& f : c_->files) keep.push_back(f.rel);
+  if (!c_->spec.keep_local.empty() && !local_finished_) {
+    std::vector<std::string> removed;
+    Status s = receive_finish_dir(c_->spec.keep_local, manifest_hash, &keep, &removed);
     if (!s.ok()) return c_->fail("keep_local: " + s.message());
+    note_stale("keep_local " + c_->spec.keep_local, nlohmann::json(removed), static_cast<int64_t>(removed.size()));
+    local_finished_ = true;
   }
-  c_->env.call_agent(
-      c_->spec.to_host, "recv.finish_dir", {{"path", c_->spec.to_path}, {"manifest_hash", manifest_hash}},
+  c_->env.call_agent_lane(
+      c_->spec.to_host, 0, "recv.finish_dir",
+      {{"path", c_->spec.to_path}, {"manifest_hash", manifest_hash}, {"prune", true}}, encode_keep_list(keep),
       [self, done](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
           if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->finish_folder(); });
           return self->c_->fail("marking " + self->c_->spec.to_path + " complete: " + r.status().message());
         }
+        const nlohmann::json& h = r->header;
+        int64_t count = h.contains("removed_count") && h["removed_count"].is_number_integer()
+                            ? h["removed_count"].get<int64_t>()
+                            : 0;
+        self->note_stale(self->c_->spec.to_host + ":" + self->c_->spec.to_path,
+                         h.contains("removed") && h["removed"].is_array() ? h["removed"] : nlohmann::json::array(),
+                         count);
         done();
       });
+}
+
+void RelayCopy::note_stale(const std::string& where, const nlohmann::json& named, int64_t count) {
+  if (count <= 0) return;
+  std::string list;
+  for (const auto& n : named) {
+    if (n.is_string()) list += (list.empty() ? "" : ", ") + n.get<std::string>();
+  }
+  if (count > static_cast<int64_t>(named.size())) list += ", …";
+  c_->env.record_event("copy.stale_removed", {{"where", where}, {"count", count}, {"files", named}});
+  c_->env.note("removed " + std::to_string(count) + " file(s) from " + where + " that the source no longer has: " +
+               list);
 }
 
 int64_t RelayCopy::chunk_len(const CopyEntry& f, int64_t index) const {

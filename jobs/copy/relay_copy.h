@@ -75,7 +75,9 @@ class RelayCopy : public std::enable_shared_from_this<RelayCopy> {
   void await_dest_lane(int lane);
   void wake_other_lanes(int lane);  // chunks came back to the queue
   Lane& lane_state(int lane);       // lanes are numbered from 1
-  void commit_file(size_t i);
+  void note_stale(const std::string& where, const nlohmann::json& named, int64_t count);
+  void commit_file(size_t i);    // checks the source still has the listed version, then:
+  void commit_checked(size_t i);  // commits keep_local and the destination
   void finish_folder();
   int64_t chunk_len(const CopyEntry& f, int64_t index) const;
 
@@ -84,6 +86,8 @@ class RelayCopy : public std::enable_shared_from_this<RelayCopy> {
   std::map<std::pair<size_t, int64_t>, int> corrupt_retries_;
   std::vector<Lane> lane_states_;
   size_t files_committed_ = 0;
+  bool said_waiting_ = false;  // another copy held the destination (said once)
+  bool local_finished_ = false;  // keep_local marked complete (a retry of the destination's finish skips it)
 };
 
 }  // namespace ferry

@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <thread>
 
+#include "agents/job_journal.h"
 #include "base/file_util.h"
 #include "tests/support/process.h"
 #include "transfer/chunk_files.h"
@@ -109,6 +113,80 @@ TEST_F(AgentServerTest, StartIsIdempotentForTheSameTokenAndRefusesStaleOnes) {
   auto status = call("job.status", {{"job", "r.s"}, {"attempt", 2}, {"token", "wrong"}});
   EXPECT_FALSE(status.ok());
   EXPECT_EQ(testing::read_text(counter), "x\n");
+}
+
+// Never two attempts at once (review F6): after a coordinator gave up on a host
+// (or a resume started afresh), attempt 2 of a job reaches the host while attempt
+// 1 still runs there. Attempt 1 is stopped, and its end recorded, before attempt 2
+// starts.
+TEST_F(AgentServerTest, ANewerAttemptStopsTheOlderOneBeforeItStarts) {
+  std::string pids = dir_.file("pids");
+  start("r.f", 1, "one", "echo $$ >> '" + pids + "'; exec sleep 300");
+  ASSERT_TRUE(wait_until([&] { return !testing::read_text(pids).empty(); }, std::chrono::seconds(10)));
+  pid_t first = std::stoi(testing::read_text(pids));
+  auto second = start("r.f", 2, "two", "echo $$ >> '" + pids + "'; exec sleep 300");
+  EXPECT_EQ(second["stopped_attempt"], 1) << second.dump();
+  // At the moment attempt 2 exists, attempt 1 is over and recorded as such.
+  auto old = call("job.status", {{"job", "r.f"}, {"attempt", 1}, {"token", "one"}});
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ((*old)["state"], "exited") << old->dump();
+  EXPECT_EQ((*old)["cancelled"], true);
+  EXPECT_FALSE(testing::process_running(first));
+  auto r = call("job.cancel", {{"job", "r.f"}, {"attempt", 2}, {"token", "two"}, {"hard", true}});
+  EXPECT_TRUE(r.ok());
+  wait_exit("r.f", 2, "two");
+}
+
+// One job.start never launches two processes (review F6): two agents on one
+// workdir (a coordinator that lost the link mid-start sent the start again
+// through a second agent) start the same attempt at the same moment.
+TEST_F(AgentServerTest, TwoAgentsStartingOneAttemptAtOnceLaunchItOnce) {
+  for (int round = 0; round < 10; ++round) {
+    std::string counter = dir_.file("count" + std::to_string(round));
+    std::string job = "r.d" + std::to_string(round);
+    nlohmann::json args = {{"job", job}, {"attempt", 1}, {"token", "t"}, {"command", "echo x >> '" + counter + "'"}};
+    protocol::Frame a, b;
+    std::thread other([&] {
+      AgentServer second(dir_.path());
+      b = second.handle(protocol::make_request(1, "job.start", args));
+    });
+    a = server_.handle(protocol::make_request(1, "job.start", args));
+    other.join();
+    ASSERT_EQ(a.type, protocol::FrameType::kReply) << a.header.dump();
+    ASSERT_EQ(b.type, protocol::FrameType::kReply) << b.header.dump();
+    EXPECT_NE(a.header["reattached"], b.header["reattached"]) << a.header.dump() << b.header.dump();
+    wait_exit(job, 1, "t");
+    EXPECT_EQ(testing::read_text(counter), "x\n") << "round " << round;
+  }
+}
+
+// PID reuse (review F13): a job whose processes are gone, while their pids now
+// name other processes (after a reboot, or once pids wrapped), is not running,
+// and cancelling it signals nobody.
+TEST_F(AgentServerTest, APidThatNowNamesAnotherProcessIsNotTheJob) {
+  start("r.p", 1, "t", "exec sleep 300");
+  JobPaths paths = job_paths(dir_.path(), "r.p", 1);
+  auto pid_json = nlohmann::json::parse(testing::read_text(paths.pid()));
+  int supervisor = pid_json["supervisor"];
+  int job = pid_json["pid"];
+  ::kill(supervisor, SIGKILL);
+  ::kill(-job, SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return !testing::process_running(job) && !testing::process_running(supervisor); },
+                         std::chrono::seconds(10)));
+  // A stranger now holds "the job's" pid: here, a process of ours written in its place.
+  pid_t stranger = testing::spawn_process({"sleep", "300"}, {}, dir_.file("stranger.log"));
+  ASSERT_GT(stranger, 0);
+  pid_json["pid"] = stranger;
+  pid_json["supervisor"] = stranger;
+  ASSERT_TRUE(write_file_atomic(paths.pid(), pid_json.dump()).ok());
+  auto st = call("job.status", {{"job", "r.p"}, {"attempt", 1}, {"token", "t"}});
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ((*st)["state"], "lost") << st->dump();
+  auto c = call("job.cancel", {{"job", "r.p"}, {"attempt", 1}, {"token", "t"}, {"hard", true}});
+  EXPECT_TRUE(c.ok());
+  EXPECT_TRUE(testing::process_running(stranger)) << "cancel signalled a process that is not the job";
+  ::kill(stranger, SIGKILL);
+  testing::wait_process(stranger, 10);
 }
 
 TEST_F(AgentServerTest, TimeoutKillsTheWholeProcessGroup) {
@@ -217,6 +295,54 @@ TEST_F(AgentServerTest, ServeWritesAndReadsBackAChunkOverAStream) {
   auto part = read_file(dir_.path() + "/out.bin.ferry-part");
   ASSERT_TRUE(part.ok());
   EXPECT_EQ(*part, chunk);
+}
+
+// An operation that takes long (review F3: a commit re-hashing a huge file on slow
+// storage) must not look like a dead agent: heartbeats go out while it runs. The
+// operation here is an fs.read of a FIFO, whose open blocks until the test opens
+// the other end, so it lasts exactly as long as the test wants.
+TEST_F(AgentServerTest, ServeSendsHeartbeatsWhileAnOperationRuns) {
+  std::string fifo = dir_.path() + "/slow.bin";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  std::string req = protocol::encode_frame(
+      protocol::make_request(1, "fs.read", {{"path", "slow.bin"}, {"offset", 0}, {"length", 4}}));
+  ASSERT_EQ(write(sv[1], req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  std::thread server([&] { server_.serve(sv[0], sv[0], 60); });
+  // Frames as they come, for up to `deadline`: kinds in order of arrival.
+  protocol::FrameDecoder d;
+  std::vector<protocol::FrameType> seen;
+  auto read_until = [&](protocol::FrameType want, std::chrono::seconds deadline) {
+    auto until = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < until) {
+      pollfd p{sv[1], POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      ssize_t n = read(sv[1], buf, sizeof buf);
+      if (n <= 0) return false;
+      d.feed(buf, static_cast<size_t>(n));
+      for (;;) {
+        auto f = d.next();
+        if (!f.ok() || !f->has_value()) break;
+        seen.push_back((*f)->type);
+        if ((*f)->type == want) return true;
+      }
+    }
+    return false;
+  };
+  // The agent's heartbeat period is 5 s; the read is still blocked in open().
+  EXPECT_TRUE(read_until(protocol::FrameType::kEvent, std::chrono::seconds(15))) << "no heartbeat while busy";
+  int w = ::open(fifo.c_str(), O_WRONLY);  // lets the read go on (and fail: a FIFO has no offsets)
+  ASSERT_GE(w, 0);
+  ::close(w);
+  EXPECT_TRUE(read_until(protocol::FrameType::kError, std::chrono::seconds(15)));
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_EQ(seen.front(), protocol::FrameType::kEvent) << "the heartbeat came before the operation ended";
+  shutdown(sv[1], SHUT_WR);
+  server.join();
+  close(sv[0]);
+  close(sv[1]);
 }
 
 }  // namespace

@@ -374,3 +374,148 @@ TEST_F(LocalCopyTest, ASourceListingThatEscapesTheCopyIsRefusedAndWritesNothing)
 
 } // namespace
 } // namespace ferry::copytest
+
+namespace ferry::copytest {
+namespace {
+
+// A flush that fails fails the commit (review F11): the destination's agent runs
+// under strace, which makes every fsync from its third on fail with EIO (the first
+// two are recv.begin's own: the copy's spec file and its folder). The copy used to
+// rename the part file into place and report it verified.
+TEST_F(LocalCopyTest, AFailedFlushFailsTheCommitAndPublishesNothing) {
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "needs strace (scripts/install-deps.sh)";
+  std::string wrapper = work_.file("eio-agent");
+  testing::write_text(wrapper, "#!/bin/sh\ncase \"$*\" in *'--workdir " + b_dir() +
+                                   "'*) exec strace -f -qq -o /dev/null -e trace=fsync "
+                                   "-e inject=fsync:error=EIO:when=3+ " + testing::bin_dir() +
+                                   "/ferry-agent \"$@\";;\nesac\nexec " + testing::bin_dir() + "/ferry-agent \"$@\"\n");
+  ::chmod(wrapper.c_str(), 0755);
+  auto env = this->env();
+  env["FERRY_AGENT_BIN"] = wrapper;
+  std::string one = "a:ckpt/" + files_[0].rel;
+  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", copy_workflow("eio", b_dir(), one, "b:one.bin", "")},
+                                env, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage(status(run_id(r)), "copy");
+  EXPECT_EQ(s["state"], "failed") << s.dump(2);
+  EXPECT_NE(s.value("error", "").find("Input/output error"), std::string::npos) << s.dump(2);
+  EXPECT_FALSE(testing::exists(b_dir() + "/one.bin")) << "a file that never reached the disk was published";
+}
+
+// Symlinks planted at the receiver's own file names (review F14: a shared,
+// group-writable destination folder): a part file "to resume" that is a symlink
+// to another file, and a journal likewise. The copy lands, and the files the links
+// pointed at are untouched.
+TEST_F(LocalCopyTest, SymlinksPlantedAtThePartFileNamesAreNeverWrittenThrough) {
+  std::string victim = work_.file("victim"), victim2 = work_.file("victim2");
+  testing::write_text(victim, "precious\n");
+  testing::write_text(victim2, "precious too\n");
+  std::string dest = b_dir() + "/one.bin";
+  nlohmann::json spec = {{"size", files_[0].size}, {"chunk_size", 2 << 20}};
+  testing::write_text(dest + ".ferry-spec", spec.dump());
+  ASSERT_EQ(::symlink(victim.c_str(), (dest + ".ferry-part").c_str()), 0);
+  ASSERT_EQ(::symlink(victim2.c_str(), (dest + ".ferry-journal").c_str()), 0);
+  auto r = ferry({"run", copy_workflow("planted", b_dir(), "a:ckpt/" + files_[0].rel, "b:one.bin", "")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(testing::read_text(victim), "precious\n");
+  EXPECT_EQ(testing::read_text(victim2), "precious too\n");
+  EXPECT_EQ(testing::read_text(dest), testing::read_text(source() + "/" + files_[0].rel));
+}
+
+// A source rewritten in place during the copy (review F12: a trainer saving over
+// its checkpoint) must not arrive as a "verified" mix of two versions: the copy
+// fails, naming the file, and publishes nothing. The source's agent overwrites one
+// byte of the file (same size, same inode, a new mtime) as the first read passes.
+TEST_F(LocalCopyTest, ASourceThatChangesDuringTheCopyFailsItAndPublishesNothing) {
+  std::string src = source() + "/" + files_[0].rel;
+  auto env = this->env();
+  env["FERRY_AGENT_BIN"] = testing::bin_dir() + "/lying-agent";
+  env["LYING_AGENT_REAL"] = testing::bin_dir() + "/ferry-agent";
+  env["LYING_AGENT_WORKDIR"] = a_dir();
+  env["LYING_AGENT_ON_READ"] = "printf X | dd of='" + src + "' bs=1 seek=7 conv=notrunc status=none";
+  auto r = testing::run_process(
+      {testing::bin_dir() + "/ferry", "run", copy_workflow("torn", b_dir(), "a:ckpt/" + files_[0].rel, "b:one.bin", "")},
+      env, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage(status(run_id(r)), "copy");
+  EXPECT_EQ(s["state"], "failed") << s.dump(2);
+  EXPECT_NE(s.value("error", "").find("changed during the copy"), std::string::npos) << s.dump(2);
+  EXPECT_FALSE(testing::exists(b_dir() + "/one.bin"));
+}
+
+// A folder copy leaves the destination holding exactly the source's files (review
+// F10): a single-file checkpoint left from an earlier copy would otherwise sit
+// beside the new sharded one, and an eval prefers model.safetensors. The stale
+// files are removed from the destination and keep_local and named in the output.
+TEST_F(LocalCopyTest, AFolderCopyRemovesStaleFilesAndNamesThem) {
+  ::mkdir((b_dir() + "/incoming").c_str(), 0755);
+  ::mkdir(dest().c_str(), 0755);
+  ::mkdir((dest() + "/old").c_str(), 0755);
+  testing::write_text(dest() + "/model.safetensors", "old weights");
+  testing::write_text(dest() + "/old/optimizer.bin", "old state");
+  ::mkdir(work_.file("local").c_str(), 0755);
+  ::mkdir(keep().c_str(), 0755);
+  testing::write_text(keep() + "/model.safetensors", "old weights");
+  auto r = ferry({"run", copy_workflow("stale", b_dir())});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(compare_trees(source(), dest()), "");
+  EXPECT_EQ(compare_trees(source(), keep()), "");
+  EXPECT_FALSE(testing::exists(dest() + "/model.safetensors"));
+  EXPECT_FALSE(testing::exists(dest() + "/old/optimizer.bin"));
+  EXPECT_FALSE(testing::exists(keep() + "/model.safetensors"));
+  EXPECT_NE(r.out.find("removed 2 file(s) from b:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model.safetensors, old/optimizer.bin"), std::string::npos) << r.out;
+}
+
+// Two copies into one destination (review F8: they shared DEST.ferry-part, so one
+// could tear or undo the other) take turns: the second waits, saying so, while the
+// first holds the destination, and each file committed is one copy's whole file.
+// The first copy's source agent pauses at its first read until the test says go.
+TEST_F(LocalCopyTest, TwoCopiesIntoOneDestinationTakeTurns) {
+  std::string go = work_.file("go");
+  auto paused = this->env();
+  paused["FERRY_AGENT_BIN"] = testing::bin_dir() + "/lying-agent";
+  paused["LYING_AGENT_REAL"] = testing::bin_dir() + "/ferry-agent";
+  paused["LYING_AGENT_WORKDIR"] = a_dir();
+  paused["LYING_AGENT_ON_READ"] = "while [ ! -f '" + go + "' ]; do sleep 0.05; done";
+  std::string one = b_dir() + "/one.bin";
+  std::string wf1 = copy_workflow("first", b_dir(), "a:ckpt/" + files_[0].rel, "b:one.bin", "");
+  std::string wf2 = copy_workflow("second", b_dir(), "a:ckpt/" + files_[1].rel, "b:one.bin", "");
+  pid_t first = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf1}, paused, work_.file("first.log"));
+  ASSERT_TRUE(testing::wait_until([&] { return testing::exists(one + ".ferry-owner"); }, kMidCopyDeadline))
+      << testing::read_text(work_.file("first.log"));
+  pid_t second = spawn_ferry({"run", wf2}, "second.log");
+  // The event: the second copy says it waits for the destination.
+  EXPECT_TRUE(testing::wait_until(
+      [&] { return testing::read_text(work_.file("second.log")).find("waiting: ") != std::string::npos; },
+      kMidCopyDeadline))
+      << testing::read_text(work_.file("second.log"));
+  EXPECT_FALSE(testing::exists(one)) << "the second copy committed while the first held the destination";
+  testing::write_text(go, "");
+  EXPECT_EQ(testing::wait_process(first, 60), 0) << testing::read_text(work_.file("first.log"));
+  EXPECT_EQ(testing::wait_process(second, 60), 0) << testing::read_text(work_.file("second.log"));
+  EXPECT_EQ(testing::read_text(one), testing::read_text(source() + "/" + files_[1].rel)) << "the last commit wins, whole";
+  EXPECT_FALSE(testing::exists(one + ".ferry-owner"));
+}
+
+// `timeout` holds for a copy too (review F17): a source whose reads are never
+// answered (its agent alive and beating) used to keep the copy, and the run,
+// going forever. The attempt ends timed_out, naming the timeout.
+TEST_F(LocalCopyTest, ACopyThatOutlivesItsTimeoutEndsTimedOut) {
+  auto env = this->env();
+  env["FERRY_AGENT_BIN"] = testing::bin_dir() + "/lying-agent";
+  env["LYING_AGENT_REAL"] = testing::bin_dir() + "/ferry-agent";
+  env["LYING_AGENT_WORKDIR"] = a_dir();
+  env["LYING_AGENT_HOLD_OP"] = "fs.read";
+  std::string wf = copy_workflow("stall", b_dir(), "a:ckpt", "b:incoming/ckpt", "");
+  testing::write_text(wf, testing::read_text(wf) + "    timeout: 2s\n");
+  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", wf}, env, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage(status(run_id(r)), "copy");
+  EXPECT_EQ(s["state"], "timed_out") << s.dump(2);
+  EXPECT_NE(s.value("error", "").find("timed out after 2s"), std::string::npos) << s.dump(2);
+  EXPECT_FALSE(testing::exists(dest() + "/.ferry-complete"));
+}
+
+}  // namespace
+}  // namespace ferry::copytest

@@ -1,8 +1,13 @@
 // lying-agent: a faulty or hostile source host for the copy tests. Stands in for
 // ferry-agent (FERRY_AGENT_BIN): for the workdir in LYING_AGENT_WORKDIR it runs the
 // real agent (LYING_AGENT_REAL) behind itself and adds an entry named
-// LYING_AGENT_PATH (0 bytes) at the front of every fs.list reply; for any other
-// workdir it simply becomes the real agent. Everything else passes untouched.
+// LYING_AGENT_PATH (0 bytes, when set) at the front of every fs.list reply, and
+// swallows every request whose op is LYING_AGENT_HOLD_OP (when set): it is never
+// answered, while the agent's heartbeats keep the link alive (an operation that
+// never ends), and runs the shell command LYING_AGENT_ON_READ (when set) once, as
+// the first fs.read passes (a source that changes during the copy). For any other
+// workdir it simply becomes the real agent.
+// Everything else passes untouched.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +29,11 @@ bool write_all(int fd, const std::string& s) {
     done += static_cast<size_t>(n);
   }
   return true;
+}
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
 }
 
 std::string env_or_die(const char* name) {
@@ -51,7 +61,9 @@ int main(int argc, char** argv) {
     std::perror("lying-agent: exec");
     return 127;
   }
-  const std::string lie = env_or_die("LYING_AGENT_PATH");
+  const std::string lie = env_or_empty("LYING_AGENT_PATH");
+  const std::string hold_op = env_or_empty("LYING_AGENT_HOLD_OP");
+  const std::string on_read = env_or_empty("LYING_AGENT_ON_READ");
   int to_child[2], from_child[2];
   if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) return 1;
   pid_t child = ::fork();
@@ -65,12 +77,30 @@ int main(int argc, char** argv) {
   }
   ::close(to_child[0]);
   ::close(from_child[1]);
-  // Requests go to the real agent as they are.
-  std::thread forward([in = to_child[1]] {
+  // Requests go to the real agent as they are, but for the held op.
+  std::thread forward([in = to_child[1], hold_op, on_read] {
     char buf[1 << 16];
+    ferry::protocol::FrameDecoder requests;
     for (;;) {
       ssize_t n = ::read(0, buf, sizeof buf);
-      if (n <= 0 || !write_all(in, std::string(buf, static_cast<size_t>(n)))) break;
+      if (n <= 0) break;
+      if (hold_op.empty() && on_read.empty()) {
+        if (!write_all(in, std::string(buf, static_cast<size_t>(n)))) break;
+        continue;
+      }
+      requests.feed(buf, static_cast<size_t>(n));
+      for (;;) {
+        auto frame = requests.next();
+        if (!frame.ok() || !frame->has_value()) break;
+        std::string op = (**frame).header.value("op", "");
+        if (!hold_op.empty() && op == hold_op) continue;
+        static bool ran = false;
+        if (!on_read.empty() && op == "fs.read" && !ran) {
+          ran = true;
+          if (std::system(on_read.c_str()) != 0) std::fprintf(stderr, "lying-agent: LYING_AGENT_ON_READ failed\n");
+        }
+        if (!write_all(in, ferry::protocol::encode_frame(**frame))) break;
+      }
     }
     ::close(in);
   });
@@ -86,7 +116,8 @@ int main(int argc, char** argv) {
       auto frame = decoder.next();
       if (!frame.ok() || !frame->has_value()) break;
       ferry::protocol::Frame f = std::move(**frame);
-      if (f.type == ferry::protocol::FrameType::kReply && f.header.contains("files") && f.header["files"].is_array()) {
+      if (!lie.empty() && f.type == ferry::protocol::FrameType::kReply && f.header.contains("files") &&
+          f.header["files"].is_array()) {
         nlohmann::json entry = {{"path", lie}, {"size", 0}, {"mode", 0644}};
         f.header["files"].insert(f.header["files"].begin(), entry);
       }

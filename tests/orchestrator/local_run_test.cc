@@ -2,6 +2,7 @@
 // subprocesses, real detached processes, a real SQLite file.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -148,6 +149,46 @@ stages:
   EXPECT_EQ(read_text(dir + "argc.txt"), "1\n");
   EXPECT_FALSE(exists(dir + "pwned"));
   EXPECT_FALSE(exists(dir + "pwned2"));
+}
+
+// Hygiene (review F16): what ferry keeps is the user's alone: the state database
+// (params, often tokens), its folder, the coordinator's logs, and a local job's
+// spec (its env). Without HOME or FERRY_HOME ferry refuses rather than use /tmp.
+TEST_F(LocalRunTest, StateLogsAndJobSpecsArePrivateAndNoHomeIsRefused) {
+  auto wf = workflow("name: private\nstages:\n  s:\n    run: echo hi\n    env: {TOKEN: secret}\n");
+  auto r = ferry({"run", wf});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto mode = [](const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 0777) : -1;
+  };
+  EXPECT_EQ(mode(home_.file("ferry.db")), 0600);
+  EXPECT_EQ(mode(home_.path()), 0700);
+  EXPECT_EQ(mode(home_.path() + "/logs/private-1/s/1.log"), 0600);
+  auto r2 = ferry({"status", "private-1", "--json"});
+  auto st = nlohmann::json::parse(r2.out);
+  std::string key = "private-1." + st.value("uid", std::string()) + ".s";
+  EXPECT_EQ(mode(home_.path() + "/hosts/local/.ferry/jobs/" + key + "/1/spec.json"), 0600);
+  EXPECT_EQ(mode(home_.path() + "/hosts/local/.ferry/jobs/" + key + "/1/log"), 0600);
+
+  auto no_home = testing::run_process({testing::bin_dir() + "/ferry", "run", wf}, {{"FERRY_HOME", ""}, {"HOME", ""}});
+  EXPECT_EQ(no_home.exit_code, 2) << no_home.out << no_home.err;
+  EXPECT_NE(no_home.err.find("neither FERRY_HOME nor HOME"), std::string::npos) << no_home.err;
+}
+
+// Terminal escapes from a job (review F25): on a terminal `ferry logs` shows
+// them instead of obeying them (a window title here; OSC 52 could write the
+// clipboard); into a pipe the log's bytes pass as they are.
+TEST_F(LocalRunTest, LogsOnATerminalShowEscapesInsteadOfObeyingThem) {
+  auto wf = workflow("name: esc\nstages:\n  s:\n    run: printf '\\033]0;owned\\007hello\\n'\n");
+  auto r = ferry({"run", wf});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto piped = ferry({"logs", "esc-1", "s"});
+  EXPECT_EQ(piped.out, "\033]0;owned\007hello\n");
+  // `script` gives the command a pseudo-terminal for its output.
+  auto tty = testing::run_process({"script", "-qec", testing::bin_dir() + "/ferry logs esc-1 s", "/dev/null"}, env());
+  EXPECT_EQ(tty.out.find("\033]"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("\\x1b]0;owned\\x07hello"), std::string::npos) << tty.out;
 }
 
 TEST_F(LocalRunTest, InvalidWorkflowIsRefusedWithPlaces) {

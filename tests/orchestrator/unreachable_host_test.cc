@@ -9,7 +9,10 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -116,6 +119,30 @@ TEST_F(UnreachableHostTest, SecondCtrlCLeavesPromptlyWhileAHostSaysNothing) {
   ASSERT_TRUE(j.is_object()) << st.out;
   EXPECT_EQ(j["state"], "running") << "left as it stands, for resume";
   EXPECT_EQ(j["coordinator_alive"], false);
+}
+
+// An agent that dies as soon as it starts (review F3/F4: the coordinator used to
+// reconnect in a tight loop, forever, since every open "succeeded"): the link is
+// retried with backoff, the host's give_up holds, the stage fails with the cause.
+TEST_F(UnreachableHostTest, AnAgentThatDiesAtOnceIsRetriedWithBackoffUntilGiveUp) {
+  std::string starts = work_.file("starts");
+  std::string agent = work_.file("dying-agent");
+  testing::write_text(agent, "#!/bin/sh\necho start >> " + starts + "\nexit 0\n");
+  ::chmod(agent.c_str(), 0755);
+  std::string wf = work_.file("dying.yaml");
+  testing::write_text(wf, "name: dying\nhosts:\n  box: {transport: local, workdir: " + work_.file("box") +
+                              ", give_up: 3s}\nstages:\n  s:\n    host: box\n    run: 'true'\n");
+  auto e = env();
+  e["FERRY_AGENT_BIN"] = agent;
+  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", wf}, e, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage_s("dying-1");
+  EXPECT_EQ(s["state"], "failed") << s.dump(2);
+  std::string log = read_text(starts);
+  size_t n = static_cast<size_t>(std::count(log.begin(), log.end(), '\n'));
+  // 3 s of backoff from 0.5 s doubling: a handful of starts, not thousands.
+  EXPECT_GE(n, 2u);
+  EXPECT_LE(n, 10u) << "reconnected without backing off";
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+#include "base/file_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+namespace ferry {
+namespace {
+
+Result<int> open_lock_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return errno_status("open lock " + path, errno);
+  return fd;
+}
+
+}  // namespace
+
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<FileLock> FileLock::take(const std::string& path) {
+  auto fd = open_lock_file(path);
+  if (!fd.ok()) return fd.status();
+  while (::flock(*fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    int err = errno;
+    ::close(*fd);
+    return errno_status("lock " + path, err);
+  }
+  return FileLock(*fd);
+}
+
+Result<FileLock> FileLock::try_take(const std::string& path, int patience_ms) {
+  auto fd = open_lock_file(path);
+  if (!fd.ok()) return fd.status();
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(patience_ms);
+  while (::flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    if (err == EINTR) continue;
+    if (err == EWOULDBLOCK && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    ::close(*fd);
+    if (err == EWOULDBLOCK) return failed_precondition(path + " is locked by another process");
+    return errno_status("lock " + path, err);
+  }
+  return FileLock(*fd);
+}
+
+}  // namespace ferry

@@ -1,0 +1,37 @@
+// FileLock: an exclusive flock(2) on a file, held while the object lives.
+//
+// The kernel drops the lock when the last descriptor of it closes, so a process
+// that dies (SIGKILL, a crash) leaves no stale lock, and nothing depends on a PID.
+// The descriptor is close-on-exec; a forked child shares the lock until it closes
+// its copy. A value owned by one thread.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace ferry {
+
+class FileLock {
+ public:
+  FileLock() = default;
+  FileLock(FileLock&& other) noexcept;
+  FileLock& operator=(FileLock&& other) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock();
+
+  /// Creates `path` (0600) if needed and waits for the lock.
+  static Result<FileLock> take(const std::string& path);
+  /// The same without waiting longer than `patience_ms`: kFailedPrecondition while
+  /// another holder keeps it.
+  static Result<FileLock> try_take(const std::string& path, int patience_ms = 0);
+
+  int fd() const { return fd_; }
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace ferry

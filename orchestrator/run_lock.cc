@@ -1,0 +1,26 @@
+#include "orchestrator/run_lock.h"
+
+#include "base/file_util.h"
+
+namespace ferry {
+namespace {
+// A coordinator that has just finished may still hold the lock for an instant
+// (it is released at exit): a refusal counts once it has lasted this long.
+constexpr int kProbeGraceMs = 300;
+}  // namespace
+
+std::string RunLock::path_for(const std::string& db_path, const std::string& run_id) {
+  return dirname_of(db_path) + "/locks/" + run_id + ".lock";
+}
+
+Result<FileLock> RunLock::take(const std::string& db_path, const std::string& run_id) {
+  std::string path = path_for(db_path, run_id);
+  FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(path)));
+  auto lock = FileLock::try_take(path, kProbeGraceMs);
+  if (!lock.ok() && lock.status().code() == StatusCode::kFailedPrecondition) {
+    return failed_precondition("run " + run_id + " is being driven by another coordinator (it holds " + path + ")");
+  }
+  return lock;
+}
+
+}  // namespace ferry

@@ -1,0 +1,22 @@
+// RunLock: exactly one coordinator drives a run. An exclusive flock(2) on
+// <ferry home>/locks/<run id>.lock (base/file_lock.h), held from before the
+// coordinator reads the run until it exits; the kernel drops it when the process
+// ends however it ends (SIGKILL, a crash), so there is no stale lock to clean
+// and no PID to trust (a PID may be reused, or another machine's on NFS).
+#pragma once
+
+#include <string>
+
+#include "base/file_lock.h"
+
+namespace ferry {
+
+class RunLock {
+ public:
+  /// Takes the lock of run `run_id` beside the database at `db_path`:
+  /// kFailedPrecondition, naming the run, when another coordinator holds it.
+  static Result<FileLock> take(const std::string& db_path, const std::string& run_id);
+  static std::string path_for(const std::string& db_path, const std::string& run_id);
+};
+
+}  // namespace ferry
