@@ -27,7 +27,7 @@ int watch_status(Store& store, const StatusOptions& o) {
     if (!run.ok()) return fail(run.status());
     auto stages = store.stages(run->id);
     if (!stages.ok()) return fail(stages.status());
-    std::string table = render_status(*run, *stages, tty);
+    std::string table = render_status(*run, *stages, store.path(), tty);
     if (table != shown) {
       if (tty) std::cout << "\033[H\033[2J";  // home, clear screen
       else if (!shown.empty()) std::cout << "\n";
@@ -36,7 +36,7 @@ int watch_status(Store& store, const StatusOptions& o) {
     }
     bool live = !run_ended(run->state);
     if (!live) return exit_for_state(run->state);
-    if (run->state == RunState::kRunning && !coordinator_alive(*run)) {
+    if (run->state == RunState::kRunning && !coordinator_alive(*run, store.path())) {
       std::cerr << "ferry: the coordinator of run " << run->id << " is gone; `ferry resume " << run->id
                 << "` finishes it\n";
       return kExitFailed;
@@ -55,8 +55,8 @@ int cmd_status(const Common& c, const StatusOptions& o) {
   if (!run.ok()) return fail(run.status());
   auto stages = (*store)->stages(run->id);
   if (!stages.ok()) return fail(stages.status());
-  if (o.json) std::cout << run_to_json(*run, *stages).dump(2) << "\n";
-  else std::cout << render_status(*run, *stages, use_color(1));
+  if (o.json) std::cout << run_to_json(*run, *stages, (*store)->path()).dump(2) << "\n";
+  else std::cout << render_status(*run, *stages, (*store)->path(), use_color(1));
   return kExitOk;
 }
 
@@ -77,7 +77,7 @@ int cmd_runs(const Common& c, bool json) {
     }
     std::cout << arr.dump(2) << "\n";
   } else {
-    std::cout << render_runs(*runs, use_color(1));
+    std::cout << render_runs(*runs, (*store)->path(), use_color(1));
   }
   return kExitOk;
 }

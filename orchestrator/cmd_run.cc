@@ -42,8 +42,8 @@ int drive(Store& store, const FileLock& lock, workflow::Workflow wf, RunRecord r
   auto rec = store.find_run(id);
   auto stages = store.stages(id);
   if (rec.ok() && stages.ok()) {
-    if (json) std::cout << run_to_json(*rec, *stages).dump(2) << "\n";
-    else std::cout << "\n" << render_status(*rec, *stages, use_color(1));
+    if (json) std::cout << run_to_json(*rec, *stages, store.path()).dump(2) << "\n";
+    else std::cout << "\n" << render_status(*rec, *stages, store.path(), use_color(1));
   }
   return exit_for_state(*state);
 }
@@ -111,7 +111,7 @@ int cmd_resume(const Common& c, const RunRef& o) {
     if (o.json) {
       auto stages = (*store)->stages(run->id);
       if (!stages.ok()) return fail(stages.status());
-      std::cout << run_to_json(*run, *stages).dump(2) << "\n";
+      std::cout << run_to_json(*run, *stages, (*store)->path()).dump(2) << "\n";
     } else {
       std::cout << "run " << run->id << " already succeeded; nothing to do\n";
     }

@@ -5,6 +5,7 @@
 // and no PID to trust (a PID may be reused, or another machine's on NFS).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "base/file_lock.h"
@@ -17,6 +18,10 @@ class RunLock {
   /// kFailedPrecondition, naming the run, when another coordinator holds it.
   static Result<FileLock> take(const std::string& db_path, const std::string& run_id);
   static std::string path_for(const std::string& db_path, const std::string& run_id);
+  /// Whether a coordinator holds the lock now, probed without taking it for more
+  /// than an instant; nullopt when the run has no lock file (a run recorded before
+  /// the lock existed, or one whose state lives on another machine's disk).
+  static std::optional<bool> held(const std::string& db_path, const std::string& run_id);
 };
 
 }  // namespace ferry

@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/terminal_text.h"
+#include "orchestrator/run_lock.h"
 
 namespace ferry {
 namespace {
@@ -118,12 +119,14 @@ std::string local_time(int64_t ms, const char* format) {
   return buf;
 }
 
-bool coordinator_alive(const RunRecord& run) {
+bool coordinator_alive(const RunRecord& run, const std::string& db_path) {
+  auto held = RunLock::held(db_path, run.id);
+  if (held.has_value()) return *held;
   if (run.coordinator_pid <= 0) return false;
   return ::kill(run.coordinator_pid, 0) == 0 || errno == EPERM;
 }
 
-nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>& stages) {
+nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>& stages, const std::string& db_path) {
   nlohmann::json j = {{"id", run.id},
                       {"uid", run.uid},
                       {"name", run.name},
@@ -134,7 +137,7 @@ nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>&
                       {"ended_ms", run.ended_ms},
                       {"error", run.error},
                       {"coordinator_pid", run.coordinator_pid},
-                      {"coordinator_alive", run.state == RunState::kRunning && coordinator_alive(run)}};
+                      {"coordinator_alive", run.state == RunState::kRunning && coordinator_alive(run, db_path)}};
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& s : stages) {
     nlohmann::json st = {{"name", s.name},
@@ -158,9 +161,10 @@ nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>&
   return j;
 }
 
-std::string render_status(const RunRecord& run, const std::vector<StageRecord>& stages, bool color) {
+std::string render_status(const RunRecord& run, const std::vector<StageRecord>& stages, const std::string& db_path,
+                          bool color) {
   std::string head = "run " + run.id + "  " + state_name(run.state);
-  if (run.state == RunState::kRunning && !coordinator_alive(run)) {
+  if (run.state == RunState::kRunning && !coordinator_alive(run, db_path)) {
     head += " (its coordinator is gone: `ferry resume " + run.id + "` picks it up)";
   }
   head += "  workflow " + run.workflow_path + "\n";
@@ -181,12 +185,12 @@ std::string render_status(const RunRecord& run, const std::vector<StageRecord>& 
   return head + render_table(rows, colors, color);
 }
 
-std::string render_runs(const std::vector<RunRecord>& runs, bool color) {
+std::string render_runs(const std::vector<RunRecord>& runs, const std::string& db_path, bool color) {
   std::vector<std::vector<std::string>> rows = {{"RUN", "STATE", "CREATED", "DURATION", "WORKFLOW"}};
   std::vector<std::string> colors = {""};
   for (const auto& r : runs) {
     std::string state = state_name(r.state);
-    if (r.state == RunState::kRunning && !coordinator_alive(r)) state += " (coordinator gone)";
+    if (r.state == RunState::kRunning && !coordinator_alive(r, db_path)) state += " (coordinator gone)";
     int64_t dur = (r.ended_ms > 0 ? r.ended_ms : now_ms()) - r.created_ms;
     rows.push_back({r.id, state, local_time(r.created_ms, "%Y-%m-%d %H:%M:%S"), duration_text(dur), r.workflow_path});
     colors.push_back(state_color(r.state));

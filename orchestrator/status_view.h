@@ -14,13 +14,16 @@ namespace ferry {
 /// `ms` since the epoch as local time, through strftime's `format`.
 std::string local_time(int64_t ms, const char* format);
 
-/// Whether the coordinator recorded for a running run is still alive here.
-bool coordinator_alive(const RunRecord& run);
+/// Whether a coordinator drives `run` now: it holds the run's lock beside the
+/// database at `db_path` (orchestrator/run_lock.h). Runs recorded before the lock
+/// existed fall back to the recorded PID.
+bool coordinator_alive(const RunRecord& run, const std::string& db_path);
 
-nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>& stages);
+nlohmann::json run_to_json(const RunRecord& run, const std::vector<StageRecord>& stages, const std::string& db_path);
 /// The table: one row per stage: state, host, attempt, start, duration, exit code
 /// or error, and what the stage measured (bytes moved, τ).
-std::string render_status(const RunRecord& run, const std::vector<StageRecord>& stages, bool color);
-std::string render_runs(const std::vector<RunRecord>& runs, bool color);
+std::string render_status(const RunRecord& run, const std::vector<StageRecord>& stages, const std::string& db_path,
+                          bool color);
+std::string render_runs(const std::vector<RunRecord>& runs, const std::string& db_path, bool color);
 
 }  // namespace ferry

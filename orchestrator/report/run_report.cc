@@ -96,7 +96,7 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
   nlohmann::json report = {
-      {"format", kReportFormat}, {"generated_ms", generated_ms}, {"run", run_to_json(*run, *stages)}};
+      {"format", kReportFormat}, {"generated_ms", generated_ms}, {"run", run_to_json(*run, *stages, store.path())}};
   report["run"]["workflow_source"] = run->workflow_source;
   nlohmann::json copies = nlohmann::json::array(), evals = nlohmann::json::array();
   nlohmann::json last_eval;

@@ -10,6 +10,7 @@
 //   the recorded PID says nothing (reused, or 0), and `cancel` asks the live one.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -142,6 +143,10 @@ TEST_F(StoreFaultTest, ASecondCoordinatorIsRefusedEvenWhenTheRecordedPidSaysNoth
   pid_t coordinator = start_run();
   // What PID reuse or another machine's PID looks like from here: no live pid.
   ASSERT_EQ(testing::run_process({"sqlite3", db(), "UPDATE runs SET coordinator_pid=0"}).exit_code, 0);
+  // `status` asks the run's lock, not the PID: the run is still driven.
+  auto st = ferry({"status", "store-1", "--json"}, 20);
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_EQ(nlohmann::json::parse(st.out)["coordinator_alive"], true) << st.out;
   auto second = ferry({"resume", "store-1"}, 20);
   EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
   EXPECT_NE(second.err.find("being driven by another coordinator"), std::string::npos) << second.err;
@@ -158,6 +163,13 @@ TEST_F(StoreFaultTest, ResumeTakesOverOnceTheCoordinatorIsGone) {
   pid_t coordinator = start_run();
   ::kill(coordinator, SIGKILL);
   testing::wait_process(coordinator);
+  // A recorded PID that names a live process (reuse) does not make the run look driven.
+  ASSERT_EQ(testing::run_process({"sqlite3", db(), "UPDATE runs SET coordinator_pid=" + std::to_string(::getpid())})
+                .exit_code,
+            0);
+  auto st = ferry({"status", "store-1", "--json"}, 20);
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_EQ(nlohmann::json::parse(st.out)["coordinator_alive"], false) << st.out;
   write_text(work_.file("tick_go"), "");
   write_text(work_.file("release"), "");
   auto r = ferry({"resume", "store-1"});
