@@ -150,6 +150,16 @@ nlohmann::json listing_entry(const std::string& rel, const struct stat& st) {
           {"ino", static_cast<int64_t>(st.st_ino)}};
 }
 
+// Our own files beside a destination, by suffix: a user's
+// `weights.ferry-partial.bin` is theirs and travels.
+bool is_bookkeeping(const std::string& name) {
+  for (const char* suffix : {".ferry-part", ".ferry-journal", ".ferry-spec", ".ferry-owner", ".ferry-lock"}) {
+    size_t n = std::strlen(suffix);
+    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
+  }
+  return name == kCompleteMarker;
+}
+
 void list_dir(const std::string& root, const std::string& rel, nlohmann::json& files, Status& status) {
   std::string dir = rel.empty() ? root : root + "/" + rel;
   DIR* d = ::opendir(dir.c_str());
@@ -168,12 +178,7 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
   for (const auto& n : names) {
     if (!status.ok()) return;
     std::string r = rel.empty() ? n : rel + "/" + n;
-    // Our own bookkeeping never travels.
-    if (n == kCompleteMarker || n.find(".ferry-part") != std::string::npos ||
-        n.find(".ferry-journal") != std::string::npos || n.find(".ferry-spec") != std::string::npos ||
-        n.find(".ferry-owner") != std::string::npos || n.find(".ferry-lock") != std::string::npos) {
-      continue;
-    }
+    if (is_bookkeeping(n)) continue;  // our own files never travel
     struct stat st;
     if (::lstat((root + "/" + r).c_str(), &st) != 0) {
       status = errno_status("stat " + root + "/" + r, errno);
@@ -444,14 +449,6 @@ Status receive_prepare_dir(const std::string& dir) {
 }
 
 namespace {
-
-bool is_bookkeeping(const std::string& name) {
-  for (const char* suffix : {".ferry-part", ".ferry-journal", ".ferry-spec", ".ferry-owner", ".ferry-lock"}) {
-    size_t n = std::strlen(suffix);
-    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
-  }
-  return name == kCompleteMarker;
-}
 
 // Removes files under root/rel that `keep` does not name (depth first, sorted).
 Status prune_dir(const std::string& root, const std::string& rel, const std::set<std::string>& keep,

@@ -29,6 +29,21 @@ std::vector<std::string> receive_all(const std::string& dest, const std::string&
   return hashes;
 }
 
+// Review F22: only ferry's own suffixes are skipped; a user's file whose name
+// merely contains one travels.
+TEST(ListSourceTest, OnlyFerrysOwnFilesAreLeftOut) {
+  testing::TempDir dir;
+  for (const char* name : {"weights.ferry-partial.bin", "notes.ferry-spec.txt", "model.safetensors",
+                           "model.safetensors.ferry-part", "model.safetensors.ferry-journal", ".ferry-complete"}) {
+    testing::write_text(dir.file(name), "x");
+  }
+  auto listing = list_source(dir.path());
+  ASSERT_TRUE(listing.ok()) << listing.status().message();
+  std::vector<std::string> names;
+  for (const auto& f : (*listing)["files"]) names.push_back(f["path"].get<std::string>());
+  EXPECT_EQ(names, (std::vector<std::string>{"model.safetensors", "notes.ferry-spec.txt", "weights.ferry-partial.bin"}));
+}
+
 TEST(ReceiveCommitTest, ASecondCommitOfTheSameBytesSucceeds) {
   testing::TempDir dir;
   const std::string dest = dir.file("weights.bin");
