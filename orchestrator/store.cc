@@ -227,7 +227,9 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
     store->patience_ms_ = patience_from_env();
     store->db_->setBusyTimeout(static_cast<int>(std::min(kMaxBusyWaitMs, std::max<int64_t>(store->patience_ms_, 1))));
     store->db_->exec("PRAGMA journal_mode=WAL");
-    store->db_->exec("PRAGMA synchronous=NORMAL");
+    // FULL: an attempt recorded before its job is launched must survive a power
+    // loss, or resume reuses its number with a new token (review F24). Writes are few.
+    store->db_->exec("PRAGMA synchronous=FULL");
     store->db_->exec("PRAGMA foreign_keys=ON");
   } catch (const std::exception& e) {
     return db_error("open " + path, e);
@@ -258,7 +260,8 @@ Status Store::migrate() {
   try {
     // The common case, a current schema, needs no write lock.
     if (db_->execAndGet("PRAGMA user_version").getInt() == kSchemaVersion) return Status();
-    SQLite::Transaction tx(*db_);  // serializes concurrent first opens
+    // IMMEDIATE: concurrent first opens wait for the write lock instead of failing busy.
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     int version = db_->execAndGet("PRAGMA user_version").getInt();
     if (version > kSchemaVersion) {
       return failed_precondition("state store " + path_ + " has schema version " + std::to_string(version) +
