@@ -18,6 +18,7 @@
 // go through sshd, cut links and real host agents.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -100,10 +101,7 @@ class FaultTrialsTest : public SshRunTest {
     *pid = -1;
     return code;
   }
-  Outcome& add(Outcome o) {
-    table().push_back(std::move(o));
-    return table().back();
-  }
+  static void add(Outcome o) { table().push_back(std::move(o)); }
 };
 
 // a. An address that does not resolve: both stages on that host fail at once with
