@@ -119,6 +119,16 @@ int cmd_resume(const Common& c, const RunRef& o) {
   }
   auto wf = workflow_of(*run);
   if (!wf.ok()) return fail(wf.status());
+  if (run->cancel_requested && !run_ended(run->state)) {
+    // A cancel that never finished (a second Ctrl-C left hosts that did not
+    // answer, or the coordinator died first): resuming means carry on, not
+    // finish the cancel.
+    Status s = (*store)->withdraw_cancel(run->id);
+    if (!s.ok()) return fail(s);
+    run->cancel_requested = false;
+    std::cerr << "ferry: run " << run->id << " had a cancel request; resuming withdraws it (`ferry cancel " << run->id
+              << "` stops the run)\n";
+  }
   return drive(**store, *lock, std::move(*wf), std::move(*run), o.json, false);
 }
 

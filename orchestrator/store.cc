@@ -470,17 +470,23 @@ Status Store::set_run_state(const std::string& run_id, RunState run_state, int c
   });
 }
 
-Status Store::request_cancel(const std::string& run_id) {
-  return write_retrying(patience_ms_, "request cancel", [&]() -> Status {
+Status Store::set_cancel_requested(const std::string& run_id, bool requested) {
+  return write_retrying(patience_ms_, requested ? "request cancel" : "withdraw cancel", [&]() -> Status {
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-    SQLite::Statement q(*db_, "UPDATE runs SET cancel_requested=1 WHERE id=?");
-    q.bind(1, run_id);
+    SQLite::Statement q(*db_, "UPDATE runs SET cancel_requested=? WHERE id=?");
+    q.bind(1, requested ? 1 : 0);
+    q.bind(2, run_id);
     q.exec();
-    add_event_locked(run_id, "", "run.cancel_requested", nlohmann::json::object());
+    add_event_locked(run_id, "", requested ? "run.cancel_requested" : "run.cancel_withdrawn",
+                     nlohmann::json::object());
     tx.commit();
     return Status();
   });
 }
+
+Status Store::request_cancel(const std::string& run_id) { return set_cancel_requested(run_id, true); }
+
+Status Store::withdraw_cancel(const std::string& run_id) { return set_cancel_requested(run_id, false); }
 
 Status Store::begin_attempt(const std::string& run_id, const std::string& stage, int attempt, const std::string& token,
                             const std::string& inputs_hash) {

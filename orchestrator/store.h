@@ -114,6 +114,8 @@ class Store {
   Status set_run_state(const std::string& run_id, RunState state, int coordinator_pid,
                        const std::string& error = "");
   Status request_cancel(const std::string& run_id);
+  /// Clears a cancel request nobody acted on (a `resume` says: carry on).
+  Status withdraw_cancel(const std::string& run_id);
 
   /// stage → running with a new attempt; writes the attempt row and its event.
   Status begin_attempt(const std::string& run_id, const std::string& stage, int attempt, const std::string& token,
@@ -139,6 +141,7 @@ class Store {
  private:
   explicit Store(std::string path);
   Status migrate();
+  Status set_cancel_requested(const std::string& run_id, bool requested);
   void add_event_locked(const std::string& run_id, const std::string& stage, const std::string& type,
                           const nlohmann::json& detail);
 

@@ -269,6 +269,13 @@ Status SshSession::authenticate() {
     return unavailable("authentication error for " + user_ + "@" + host_ + ":" + std::to_string(port_) +
                        ": " + err);
   }
+  if (rc == SSH_AUTH_AGAIN) {
+    // No answer within the timeout (a link cut in the middle of the login, a
+    // stalled server): worth another try, unlike a refused key.
+    broken_ = true;
+    return unavailable("no answer to the authentication from " + user_ + "@" + host_ + ":" + std::to_string(port_) +
+                       " within the timeout");
+  }
   return permission_denied("authentication failed for " + user_ + "@" + host_ + ":" + std::to_string(port_) +
                            " with keys: " + (keys.empty() ? "(none found)" : keys) +
                            (rc == SSH_AUTH_PARTIAL ? " (partial success: the server wants another method)" : "") +

@@ -160,6 +160,14 @@ class SshRunTest : public ::testing::Test {
     return n;
   }
 
+  /// Whether the coordinator has noticed that `host` is cut off (a run-level event).
+  bool noticed_unreachable(const std::string& run, const std::string& host) {
+    for (const auto& e : events(run, "")) {
+      if (e.type == "host.unreachable" && e.detail.find("\"" + host + "\"") != std::string::npos) return true;
+    }
+    return false;
+  }
+
   static std::string dump(const std::vector<Event>& evs) {
     std::string s;
     for (const auto& e : evs) s += std::to_string(e.ts_ms) + " " + e.stage + " " + e.type + " " + e.detail + "\n";

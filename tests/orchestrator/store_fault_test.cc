@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/process.h"
+#include "tests/support/sqlite_lock.h"
 
 namespace ferry {
 namespace {
@@ -55,16 +56,10 @@ class StoreFaultTest : public ::testing::Test {
         << read_text(work_.file("run.log"));
     return p;
   }
-  /// Takes the database's write lock in a sqlite3 process, says "locked", holds it
-  /// while `hold` (shell) runs, then commits. Returns once the lock is held.
+  /// The database's write lock, held by a sqlite3 process while `hold` (shell) runs.
   pid_t hold_write_lock(const std::string& hold) {
-    write_text(work_.file("hold.sql"), "BEGIN IMMEDIATE;\nUPDATE runs SET error=error;\n.print locked\n.shell " + hold +
-                                           "\nCOMMIT;\n");
-    pid_t p = testing::spawn_process({"sh", "-c", "exec sqlite3 -bail " + db() + " < " + work_.file("hold.sql")}, {},
-                                     work_.file("hold.log"));
-    EXPECT_TRUE(wait_until([&] { return read_text(work_.file("hold.log")).find("locked") != std::string::npos; },
-                           kEventWait))
-        << read_text(work_.file("hold.log"));
+    pid_t p = testing::hold_sqlite_write_lock(db(), hold, work_.file("hold.log"), kEventWait);
+    EXPECT_GT(p, 0) << read_text(work_.file("hold.log"));
     return p;
   }
   int count(const std::string& sql) {

@@ -2,6 +2,7 @@
 // exec on every host, host-key refusal before any authentication, trust on first
 // use, authentication errors, ssh config, and the testbed's own isolation promise.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 
@@ -274,6 +275,57 @@ TEST_F(SshSessionTest, ConnectToADeadPortFailsFast) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.to_string();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+}
+
+// A login whose authentication is never answered (here sshd waits on an
+// AuthorizedKeysCommand that hangs; a link cut in the middle of a login looks the
+// same from the client) ends in libssh's timeout, which is a silence to retry, not
+// a refused key: it used to read "authentication failed", which the coordinator
+// takes as final and gives the host up at once (the fault suite's relay cut).
+TEST_F(SshSessionTest, AnAuthenticationLeftUnansweredIsRetriedNotTakenForARefusedKey) {
+  TempDir dir;
+  const testbed::Host& h = tb_.hosts[0];
+  const std::string host_dir = h.sshd_log.substr(0, h.sshd_log.rfind('/'));
+  const int port = 2201;
+  std::string config = testbed::read_file(host_dir + "/sshd_config");
+  auto set = [&config](const std::string& key, const std::string& line) {
+    size_t at = config.find("\n" + key + " ");
+    ASSERT_NE(at, std::string::npos) << key;
+    config.replace(at + 1, config.find('\n', at + 1) - at - 1, line);
+  };
+  set("Port", "Port " + std::to_string(port));
+  set("PidFile", "PidFile " + dir.path + "/sshd.pid");
+  set("AuthorizedKeysFile", "AuthorizedKeysFile none\nAuthorizedKeysCommand /usr/bin/sleep 20\n"
+                            "AuthorizedKeysCommandUser root");
+  testbed::write_file(dir.path + "/sshd_config", config);
+  const std::string log = dir.path + "/sshd.log";
+  ASSERT_EQ(std::system(("ip netns exec " + h.netns + " /usr/sbin/sshd -D -f " + dir.path + "/sshd_config -E " + log +
+                         " </dev/null >/dev/null 2>&1 &")
+                            .c_str()),
+            0);
+  Defer stop{[&] {
+    int pid = std::atoi(testbed::read_file(dir.path + "/sshd.pid").c_str());
+    if (pid > 0) ::kill(pid, SIGTERM);
+  }};
+  ASSERT_NE(testbed::wait_for_log(log, 0, [](const std::string& s) { return s.find("Server listening") != std::string::npos; },
+                                  10000)
+                .find("Server listening"),
+            std::string::npos);
+  // The host key, recorded for this port.
+  std::string pub = testbed::read_file(host_dir + "/ssh_host_ed25519_key.pub");
+  testbed::write_file(dir.path + "/known_hosts",
+                      "[" + h.address + "]:" + std::to_string(port) + " " + pub.substr(0, pub.rfind(' ')) + "\n");
+  SshTarget t = tb_.target(0);
+  t.port = port;
+  t.known_hosts = dir.path + "/known_hosts";
+  t.connect_timeout_ms = 3000;
+  SshSession s(t);
+  Status st = s.connect();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.to_string();
+  EXPECT_EQ(st.message().find("authentication failed"), std::string::npos) << st.message();
+  // It did reach the authentication: sshd was asked about the key.
+  EXPECT_NE(testbed::read_file(log).find("userauth_pubkey"), std::string::npos) << testbed::read_file(log);
 }
 
 }  // namespace
