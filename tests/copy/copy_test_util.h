@@ -335,7 +335,7 @@ protected:
         "'" + (stage_name == "*" ? "" : " AND stage='" + stage_name + "'") +
         " ORDER BY seq";
     auto r = testing::run_process(
-        {"sqlite3", "-json", home_.file("ferry.db"), sql}, {}, 30);
+        {"sqlite3", "-cmd", ".timeout 10000", "-json", home_.file("ferry.db"), sql}, {}, 30);
     std::vector<Event> out;
     if (r.exit_code != 0 || r.out.empty())
       return out;

@@ -145,7 +145,7 @@ class SshRunTest : public ::testing::Test {
   std::vector<Event> events(const std::string& run, const std::string& stage_name = "") {
     std::string sql = "SELECT stage, type, ts_ms, detail FROM events WHERE run_id='" + run + "'" +
                       (stage_name.empty() ? "" : " AND stage='" + stage_name + "'") + " ORDER BY seq";
-    auto r = testing::run_process({"sqlite3", "-json", home_.file("ferry.db"), sql}, {}, 30);
+    auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", "-json", home_.file("ferry.db"), sql}, {}, 30);
     std::vector<Event> out;
     if (r.exit_code != 0 || r.out.empty()) return out;
     auto j = nlohmann::json::parse(r.out, nullptr, false);

@@ -42,7 +42,7 @@ class RemoteEvalStageTest : public ::testing::Test {
   }
   // The events of one stage, as {type, detail} in the order recorded.
   std::vector<std::pair<std::string, nlohmann::json>> events(const std::string& run, const std::string& stage_name) {
-    auto r = testing::run_process({"sqlite3", "-json", home_.file("ferry.db"),
+    auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", "-json", home_.file("ferry.db"),
                                    "SELECT type, detail FROM events WHERE run_id='" + run + "' AND stage='" +
                                        stage_name + "' ORDER BY seq"});
     std::vector<std::pair<std::string, nlohmann::json>> out;

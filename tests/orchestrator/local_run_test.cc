@@ -42,7 +42,7 @@ class LocalRunTest : public ::testing::Test {
     return nlohmann::json();
   }
   int count_events(const std::string& run, const std::string& stage_name, const std::string& type) {
-    auto r = testing::run_process({"sqlite3", home_.file("ferry.db"),
+    auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"),
                                    "SELECT count(*) FROM events WHERE run_id='" + run + "' AND stage='" + stage_name +
                                        "' AND type='" + type + "'"});
     return std::atoi(r.out.c_str());
@@ -315,7 +315,7 @@ TEST_F(SharedHostRunTest, TwoStateDatabasesOneHostWorkdirBothSucceed) {
     std::string dir = shared_.path() + "/.ferry/jobs/" + job;
     EXPECT_TRUE(exists(dir + "/1/spec.json")) << dir;
     EXPECT_FALSE(exists(dir + "/2")) << dir;
-    auto token = testing::run_process({"sqlite3", home->file("ferry.db"),
+    auto token = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home->file("ferry.db"),
                                        "SELECT token FROM attempts WHERE run_id='same-1' AND stage='s'"});
     EXPECT_NE(read_text(dir + "/1/spec.json").find(token.out.substr(0, token.out.find('\n'))), std::string::npos);
   }
@@ -362,7 +362,7 @@ TEST_F(SharedHostRunTest, RunRecordedBeforeUidsResumesUnderItsOldJobKey) {
   ASSERT_EQ(first.exit_code, 1) << "gate fails until its file exists\n" << first.out << first.err;
   // Turn the database into what ferry wrote before this change: schema 1, no uid.
   auto down = testing::run_process(
-      {"sqlite3", home_.file("ferry.db"), "ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version=1;"});
+      {"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"), "ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version=1;"});
   ASSERT_EQ(down.exit_code, 0) << down.err;
 
   write_text(gate, "open");

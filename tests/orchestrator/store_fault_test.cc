@@ -63,7 +63,7 @@ class StoreFaultTest : public ::testing::Test {
     return p;
   }
   int count(const std::string& sql) {
-    auto r = testing::run_process({"sqlite3", db(), sql});
+    auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", db(), sql});
     return std::atoi(r.out.c_str());
   }
   nlohmann::json stage(const std::string& run, const std::string& name) {
@@ -137,7 +137,7 @@ TEST_F(StoreFaultTest, AStoreThatStaysBrokenStopsTheCoordinatorAndLeavesTheJobsF
 TEST_F(StoreFaultTest, ASecondCoordinatorIsRefusedEvenWhenTheRecordedPidSaysNothing) {
   pid_t coordinator = start_run();
   // What PID reuse or another machine's PID looks like from here: no live pid.
-  ASSERT_EQ(testing::run_process({"sqlite3", db(), "UPDATE runs SET coordinator_pid=0"}).exit_code, 0);
+  ASSERT_EQ(testing::run_process({"sqlite3", "-cmd", ".timeout 10000", db(), "UPDATE runs SET coordinator_pid=0"}).exit_code, 0);
   // `status` asks the run's lock, not the PID: the run is still driven.
   auto st = ferry({"status", "store-1", "--json"}, 20);
   ASSERT_EQ(st.exit_code, 0) << st.err;
@@ -159,7 +159,7 @@ TEST_F(StoreFaultTest, ResumeTakesOverOnceTheCoordinatorIsGone) {
   ::kill(coordinator, SIGKILL);
   testing::wait_process(coordinator);
   // A recorded PID that names a live process (reuse) does not make the run look driven.
-  ASSERT_EQ(testing::run_process({"sqlite3", db(), "UPDATE runs SET coordinator_pid=" + std::to_string(::getpid())})
+  ASSERT_EQ(testing::run_process({"sqlite3", "-cmd", ".timeout 10000", db(), "UPDATE runs SET coordinator_pid=" + std::to_string(::getpid())})
                 .exit_code,
             0);
   auto st = ferry({"status", "store-1", "--json"}, 20);

@@ -32,7 +32,7 @@ class CheckpointWatchTest : public ::testing::Test {
   }
   // The events of one stage of type `type`, in the order recorded.
   std::vector<nlohmann::json> events(const std::string& stage, const std::string& type) {
-    auto r = testing::run_process({"sqlite3", "-json", home_.file("ferry.db"),
+    auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", "-json", home_.file("ferry.db"),
                                    "SELECT detail FROM events WHERE stage='" + stage + "' AND type='" + type +
                                        "' ORDER BY seq"});
     std::vector<nlohmann::json> out;
