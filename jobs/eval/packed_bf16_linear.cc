@@ -27,11 +27,12 @@ constexpr int64_t kChunkPanels = 3;
 // core short of its read speed on a single row.
 constexpr int64_t kPrefetchBytes = 4096;
 
-// Two BF16 inputs side by side, broadcast to every 32-bit lane (vdpbf16ps's x operand).
-FERRY_PACKED_AVX512_BF16 inline __m512bh broadcast_pair(const bf16* pair) {
-  int32_t bits;
-  std::memcpy(&bits, pair, sizeof bits);
-  return (__m512bh)_mm512_set1_epi32(bits);
+// acc += w * (the two BF16 inputs at `pair`, broadcast to every 32-bit lane), with the
+// broadcast folded into vdpbf16ps's memory operand ({1to16}): GCC 12 emits a separate
+// vpbroadcastd for the intrinsic form, an extra vector op per multiply-add.
+FERRY_PACKED_AVX512_BF16 inline __m512 dot_pair(__m512 acc, __m512bh w, const bf16* pair) {
+  __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(pair)));
+  return acc;
 }
 
 // MR rows of x (pair-major: pairs[2 (j MR + m) + e] is row m's input 2j + e) against one
@@ -54,14 +55,14 @@ FERRY_PACKED_AVX512_BF16 void panel_tile(const bf16* pairs, const bf16* panel, i
       const __m512bh w = (__m512bh)_mm512_loadu_si512(panel + (j + s) * kPairWidth);
       const bf16* xs = pairs + 2 * (j + s) * MR;
 #pragma GCC unroll 16
-      for (int m = 0; m < MR; ++m) acc[s * MR + m] = _mm512_dpbf16_ps(acc[s * MR + m], broadcast_pair(xs + 2 * m), w);
+      for (int m = 0; m < MR; ++m) acc[s * MR + m] = dot_pair(acc[s * MR + m], w, xs + 2 * m);
     }
   }
   if (j < pair_count) {  // an odd pair left over (two sets only)
     const __m512bh w = (__m512bh)_mm512_loadu_si512(panel + j * kPairWidth);
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
-      acc[m] = _mm512_dpbf16_ps(acc[m], broadcast_pair(pairs + 2 * (j * MR + m)), w);
+      acc[m] = dot_pair(acc[m], w, pairs + 2 * (j * MR + m));
     }
   }
 #pragma GCC unroll 16
@@ -88,12 +89,17 @@ bool bf16_weight_packable(const at::Tensor& w) {
 }
 
 at::Tensor pack_bf16_weight(const at::Tensor& w) {
-  const int64_t n = w.size(0), k = w.size(1);
+  at::Tensor panels = at::empty({w.size(0) / kBf16PanelColumns, w.size(1) / 2, kPairWidth}, w.options());
+  pack_bf16_panels(w, panels);
+  return panels;
+}
+
+void pack_bf16_panels(const at::Tensor& rows, const at::Tensor& panels) {
+  const int64_t n = rows.size(0), k = rows.size(1);
+  TORCH_CHECK(panels.is_contiguous() && panels.numel() == rows.numel(), "pack_bf16_panels: bad destination");
   // [panels, 16 columns, K/2 pairs, 2] -> [panels, K/2 pairs, 16 columns, 2]
-  return w.view({n / kBf16PanelColumns, kBf16PanelColumns, k / 2, 2})
-      .permute({0, 2, 1, 3})
-      .contiguous()
-      .view({n / kBf16PanelColumns, k / 2, kPairWidth});
+  panels.view({n / kBf16PanelColumns, k / 2, kBf16PanelColumns, 2})
+      .copy_(rows.view({n / kBf16PanelColumns, kBf16PanelColumns, k / 2, 2}).permute({0, 2, 1, 3}));
 }
 
 bool is_packed_bf16_weight(const at::Tensor& w) {

@@ -28,6 +28,9 @@ bool bf16_weight_packable(const at::Tensor& w);
 
 /// w [N, K] -> [N / 16, K / 2, 32] as above (a new tensor; the caller drops w).
 at::Tensor pack_bf16_weight(const at::Tensor& w);
+/// The same into `panels` ([rows / 16, K / 2, 32], contiguous), for packing a weight a
+/// slice of rows at a time (WeightLoader releases each slice's pages as it goes).
+void pack_bf16_panels(const at::Tensor& rows, const at::Tensor& panels);
 
 /// Whether w is a pack_bf16_weight() result: BF16 [panels, K / 2, 32].
 bool is_packed_bf16_weight(const at::Tensor& w);

@@ -14,6 +14,9 @@ namespace {
 
 // Lists longer than this are cut in error messages.
 constexpr size_t kMaxListedProblems = 12;
+// Panels packed between releases of the mapped pages they came from (64 panels = 1,024
+// rows: 2 MiB at K = 1,024).
+constexpr int64_t kPanelsPerSlice = 64;
 
 std::string shape_string(at::IntArrayRef shape) {
   std::ostringstream out;
@@ -110,11 +113,18 @@ at::Tensor WeightLoader::take_linear(const std::string& name, const std::vector<
   const int64_t in_place_before = report_.tensors_zero_copy;
   at::Tensor w = take(name, shape);
   if (!w.defined() || !bf16_weight_packable(w)) return w;
-  at::Tensor packed = pack_bf16_weight(w);
-  if (report_.tensors_zero_copy > in_place_before) {  // w views the mapping
-    --report_.tensors_zero_copy;
-    release_mapped_pages(w);
+  // A slice of rows at a time, each slice's mapped pages released once packed, so the
+  // process holds one copy of the weights plus a slice, not two copies of the matrix.
+  const bool mapped = report_.tensors_zero_copy > in_place_before;
+  const int64_t panels = w.size(0) / kBf16PanelColumns;
+  at::Tensor packed = at::empty({panels, w.size(1) / 2, 2 * kBf16PanelColumns}, w.options());
+  for (int64_t p = 0; p < panels; p += kPanelsPerSlice) {
+    const int64_t count = std::min(kPanelsPerSlice, panels - p);
+    const at::Tensor rows = w.narrow(0, p * kBf16PanelColumns, count * kBf16PanelColumns);
+    pack_bf16_panels(rows, packed.narrow(0, p, count));
+    if (mapped) release_mapped_pages(rows);
   }
+  if (mapped) --report_.tensors_zero_copy;
   ++report_.tensors_repacked;
   return packed;
 }
