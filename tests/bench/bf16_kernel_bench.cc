@@ -4,7 +4,9 @@
 //  * for the Qwen3-shaped projections of eval_bench (hidden 1024, MLP 4096, 16 q / 8 kv
 //    heads of 128), x of --rows rows: the packed kernel (packed_bf16_linear), the
 //    checkpoint-layout kernel (bf16_linear), libtorch's at::linear (oneDNN) — GFLOP/s
-//    and the share of the peak; one row: weight GB/s.
+//    and the share of the peak; one row: weight GB/s;
+//  * one row against a 128 MiB matrix (past the LLC, a decode step's case): weight bytes
+//    per CPU second and per wall second, each layout.
 // Medians of --reps. Prints figures; not a timed test.
 //
 //   bf16_kernel_bench [--rows N] [--reps N] [--threads N]
@@ -147,6 +149,26 @@ int main(int argc, char** argv) {
     std::printf("| %s [%lld, %lld] | %s | %s | %s | %.1f |\n", s.name, static_cast<long long>(s.n),
                 static_cast<long long>(s.k), cell(p).c_str(), cell(c).c_str(), cell(l).c_str(),
                 2.0 * s.n * s.k / one.wall / 1e9);
+  }
+
+  // One row against weights far past the last-level cache (a decode step's case): bytes
+  // of weights read per CPU second and per wall second, both layouts side by side.
+  {
+    constexpr int64_t kN = 64 * 1024, kK = 1024;  // 128 MiB
+    at::manual_seed(2);
+    const at::Tensor w = at::randn({kN, kK}).to(at::kBFloat16), x = at::randn({1, kK}).to(at::kBFloat16);
+    const at::Tensor packed = pack_bf16_weight(w);
+    const double bytes = 2.0 * kN * kK;
+    const Timing p = time_median(reps, [&] { packed_bf16_linear(x, packed); });
+    const Timing c = time_median(reps, [&] { bf16_linear(x, w); });
+    set_bf16_kernel_enabled(false);
+    const Timing l = time_median(reps, [&] { at::linear(x, w); });
+    set_bf16_kernel_enabled(true);
+    std::printf("\none row, [%lld, %lld] (%.0f MB, past the LLC), %d threads: GB/s per CPU second (wall): packed %.1f "
+                "(%.1f), checkpoint layout %.1f (%.1f), libtorch %.1f (%.1f)\n",
+                static_cast<long long>(kN), static_cast<long long>(kK), bytes / 1e6, threads, bytes / p.cpu / 1e9,
+                bytes / p.wall / 1e9, bytes / c.cpu / 1e9, bytes / c.wall / 1e9, bytes / l.cpu / 1e9,
+                bytes / l.wall / 1e9);
   }
   return 0;
 }
