@@ -30,8 +30,10 @@ constexpr int64_t kPrefetchBytes = 4096;
 // acc += w * (the two BF16 inputs at `pair`, broadcast to every 32-bit lane), with the
 // broadcast folded into vdpbf16ps's memory operand ({1to16}): GCC 12 emits a separate
 // vpbroadcastd for the intrinsic form, an extra vector op per multiply-add.
+// (The operand is read as one 32-bit value of a type that may alias the BF16 pair.)
+typedef int32_t __attribute__((may_alias)) PairBits;
 FERRY_PACKED_AVX512_BF16 inline __m512 dot_pair(__m512 acc, __m512bh w, const bf16* pair) {
-  __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(pair)));
+  __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const PairBits*>(pair)));
   return acc;
 }
 
