@@ -190,6 +190,21 @@ bool bf16_kernel_supported() {
 
 void set_bf16_kernel_enabled(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
 
+bool bf16_kernel_enabled() { return g_enabled.load(std::memory_order_relaxed) && bf16_kernel_supported(); }
+
+void for_each_chunk(int64_t chunks, const std::function<void(int64_t)>& work) {
+  std::atomic<int64_t> next{0};
+  auto take_chunks = [&](int64_t, int64_t) {
+    for (int64_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) work(c);
+  };
+  const int64_t threads = std::min<int64_t>(at::get_num_threads(), chunks / kMinChunksPerThread);
+  if (threads <= 1 || at::in_parallel_region()) {
+    take_chunks(0, 1);
+  } else {
+    at::parallel_for(0, threads, 1, take_chunks);
+  }
+}
+
 bool bf16_linear_applies(const at::Tensor& x, const at::Tensor& w) {
   return g_enabled.load(std::memory_order_relaxed) && x.scalar_type() == at::kBFloat16 &&
          w.scalar_type() == at::kBFloat16 && x.device().is_cpu() && w.device().is_cpu() && x.dim() == 2 &&
@@ -203,27 +218,14 @@ at::Tensor bf16_linear(const at::Tensor& x, const at::Tensor& w) {
   const bf16* xp = x.data_ptr<bf16>();
   const bf16* wp = w.data_ptr<bf16>();
   bf16* op = out.data_ptr<bf16>();
-  // Threads take chunks of rows as they come free rather than one fixed share each: on
-  // a host where other work runs, a thread that loses its core for a time slice would
-  // otherwise hold every other one at the end of the product.
-  const int64_t chunks = (n_len + kChunkRows - 1) / kChunkRows;
-  std::atomic<int64_t> next{0};
-  auto work = [&](int64_t, int64_t) {
-    for (int64_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) {
-      const int64_t n0 = c * kChunkRows, n1 = std::min(n_len, n0 + kChunkRows);
-      if (m_len == 1) {
-        gemv_rows(xp, wp, k_len, n0, n1, op);
-      } else {
-        gemm_rows(xp, m_len, wp, k_len, n0, n1, op, n_len);
-      }
+  for_each_chunk((n_len + kChunkRows - 1) / kChunkRows, [&](int64_t c) {
+    const int64_t n0 = c * kChunkRows, n1 = std::min(n_len, n0 + kChunkRows);
+    if (m_len == 1) {
+      gemv_rows(xp, wp, k_len, n0, n1, op);
+    } else {
+      gemm_rows(xp, m_len, wp, k_len, n0, n1, op, n_len);
     }
-  };
-  const int64_t threads = std::min<int64_t>(at::get_num_threads(), chunks / kMinChunksPerThread);
-  if (threads <= 1 || at::in_parallel_region()) {
-    work(0, 1);
-  } else {
-    at::parallel_for(0, threads, 1, work);
-  }
+  });
   return out;
 }
 

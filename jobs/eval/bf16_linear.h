@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 
 namespace ferry::eval {
 
@@ -29,6 +30,15 @@ bool bf16_kernel_supported();
 /// Process-wide switch (on by default) so a benchmark can time libtorch's path beside
 /// the kernel in one run; off, bf16_linear_applies() is false.
 void set_bf16_kernel_enabled(bool enabled);
+
+/// Whether the kernels run here: supported by the CPU and not switched off.
+bool bf16_kernel_enabled();
+
+/// Runs work(c) for every c in [0, chunks) on libtorch's threads (inline when there are
+/// too few chunks to share or already inside a parallel region). Threads take chunks as
+/// they come free rather than one fixed share each: on a host where other work runs, a
+/// thread that loses its core for a time slice would otherwise hold the others at the end.
+void for_each_chunk(int64_t chunks, const std::function<void(int64_t)>& work);
 
 /// True when project() should run bf16_linear(x, w): both BF16 on the CPU, x [M, K]
 /// with M = 1, or 1 < M <= kBf16LinearMaxRows and K >= kBf16LinearMinBlockDepth,

@@ -24,23 +24,23 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& fo
   const int64_t features = static_cast<int64_t>(d->config_.target_layer_ids.size()) * target_hidden_size;
 
   WeightLoader loader(&ckpt, what, options);
-  d->fc_ = loader.take(prefix + "fc.weight", {h, features});
+  d->fc_ = loader.take_linear(prefix + "fc.weight", {h, features});
   d->hidden_norm_ = loader.take(prefix + "hidden_norm.weight", {h});
   d->norm_ = loader.take(prefix + "norm.weight", {h});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = prefix + "layers." + std::to_string(i) + ".";
     Layer layer;
     layer.input_norm = loader.take(p + "input_layernorm.weight", {h});
-    layer.q = loader.take(p + "self_attn.q_proj.weight", {qd, h});
-    layer.k = loader.take(p + "self_attn.k_proj.weight", {kvd, h});
-    layer.v = loader.take(p + "self_attn.v_proj.weight", {kvd, h});
-    layer.o = loader.take(p + "self_attn.o_proj.weight", {h, qd});
+    layer.q = loader.take_linear(p + "self_attn.q_proj.weight", {qd, h});
+    layer.k = loader.take_linear(p + "self_attn.k_proj.weight", {kvd, h});
+    layer.v = loader.take_linear(p + "self_attn.v_proj.weight", {kvd, h});
+    layer.o = loader.take_linear(p + "self_attn.o_proj.weight", {h, qd});
     layer.q_norm = loader.take(p + "self_attn.q_norm.weight", {hd});
     layer.k_norm = loader.take(p + "self_attn.k_norm.weight", {hd});
     layer.post_norm = loader.take(p + "post_attention_layernorm.weight", {h});
-    layer.gate = loader.take(p + "mlp.gate_proj.weight", {in, h});
-    layer.up = loader.take(p + "mlp.up_proj.weight", {in, h});
-    layer.down = loader.take(p + "mlp.down_proj.weight", {h, in});
+    layer.gate = loader.take_linear(p + "mlp.gate_proj.weight", {in, h});
+    layer.up = loader.take_linear(p + "mlp.up_proj.weight", {in, h});
+    layer.down = loader.take_linear(p + "mlp.down_proj.weight", {h, in});
     d->layers_.push_back(std::move(layer));
   }
   FERRY_RETURN_IF_ERROR(loader.finish({}, report));

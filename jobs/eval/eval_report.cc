@@ -19,6 +19,7 @@ nlohmann::json load_json(const LoadReport& l) {
           {"files_opened", l.files_opened},
           {"tensors_loaded", l.tensors_loaded},
           {"tensors_zero_copy", l.tensors_zero_copy},
+          {"tensors_repacked", l.tensors_repacked},
           {"bytes_mapped", l.bytes_mapped},
           {"bytes_copied", l.bytes_copied},
           {"source_dtypes", l.source_dtypes},
@@ -130,6 +131,7 @@ std::string EvalReport::to_text() const {
     out << "  loaded " << l.what << ": " << l.tensors_loaded << " tensors (";
     for (size_t i = 0; i < l.source_dtypes.size(); ++i) out << (i ? "," : "") << l.source_dtypes[i];
     out << (l.sharded ? ", sharded" : "") << "), " << l.unused.size() << " unused";
+    if (l.tensors_repacked > 0) out << ", " << l.tensors_repacked << " repacked for the BF16 kernel";
     if (!l.skipped.empty()) out << ", " << l.skipped.size() << " vision/mtp skipped unread";
     out << "; " << fixed(static_cast<double>(l.bytes_mapped) / (1 << 20), 1) << " MiB mapped, "
         << fixed(static_cast<double>(l.bytes_copied) / (1 << 20), 1) << " MiB copied\n";

@@ -17,6 +17,8 @@ struct LoadReport {
   int64_t tensors_loaded = 0;
   int64_t tensors_zero_copy = 0;          // used in place from the mapping, no copy (the
                                           // checkpoint's dtype is the compute dtype, on CPU)
+  int64_t tensors_repacked = 0;           // BF16 matrices repacked for the kernel (packed_bf16_linear.h),
+                                          // each in place of its mapped pages, not beside them
   int64_t bytes_mapped = 0;               // checkpoint bytes of the tensors loaded (file mappings)
   int64_t bytes_copied = 0;               // bytes of converted copies made from them (0 when all are in place)
   std::vector<std::string> unused;        // in the checkpoint, never used (reported, not fatal)

@@ -39,16 +39,16 @@ Result<std::unique_ptr<Qwen3Target>> Qwen3Target::load(const std::string& folder
     const std::string p = prefix + "layers." + std::to_string(i) + ".";
     Layer layer;
     layer.input_norm = loader.take(p + "input_layernorm.weight", {h});
-    layer.q = loader.take(p + "self_attn.q_proj.weight", {qd, h});
-    layer.k = loader.take(p + "self_attn.k_proj.weight", {kvd, h});
-    layer.v = loader.take(p + "self_attn.v_proj.weight", {kvd, h});
-    layer.o = loader.take(p + "self_attn.o_proj.weight", {h, qd});
+    layer.q = loader.take_linear(p + "self_attn.q_proj.weight", {qd, h});
+    layer.k = loader.take_linear(p + "self_attn.k_proj.weight", {kvd, h});
+    layer.v = loader.take_linear(p + "self_attn.v_proj.weight", {kvd, h});
+    layer.o = loader.take_linear(p + "self_attn.o_proj.weight", {h, qd});
     layer.q_norm = loader.take(p + "self_attn.q_norm.weight", {hd});
     layer.k_norm = loader.take(p + "self_attn.k_norm.weight", {hd});
     layer.post_norm = loader.take(p + "post_attention_layernorm.weight", {h});
-    layer.gate = loader.take(p + "mlp.gate_proj.weight", {in, h});
-    layer.up = loader.take(p + "mlp.up_proj.weight", {in, h});
-    layer.down = loader.take(p + "mlp.down_proj.weight", {h, in});
+    layer.gate = loader.take_linear(p + "mlp.gate_proj.weight", {in, h});
+    layer.up = loader.take_linear(p + "mlp.up_proj.weight", {in, h});
+    layer.down = loader.take_linear(p + "mlp.down_proj.weight", {h, in});
     t->layers_.push_back(std::move(layer));
   }
   FERRY_RETURN_IF_ERROR(loader.finish(skip, report));

@@ -1,6 +1,7 @@
 #include "jobs/eval/tensor_ops.h"
 
 #include "jobs/eval/bf16_linear.h"
+#include "jobs/eval/packed_bf16_linear.h"
 
 #include <algorithm>
 #include <cassert>
@@ -81,6 +82,7 @@ at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const a
 }
 
 at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
+  if (is_packed_bf16_weight(w)) return packed_bf16_linear(x, w);
   if (bf16_linear_applies(x, w)) return bf16_linear(x, w);
   if (w.device().is_cpu() && x.size(0) == 1 && x.scalar_type() == at::kFloat) {
     return at::mv(w, x.select(0, 0)).unsqueeze(0);

@@ -61,10 +61,12 @@ at::Tensor causal_mask(int64_t t, int64_t s, int64_t causal_past, const at::Devi
 /// attention() with a mask from causal_mask() (undefined: no mask).
 at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
 
-/// x @ w^T. x: [T, in], w: [out, in] -> [T, out]. BF16 with up to kBf16LinearMaxRows
-/// rows on an AVX512-BF16 CPU goes through bf16_linear (weights streamed once at the
-/// core's read speed); a single float32 row through a matrix-vector product (BLAS gemm
-/// would first copy, "pack", all of w); the rest through libtorch's gemm (oneDNN for BF16).
+/// x @ w^T. x: [T, in], w: [out, in] -> [T, out], or w packed at load
+/// (pack_bf16_weight(), WeightLoader::take_linear()): then packed_bf16_linear, any T.
+/// Else BF16 with up to kBf16LinearMaxRows rows on an AVX512-BF16 CPU goes through
+/// bf16_linear (weights streamed once at the core's read speed); a single float32 row
+/// through a matrix-vector product (BLAS gemm would first copy, "pack", all of w); the
+/// rest through libtorch's gemm (oneDNN for BF16).
 at::Tensor project(const at::Tensor& x, const at::Tensor& w);
 
 /// down(silu(gate(x)) * up(x)) with gate and up stacked: gate_up: [2I, H], down: [H, I].

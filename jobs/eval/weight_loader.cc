@@ -1,5 +1,10 @@
 #include "jobs/eval/weight_loader.h"
 
+#include "jobs/eval/packed_bf16_linear.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -9,6 +14,9 @@ namespace {
 
 // Lists longer than this are cut in error messages.
 constexpr size_t kMaxListedProblems = 12;
+// Panels packed between releases of the mapped pages they came from (64 panels = 1,024
+// rows: 2 MiB at K = 1,024).
+constexpr int64_t kPanelsPerSlice = 64;
 
 std::string shape_string(at::IntArrayRef shape) {
   std::ostringstream out;
@@ -16,6 +24,17 @@ std::string shape_string(at::IntArrayRef shape) {
   for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
   out << "]";
   return out.str();
+}
+
+// Drops the whole pages of a mapped tensor from the process (the file keeps them in the
+// page cache). The mapping is private and read-only, so a later read would only fault
+// them back in from the file: nothing can see different bytes.
+void release_mapped_pages(const at::Tensor& t) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(t.data_ptr());
+  const uintptr_t end = begin + static_cast<uintptr_t>(t.nbytes());
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 }  // namespace
@@ -88,6 +107,26 @@ at::Tensor WeightLoader::take(const std::string& name, const std::vector<int64_t
   at::Tensor copy = raw->to(options_.device, options_.dtype);
   report_.bytes_copied += copy.numel() * static_cast<int64_t>(copy.element_size());
   return copy;
+}
+
+at::Tensor WeightLoader::take_linear(const std::string& name, const std::vector<int64_t>& shape) {
+  const int64_t in_place_before = report_.tensors_zero_copy;
+  at::Tensor w = take(name, shape);
+  if (!w.defined() || !bf16_weight_packable(w)) return w;
+  // A slice of rows at a time, each slice's mapped pages released once packed, so the
+  // process holds one copy of the weights plus a slice, not two copies of the matrix.
+  const bool mapped = report_.tensors_zero_copy > in_place_before;
+  const int64_t panels = w.size(0) / kBf16PanelColumns;
+  at::Tensor packed = at::empty({panels, w.size(1) / 2, 2 * kBf16PanelColumns}, w.options());
+  for (int64_t p = 0; p < panels; p += kPanelsPerSlice) {
+    const int64_t count = std::min(kPanelsPerSlice, panels - p);
+    const at::Tensor rows = w.narrow(0, p * kBf16PanelColumns, count * kBf16PanelColumns);
+    pack_bf16_panels(rows, packed.narrow(0, p, count));
+    if (mapped) release_mapped_pages(rows);
+  }
+  if (mapped) --report_.tensors_zero_copy;
+  ++report_.tensors_repacked;
+  return packed;
 }
 
 at::Tensor WeightLoader::take_float32(const std::string& name, const std::vector<int64_t>& shape) {

@@ -25,6 +25,10 @@ class WeightLoader {
 
   /// The tensor `name` with `shape`, or an undefined tensor (the problem is recorded).
   at::Tensor take(const std::string& name, const std::vector<int64_t>& shape);
+  /// take() for a matrix used only as project()'s w: repacked for the BF16 kernel where
+  /// bf16_weight_packable() (the checkpoint's pages of it then leave the process, so the
+  /// weights stay one copy), as take() returns it otherwise.
+  at::Tensor take_linear(const std::string& name, const std::vector<int64_t>& shape);
   /// Like take(), but always float32 on the compute device (small parameters that the
   /// model keeps in full precision whatever the compute dtype: decay rates, norms).
   at::Tensor take_float32(const std::string& name, const std::vector<int64_t>& shape);

@@ -10,6 +10,7 @@
 namespace ferry::eval {
 namespace {
 
+using testing::bf16_randn;
 using testing::relative_error;
 
 class Bf16LinearTest : public ::testing::Test {
@@ -18,11 +19,6 @@ class Bf16LinearTest : public ::testing::Test {
     if (!bf16_kernel_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16: libtorch's path is the only one";
   }
 };
-
-at::Tensor bf16_randn(int64_t rows, int64_t cols, int64_t seed) {
-  at::manual_seed(seed);
-  return at::randn({rows, cols}).to(at::kBFloat16);
-}
 
 TEST_F(Bf16LinearTest, MatchesAFloat64ProductForDecodeAndVerifyShapes) {
   // K: whole 128-wide steps, 32-wide steps, and tails shorter than a vector.

@@ -30,6 +30,11 @@ double relative_error(const at::Tensor& got, const at::Tensor& want) {
   return (g - w).abs().max().item<double>() / std::max(w.abs().max().item<double>(), 1e-30);
 }
 
+at::Tensor bf16_randn(int64_t rows, int64_t cols, int64_t seed) {
+  at::manual_seed(seed);
+  return at::randn({rows, cols}).to(at::kBFloat16);
+}
+
 at::Tensor ids_tensor(const std::vector<int64_t>& ids) { return at::tensor(ids, at::kLong); }
 
 std::vector<int64_t> greedy(TargetModel* target, const std::vector<int64_t>& prompt, int n) {

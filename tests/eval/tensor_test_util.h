@@ -23,6 +23,9 @@ Weights read_weights(const std::string& folder, const std::string& strip_prefix 
 /// max |got - want| / max |want|, in double.
 double relative_error(const at::Tensor& got, const at::Tensor& want);
 
+/// Standard normal values [rows, cols] from `seed`, rounded to BF16.
+at::Tensor bf16_randn(int64_t rows, int64_t cols, int64_t seed);
+
 at::Tensor ids_tensor(const std::vector<int64_t>& ids);
 
 /// Plain greedy decoding (block size 1) of n tokens through the speculative loop.

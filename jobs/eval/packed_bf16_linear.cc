@@ -1,0 +1,160 @@
+#include "jobs/eval/packed_bf16_linear.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "jobs/eval/bf16_linear.h"
+
+namespace ferry::eval {
+namespace {
+
+using bf16 = c10::BFloat16;
+// Compiled for AVX512-BF16 whatever the build's -march; only reached when the kernel is
+// enabled, which includes the cpuid check.
+#define FERRY_PACKED_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+constexpr int64_t kPairWidth = 2 * kBf16PanelColumns;  // BF16 values per (panel, input pair)
+// Rows of x whose sums stay in registers: 16 vectors of sums + the weight vector.
+constexpr int kMaxTileRows = 16;
+// Panels a thread takes at a time (48 output columns).
+constexpr int64_t kChunkPanels = 3;
+// Software prefetch distance along a panel: the hardware prefetcher alone leaves a
+// core short of its read speed on a single row.
+constexpr int64_t kPrefetchBytes = 4096;
+
+// acc += w * (the two BF16 inputs at `pair`, broadcast to every 32-bit lane), with the
+// broadcast folded into vdpbf16ps's memory operand ({1to16}): GCC 12 emits a separate
+// vpbroadcastd for the intrinsic form, an extra vector op per multiply-add.
+// (The operand is read as one 32-bit value of a type that may alias the BF16 pair.)
+typedef int32_t __attribute__((may_alias)) PairBits;
+FERRY_PACKED_AVX512_BF16 inline __m512 dot_pair(__m512 acc, __m512bh w, const bf16* pair) {
+  __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const PairBits*>(pair)));
+  return acc;
+}
+
+// MR rows of x (pair-major: pairs[2 (j MR + m) + e] is row m's input 2j + e) against one
+// panel: each step loads the panel's vector for pair j once and feeds it to MR
+// multiply-adds. Under 8 rows, two sets of sums (even and odd pairs) keep the adds'
+// latency hidden; from 8 rows the rows themselves do.
+template <int MR>
+FERRY_PACKED_AVX512_BF16 void panel_tile(const bf16* pairs, const bf16* panel, int64_t pair_count, bf16* out,
+                                         int64_t ldo) {
+  constexpr int kSets = MR < 8 ? 2 : 1;
+  __m512 acc[kSets * MR];
+#pragma GCC unroll 32
+  for (int i = 0; i < kSets * MR; ++i) acc[i] = _mm512_setzero_ps();
+  const char* ahead = reinterpret_cast<const char*>(panel) + kPrefetchBytes;
+  int64_t j = 0;
+  for (; j + kSets <= pair_count; j += kSets) {
+#pragma GCC unroll 2
+    for (int s = 0; s < kSets; ++s) {
+      _mm_prefetch(ahead + (j + s) * 64, _MM_HINT_T0);
+      const __m512bh w = (__m512bh)_mm512_loadu_si512(panel + (j + s) * kPairWidth);
+      const bf16* xs = pairs + 2 * (j + s) * MR;
+#pragma GCC unroll 16
+      for (int m = 0; m < MR; ++m) acc[s * MR + m] = dot_pair(acc[s * MR + m], w, xs + 2 * m);
+    }
+  }
+  if (j < pair_count) {  // an odd pair left over (two sets only)
+    const __m512bh w = (__m512bh)_mm512_loadu_si512(panel + j * kPairWidth);
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      acc[m] = dot_pair(acc[m], w, pairs + 2 * (j * MR + m));
+    }
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) {
+    const __m512 sum = kSets == 2 ? _mm512_add_ps(acc[m], acc[(kSets - 1) * MR + m]) : acc[m];
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + m * ldo), (__m256i)_mm512_cvtneps_pbh(sum));
+  }
+}
+
+using TileFn = void (*)(const bf16*, const bf16*, int64_t, bf16*, int64_t);
+
+template <int... MR>
+constexpr std::array<TileFn, sizeof...(MR)> tiles(std::integer_sequence<int, MR...>) {
+  return {&panel_tile<MR + 1>...};
+}
+constexpr auto kTiles = tiles(std::make_integer_sequence<int, kMaxTileRows>());
+
+}  // namespace
+
+bool bf16_weight_packable(const at::Tensor& w) {
+  return bf16_kernel_enabled() && w.scalar_type() == at::kBFloat16 && w.device().is_cpu() && w.dim() == 2 &&
+         w.is_contiguous() && w.size(0) > 0 && w.size(0) % kBf16PanelColumns == 0 && w.size(1) > 0 &&
+         w.size(1) % 2 == 0;
+}
+
+at::Tensor pack_bf16_weight(const at::Tensor& w) {
+  at::Tensor panels = at::empty({w.size(0) / kBf16PanelColumns, w.size(1) / 2, kPairWidth}, w.options());
+  pack_bf16_panels(w, panels);
+  return panels;
+}
+
+void pack_bf16_panels(const at::Tensor& rows, const at::Tensor& panels) {
+  const int64_t n = rows.size(0), k = rows.size(1);
+  TORCH_CHECK(panels.is_contiguous() && panels.numel() == rows.numel(), "pack_bf16_panels: bad destination");
+  // [panels, 16 columns, K/2 pairs, 2] -> [panels, K/2 pairs, 16 columns, 2]
+  panels.view({n / kBf16PanelColumns, k / 2, kBf16PanelColumns, 2})
+      .copy_(rows.view({n / kBf16PanelColumns, kBf16PanelColumns, k / 2, 2}).permute({0, 2, 1, 3}));
+}
+
+bool is_packed_bf16_weight(const at::Tensor& w) {
+  return w.dim() == 3 && w.size(2) == kPairWidth && w.scalar_type() == at::kBFloat16;
+}
+
+at::Tensor packed_bf16_linear(const at::Tensor& x_in, const at::Tensor& packed) {
+  const int64_t panels = packed.size(0), pair_count = packed.size(1);
+  const int64_t k_len = 2 * pair_count, n_len = panels * kBf16PanelColumns;
+  TORCH_CHECK(x_in.scalar_type() == at::kBFloat16 && x_in.device().is_cpu() && x_in.size(-1) == k_len,
+              "packed_bf16_linear: x must be BF16 [..., ", k_len, "] on the CPU, got ", x_in.sizes(),
+              " ", x_in.scalar_type());
+  TORCH_CHECK(packed.is_contiguous() && bf16_kernel_supported(), "packed_bf16_linear: bad packed weight");
+  std::vector<int64_t> out_shape = x_in.sizes().vec();
+  out_shape.back() = n_len;
+  const at::Tensor x = x_in.reshape({-1, k_len}).contiguous();
+  const int64_t m_len = x.size(0);
+  at::Tensor out = at::empty({m_len, n_len}, x.options());
+  if (m_len == 0) return out.view(out_shape);
+
+  // Blocks of up to 16 rows, each pair-major (a step's pairs for all rows in one cache
+  // line); a single row is already in that order.
+  const int64_t blocks = (m_len + kMaxTileRows - 1) / kMaxTileRows;
+  const bf16* rows = x.data_ptr<bf16>();
+  std::vector<bf16> interleaved;
+  const bf16* pairs = rows;
+  if (m_len > 1) {
+    interleaved.resize(static_cast<size_t>(m_len * k_len));
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t m0 = b * kMaxTileRows, mr = std::min<int64_t>(kMaxTileRows, m_len - m0);
+      bf16* dst = interleaved.data() + m0 * k_len;
+      for (int64_t m = 0; m < mr; ++m) {
+        const bf16* src = rows + (m0 + m) * k_len;
+        for (int64_t j = 0; j < pair_count; ++j) std::memcpy(dst + 2 * (j * mr + m), src + 2 * j, 2 * sizeof(bf16));
+      }
+    }
+    pairs = interleaved.data();
+  }
+
+  const bf16* wp = packed.data_ptr<bf16>();
+  bf16* op = out.data_ptr<bf16>();
+  for_each_chunk((panels + kChunkPanels - 1) / kChunkPanels, [&](int64_t c) {
+    const int64_t p1 = std::min(panels, (c + 1) * kChunkPanels);
+    for (int64_t p = c * kChunkPanels; p < p1; ++p) {
+      // Every block of rows against this panel while it is in cache.
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t m0 = b * kMaxTileRows, mr = std::min<int64_t>(kMaxTileRows, m_len - m0);
+        kTiles[mr - 1](pairs + m0 * k_len, wp + p * pair_count * kPairWidth, pair_count,
+                       op + m0 * n_len + p * kBf16PanelColumns, n_len);
+      }
+    }
+  });
+  return out.view(out_shape);
+}
+
+}  // namespace ferry::eval

@@ -1,0 +1,43 @@
+// x @ w^T for BF16 weights repacked once, at load, into the layout vdpbf16ps wants, so a
+// block of rows (a verify, a prefill) runs at the cores' arithmetic speed and a single
+// row (a decode step) at their read speed, from the same single copy of the weights.
+//
+// Layout: w [N, K] becomes [N / 16, K / 2, 32]: panels of 16 output columns; in a panel,
+// for each pair of inputs (2j, 2j+1), the 16 columns' pairs side by side — one 64-byte
+// vector. A step of the kernel loads that vector once and multiplies it into 16 float32
+// sums (one output column each, no horizontal sums) for every row of x, the row's
+// pair broadcast; a tile of up to 16 rows keeps its sums in registers for the whole K.
+// Why not the checkpoint's layout: there each output is a dot product along K, reduced
+// across lanes at the end, and 16 rows need 16 x-vector loads per weight vector; both
+// cost as much as the multiply-adds at K = 1,024 (oneDNN repacks for the same reason).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace ferry::eval {
+
+/// Output columns in a panel of a packed weight (one float32 vector of sums).
+constexpr int64_t kBf16PanelColumns = 16;
+
+/// Whether pack_bf16_weight() takes w: BF16 [N, K] contiguous on the CPU, N a multiple
+/// of kBf16PanelColumns, K even, and the BF16 kernel supported and enabled (read at
+/// load: a weight packed stays packed). Others stay as they are (bf16_linear / libtorch).
+bool bf16_weight_packable(const at::Tensor& w);
+
+/// w [N, K] -> [N / 16, K / 2, 32] as above (a new tensor; the caller drops w).
+at::Tensor pack_bf16_weight(const at::Tensor& w);
+/// The same into `panels` ([rows / 16, K / 2, 32], contiguous), for packing a weight a
+/// slice of rows at a time (WeightLoader releases each slice's pages as it goes).
+void pack_bf16_panels(const at::Tensor& rows, const at::Tensor& panels);
+
+/// Whether w is a pack_bf16_weight() result: BF16 [panels, K / 2, 32].
+bool is_packed_bf16_weight(const at::Tensor& w);
+
+/// x [..., K] BF16, any number of rows, against a packed w of [N, K] -> [..., N] BF16,
+/// each output the float32 sum of its K products rounded once. Output columns are split
+/// over libtorch's threads; rows beyond 16 reuse each panel from cache.
+at::Tensor packed_bf16_linear(const at::Tensor& x, const at::Tensor& packed);
+
+}  // namespace ferry::eval
