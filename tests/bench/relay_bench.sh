@@ -14,8 +14,8 @@
 # another build, e.g. main's) adds that build's relay to every round, interleaved.
 # Besides wall times it prints the CPU each relay costs (user+sys, medians): on the
 # coordinator side (ferry, or the pipe's two ssh clients) and on the hosts (sshd and
-# its sessions, agents, cat); on a machine whose cores are all busy, the wall-time
-# ratio follows these.
+# its sessions, agents, cat): on a machine whose cores are all busy, the wall-time
+# ratio depends on these (and on how long each hop waits for a core).
 # Usage (root): tests/bench/relay_bench.sh BUILD_DIR [SIZE_MIB] [ROUNDS] [BIG_MIB]
 # Prints figures; not a test.
 set -euo pipefail
