@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
+#include "protocol/body_buffers.h"
 #include "transfer/chunk_files.h"
 
 namespace ferry {
@@ -475,7 +476,11 @@ int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s, LaneListener* 
           return 2;
         }
         if (!next->has_value()) break;
-        if (!out.write(handle(**next))) return 1;
+        protocol::Frame reply = handle(**next);
+        if (!out.write(reply)) return 1;
+        // Chunk bodies (a write's request, a read's reply) carry the next chunks.
+        protocol::recycle_body_buffer(std::move((*next)->body));
+        protocol::recycle_body_buffer(std::move(reply.body));
         last_in = mono_s();  // a long operation is not the coordinator's silence
       }
     }

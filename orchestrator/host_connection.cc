@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/clock.h"
+#include "protocol/body_buffers.h"
 
 namespace ferry {
 namespace {
@@ -239,7 +240,8 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
       in_flight[p.frame.request_id] = std::move(p.fn);
       Status w = t.write_all(prefix.data(), prefix.size());
       if (w.ok() && !p.frame.body.empty()) w = t.write_all(p.frame.body.data(), p.frame.body.size());
-      p.frame.body = std::string();  // free it now, not when the reply comes
+      // Sent: its buffer takes the next chunk read on any link (no allocation, no zero-fill).
+      protocol::recycle_body_buffer(std::move(p.frame.body));
       if (!w.ok()) {
         fail(w.message());
         return true;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "protocol/body_buffers.h"
+
 namespace ferry::protocol {
 namespace {
 
@@ -143,7 +145,7 @@ Result<std::optional<Frame>> FrameDecoder::next() {
   if (!whole) {
     // Every buffered byte belongs to this frame: move them into the body and read the rest there.
     size_t have = avail - (4 + kFixedBytes + header_len);
-    frame.body.resize(body_len);
+    frame.body = take_body_buffer(body_len);  // every byte of it is overwritten: no zero-fill
     std::memcpy(&frame.body[0], header + header_len, have);
     body_frame_ = std::move(frame);
     body_filled_ = have;

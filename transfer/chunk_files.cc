@@ -18,6 +18,7 @@
 #include "base/file_lock.h"
 #include "base/file_util.h"
 #include "base/unique_fd.h"
+#include "protocol/body_buffers.h"
 
 namespace ferry {
 namespace {
@@ -220,7 +221,7 @@ Result<std::string> read_chunk(const std::string& path, int64_t offset, int64_t 
   if (offset < 0 || length < 0 || length > kMaxChunkBytes) return invalid_argument("bad read range");
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.ok()) return errno_status("open " + path, errno);
-  std::string data(static_cast<size_t>(length), '\0');
+  std::string data = protocol::take_body_buffer(static_cast<size_t>(length));  // pread fills it all
   FERRY_RETURN_IF_ERROR(pread_all(fd.get(), data.data(), length, offset, path));
   *hash = xxh128_hex(data.data(), data.size());
   return data;

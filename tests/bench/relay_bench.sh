@@ -12,6 +12,10 @@
 # the coordinator's peak RSS.
 # FERRY_BENCH_BASELINE=DIR (a directory holding bin/ferry and bin/ferry-agent of
 # another build, e.g. main's) adds that build's relay to every round, interleaved.
+# Besides wall times it prints the CPU each relay costs (user+sys, medians): on the
+# coordinator side (ferry, or the pipe's two ssh clients) and on the hosts (sshd and
+# its sessions, agents, cat): on a machine whose cores are all busy, the wall-time
+# ratio depends on these (and on how long each hop waits for a core).
 # Usage (root): tests/bench/relay_bench.sh BUILD_DIR [SIZE_MIB] [ROUNDS] [BIG_MIB]
 # Prints figures; not a test.
 set -euo pipefail
@@ -35,6 +39,24 @@ rate() { echo "scale=1; $size_mib / $1" | bc; }
 ratio() { echo "scale=2; $1 / $2" | bc; }
 min2() { if (( $(echo "$1 < $2" | bc) )); then echo "$1"; else echo "$2"; fi; }
 summary=()
+med2() { printf '%.2f' "$(median "$@")"; }  # a median with two decimals
+cpu_of() { awk '{printf "%.2f", $1 + $2}' "$1"; }  # a `time -f "%U %S"` file
+# CPU seconds used inside the hosts' namespaces so far: every process there, with its
+# reaped children (sshd's sessions and what they ran).
+hosts_cpu() {
+  local t=0 p ns
+  for ns in "$H1_NETNS" "$H2_NETNS"; do
+    for p in $(ip netns pids "$ns"); do t=$((t + $(awk '{print $14 + $15 + $16 + $17}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+  done
+  echo "scale=2; $t / $(getconf CLK_TCK)" | bc
+}
+# Runs a command, then appends the hosts' CPU it cost to the array named $1
+# (after a second, so the sessions it ended are reaped).
+hosts_cpu_of() {
+  local -n into=$1; shift
+  local c0; c0=$(hosts_cpu); "$@"; local rc=$?; sleep 1
+  into+=("$(echo "$(hosts_cpu) - $c0" | bc)"); return $rc
+}
 # Loop turns of bash costing rc_s seconds on one core (best of 3 probes).
 calibrate_rc() {
   local best=999 t i
@@ -92,21 +114,33 @@ YAML
   export FERRY_HOME="$state/home"
   rm -rf "$FERRY_HOME"
   t_pipe=(); t_scp=(); t_ferry=(); rss_ferry=(); t_base=()
+  cpu_pipe=(); cpu_ferry=(); cpu_base=(); hcpu_pipe=(); hcpu_ferry=(); hcpu_base=()
   # Warm-up: puts the agent on both hosts (the cold start is the hosts benchmark's subject).
   "$build/bin/ferry" run "$state/wf.yaml" -p dest=warm.bin >/dev/null; check "$state/h2/work/warm.bin"
   if [ -n "$baseline" ]; then
     FERRY_HOME="$state/home-base" "$baseline/bin/ferry" run "$state/wf.yaml" -p dest=warm.bin >/dev/null; check "$state/h2/work/warm.bin"
   fi
   for r in $(seq 1 "$rounds"); do
-    s=$(now); ssh "${ssh_opts[@]}" "root@$a" "cat $src" | ssh "${ssh_opts[@]}" "root@$b" "cat > $state/h2/work/pipe.bin"; e=$(now)
+    pipe() {
+      s=$(now)
+      /usr/bin/time -f "%U %S" -o "$state/cpu_a" ssh "${ssh_opts[@]}" "root@$a" "cat $src" |
+        /usr/bin/time -f "%U %S" -o "$state/cpu_b" ssh "${ssh_opts[@]}" "root@$b" "cat > $state/h2/work/pipe.bin"
+      e=$(now)
+    }
+    hosts_cpu_of hcpu_pipe pipe
     t_pipe+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/pipe.bin"
+    cpu_pipe+=("$(echo "$(cpu_of "$state/cpu_a") + $(cpu_of "$state/cpu_b")" | bc)")
     s=$(now); scp -3 -q "${ssh_opts[@]}" "root@$a:$src" "root@$b:$state/h2/work/scp.bin"; e=$(now)
     t_scp+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/scp.bin"
-    s=$(now); /usr/bin/time -f "%M" -o "$state/rss" "$build/bin/ferry" run "$state/wf.yaml" -p dest=ferry.bin >/dev/null; e=$(now)
-    t_ferry+=("$(echo "$e - $s" | bc)"); rss_ferry+=("$(cat "$state/rss")"); check "$state/h2/work/ferry.bin"
+    relay() { s=$(now); /usr/bin/time -f "%U %S %M" -o "$state/rss" "$build/bin/ferry" run "$state/wf.yaml" -p dest=ferry.bin >/dev/null; e=$(now); }
+    hosts_cpu_of hcpu_ferry relay
+    t_ferry+=("$(echo "$e - $s" | bc)"); rss_ferry+=("$(awk '{print $3}' "$state/rss")"); check "$state/h2/work/ferry.bin"
+    cpu_ferry+=("$(cpu_of "$state/rss")")
     if [ -n "$baseline" ]; then
-      s=$(now); FERRY_HOME="$state/home-base" "$baseline/bin/ferry" run "$state/wf.yaml" -p dest=base.bin >/dev/null; e=$(now)
+      base_relay() { s=$(now); FERRY_HOME="$state/home-base" /usr/bin/time -f "%U %S" -o "$state/cpu_base" "$baseline/bin/ferry" run "$state/wf.yaml" -p dest=base.bin >/dev/null; e=$(now); }
+      hosts_cpu_of hcpu_base base_relay
       t_base+=("$(echo "$e - $s" | bc)"); check "$state/h2/work/base.bin"
+      cpu_base+=("$(cpu_of "$state/cpu_base")")
     fi
   done
   mp=$(median "${t_pipe[@]}"); ms=$(median "${t_scp[@]}"); mf=$(median "${t_ferry[@]}")
@@ -117,10 +151,12 @@ YAML
   printf '  ferry run (relay)        %7.2f s  %7s MiB/s   runs: %s\n' "$mf" "$(rate "$mf")" "${t_ferry[*]}"
   line="$setting: relay / faster of pipe and scp -3 = $(ratio "$best" "$mf")  (ferry/pipe $(ratio "$mp" "$mf"), ferry/scp-3 $(ratio "$ms" "$mf")); coordinator peak RSS $(median "${rss_ferry[@]}") KiB"
   echo "$line"; summary+=("$line")
+  line="$setting: CPU s per ${size_mib} MiB (user+sys, median): coordinator side: ferry $(med2 "${cpu_ferry[@]}"), the pipe's two ssh clients $(med2 "${cpu_pipe[@]}"); hosts (sshd, agents, cat): ferry $(med2 "${hcpu_ferry[@]}"), pipe $(med2 "${hcpu_pipe[@]}")"
+  echo "$line"; summary+=("$line")
   if [ -n "$baseline" ]; then
     mb=$(median "${t_base[@]}")
     printf '  baseline ferry (relay)   %7.2f s  %7s MiB/s   runs: %s\n' "$mb" "$(rate "$mb")" "${t_base[*]}"
-    line="$setting: baseline relay / faster of pipe and scp -3 = $(ratio "$best" "$mb")"
+    line="$setting: baseline relay / faster of pipe and scp -3 = $(ratio "$best" "$mb"); CPU s: coordinator $(med2 "${cpu_base[@]}"), hosts $(med2 "${hcpu_base[@]}")"
     echo "$line"; summary+=("$line")
   fi
 
