@@ -24,13 +24,13 @@ test: build
 	$(MAKE) test-sanitize
 
 # The torch-free parts built with AddressSanitizer and UndefinedBehaviorSanitizer:
-# only what the `unit` tests need (the fuzz tests among them), so CI stays short.
+# only what the `unit` and `fuzz` tests need, so CI stays short.
 SAN_TARGETS = protocol_test transfer_test agents_test ferry-agent workflows_test orchestrator_test \
               report_unit_test checkpoint_scan_test fuzz_test
 test-sanitize: deps
 	cmake -S . -B $(SAN_BUILD) -DFERRY_WITH_TORCH=OFF -DFERRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(SAN_BUILD) -j$(JOBS) --target $(SAN_TARGETS)
-	cd $(SAN_BUILD) && ctest --output-on-failure -L unit --timeout 900
+	cd $(SAN_BUILD) && ctest --output-on-failure -L 'unit|fuzz' --timeout 900
 
 # Without root-only testbed tests.
 test-unit: build

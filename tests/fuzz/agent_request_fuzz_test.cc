@@ -98,7 +98,7 @@ TEST_F(AgentRequestFuzzTest, MutatedRequestsGetARepliesOrErrorsNeverACrash) {
   const std::vector<RequestSeed> base = seeds();
   std::vector<std::string> wires;
   for (const auto& s : base) wires.push_back(wire_frame(1, 1, wire_text(s.header), s.body));
-  FuzzPlan plan = fuzz_plan(3000);
+  FuzzPlan plan = fuzz_plan(6000);
   int replies = 0, errors = 0, undecodable = 0;
   for (int round = plan.first; round < plan.end; ++round) {
     RoundGuard guard("AgentRequestFuzzTest", plan.seed, round);
