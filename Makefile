@@ -1,11 +1,13 @@
 # The front door. On a fresh Debian 12 machine, as root:
 #   make demo    install what is missing, build, run the demo
-#   make test    install what is missing, build, run every test
+#   make test    install what is missing, build, run every test, then the torch-free
+#                unit and fuzz tests again under ASan + UBSan (make test-sanitize)
 BUILD ?= build
+SAN_BUILD ?= build-asan
 TORCH ?= ON
 JOBS  ?= $(shell nproc)
 
-.PHONY: deps build demo test test-unit bench clean
+.PHONY: deps build demo test test-unit test-sanitize bench clean
 
 deps:
 	scripts/install-deps.sh
@@ -19,6 +21,16 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
+	$(MAKE) test-sanitize
+
+# The torch-free parts built with AddressSanitizer and UndefinedBehaviorSanitizer:
+# only what the `unit` and `fuzz` tests need, so CI stays short.
+SAN_TARGETS = protocol_test transfer_test agents_test ferry-agent workflows_test orchestrator_test \
+              report_unit_test checkpoint_scan_test fuzz_test
+test-sanitize: deps
+	cmake -S . -B $(SAN_BUILD) -DFERRY_WITH_TORCH=OFF -DFERRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(SAN_BUILD) -j$(JOBS) --target $(SAN_TARGETS)
+	cd $(SAN_BUILD) && ctest --output-on-failure -L 'unit|fuzz' --timeout 900
 
 # Without root-only testbed tests.
 test-unit: build
@@ -29,4 +41,4 @@ bench: build
 	tests/bench/run_all.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD)

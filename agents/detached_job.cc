@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "base/clock.h"
 #include "base/file_util.h"
@@ -194,7 +196,14 @@ Result<int> launch_detached(const JobPaths& paths, const LaunchSpec& spec) {
   }
   ::close(fds[0]);
   if (got.empty()) return internal_error("job supervisor failed to start in " + paths.attempt_dir);
-  return std::stoi(got);
+  // The pid as decimal text; anything else is named, not thrown as "stoi" (review F20.9).
+  char* end = nullptr;
+  long pid = std::strtol(got.c_str(), &end, 10);
+  if (end == got.c_str() || *end != '\0' || pid <= 1 || pid > std::numeric_limits<pid_t>::max()) {
+    return internal_error("job supervisor in " + paths.attempt_dir + " answered '" + got.substr(0, 64) +
+                          "' instead of the job's pid");
+  }
+  return static_cast<int>(pid);
 }
 
 Status signal_job(const JobPaths& paths, bool hard) {

@@ -151,6 +151,7 @@ void HostConnection::run() {
 bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
   protocol::FrameDecoder decoder;
   std::map<uint32_t, ReplyFn> in_flight;
+  std::map<uint32_t, std::string> in_flight_op;  // for the message when the link dies mid-operation
   // Reads go straight into the decoder (a chunk's body in place); see read_into().
   auto read_into = [&t, &decoder](int timeout_ms) -> Result<size_t> {
     auto [dst, room] = decoder.prepare(kMaxReadBytes);
@@ -195,7 +196,7 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
   }
   if (s.ok() && (!hello_reply["protocol"].is_number_unsigned() ||
                  hello_reply["protocol"].get<uint32_t>() != protocol::kProtocolVersion)) {
-    s = failed_precondition("agent on '" + host_ + "' speaks protocol " + hello_reply["protocol"].dump() +
+    s = failed_precondition("agent on '" + host_ + "' speaks protocol " + hello_reply["protocol"].dump().substr(0, 100) +
                             ", this coordinator speaks " + std::to_string(protocol::kProtocolVersion));
   }
   if (!s.ok()) {
@@ -238,6 +239,9 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
     for (auto& p : out) {
       std::string prefix = protocol::encode_frame_prefix(p.frame);
       in_flight[p.frame.request_id] = std::move(p.fn);
+      if (p.frame.header.contains("op") && p.frame.header["op"].is_string()) {
+        in_flight_op[p.frame.request_id] = p.frame.header["op"].get<std::string>();
+      }
       Status w = t.write_all(prefix.data(), prefix.size());
       if (w.ok() && !p.frame.body.empty()) w = t.write_all(p.frame.body.data(), p.frame.body.size());
       // Sent: its buffer takes the next chunk read on any link (no allocation, no zero-fill).
@@ -266,7 +270,12 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
     }
     if (*n == 0) {
       if (mono_s() - last_rx > options_.dead_after_s) {
-        fail("no data from the agent for " + std::to_string(static_cast<int>(options_.dead_after_s)) + " s");
+        // Name what was awaited (review F20.2): agents send heartbeats during long
+        // operations, so this is a dead agent or link, not a slow commit or hash.
+        std::string awaited;
+        for (const auto& [id, op] : in_flight_op) awaited += (awaited.empty() ? "" : ", ") + op;
+        fail("no data from the agent for " + std::to_string(static_cast<int>(options_.dead_after_s)) + " s" +
+             (awaited.empty() ? "" : " (awaiting " + awaited.substr(0, 200) + "; no heartbeat either)"));
         return true;
       }
       continue;
@@ -290,6 +299,7 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
       if (it == in_flight.end()) continue;  // pings, or replies to calls already failed
       ReplyFn fn = std::move(it->second);
       in_flight.erase(it);
+      in_flight_op.erase(frame.request_id);
       if (frame.type == protocol::FrameType::kError) {
         Status err = protocol::status_from_error_frame(frame);
         boost::asio::post(io_, [fn = std::move(fn), err] { fn(err); });

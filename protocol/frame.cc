@@ -23,6 +23,27 @@ uint32_t get_u32(const char* p) {
 
 bool valid_type(uint8_t t) { return t >= 1 && t <= 4; }
 
+// How deep arrays and objects nest in JSON text (brackets inside strings do not
+// count), without building anything: the check runs before the parser.
+int nesting_depth(const char* p, size_t n) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < n; ++i) {
+    char c = p[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 }  // namespace
 
 std::string encode_frame(const Frame& frame) {
@@ -135,6 +156,9 @@ Result<std::optional<Frame>> FrameDecoder::next() {
   const char* header = p + 4 + kFixedBytes;
   if (header_len == 0) {
     frame.header = nlohmann::json::object();
+  } else if (nesting_depth(header, header_len) > kMaxHeaderDepth) {
+    failed_ = true;
+    return invalid_argument("frame header nested deeper than " + std::to_string(kMaxHeaderDepth) + " levels");
   } else {
     frame.header = nlohmann::json::parse(header, header + header_len, nullptr, /*allow_exceptions=*/false);
     if (frame.header.is_discarded() || !frame.header.is_object()) {

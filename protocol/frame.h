@@ -28,6 +28,10 @@ namespace ferry::protocol {
 inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;           // 1 MiB of JSON
 inline constexpr uint32_t kMaxFrameBytes = (64u << 20) + kMaxHeaderBytes;  // 64 MiB body
+/// Arrays and objects nested deeper than this in a header are refused: nlohmann::json
+/// copies and prints values recursively, so a peer's 500,000-deep array would
+/// overflow the stack of whoever copies it. Real headers nest 3 or 4 deep.
+inline constexpr int kMaxHeaderDepth = 64;
 
 enum class FrameType : uint8_t {
   kRequest = 1,  // coordinator → agent
@@ -72,7 +76,7 @@ class FrameDecoder {
   void commit(size_t n);
 
   /// The next complete frame, std::nullopt if more bytes are needed, or an
-  /// error for a malformed frame (bad length, type, header JSON).
+  /// error for a malformed frame (bad length, type, header JSON, nesting).
   Result<std::optional<Frame>> next();
 
   /// Bytes received but not yet returned as frames.

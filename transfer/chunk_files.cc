@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -130,8 +131,11 @@ Result<std::map<int64_t, std::string>> hash_range(int fd, const std::string& pat
   std::map<int64_t, std::string> out;
   std::string buf;
   for (int64_t i : indices) {
+    // Checked before the multiplication: a peer's index must not overflow it (review F21).
+    if (i < 0 || i >= chunk_count(size, chunk_size)) {
+      return invalid_argument("chunk " + std::to_string(i) + " is past the end of " + path);
+    }
     int64_t off = i * chunk_size;
-    if (i < 0 || off >= size) return invalid_argument("chunk " + std::to_string(i) + " is past the end of " + path);
     int64_t len = std::min(chunk_size, size - off);
     buf.resize(static_cast<size_t>(len));
     FERRY_RETURN_IF_ERROR(pread_all(fd, buf.data(), len, off, path));
@@ -161,6 +165,25 @@ bool is_bookkeeping(const std::string& name) {
   return name == kCompleteMarker;
 }
 
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates), the
+// only names JSON, and so a listing, carries without changing them.
+bool is_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 4;
+    if (n == 4 || c == 0xc0 || c == 0xc1 || c > 0xf4 || s.size() - i <= n) return false;
+    unsigned char c1 = n ? static_cast<unsigned char>(s[i + 1]) : 0;
+    if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 > 0x9f) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 > 0x8f)) {
+      return false;
+    }
+    for (size_t k = 1; k <= n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
 void list_dir(const std::string& root, const std::string& rel, nlohmann::json& files, Status& status) {
   std::string dir = rel.empty() ? root : root + "/" + rel;
   DIR* d = ::opendir(dir.c_str());
@@ -179,6 +202,17 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
   for (const auto& n : names) {
     if (!status.ok()) return;
     std::string r = rel.empty() ? n : rel + "/" + n;
+    if (!is_utf8(n)) {
+      // JSON would carry it as U+FFFD and the read would then fail "no such file" (review F20.7).
+      std::string shown;
+      for (unsigned char c : root + "/" + r) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        shown += c < 0x20 || c >= 0x7f ? std::string(hex) : std::string(1, static_cast<char>(c));
+      }
+      status = invalid_argument("the file name " + shown + " is not UTF-8: ferry copies only UTF-8 names; rename it");
+      return;
+    }
     if (is_bookkeeping(n)) continue;  // our own files never travel
     struct stat st;
     if (::lstat((root + "/" + r).c_str(), &st) != 0) {
@@ -334,6 +368,23 @@ Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size,
                      const std::string& data, const std::string& owner) {
   if (index < 0 || chunk_size <= 0) return invalid_argument("bad chunk index");
   FERRY_RETURN_IF_ERROR(claim_dest(dest, owner, /*beginning=*/false));
+  // The chunk must be one of the file recv.begin announced (its spec): a sender's index
+  // or length never grows the part file or overflows an offset (review F21).
+  auto spec_text = read_file(spec_path(dest));
+  if (!spec_text.ok()) {
+    return Status(spec_text.status().code(), "no copy of " + dest + " was begun: " + spec_text.status().message());
+  }
+  nlohmann::json spec = nlohmann::json::parse(*spec_text, nullptr, false);
+  if (!spec.is_object() || !spec.contains("size") || !spec["size"].is_number_integer() ||
+      spec["chunk_size"] != chunk_size) {
+    return invalid_argument("chunk size " + std::to_string(chunk_size) + " is not the one " + dest + " was begun with");
+  }
+  const int64_t size = spec["size"].get<int64_t>();
+  if (index >= chunk_count(size, chunk_size) ||
+      static_cast<int64_t>(data.size()) != std::min(chunk_size, size - index * chunk_size)) {
+    return invalid_argument("chunk " + std::to_string(index) + " (" + std::to_string(data.size()) +
+                            " bytes) is not a chunk of " + dest + " (" + std::to_string(size) + " bytes)");
+  }
   std::string actual = xxh128_hex(data.data(), data.size());
   if (actual != hash) {
     return data_loss("chunk " + std::to_string(index) + " of " + dest + " arrived with hash " + actual +
@@ -375,6 +426,7 @@ bool already_committed(const std::string& dest, int64_t chunk_size, const std::v
 
 Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
                       std::vector<int64_t>* bad, const std::string& owner) {
+  if (chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad chunk size");
   std::string part = part_path(dest);
   if (!owner.empty()) {
     // The whole commit under the destination's lock: no other copy's begin or

@@ -1,6 +1,7 @@
 #include "transfer/copy_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "transfer/chunk_files.h"
@@ -49,7 +50,9 @@ Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& 
     return bad("no 'type' in the agent's reply");
   }
   if (!listing.contains("files") || !listing["files"].is_array()) return bad("no 'files' in the agent's reply");
+  if (chunk_size <= 0) return bad("chunk size " + std::to_string(chunk_size));
   CopyListing out;
+  int64_t chunks_total = 0;
   out.is_dir = listing["type"] == "dir";
   if (!out.is_dir && listing["type"] != "file") return bad("unknown type " + listing["type"].dump());
   if (!out.is_dir && listing["files"].size() != 1) return bad("a file listing must name exactly one file");
@@ -78,7 +81,12 @@ Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& 
     }
     file.src = out.is_dir ? from + "/" + file.rel : from;
     file.dest = copy_dest_for(to, from, file.rel, out.is_dir);
-    file.chunks = file.size == 0 ? 0 : (file.size + chunk_size - 1) / chunk_size;
+    file.chunks = file.size == 0 ? 0 : 1 + (file.size - 1) / chunk_size;
+    chunks_total += file.chunks;
+    if (chunks_total > kMaxCopyChunks || out.bytes_total > std::numeric_limits<int64_t>::max() - file.size) {
+      return bad("the listed files need more than " + std::to_string(kMaxCopyChunks) + " chunks of " +
+                 std::to_string(chunk_size) + " bytes (one copy may hold that many; split the copy)");
+    }
     file.hashes.resize(static_cast<size_t>(file.chunks));
     out.bytes_total += file.size;
     out.files.push_back(std::move(file));
@@ -119,7 +127,7 @@ std::string source_change(const nlohmann::json& stat_reply, const CopyFile& f) {
                ? stat_reply[k].get<int64_t>()
                : int64_t{-1};
   };
-  if (!stat_reply.is_object() || stat_reply.value("exists", false) != true) return "it is gone";
+  if (!stat_reply.is_object() || !stat_reply.contains("exists") || stat_reply["exists"] != true) return "it is gone";
   std::string what;
   if (num("size") != f.size) what += "size " + std::to_string(f.size) + " → " + std::to_string(num("size"));
   if (num("mtime_ns") != f.mtime_ns) what += std::string(what.empty() ? "" : ", ") + "modified";
@@ -128,8 +136,13 @@ std::string source_change(const nlohmann::json& stat_reply, const CopyFile& f) {
 }
 
 bool dest_may_hold(const nlohmann::json& stat_reply, int64_t size) {
-  return stat_reply.value("exists", false) && stat_reply.value("type", std::string()) == "file" &&
-         stat_reply.value("size", int64_t{-1}) == size;
+  // The agent's word: a field of another type is no match, never an exception.
+  static const nlohmann::json absent;
+  auto field = [&](const char* key) -> const nlohmann::json& {
+    return stat_reply.is_object() && stat_reply.contains(key) ? stat_reply[key] : absent;
+  };
+  return field("exists") == true && field("type") == "file" && field("size").is_number_integer() &&
+         field("size") == size;
 }
 
 void drop_stale_chunks(std::map<int64_t, std::string>* have, const std::map<int64_t, std::string>& source) {

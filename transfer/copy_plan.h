@@ -61,6 +61,9 @@ Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& 
                               int64_t chunk_size);
 /// A file of a copy larger than this (1 PiB) is a faulty listing, not a file.
 inline constexpr int64_t kMaxCopyFileBytes = int64_t{1} << 50;
+/// The most chunks one copy may need (8 TiB at 2 MiB chunks): the coordinator holds
+/// every chunk's hash, so a listing's sizes must not be what sizes its memory.
+inline constexpr int64_t kMaxCopyChunks = int64_t{1} << 22;
 /// OK when `rel` is non-empty, relative, and has no empty, "." or ".." component.
 Status check_copy_rel(const std::string& rel);
 /// Takes the source's fs.hash reply ({index: hash} for every chunk) into f->hashes;

@@ -254,6 +254,15 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
                        std::to_string(info.end) + ") run past the end of the data (" +
                        std::to_string(data_size) + " bytes): truncated file");
     }
+    // The element count must fit numel()'s int64, whatever the dtype (an unknown
+    // dtype has no byte size to check the shape against below).
+    uint64_t count = 1;
+    for (int64_t d : info.shape) {
+      if (d != 0 && count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / static_cast<uint64_t>(d)) {
+        return invalid_argument(where + ": shape " + shape_string(info.shape) + " has too many elements");
+      }
+      count *= static_cast<uint64_t>(d);
+    }
     const size_t elem = st_dtype_size(info.dtype);
     if (elem != 0) {
       // Guard the product against overflow before comparing sizes.

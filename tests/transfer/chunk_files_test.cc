@@ -4,6 +4,7 @@
 #include "transfer/chunk_files.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
@@ -71,6 +72,45 @@ TEST(ReceiveCommitTest, ACommitWithNothingReceivedFails) {
   testing::TempDir dir;
   std::vector<int64_t> bad;
   EXPECT_FALSE(receive_commit(dir.file("never.bin"), kChunk, {chunk_hash("abcd")}, &bad).ok());
+}
+
+// Found by the fuzz tests (review F21): a sender's index, length or chunk size never
+// overflows an offset, grows the part file or divides by zero; each is an error.
+TEST(ReceiveWriteTest, ChunksOutsideTheBegunFileAreRefused) {
+  testing::TempDir dir;
+  const std::string dest = dir.file("w.bin");
+  ASSERT_TRUE(receive_begin(dest, 10, kChunk, 0644, "").ok());
+  const int64_t huge = int64_t{1} << 62;
+  EXPECT_FALSE(receive_write(dest, huge, kChunk, chunk_hash("abcd"), "abcd").ok());
+  EXPECT_FALSE(receive_write(dest, 3, kChunk, chunk_hash("ab"), "ab").ok()) << "10 bytes are chunks 0..2";
+  EXPECT_FALSE(receive_write(dest, 0, kChunk, chunk_hash("abcdefgh"), "abcdefgh").ok()) << "longer than a chunk";
+  EXPECT_FALSE(receive_write(dest, 2, kChunk, chunk_hash("abcd"), "abcd").ok()) << "the last chunk is 2 bytes";
+  EXPECT_FALSE(receive_write(dest, 0, 8, chunk_hash("abcdefgh"), "abcdefgh").ok()) << "another chunk size";
+  EXPECT_TRUE(receive_write(dest, 2, kChunk, chunk_hash("ij"), "ij").ok());
+  EXPECT_FALSE(receive_write(dir.file("never.bin"), 0, kChunk, chunk_hash("abcd"), "abcd").ok());
+  struct stat st;
+  ASSERT_EQ(::stat((dest + ".ferry-part").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 10);
+  std::vector<int64_t> bad;
+  EXPECT_FALSE(receive_commit(dest, 0, {chunk_hash("abcd")}, &bad).ok());
+  auto hashed = hash_chunks(dest + ".ferry-part", kChunk, {huge});
+  EXPECT_FALSE(hashed.ok());
+}
+
+// A name JSON cannot carry (not UTF-8) fails the listing and names the file, instead of
+// travelling as U+FFFD and failing later as "no such file" (review F20.7).
+TEST(ListSourceTest, ANameThatIsNotUtf8FailsTheListingAndIsNamed) {
+  testing::TempDir dir;
+  ASSERT_TRUE(make_dirs(dir.file("src/ok")).ok());
+  testing::write_text(dir.file("src/ok/caf\xc3\xa9"), "fine");  // UTF-8 passes
+  auto fine = list_source(dir.file("src"));
+  ASSERT_TRUE(fine.ok()) << fine.status().message();
+  EXPECT_EQ((*fine)["files"][0]["path"], "ok/caf\xc3\xa9");
+  testing::write_text(dir.file("src/w\xff.bin"), "latin-1 name");
+  auto listed = list_source(dir.file("src"));
+  ASSERT_FALSE(listed.ok());
+  EXPECT_NE(listed.status().message().find("w\\xff.bin"), std::string::npos) << listed.status().message();
+  EXPECT_NE(listed.status().message().find("not UTF-8"), std::string::npos) << listed.status().message();
 }
 
 }  // namespace
