@@ -1,0 +1,121 @@
+// Copies at the scale the 1 MiB frame header used to forbid (review F4, issue 13
+// "Must show"): a folder of many tiny files relayed by the real `ferry` between
+// two `transport: local` hosts. Its listing, the destination's kept-file list
+// and each file's begin and commit cross as frames; before the lists rode in the
+// frame body, a folder of more than about 3,700 files here (paths of ~200 bytes)
+// could not be listed: the source agent sent a header over
+// the cap, the coordinator's decoder refused it and the link was reopened again
+// and again. Each test prints a figure row: wall time, the coordinator's peak RSS
+// (VmHWM, read from /proc while it runs) and the reconnects (host.unreachable
+// events; there must be none).
+//
+// The file count: kFiles in CTest (seconds on 2 cores); FERRY_LARGE_COPY_FILES
+// sets another (the issue's 100,000: `FERRY_LARGE_COPY_FILES=100000
+// build/bin/large_copy_test`). The chunk lists of a ≥ 64 GiB file are shown at
+// the agent (AgentServerTest.ServeHashesResumesAndCommitsAFileOf33000Chunks)
+// and in the codec (FrameTest.AListOfAHundredThousandEntriesRidesInTheBody...).
+//
+// Test data: the files are written here, each holding its own index.
+#include <sys/stat.h>
+
+#include "tests/copy/copy_test_util.h"
+
+namespace ferry::copytest {
+namespace {
+
+constexpr int kFiles = 5000;
+constexpr int kFilesPerFolder = 1000;
+// Names of ~200 bytes, as deep dataset paths have: 5,000 of them make a listing
+// of ~1.4 MB, past the old 1 MiB header cap, and each file costs the receiver its
+// fsyncs (about 8 ms here), so the CTest count stays small.
+constexpr char kLongName[] =
+    "shard-of-a-dataset-with-a-long-descriptive-name-as-crawlers-write-them-"
+    "tokenized-with-the-qwen3-tokenizer-at-context-length-4096-packed-and-shuffled-"
+    "with-seed-1234-split-train-part";
+
+int file_count() {
+  const char* v = std::getenv("FERRY_LARGE_COPY_FILES");
+  return v && std::atoi(v) > 0 ? std::atoi(v) : kFiles;
+}
+
+// The peak RSS (VmHWM) of a running process in KiB, or -1 once it has gone.
+int64_t peak_rss_kib(pid_t pid) {
+  std::string status = testing::read_text("/proc/" + std::to_string(pid) + "/status");
+  size_t at = status.find("VmHWM:");
+  if (at == std::string::npos) return -1;
+  return std::atoll(status.c_str() + at + 6);
+}
+
+class LargeCopyTest : public CopyTestBase {
+ protected:
+  std::string a_dir() const { return work_.file("a"); }
+  std::string b_dir() const { return work_.file("b"); }
+
+  // `n` files of a few bytes under a_dir()/many, kFilesPerFolder to a folder.
+  void make_folder(int n) {
+    ::mkdir(a_dir().c_str(), 0755);
+    ::mkdir(b_dir().c_str(), 0755);
+    ::mkdir((a_dir() + "/many").c_str(), 0755);
+    for (int i = 0; i < n; ++i) {
+      char dir[32], name[256];
+      std::snprintf(dir, sizeof dir, "d%03d", i / kFilesPerFolder);
+      std::snprintf(name, sizeof name, "/%s_%07d.txt", kLongName, i);
+      std::string folder = a_dir() + "/many/" + dir;
+      if (i % kFilesPerFolder == 0) ::mkdir(folder.c_str(), 0755);
+      int fd = ::open((folder + name).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ASSERT_GE(fd, 0) << folder << name;
+      std::string text = std::to_string(i) + "\n";
+      ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+      ::close(fd);
+    }
+  }
+
+  // Runs `ferry run wf` to its end, reading the coordinator's peak RSS meanwhile.
+  int run_measured(const std::string& wf, double* seconds, int64_t* peak_kib) {
+    auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = spawn_ferry({"run", wf}, "run.log");
+    EXPECT_GT(pid, 0);
+    int st = 0;
+    bool done = testing::wait_until(
+        [&] {
+          int64_t kib = peak_rss_kib(pid);
+          if (kib > *peak_kib) *peak_kib = kib;
+          return ::waitpid(pid, &st, WNOHANG) == pid;
+        },
+        std::chrono::seconds(900));
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!done) {
+      end_process(pid);
+      return -1;
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+};
+
+TEST_F(LargeCopyTest, AFolderOfManyTinyFilesIsRelayedWhole) {
+  const int n = file_count();
+  make_folder(n);
+  if (HasFatalFailure()) return;
+  std::string wf = write_workflow("name: many\nhosts:\n  a: {workdir: " + a_dir() + "}\n  b: {workdir: " + b_dir() +
+                                  "}\nstages:\n  copy:\n    kind: copy\n    from: a:many\n    to: b:in/many\n");
+  double seconds = 0;
+  int64_t peak_kib = 0;
+  int code = run_measured(wf, &seconds, &peak_kib);
+  std::string log = testing::read_text(work_.file("run.log"));
+  ASSERT_EQ(code, 0) << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+  std::string run = log.rfind("run ", 0) == 0 ? log.substr(4, log.find(' ', 4) - 4) : "";
+  auto s = stage(status(run), "copy");
+  EXPECT_EQ(s["state"], "succeeded") << s.dump(2);
+  EXPECT_EQ(compare_trees(a_dir() + "/many", b_dir() + "/in/many"), "");
+  EXPECT_EQ(list_tree(b_dir() + "/in/many").size(), static_cast<size_t>(n) + 1) << "the files and the marker";
+  auto evs = events(run);
+  int reconnects = count(evs, "host.unreachable");
+  EXPECT_EQ(reconnects, 0) << dump(evs);
+  EXPECT_GT(peak_kib, 0);
+  std::printf("[ figures ] | relay of a %d-file folder (local hosts) | %.1f s | coordinator peak RSS %.0f MiB | "
+              "reconnects %d |\n",
+              n, seconds, peak_kib / 1024.0, reconnects);
+}
+
+}  // namespace
+}  // namespace ferry::copytest
