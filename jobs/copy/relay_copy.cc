@@ -358,7 +358,12 @@ void RelayCopy::commit_checked(size_t i) {
   std::string hashes;
   auto args = recv_commit_args(f, c_->spec.chunk_size, &hashes);
   if (!args.ok()) return c_->fail(args.status().message());
-  c_->env.call_agent_lane(c_->spec.to_host, 0, "recv.commit", *args, std::move(hashes),
+  // Files take turns on the lanes: each commit waits for two fsyncs, and one
+  // agent serves one request at a time, so a folder of 100,000 small files would
+  // otherwise commit one file after another (the file system batches concurrent
+  // fsyncs from several agents into one journal commit).
+  int lane = c_->lanes > 0 ? 1 + static_cast<int>(i % static_cast<size_t>(c_->lanes)) : 0;
+  c_->env.call_agent_lane(c_->spec.to_host, lane, "recv.commit", *args, std::move(hashes),
                           [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
