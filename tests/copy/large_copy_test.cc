@@ -13,7 +13,8 @@
 // The file count: kFiles in CTest (seconds on 2 cores); FERRY_LARGE_COPY_FILES
 // sets another (the 100,000: `FERRY_LARGE_COPY_FILES=100000
 // build/bin/large_copy_test`). ASparseFileOfManyGiBIsRelayedWhole relays one
-// sparse file of FERRY_LARGE_COPY_GIB GiB (skipped unless set). The chunk lists
+// sparse file of FERRY_LARGE_COPY_GIB GiB, AnIdenticalSparseFileOfManyGiBIsSkipped
+// skips one of FERRY_LARGE_COPY_SKIP_GIB GiB (both skipped unless set). The chunk lists
 // of a ≥ 64 GiB file, which 2 MiB chunks need 32,768 of, are shown at
 // the agent (AgentServerTest.ServeHashesResumesAndCommitsAFileOf33000Chunks)
 // and in the codec (FrameTest.AListOfAHundredThousandEntriesRidesInTheBody...).
@@ -176,6 +177,42 @@ TEST_F(LargeCopyTest, ASparseFileOfManyGiBIsRelayedWhole) {
   EXPECT_EQ(reconnects, 0);
   std::printf("[ figures ] | relay of a %s GiB sparse file (local hosts) | %.1f s | coordinator peak RSS %.0f MiB | "
               "reconnects %d |\n",
+              gib_text, seconds, peak_kib / 1024.0, reconnects);
+}
+
+// The frames of a file past the old cap on the real relay, with no bytes moved: a
+// sparse file of FERRY_LARGE_COPY_SKIP_GIB GiB (64: 32,768 chunks) whose
+// destination already holds the same holes. The source's hashes of every chunk
+// (fs.hash, ~1.4 MiB of JSON at 64 GiB: past the old cap from ~48 GiB) let the
+// destination skip it whole. Reads both files' holes; writes nothing.
+TEST_F(LargeCopyTest, AnIdenticalSparseFileOfManyGiBIsSkipped) {
+  const char* gib_text = std::getenv("FERRY_LARGE_COPY_SKIP_GIB");
+  if (!gib_text || std::atoi(gib_text) <= 0) GTEST_SKIP() << "set FERRY_LARGE_COPY_SKIP_GIB (e.g. 64) to run it";
+  const int64_t size = int64_t{std::atoi(gib_text)} << 30;
+  ::mkdir(a_dir().c_str(), 0755);
+  ::mkdir(b_dir().c_str(), 0755);
+  for (const std::string& path : {a_dir() + "/big.bin", b_dir() + "/big.bin"}) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0) << path;
+    ASSERT_EQ(::ftruncate(fd, size), 0);  // all holes, on either side
+    ::close(fd);
+  }
+  std::string wf = write_workflow("name: same\nhosts:\n  a: {workdir: " + a_dir() + "}\n  b: {workdir: " + b_dir() +
+                                  "}\nstages:\n  copy:\n    kind: copy\n    from: a:big.bin\n    to: b:big.bin\n");
+  double seconds = 0;
+  int64_t peak_kib = 0;
+  int code = run_measured(wf, static_cast<int>(size >> 20), &seconds, &peak_kib);
+  std::string log = testing::read_text(work_.file("run.log"));
+  ASSERT_EQ(code, 0) << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+  std::string run = log.rfind("run ", 0) == 0 ? log.substr(4, log.find(' ', 4) - 4) : "";
+  auto s = stage(status(run), "copy");
+  EXPECT_EQ(s["state"], "succeeded") << s.dump(2);
+  EXPECT_EQ(metric(s, "bytes_sent"), 0) << s.dump(2);
+  EXPECT_EQ(metric(s, "bytes_already_there"), static_cast<double>(size)) << s.dump(2);
+  int reconnects = count(events(run), "host.unreachable");
+  EXPECT_EQ(reconnects, 0);
+  std::printf("[ figures ] | identical %s GiB sparse file skipped by the relay (local hosts) | %.1f s | coordinator "
+              "peak RSS %.0f MiB | reconnects %d |\n",
               gib_text, seconds, peak_kib / 1024.0, reconnects);
 }
 
