@@ -50,6 +50,16 @@ Result<T> arg(const nlohmann::json& args, const char* key) {
   }
 }
 
+// A reply whose list grows with the data (files, chunks): the list rides in the
+// body (protocol::move_field_to_body), so no folder or file size meets the header cap.
+Result<nlohmann::json> in_body(nlohmann::json reply, const std::string& key, const std::string& what,
+                               std::string* body) {
+  auto moved = protocol::move_field_to_body(&reply, key, what);
+  if (!moved.ok()) return moved.status();
+  *body = std::move(moved).value();
+  return reply;
+}
+
 // The prefix and the body in one writev: a chunk is never copied into a frame buffer.
 bool write_frame(int fd, const protocol::Frame& frame) {
   std::string prefix = protocol::encode_frame_prefix(frame);
@@ -302,7 +312,9 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   if (op == "fs.list") {
     auto path = data_path(a, "path");
     if (!path.ok()) return path.status();
-    return list_source(*path);
+    auto listing = list_source(*path);
+    if (!listing.ok()) return listing.status();
+    return in_body(std::move(listing).value(), "files", "the listing of " + *path, body);
   }
   if (op == "fs.read") {
     auto path = data_path(a, "path");
@@ -321,7 +333,7 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
     if (!hashes.ok()) return hashes.status();
     nlohmann::json out = nlohmann::json::object();
     for (auto& [i, h] : *hashes) out[std::to_string(i)] = h;
-    return nlohmann::json{{"chunks", out}};
+    return in_body(nlohmann::json{{"chunks", out}}, "chunks", "the chunk hashes of " + *path, body);
   }
   if (op == "recv.prepare_dir") {
     auto path = data_path(a, "path");
@@ -352,7 +364,8 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
     if (!st.ok()) return st.status();
     nlohmann::json have = nlohmann::json::object();
     for (auto& [i, h] : st->have) have[std::to_string(i)] = h;
-    return nlohmann::json{{"complete", st->complete}, {"have", have}};
+    return in_body(nlohmann::json{{"complete", st->complete}, {"have", have}}, "have",
+                   "the chunks held of " + *dest, body);
   }
   if (op == "recv.write") {
     FERRY_RETURN_IF_ERROR(receive_write(*dest, a.value("index", int64_t{-1}), chunk_size,
@@ -363,7 +376,10 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
     std::vector<int64_t> bad;
     Status s = receive_commit(*dest, chunk_size, a.value("chunks", std::vector<std::string>{}), &bad,
                               a.value("owner", std::string()));
-    if (!s.ok() && !bad.empty()) return nlohmann::json{{"committed", false}, {"bad", bad}, {"error", s.message()}};
+    if (!s.ok() && !bad.empty()) {
+      return in_body(nlohmann::json{{"committed", false}, {"bad", bad}, {"error", s.message()}}, "bad",
+                     "the bad chunks of " + *dest, body);
+    }
     if (!s.ok()) return s;
     return nlohmann::json{{"committed", true}};
   }
@@ -383,17 +399,7 @@ Result<nlohmann::json> AgentServer::net_probe(const nlohmann::json& args) {
 Result<nlohmann::json> AgentServer::fs_stat(const nlohmann::json& args) {
   auto path = data_path(args, "path");
   if (!path.ok()) return path.status();
-  struct stat st;
-  std::string full = *path;
-  if (::stat(full.c_str(), &st) != 0) return nlohmann::json{{"exists", false}, {"path", full}};
-  std::string type = S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : "other";
-  return nlohmann::json{{"exists", true},
-                        {"path", full},
-                        {"type", type},
-                        {"size", static_cast<int64_t>(st.st_size)},
-                        {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000},
-                        {"mtime_ns", file_mtime_ns(st)},
-                        {"ino", static_cast<int64_t>(st.st_ino)}};
+  return stat_reply(*path);
 }
 
 // Writes frames to the coordinator for the serve loop and, every

@@ -16,17 +16,21 @@
 //   job.status {job, attempt, token}                → JobRecord
 //   job.cancel {job, attempt, token, hard}          → JobRecord
 //   log.read   {job, attempt, offset, max}          → {offset, size}, body = bytes
-//   fs.stat    {path}                               → {exists, type, size, mtime_ms}
+//   fs.stat    {path}                               → {exists, type, size, mtime_ms, mtime_ns, ino}
 //   host.info  {}                                   → cores, memory, free disk, GPUs
 //   net.probe  {address, port, timeout_ms}          → {reachable, ms, error}
-//   fs.list    {path}                               → {type, files: [{path, size, mode}]}
+//   fs.list    {path}                               → {type, files: [{path, size, mode, mtime_ns, ino}]}
 //   fs.read    {path, offset, length}               → {hash}, body = bytes
 //   fs.hash    {path, chunk_size, indices?}         → {chunks: {index: hash}}
 //   recv.begin {dest, size, chunk_size, mode, file_hash?} → {complete, have: {index: hash}}
 //   recv.write {dest, index, chunk_size, hash}, body → {}   (kDataLoss if the hash differs)
 //   recv.commit {dest, chunk_size, chunks: [hash]}  → {committed, bad?: [index]}
-//   recv.prepare_dir / recv.finish_dir {path, manifest_hash?}
+//   recv.prepare_dir / recv.finish_dir {path, manifest_hash?, prune?}, body = kept files
 // (see chunk_files.h for the receiver's guarantees)
+// The lists that grow with the data (fs.list files, fs.hash indices and chunks,
+// recv.begin have, recv.commit chunks and bad) ride in the frame body as JSON
+// (protocol::move_field_to_body): a folder of 100,000 files or a file of 64 GiB
+// meets no header cap; the decoder puts each back where it is shown above.
 // A token older than the job's newest attempt is refused ("stale attempt token"),
 // so an attempt the coordinator gave up on can never start after a partition heals;
 // a newer attempt stops an older one that still runs before it starts (never two

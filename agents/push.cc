@@ -307,12 +307,23 @@ Status Pusher::send_item(AgentPeer& peer, const Item& item, Pending* p) {
   CopyFile& f = plan_.files[item.file];
   p->item = item;
   if (item.index < 0) {
-    nlohmann::json args;
+    // Chunks were read at different times: a file rewritten meanwhile (a trainer
+    // saving over its checkpoint) may be a mix of two versions, each chunk
+    // verified, the whole torn. Only the version that was listed is committed.
+    std::string change = f.dest_complete ? "" : source_change(stat_reply(f.src), f);
+    if (!change.empty()) {
+      return failed_precondition("the source " + spec_.from_host + ":" + f.src + " changed during the copy (" +
+                                 change + "); nothing of it was committed: copy it again once it is no longer being "
+                                 "written");
+    }
+    Result<nlohmann::json> args = nlohmann::json();
+    std::string hashes;
     {
       std::lock_guard<std::mutex> lock(mu_);  // the hashes are complete: every chunk's write was answered
-      args = recv_commit_args(f, spec_.chunk_size);
+      args = recv_commit_args(f, spec_.chunk_size, &hashes);
     }
-    return peer.send("recv.commit", args, "", kCallTimeoutMs);
+    if (!args.ok()) return args.status();
+    return peer.send("recv.commit", *args, std::move(hashes), kCallTimeoutMs);
   }
   p->len = copy_chunk_len(f.size, spec_.chunk_size, item.index);
   auto data = read_chunk(f.src, item.index * spec_.chunk_size, p->len, &p->hash);

@@ -45,7 +45,7 @@ Result<std::string> read_file(const std::string& path) {
   return out;
 }
 
-Status write_file_atomic(const std::string& path, const std::string& data, int mode) {
+Status write_file_atomic(const std::string& path, const std::string& data, int mode, bool durable) {
   // A fresh name nobody could have planted a symlink at (shared, group-writable
   // folders): random, created exclusively, never followed.
   static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
@@ -61,13 +61,14 @@ Status write_file_atomic(const std::string& path, const std::string& data, int m
     return errno_status(what + " " + tmp, err);
   };
   if (!write_all(fd.get(), data)) return give_up("write");
-  if (::fsync(fd.get()) != 0) return give_up("fsync");
+  if (durable && ::fsync(fd.get()) != 0) return give_up("fsync");
   fd.reset();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return errno_status("rename " + tmp, err);
   }
+  if (!durable) return Status();
   UniqueFd dir(::open(dirname_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.ok()) ::fsync(dir.get());
   return Status();

@@ -12,7 +12,10 @@ namespace ferry {
 Result<std::string> read_file(const std::string& path);
 /// Writes `data` to `path` atomically: a fresh, exclusively created temp file
 /// beside it (mode `mode`, symlinks never followed), fsync, rename, fsync dir.
-Status write_file_atomic(const std::string& path, const std::string& data, int mode = 0644);
+/// `durable` false skips both fsyncs: for bookkeeping whose loss in a crash only
+/// costs a redo (a copy's resume hint, its lease), where two fsyncs per file
+/// would be most of the time a folder of many small files takes.
+Status write_file_atomic(const std::string& path, const std::string& data, int mode = 0644, bool durable = true);
 /// Appends `data` to `path`, creating it (mode `mode`) if needed.
 Status append_file(const std::string& path, const std::string& data, int mode = 0644);
 Status make_dirs(const std::string& path);

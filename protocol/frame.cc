@@ -44,6 +44,25 @@ int nesting_depth(const char* p, size_t n) {
   return deepest;
 }
 
+// A field that rode in the body goes back into the header (move_field_to_body).
+Status restore_body_field(Frame* frame) {
+  auto it = frame->header.find(kBodyField);
+  if (it == frame->header.end()) return Status();
+  if (!it->is_string() || it->get<std::string>().empty()) return invalid_argument("frame names a bad body field");
+  std::string key = it->get<std::string>();
+  // It joins the header, so the header's depth bound is its bound too.
+  if (nesting_depth(frame->body.data(), frame->body.size()) >= kMaxHeaderDepth) {
+    return invalid_argument("frame body field '" + key + "' nested deeper than " + std::to_string(kMaxHeaderDepth) +
+                            " levels");
+  }
+  nlohmann::json value = nlohmann::json::parse(frame->body, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return invalid_argument("frame body is not the JSON of its field '" + key + "'");
+  frame->header.erase(it);
+  frame->header[key] = std::move(value);
+  std::string().swap(frame->body);
+  return Status();
+}
+
 }  // namespace
 
 std::string encode_frame(const Frame& frame) {
@@ -122,6 +141,10 @@ Result<std::optional<Frame>> FrameDecoder::next() {
     body_filled_ = 0;
     std::optional<Frame> out(std::move(body_frame_));
     body_frame_ = Frame();
+    if (Status s = restore_body_field(&*out); !s.ok()) {
+      failed_ = true;
+      return s;
+    }
     return out;
   }
   size_t avail = end_ - begin_;
@@ -179,7 +202,25 @@ Result<std::optional<Frame>> FrameDecoder::next() {
   }
   frame.body.assign(header + header_len, body_len);
   begin_ += 4 + length;
+  if (Status s = restore_body_field(&frame); !s.ok()) {
+    failed_ = true;
+    return s;
+  }
   return std::optional<Frame>(std::move(frame));
+}
+
+Result<std::string> move_field_to_body(nlohmann::json* header, const std::string& key, const std::string& what) {
+  auto it = header->find(key);
+  if (it == header->end()) return invalid_argument("no field '" + key + "' to send in the body");
+  std::string body = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  size_t room = kMaxFrameBytes - kMaxHeaderBytes;
+  if (body.size() > room) {
+    return failed_precondition(what + " is too large for one message: " + std::to_string(body.size()) +
+                               " bytes of JSON, at most " + std::to_string(room));
+  }
+  header->erase(it);
+  (*header)[kBodyField] = key;
+  return body;
 }
 
 Frame make_request(uint32_t id, const std::string& op, nlohmann::json args, std::string body) {

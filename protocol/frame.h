@@ -47,7 +47,8 @@ struct Frame {
   std::string body;
 };
 
-/// Serializes a frame. Asserts the size limits (our own frames are bugs if too big).
+/// Serializes a frame. Asserts the size limits (our own frames are bugs if too big;
+/// lists that grow with the data go to the body: move_field_to_body).
 std::string encode_frame(const Frame& frame);
 /// Everything of the encoded frame before its body: write this, then frame.body,
 /// and a multi-MiB body is never copied.
@@ -93,6 +94,17 @@ class FrameDecoder {
   Frame body_frame_;
   size_t body_filled_ = 0;
 };
+
+/// Lists that grow with the data (a folder's files, a file's chunk hashes) ride
+/// in the body as JSON, never in the header, which is capped at kMaxHeaderBytes:
+/// a folder of 100,000 files or a file of 64 GiB in 2 MiB chunks needs more. The
+/// header's "body_field" names the field; FrameDecoder::next() puts it back into
+/// the header, so a reader finds it where a small one would be.
+inline constexpr char kBodyField[] = "body_field";
+/// Moves header[key] (which must exist) out of the header: returns the body to
+/// send with it and sets header["body_field"] = key. Fails with a message naming
+/// `what` when the list is larger than a frame's body may be (64 MiB of JSON).
+Result<std::string> move_field_to_body(nlohmann::json* header, const std::string& key, const std::string& what);
 
 /// Convenience builders.
 Frame make_request(uint32_t id, const std::string& op, nlohmann::json args = nlohmann::json::object(),

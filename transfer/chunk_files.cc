@@ -84,7 +84,8 @@ Status claim_dest(const std::string& dest, const std::string& owner, bool beginn
       return failed_precondition(dest + " was taken over by another copy (" + them.job + ")");
     }
   }
-  if (!current.ok() || *current != owner) return write_file_atomic(owner_path(dest), owner, 0600);
+  // Not flushed: a crash ends the copy that held the lease anyway.
+  if (!current.ok() || *current != owner) return write_file_atomic(owner_path(dest), owner, 0600, /*durable=*/false);
   (void)::utimensat(AT_FDCWD, owner_path(dest).c_str(), nullptr, 0);  // renew
   return Status();
 }
@@ -236,6 +237,19 @@ int64_t file_mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+nlohmann::json stat_reply(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return nlohmann::json{{"exists", false}, {"path", path}};
+  std::string type = S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : "other";
+  return nlohmann::json{{"exists", true},
+                        {"path", path},
+                        {"type", type},
+                        {"size", static_cast<int64_t>(st.st_size)},
+                        {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000},
+                        {"mtime_ns", file_mtime_ns(st)},
+                        {"ino", static_cast<int64_t>(st.st_ino)}};
+}
+
 Result<nlohmann::json> list_source(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return errno_status("copy source " + path, errno);
@@ -324,7 +338,8 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
                           std::to_string(free_bytes) + " free");
       }
     }
-    FERRY_RETURN_IF_ERROR(write_file_atomic(spec_path(dest), spec.dump()));
+    // A hint, like the journal: one lost in a crash only means the part starts over.
+    FERRY_RETURN_IF_ERROR(write_file_atomic(spec_path(dest), spec.dump(), 0644, /*durable=*/false));
   }
   // Never through a symlink someone planted at our part file's name.
   UniqueFd fd(::open(part_path(dest).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? 0 : O_EXCL),

@@ -34,6 +34,10 @@ inline constexpr int64_t kMaxChunkBytes = 32 << 20;
 /// A file's modification time in nanoseconds (with its inode, its version).
 int64_t file_mtime_ns(const struct stat& st);
 
+/// What fs.stat says of `path`: {exists, path, type: "file"|"dir"|"other", size,
+/// mtime_ms, mtime_ns, ino} ({exists: false, path} when there is nothing).
+nlohmann::json stat_reply(const std::string& path);
+
 /// What a source path holds: {type: "file"|"dir", files: [{path, size, mode}]}
 /// (`path` relative to the source; "" for a single file). Only regular files;
 /// symlinks and specials are refused with their name.

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "protocol/frame.h"
 #include "transfer/chunk_files.h"
 
 namespace ferry {
@@ -226,10 +227,28 @@ nlohmann::json recv_write_args(const CopyFile& f, int64_t index, int64_t chunk_s
   return args;
 }
 
-nlohmann::json recv_commit_args(const CopyFile& f, int64_t chunk_size) {
+namespace {
+
+Result<nlohmann::json> with_body(nlohmann::json args, const std::string& key, const std::string& what,
+                                 std::string* body) {
+  auto moved = protocol::move_field_to_body(&args, key, what);
+  if (!moved.ok()) return moved.status();
+  *body = std::move(moved).value();
+  return args;
+}
+
+}  // namespace
+
+Result<nlohmann::json> recv_commit_args(const CopyFile& f, int64_t chunk_size, std::string* body) {
   nlohmann::json args = {{"dest", f.dest}, {"chunk_size", chunk_size}, {"chunks", f.hashes}};
   if (!f.owner.empty()) args["owner"] = f.owner;
-  return args;
+  return with_body(std::move(args), "chunks", "the chunk hashes of " + f.dest, body);
+}
+
+Result<nlohmann::json> fs_hash_args(const CopyFile& f, int64_t chunk_size, const std::vector<int64_t>& indices,
+                                    std::string* body) {
+  nlohmann::json args = {{"path", f.src}, {"chunk_size", chunk_size}, {"indices", indices}};
+  return with_body(std::move(args), "indices", "the chunk indices of " + f.src, body);
 }
 
 std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile& f) {

@@ -116,7 +116,13 @@ nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std:
 /// Takes a recv.begin reply: dest_complete and dest_have (all chunks when complete).
 void apply_recv_begin(CopyFile* f, const nlohmann::json& reply);
 nlohmann::json recv_write_args(const CopyFile& f, int64_t index, int64_t chunk_size, const std::string& hash);
-nlohmann::json recv_commit_args(const CopyFile& f, int64_t chunk_size);
+/// recv.commit's arguments; the file's chunk hashes go to *body (a 64 GiB file has
+/// 32,768 of them, more than the header may hold: protocol::move_field_to_body).
+Result<nlohmann::json> recv_commit_args(const CopyFile& f, int64_t chunk_size, std::string* body);
+/// fs.hash's arguments for `indices` of the source file (all when empty); the
+/// indices go to *body.
+Result<nlohmann::json> fs_hash_args(const CopyFile& f, int64_t chunk_size, const std::vector<int64_t>& indices,
+                                    std::string* body);
 /// The chunks of `f` a recv.commit reply says failed on the destination's disk
 /// (empty: committed; all of them when the reply is not understood).
 std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile& f);

@@ -85,9 +85,11 @@ void RelayCopy::begin_files(size_t i) {
     bool local_same =
         !f.local.empty() && ::stat(f.local.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == f.size;
     if (!dest_same && !local_same) return self->begin_receivers(i, "");
-    nlohmann::json hargs = {
-        {"path", f.src}, {"chunk_size", self->c_->spec.chunk_size}, {"indices", nlohmann::json::array()}};
-    self->c_->env.call_agent(self->c_->spec.from_host, "fs.hash", hargs, [self, i](Result<protocol::Frame> h) {
+    std::string indices;
+    auto hargs = fs_hash_args(f, self->c_->spec.chunk_size, {}, &indices);
+    if (!hargs.ok()) return self->c_->fail(hargs.status().message());
+    self->c_->env.call_agent_lane(self->c_->spec.from_host, 0, "fs.hash", *hargs, std::move(indices),
+                                  [self, i](Result<protocol::Frame> h) {
       if (self->c_->finished) return;
       if (!h.ok()) {
         if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
@@ -147,8 +149,11 @@ void RelayCopy::check_held(size_t i, bool hashes_known) {
   std::vector<int64_t> held = held_indices({&f.dest_have, &f.local_have});
   if (held.empty()) return begin_files(i + 1);
   auto self = shared_from_this();
-  nlohmann::json hargs = {{"path", f.src}, {"chunk_size", c_->spec.chunk_size}, {"indices", held}};
-  c_->env.call_agent(c_->spec.from_host, "fs.hash", hargs, [self, i, drop_stale](Result<protocol::Frame> h) {
+  std::string indices;
+  auto hargs = fs_hash_args(f, c_->spec.chunk_size, held, &indices);
+  if (!hargs.ok()) return c_->fail(hargs.status().message());
+  c_->env.call_agent_lane(c_->spec.from_host, 0, "fs.hash", *hargs, std::move(indices),
+                          [self, i, drop_stale](Result<protocol::Frame> h) {
     if (self->c_->finished) return;
     if (!h.ok()) {
       if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
@@ -350,8 +355,16 @@ void RelayCopy::commit_checked(size_t i) {
     return;
   }
   auto self = shared_from_this();
-  nlohmann::json args = recv_commit_args(f, c_->spec.chunk_size);
-  c_->env.call_agent(c_->spec.to_host, "recv.commit", args, [self, i](Result<protocol::Frame> r) {
+  std::string hashes;
+  auto args = recv_commit_args(f, c_->spec.chunk_size, &hashes);
+  if (!args.ok()) return c_->fail(args.status().message());
+  // Files take turns on the lanes: each commit waits for two fsyncs, and one
+  // agent serves one request at a time, so a folder of 100,000 small files would
+  // otherwise commit one file after another (the file system batches concurrent
+  // fsyncs from several agents into one journal commit).
+  int lane = c_->lanes > 0 ? 1 + static_cast<int>(i % static_cast<size_t>(c_->lanes)) : 0;
+  c_->env.call_agent_lane(c_->spec.to_host, lane, "recv.commit", *args, std::move(hashes),
+                          [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });

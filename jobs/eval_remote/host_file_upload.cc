@@ -4,6 +4,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "protocol/frame.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_plan.h"
 
@@ -93,8 +94,11 @@ void HostFileUpload::send(size_t index) {
 
 void HostFileUpload::commit() {
   nlohmann::json args = {{"dest", file_.dest}, {"chunk_size", kChunkBytes}, {"chunks", hashes_}};
+  // The hashes ride in the body: a large model file has more than a header holds.
+  auto hashes = protocol::move_field_to_body(&args, "chunks", "the chunk hashes of " + file_.dest);
+  if (!hashes.ok()) return finish(hashes.status());
   auto self = shared_from_this();
-  env_.call_agent(file_.host, "recv.commit", args, [self](Result<protocol::Frame> r) {
+  env_.call_agent_lane(file_.host, 0, "recv.commit", args, std::move(hashes).value(), [self](Result<protocol::Frame> r) {
     if (self->abandoned_) return;
     if (!r.ok()) {
       if (transient(r.status())) return self->retry([self] { self->begin(); });

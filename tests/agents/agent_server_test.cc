@@ -16,6 +16,7 @@
 #include "base/file_util.h"
 #include "tests/support/process.h"
 #include "transfer/chunk_files.h"
+#include "transfer/copy_plan.h"
 
 namespace ferry {
 namespace {
@@ -295,6 +296,109 @@ TEST_F(AgentServerTest, ServeWritesAndReadsBackAChunkOverAStream) {
   auto part = read_file(dir_.path() + "/out.bin.ferry-part");
   ASSERT_TRUE(part.ok());
   EXPECT_EQ(*part, chunk);
+}
+
+// A client of serve() over a socket pair, one request at a time, frames as the
+// coordinator sends them (prefix, then body).
+class StreamClient {
+ public:
+  explicit StreamClient(AgentServer& server) {
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv_), 0);
+    thread_ = std::thread([this, &server] {
+      server.serve(sv_[0], sv_[0], 60);
+      close(sv_[0]);
+    });
+  }
+  ~StreamClient() {
+    shutdown(sv_[1], SHUT_WR);
+    thread_.join();
+    close(sv_[1]);
+  }
+  // The reply, or the stream's failure (a frame the decoder refused, a hang-up).
+  Result<protocol::Frame> call(const std::string& op, nlohmann::json args, std::string body = {}) {
+    protocol::Frame f = protocol::make_request(++id_, op, std::move(args), std::move(body));
+    std::string bytes = protocol::encode_frame(f);
+    for (size_t off = 0; off < bytes.size();) {
+      ssize_t n = write(sv_[1], bytes.data() + off, bytes.size() - off);
+      if (n <= 0) return unavailable("the agent hung up");
+      off += static_cast<size_t>(n);
+    }
+    char buf[1 << 16];
+    for (;;) {
+      auto next = decoder_.next();
+      if (!next.ok()) return next.status();
+      if (next->has_value()) {
+        if ((*next)->type == protocol::FrameType::kEvent) continue;
+        return std::move(**next);
+      }
+      ssize_t n = read(sv_[1], buf, sizeof buf);
+      if (n <= 0) return unavailable("the agent hung up");
+      decoder_.feed(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int sv_[2] = {-1, -1};
+  std::thread thread_;
+  protocol::FrameDecoder decoder_;
+  uint32_t id_ = 0;
+};
+
+// Review F4: the chunk lists of a large file rode in the 1 MiB JSON header, so a
+// file of ≥ ~48 GiB could not be hashed or resumed and one of ≥ ~58.5 GiB never
+// committed. 33,000 chunks are a 64.5 GiB file in the copy's 2 MiB chunks; here
+// they are 4 KiB each, so the same frames cross with 129 MiB of bytes: the
+// source's hashes (fs.hash), a resumed receiver's held chunks (recv.begin "have")
+// and the commit's hash list (recv.commit), over the serve loop as on the wire.
+TEST_F(AgentServerTest, ServeHashesResumesAndCommitsAFileOf33000Chunks) {
+  constexpr int64_t kChunks = 33000, kChunkBytes = 4096, kSize = kChunks * kChunkBytes;
+  std::string data(static_cast<size_t>(kSize), '\0');
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (auto& c : data) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  ASSERT_TRUE(write_file_atomic(dir_.path() + "/src.bin", data).ok());
+  StreamClient agent(server_);
+
+  auto hashed = agent.call("fs.hash", {{"path", "src.bin"}, {"chunk_size", kChunkBytes}});
+  ASSERT_TRUE(hashed.ok()) << hashed.status().message();
+  ASSERT_EQ(hashed->type, protocol::FrameType::kReply) << hashed->header.dump().substr(0, 300);
+  const nlohmann::json& chunks = hashed->header["chunks"];
+  ASSERT_EQ(chunks.size(), static_cast<size_t>(kChunks));
+  std::vector<std::string> hashes;
+  for (int64_t i = 0; i < kChunks; ++i) hashes.push_back(chunks[std::to_string(i)].get<std::string>());
+
+  nlohmann::json begin = {{"dest", "out.bin"}, {"size", kSize}, {"chunk_size", kChunkBytes}, {"mode", 0644}};
+  auto fresh = agent.call("recv.begin", begin);
+  ASSERT_TRUE(fresh.ok() && fresh->type == protocol::FrameType::kReply);
+  EXPECT_TRUE(fresh->header["have"].empty());
+  for (int64_t i = 0; i < kChunks; ++i) {
+    auto w = agent.call("recv.write", {{"dest", "out.bin"}, {"index", i}, {"chunk_size", kChunkBytes},
+                                       {"hash", hashes[static_cast<size_t>(i)]}},
+                        data.substr(static_cast<size_t>(i * kChunkBytes), kChunkBytes));
+    ASSERT_TRUE(w.ok() && w->type == protocol::FrameType::kReply) << i;
+  }
+  // A new attempt of the copy finds every chunk held.
+  auto resumed = agent.call("recv.begin", begin);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  ASSERT_EQ(resumed->type, protocol::FrameType::kReply) << resumed->header.dump().substr(0, 300);
+  EXPECT_EQ(resumed->header["have"], chunks);
+
+  // As both senders build it (copy_plan.h).
+  CopyFile f;
+  f.dest = "out.bin";
+  f.hashes = hashes;
+  std::string body;
+  auto args = recv_commit_args(f, kChunkBytes, &body);
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  auto committed = agent.call("recv.commit", *args, body);
+  ASSERT_TRUE(committed.ok()) << committed.status().message();
+  ASSERT_EQ(committed->type, protocol::FrameType::kReply) << committed->header.dump().substr(0, 300);
+  EXPECT_EQ(committed->header["committed"], true);
+  auto out = read_file(dir_.path() + "/out.bin");
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(*out == data);
 }
 
 // An operation that takes long (review F3: a commit re-hashing a huge file on slow

@@ -152,7 +152,12 @@ class LocalPushTest : public ::testing::Test {
     ::chmod(work_.file("ssh").c_str(), 0755);
   }
 
-  testing::ProcessResult push(int streams = 3) {
+  testing::ProcessResult push(int streams = 3) { return push(spec(streams)); }
+  testing::ProcessResult push(const PushSpec& s) {
+    testing::write_text(work_.file("spec.json"), s.to_json().dump());
+    return testing::run_process({testing::bin_dir() + "/ferry-agent", "push", work_.file("spec.json")}, {}, 120);
+  }
+  PushSpec spec(int streams) const {
     PushSpec s;
     s.from = "ckpt";
     s.workdir = src_dir();
@@ -164,8 +169,7 @@ class LocalPushTest : public ::testing::Test {
     s.dest_workdir = dest_dir();
     s.streams = streams;
     s.ssh = work_.file("ssh");
-    testing::write_text(work_.file("spec.json"), s.to_json().dump());
-    return testing::run_process({testing::bin_dir() + "/ferry-agent", "push", work_.file("spec.json")}, {}, 120);
+    return s;
   }
 
   static std::optional<PushProgress> last_progress(const std::string& log) {
@@ -207,6 +211,32 @@ TEST_F(LocalPushTest, FolderArrivesBitIdenticalWithItsMarkerAndASecondPushSendsN
   EXPECT_EQ(q->bytes_sent, 0) << again.out;
   EXPECT_EQ(q->bytes_skipped, total);
   EXPECT_EQ(testing::read_text(dest_dir() + "/in/ckpt/.ferry-complete"), marker);
+}
+
+// Review F12: chunks are read at different times, so a file rewritten during the
+// push (a trainer saving over its checkpoint) would arrive as a mix of two
+// versions, each chunk verified. The source is re-checked (size, mtime, inode)
+// before each file's commit: the push fails, naming the file, and publishes
+// nothing. The destination agent (the lying agent in front of the real one)
+// rewrites one byte of the source as the first chunk reaches it.
+TEST_F(LocalPushTest, ASourceRewrittenDuringThePushFailsItAndPublishesNothing) {
+  std::string src = src_dir() + "/ckpt/" + files_[0].rel;
+  std::string before = testing::read_text(src);
+  write_ssh("while [ \"$1\" != -- ]; do shift; done\nshift 2\n"
+            "export LYING_AGENT_REAL='" + testing::bin_dir() + "/ferry-agent' LYING_AGENT_WORKDIR='" + dest_dir() +
+            "' LYING_AGENT_ON_OP=recv.write LYING_AGENT_ON_READ=\"printf X | dd of='" + src +
+            "' bs=1 seek=7 conv=notrunc status=none\"\n"
+            "exec sh -c \"$1\"\n");
+  PushSpec s = spec(1);
+  s.from = "ckpt/" + files_[0].rel;
+  s.to = "one.bin";
+  s.dest_agent = testing::bin_dir() + "/lying-agent";
+  auto r = push(s);
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(testing::read_text(src), before) << "the source was rewritten during the push";
+  EXPECT_NE(r.out.find("changed during the copy (modified)"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find(src), std::string::npos) << r.out;
+  EXPECT_FALSE(testing::exists(dest_dir() + "/one.bin")) << "a torn file was published";
 }
 
 TEST_F(LocalPushTest, LoginRefusedEndsAtOnceWithAMessageNamingBothHosts) {

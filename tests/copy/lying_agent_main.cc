@@ -5,7 +5,9 @@
 // swallows every request whose op is LYING_AGENT_HOLD_OP (when set): it is never
 // answered, while the agent's heartbeats keep the link alive (an operation that
 // never ends), and runs the shell command LYING_AGENT_ON_READ (when set) once, as
-// the first fs.read passes (a source that changes during the copy). For any other
+// the first fs.read passes (a source that changes during the copy), or the first
+// request of the op LYING_AGENT_ON_OP when that is set (a destination agent: the
+// first recv.write of a direct push). For any other
 // workdir it simply becomes the real agent.
 // Everything else passes untouched.
 #include <sys/wait.h>
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
   const std::string lie = env_or_empty("LYING_AGENT_PATH");
   const std::string hold_op = env_or_empty("LYING_AGENT_HOLD_OP");
   const std::string on_read = env_or_empty("LYING_AGENT_ON_READ");
+  const std::string on_op = env_or_empty("LYING_AGENT_ON_OP").empty() ? "fs.read" : env_or_empty("LYING_AGENT_ON_OP");
   int to_child[2], from_child[2];
   if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) return 1;
   pid_t child = ::fork();
@@ -78,7 +81,7 @@ int main(int argc, char** argv) {
   ::close(to_child[0]);
   ::close(from_child[1]);
   // Requests go to the real agent as they are, but for the held op.
-  std::thread forward([in = to_child[1], hold_op, on_read] {
+  std::thread forward([in = to_child[1], hold_op, on_read, on_op] {
     char buf[1 << 16];
     ferry::protocol::FrameDecoder requests;
     for (;;) {
@@ -95,7 +98,7 @@ int main(int argc, char** argv) {
         std::string op = (**frame).header.value("op", "");
         if (!hold_op.empty() && op == hold_op) continue;
         static bool ran = false;
-        if (!on_read.empty() && op == "fs.read" && !ran) {
+        if (!on_read.empty() && op == on_op && !ran) {
           ran = true;
           if (std::system(on_read.c_str()) != 0) std::fprintf(stderr, "lying-agent: LYING_AGENT_ON_READ failed\n");
         }

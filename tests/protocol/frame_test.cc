@@ -148,6 +148,76 @@ TEST(FrameTest, RefusesUnknownTypeBadHeaderLengthAndNonObjectHeader) {
   }
 }
 
+// Review F4: a list that grows with the data rode in the 1 MiB header, so a folder
+// of ~18k files or a file of ~48 GiB could not be listed, hashed or committed. A
+// listing of 100,000 files (the issue's goal) goes in the body, and the reader
+// finds it in the header as before.
+TEST(FrameTest, AListOfAHundredThousandEntriesRidesInTheBodyAndComesBackInTheHeader) {
+  nlohmann::json files = nlohmann::json::array();
+  for (int i = 0; i < 100000; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "shard/f_%06d.txt", i);
+    files.push_back({{"path", name}, {"size", i}, {"mode", 0644}, {"mtime_ns", 1764556800123456789 + i},
+                     {"ino", 5000000 + i}});
+  }
+  nlohmann::json header = {{"type", "dir"}, {"files", files}};
+  ASSERT_GT(header.dump().size(), kMaxHeaderBytes) << "the case the header cap refused";
+  auto body = move_field_to_body(&header, "files", "the listing");
+  ASSERT_TRUE(body.ok()) << body.status().message();
+  Frame f = make_reply(9, header, *body);
+  std::string prefix = encode_frame_prefix(f);
+  EXPECT_LE(prefix.size() - 13, kMaxHeaderBytes);
+  EXPECT_LT(prefix.size(), 200u) << "only the small fields stay in the header";
+
+  std::string bytes = prefix + f.body;
+  FrameDecoder d;
+  // In pieces, as from a pipe: the large body is read in place.
+  for (size_t at = 0; at < bytes.size(); at += 1 << 16) {
+    d.feed(bytes.data() + at, std::min<size_t>(1 << 16, bytes.size() - at));
+  }
+  auto got = d.next();
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->header["type"], "dir");
+  EXPECT_EQ((*got)->header["files"], files);
+  EXPECT_FALSE((*got)->header.contains(kBodyField));
+  EXPECT_TRUE((*got)->body.empty());
+}
+
+TEST(FrameTest, AListTooLargeForABodyIsRefusedWithItsName) {
+  nlohmann::json header = {{"chunks", std::string(kMaxFrameBytes, 'x')}};
+  auto body = move_field_to_body(&header, "chunks", "the chunk hashes of big.bin");
+  ASSERT_FALSE(body.ok());
+  EXPECT_NE(body.status().message().find("the chunk hashes of big.bin is too large"), std::string::npos)
+      << body.status().message();
+  EXPECT_TRUE(header.contains("chunks")) << "left as it was";
+}
+
+TEST(FrameTest, RefusesABodyFieldThatIsNotJson) {
+  std::string hdr = R"({"body_field":"files"})";
+  std::string body = "[1,2";
+  std::string bytes = u32(9 + hdr.size() + body.size()) + std::string(1, '\x02') + u32(1) + u32(hdr.size()) + hdr + body;
+  FrameDecoder d;
+  d.feed(bytes.data(), bytes.size());
+  auto got = d.next();
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("not the JSON of its field 'files'"), std::string::npos)
+      << got.status().message();
+}
+
+// A body field joins the header, so it is held to the header's depth bound: a deep
+// value would otherwise overflow the stack when copied or printed.
+TEST(FrameTest, RefusesABodyFieldNestedDeeperThanAHeaderMayBe) {
+  std::string hdr = R"({"body_field":"files"})";
+  std::string body = std::string(kMaxHeaderDepth + 1, '[') + std::string(kMaxHeaderDepth + 1, ']');
+  std::string bytes = u32(9 + hdr.size() + body.size()) + std::string(1, '\x02') + u32(1) + u32(hdr.size()) + hdr + body;
+  FrameDecoder d;
+  d.feed(bytes.data(), bytes.size());
+  auto got = d.next();
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("nested deeper than"), std::string::npos) << got.status().message();
+}
+
 TEST(FrameTest, ErrorFramesCarryTheStatus) {
   Frame e = make_error(5, failed_precondition("stale attempt token"));
   Status s = status_from_error_frame(e);
