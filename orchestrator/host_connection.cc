@@ -125,9 +125,10 @@ void HostConnection::run() {
       post_state(false, s.message());
     }
     if (failing_since == 0) failing_since = mono_s();
-    // A refused host key or a failed login will not heal by itself: stop now.
+    // A refused host key, a failed login or a bad setting (address, user, ssh
+    // config, ciphers, a login rc that talks) will not heal by itself: stop now.
     bool permanent = s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kNotFound ||
-                     s.code() == StatusCode::kDataLoss ||
+                     s.code() == StatusCode::kDataLoss || s.code() == StatusCode::kInvalidArgument ||
                      // Never reached: a name that does not resolve, a port that refuses (not silence).
                      (!was_connected && options_.first_failure_is_final && transport->nobody_there());
     {

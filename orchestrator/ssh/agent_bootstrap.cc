@@ -89,7 +89,9 @@ Status verify_remote_agent(SshSession& session, const std::string& remote_path, 
     return internal_error(session.describe() + ": cannot run the agent `" + remote_path + " hash-self` (" +
                           brief(*r) + ")");
   }
+  // The hash is the last word: a login rc may have printed before it, even on its line.
   std::string got = trim(r->out);
+  if (size_t sp = got.find_last_of(" \t\r\n"); sp != std::string::npos) got = got.substr(sp + 1);
   if (got != expected_hex) {
     return data_loss(session.describe() + ": agent at " + remote_path + " hashes to '" + got.substr(0, 64) +
                      "', expected " + expected_hex);

@@ -131,24 +131,40 @@ Status SshTransport::start_command(const std::string& command) {
   return Status();
 }
 
-// Reads exactly one marker line, byte by byte, so nothing after it is consumed.
+// Reads up to and including the marker line, byte by byte, so nothing after it is
+// consumed. What a login rc prints before it (a greeting, a `conda activate` note)
+// is skipped: the agent's frames start only after the marker. Too much of it will
+// not heal by retrying, so it fails the host with the cause (review F20.6).
 Result<std::string> SshTransport::read_marker() {
-  std::string got;
+  std::string line, skipped;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kMarkerTimeoutMs);
-  while (got.empty() || got.back() != '\n') {
+  for (;;) {
     if (std::chrono::steady_clock::now() > deadline) {
-      return Status(StatusCode::kDeadlineExceeded, describe() + ": no answer from the agent start command");
+      return Status(StatusCode::kDeadlineExceeded, describe() + ": no answer from the agent start command" +
+                                                       (skipped.empty() ? "" : " (it printed: " + skipped.substr(0, 256) + ")"));
     }
     char c;
     auto n = read_some(&c, 1, 100);
     if (!n.ok()) return n.status();
-    if (*n == 1) got += c;
-    if (got.size() > kMaxMarkerBytes) return internal_error(describe() + ": unexpected output before the agent: " + got.substr(0, 256));
+    if (*n == 1) line += c;
+    if (line.empty() || line.back() != '\n') {
+      if (skipped.size() + line.size() > kMaxMarkerBytes) break;
+      continue;
+    }
+    // The rc's last words may lack a newline and share the marker's line.
+    for (const char* marker : {kAgentReady, kAgentMissing}) {
+      size_t at = line.find(marker);
+      if (at != std::string::npos) return line.substr(at);
+    }
+    skipped += line;
+    line.clear();
+    if (skipped.size() > kMaxMarkerBytes) break;
   }
-  if (got.rfind(kAgentReady, 0) != 0 && got != kAgentMissing) {
-    return internal_error(describe() + ": unexpected output before the agent: " + got);
-  }
-  return got;
+  skipped += line;
+  return invalid_argument(describe() + ": the login shell printed more than " + std::to_string(kMaxMarkerBytes) +
+                    " bytes before the agent started (" + skipped.substr(0, 256) +
+                    "...): make the remote user's shell rc quiet when not interactive (e.g. `[[ $- == *i* ]] || return` "
+                    "at the top of ~/.bashrc)");
 }
 
 Result<size_t> SshTransport::read_some(char* buf, size_t n, int timeout_ms) {

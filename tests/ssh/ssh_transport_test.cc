@@ -256,6 +256,27 @@ TEST_F(LaneSocketTest, LanesRideTheMainAgentsSocketAndRunNoLoginShell) {
   EXPECT_EQ(logins(), after_main) << "a lane on the socket starts no shell";
 }
 
+// Review F20.6: a login rc that prints (a greeting; words without a newline that
+// share the marker's line) is skipped, not taken for a broken agent and retried.
+TEST_F(LaneSocketTest, WhatALoginRcPrintsBeforeTheAgentIsSkipped) {
+  testbed::write_file(rc_, "echo 'Welcome to h2'\necho\nprintf 'conda: base activated '\n");
+  SshTransport t(target_, agent_);
+  Status st = t.open();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  expect_agent_answers(t);
+}
+
+// An rc that says more than a marker line may fails at once with the cause and the fix.
+TEST_F(LaneSocketTest, ALoginRcThatNeverStopsTalkingFailsWithTheFix) {
+  testbed::write_file(rc_, "for i in $(seq 1 400); do echo \"motd line $i of a very chatty login rc\"; done\n");
+  SshTransport t(target_, agent_);
+  Status st = t.open();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("the login shell printed more than"), std::string::npos) << st.to_string();
+  EXPECT_NE(st.message().find("motd line 1 of"), std::string::npos) << st.to_string();
+}
+
 TEST_F(LaneSocketTest, ALaneWhoseSocketIsGoneStartsItsOwnAgent) {
   auto lanes = std::make_shared<LaneSocket>();
   lanes->publish(target_.workdir + "/.ferry/run/nobody-listens.sock");
