@@ -64,4 +64,17 @@ Result<FileLock> FileLock::try_take(const std::string& path, int patience_ms) {
   return FileLock(*fd);
 }
 
+std::optional<bool> FileLock::held_elsewhere(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  int r;
+  do r = ::flock(fd, LOCK_SH | LOCK_NB);
+  while (r != 0 && errno == EINTR);
+  int err = errno;
+  ::close(fd);  // drops the shared lock if it was granted
+  if (r == 0) return false;
+  if (err == EWOULDBLOCK) return true;
+  return std::nullopt;
+}
+
 }  // namespace ferry

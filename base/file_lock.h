@@ -6,6 +6,7 @@
 // its copy. A value owned by one thread.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -26,6 +27,10 @@ class FileLock {
   /// The same without waiting longer than `patience_ms`: kFailedPrecondition while
   /// another holder keeps it.
   static Result<FileLock> try_take(const std::string& path, int patience_ms = 0);
+  /// Whether another process holds the lock at `path` now, probed with a shared
+  /// lock let go at once (a taker in that instant needs a few ms of patience);
+  /// nullopt when there is no such file or it cannot be probed.
+  static std::optional<bool> held_elsewhere(const std::string& path);
 
   int fd() const { return fd_; }
 

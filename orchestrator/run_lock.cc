@@ -1,11 +1,5 @@
 #include "orchestrator/run_lock.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
-
 #include "base/file_util.h"
 
 namespace ferry {
@@ -30,18 +24,7 @@ Result<FileLock> RunLock::take(const std::string& db_path, const std::string& ru
 }
 
 std::optional<bool> RunLock::held(const std::string& db_path, const std::string& run_id) {
-  int fd = ::open(path_for(db_path, run_id).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return std::nullopt;
-  // A shared lock conflicts only with a coordinator's exclusive one, and is let go
-  // at once: a coordinator starting in this instant waits out kProbeGraceMs.
-  int r;
-  do r = ::flock(fd, LOCK_SH | LOCK_NB);
-  while (r != 0 && errno == EINTR);
-  int err = errno;
-  ::close(fd);
-  if (r == 0) return false;
-  if (err == EWOULDBLOCK) return true;
-  return std::nullopt;
+  return FileLock::held_elsewhere(path_for(db_path, run_id));
 }
 
 }  // namespace ferry
