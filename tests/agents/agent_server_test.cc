@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "agents/job_journal.h"
@@ -23,6 +25,13 @@ namespace {
 
 using testing::TempDir;
 using testing::wait_until;
+
+// Clock ticks since boot, the unit of a process's start time in /proc/<pid>/stat.
+int64_t uptime_ticks() {
+  auto text = read_file("/proc/uptime");
+  if (!text.ok()) return 0;
+  return static_cast<int64_t>(std::strtod(text->c_str(), nullptr) * static_cast<double>(::sysconf(_SC_CLK_TCK)));
+}
 
 class AgentServerTest : public ::testing::Test {
  protected:
@@ -174,6 +183,10 @@ TEST_F(AgentServerTest, APidThatNowNamesAnotherProcessIsNotTheJob) {
   ::kill(-job, SIGKILL);
   ASSERT_TRUE(wait_until([&] { return !testing::process_running(job) && !testing::process_running(supervisor); },
                          std::chrono::seconds(10)));
+  // Start times are in clock ticks (10 ms): let the clock pass the job's, or a
+  // stranger started in the same tick would carry the very start time recorded.
+  int64_t recorded = std::max(pid_json.value("pid_start", int64_t{0}), pid_json.value("supervisor_start", int64_t{0}));
+  ASSERT_TRUE(wait_until([&] { return uptime_ticks() > recorded + 1; }, std::chrono::seconds(10)));
   // A stranger now holds "the job's" pid: here, a process of ours written in its place.
   pid_t stranger = testing::spawn_process({"sleep", "300"}, {}, dir_.file("stranger.log"));
   ASSERT_GT(stranger, 0);
