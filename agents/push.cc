@@ -254,12 +254,12 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
   CopyFile& f = plan_.files[i];
   std::string file_hash;
   if (f.size > 0) {
-    auto st = peer.call("fs.stat", {{"path", f.dest}}, kCallTimeoutMs);
+    auto st = peer.call("fs.stat", {{"path", f.dest()}}, kCallTimeoutMs);
     if (!st.ok()) return on_dest(st.status());
     if (dest_may_hold(st->header, f.size)) {
-      auto h = hash_chunks(f.src, spec_.chunk_size, {});
+      auto h = hash_chunks(f.src(), spec_.chunk_size, {});
       if (!h.ok()) return h.status();
-      if (static_cast<int64_t>(h->size()) != f.chunks) return data_loss(f.src + " changed size during the copy");
+      if (static_cast<int64_t>(h->size()) != f.chunks) return data_loss(f.src() + " changed size during the copy");
       for (auto& [k, v] : *h) f.hashes[static_cast<size_t>(k)] = v;
       file_hash = file_hash_of(f.hashes);
     }
@@ -270,7 +270,7 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
   if (!file_hash.empty()) {
     drop_stale_chunks(&f.dest_have, source_hashes(f));
   } else if (!f.dest_have.empty()) {
-    auto h = hash_chunks(f.src, spec_.chunk_size, held_indices({&f.dest_have}));
+    auto h = hash_chunks(f.src(), spec_.chunk_size, held_indices({&f.dest_have}));
     if (!h.ok()) return h.status();
     drop_stale_chunks(&f.dest_have, *h);
   }
@@ -310,9 +310,9 @@ Status Pusher::send_item(AgentPeer& peer, const Item& item, Pending* p) {
     // Chunks were read at different times: a file rewritten meanwhile (a trainer
     // saving over its checkpoint) may be a mix of two versions, each chunk
     // verified, the whole torn. Only the version that was listed is committed.
-    std::string change = f.dest_complete ? "" : source_change(stat_reply(f.src), f);
+    std::string change = f.dest_complete ? "" : source_change(stat_reply(f.src()), f);
     if (!change.empty()) {
-      return failed_precondition("the source " + spec_.from_host + ":" + f.src + " changed during the copy (" +
+      return failed_precondition("the source " + spec_.from_host + ":" + f.src() + " changed during the copy (" +
                                  change + "); nothing of it was committed: copy it again once it is no longer being "
                                  "written");
     }
@@ -326,10 +326,10 @@ Status Pusher::send_item(AgentPeer& peer, const Item& item, Pending* p) {
     return peer.send("recv.commit", *args, std::move(hashes), kCallTimeoutMs);
   }
   p->len = copy_chunk_len(f.size, spec_.chunk_size, item.index);
-  auto data = read_chunk(f.src, item.index * spec_.chunk_size, p->len, &p->hash);
+  auto data = read_chunk(f.src(), item.index * spec_.chunk_size, p->len, &p->hash);
   if (!data.ok())
     return Status(data.status().code() == StatusCode::kUnavailable ? StatusCode::kInternal : data.status().code(),
-                  "reading " + f.src + " on " + spec_.from_host + ": " + data.status().message());
+                  "reading " + f.src() + " on " + spec_.from_host + ": " + data.status().message());
   {
     std::lock_guard<std::mutex> lock(mu_);
     f.hashes[static_cast<size_t>(item.index)] = p->hash;
@@ -361,7 +361,7 @@ Status Pusher::settle(const Pending& p, const protocol::Frame& reply) {
     cv_.notify_all();
     return Status();
   }
-  if (!err.ok()) return on_dest(err.with_context("committing " + f.dest));
+  if (!err.ok()) return on_dest(err.with_context("committing " + f.dest()));
   std::vector<int64_t> bad = recv_commit_bad(reply.header, f);
   if (bad.empty()) {
     f.committed = true;
@@ -477,10 +477,9 @@ Result<PushResult> Pusher::run() {
   source_ = *source;
   auto listing = list_source(source_);
   if (!listing.ok()) return listing.status();
-  auto plan = plan_copy(*listing, source_, spec_.to, spec_.chunk_size);
+  auto plan = plan_copy(*listing, source_, spec_.to, spec_.chunk_size, spec_.owner);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
-  for (auto& f : plan_.files) f.owner = spec_.owner;
   say("ferry-push: " + spec_.from_host + ":" + spec_.from + " → " + spec_.to_host + ":" + spec_.to + " over ssh to " +
       dest_name() + ": " + std::to_string(plan_.files.size()) + " file(s), " + std::to_string(plan_.bytes_total) +
       " bytes, up to " + std::to_string(spec_.streams) + " stream(s)");

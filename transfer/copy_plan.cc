@@ -6,6 +6,7 @@
 
 #include "protocol/frame.h"
 #include "transfer/chunk_files.h"
+#include "transfer/copy_manifest.h"
 
 namespace ferry {
 namespace {
@@ -43,8 +44,34 @@ Status check_copy_rel(const std::string& rel) {
   }
 }
 
+std::string CopyFile::src() const {
+  if (!roots) return "";
+  return roots->is_dir ? roots->from + "/" + rel : roots->from;
+}
+
+std::string CopyFile::dest() const { return roots ? copy_dest_for(roots->to, roots->from, rel, roots->is_dir) : ""; }
+
+const std::string& CopyFile::owner() const {
+  static const std::string kNone;
+  return roots ? roots->owner : kNone;
+}
+
 Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& from, const std::string& to,
-                              int64_t chunk_size) {
+                              int64_t chunk_size, const std::string& owner) {
+  CopyListing out;
+  std::vector<CopyFile> files;
+  if (listing.is_object() && listing.contains("files") && listing["files"].is_array()) {
+    files.reserve(listing["files"].size());
+  }
+  FERRY_RETURN_IF_ERROR(plan_copy_each(listing, from, to, chunk_size, owner, &out,
+                                       [&files](CopyFile&& f) { files.push_back(std::move(f)); }));
+  out.files = std::move(files);
+  return out;
+}
+
+Status plan_copy_each(const nlohmann::json& listing, const std::string& from, const std::string& to,
+                      int64_t chunk_size, const std::string& owner, CopyListing* listed,
+                      const std::function<void(CopyFile&&)>& take) {
   // The listing comes from the source host's agent: nothing in it is trusted.
   auto bad = [&](const std::string& why) { return data_loss("listing of " + from + ": " + why); };
   if (!listing.is_object() || !listing.contains("type") || !listing["type"].is_string()) {
@@ -52,11 +79,12 @@ Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& 
   }
   if (!listing.contains("files") || !listing["files"].is_array()) return bad("no 'files' in the agent's reply");
   if (chunk_size <= 0) return bad("chunk size " + std::to_string(chunk_size));
-  CopyListing out;
+  CopyListing& out = *listed;
   int64_t chunks_total = 0;
   out.is_dir = listing["type"] == "dir";
   if (!out.is_dir && listing["type"] != "file") return bad("unknown type " + listing["type"].dump());
   if (!out.is_dir && listing["files"].size() != 1) return bad("a file listing must name exactly one file");
+  auto roots = std::make_shared<CopyRoots>(CopyRoots{from, to, out.is_dir, owner});
   for (const auto& f : listing["files"]) {
     if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("size") ||
         !f["size"].is_number_integer()) {
@@ -80,8 +108,7 @@ Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& 
       Status rel_ok = check_copy_rel(file.rel);
       if (!rel_ok.ok()) return bad(rel_ok.message());
     }
-    file.src = out.is_dir ? from + "/" + file.rel : from;
-    file.dest = copy_dest_for(to, from, file.rel, out.is_dir);
+    file.roots = roots;
     file.chunks = file.size == 0 ? 0 : 1 + (file.size - 1) / chunk_size;
     chunks_total += file.chunks;
     if (chunks_total > kMaxCopyChunks || out.bytes_total > std::numeric_limits<int64_t>::max() - file.size) {
@@ -90,14 +117,14 @@ Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& 
     }
     file.hashes.resize(static_cast<size_t>(file.chunks));
     out.bytes_total += file.size;
-    out.files.push_back(std::move(file));
+    take(std::move(file));
   }
-  return out;
+  return Status();
 }
 
 Status take_chunk_hashes(const nlohmann::json& chunks, CopyFile* f) {
   if (!chunks.is_object() || static_cast<int64_t>(chunks.size()) != f->chunks) {
-    return data_loss("the source's hashes of " + f->src + " do not cover its " + std::to_string(f->chunks) +
+    return data_loss("the source's hashes of " + f->src() + " do not cover its " + std::to_string(f->chunks) +
                      " chunks (did it change during the copy?)");
   }
   for (const auto& [index, hash] : chunk_map_from_json(chunks)) {
@@ -105,15 +132,15 @@ Status take_chunk_hashes(const nlohmann::json& chunks, CopyFile* f) {
     f->hashes[static_cast<size_t>(index)] = hash;
   }
   for (const auto& h : f->hashes) {
-    if (h.empty()) return data_loss("the source's hashes of " + f->src + " name chunks it does not have");
+    if (h.empty()) return data_loss("the source's hashes of " + f->src() + " name chunks it does not have");
   }
   return Status();
 }
 
 std::string copy_manifest_hash(const std::vector<CopyFile>& files) {
-  nlohmann::json manifest = nlohmann::json::array();
-  for (const auto& f : files) manifest.push_back({f.rel, f.size, file_hash_of(f.hashes)});
-  return file_hash_of({manifest.dump()});
+  CopyManifest manifest;
+  for (const auto& f : files) manifest.add(f.rel, f.size, file_hash_of(f.hashes));
+  return manifest.hash();
 }
 
 std::string copy_owner(const std::string& job, int attempt, const std::string& token) {
@@ -202,9 +229,9 @@ nlohmann::json chunk_map_to_json(const std::map<int64_t, std::string>& m) {
 }
 
 nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std::string& file_hash) {
-  nlohmann::json args = {{"dest", f.dest}, {"size", f.size}, {"chunk_size", chunk_size}, {"mode", f.mode}};
+  nlohmann::json args = {{"dest", f.dest()}, {"size", f.size}, {"chunk_size", chunk_size}, {"mode", f.mode}};
   if (!file_hash.empty()) args["file_hash"] = file_hash;
-  if (!f.owner.empty()) args["owner"] = f.owner;
+  if (!f.owner().empty()) args["owner"] = f.owner();
   return args;
 }
 
@@ -222,8 +249,8 @@ void apply_recv_begin(CopyFile* f, const nlohmann::json& reply) {
 }
 
 nlohmann::json recv_write_args(const CopyFile& f, int64_t index, int64_t chunk_size, const std::string& hash) {
-  nlohmann::json args = {{"dest", f.dest}, {"index", index}, {"chunk_size", chunk_size}, {"hash", hash}};
-  if (!f.owner.empty()) args["owner"] = f.owner;
+  nlohmann::json args = {{"dest", f.dest()}, {"index", index}, {"chunk_size", chunk_size}, {"hash", hash}};
+  if (!f.owner().empty()) args["owner"] = f.owner();
   return args;
 }
 
@@ -240,15 +267,15 @@ Result<nlohmann::json> with_body(nlohmann::json args, const std::string& key, co
 }  // namespace
 
 Result<nlohmann::json> recv_commit_args(const CopyFile& f, int64_t chunk_size, std::string* body) {
-  nlohmann::json args = {{"dest", f.dest}, {"chunk_size", chunk_size}, {"chunks", f.hashes}};
-  if (!f.owner.empty()) args["owner"] = f.owner;
-  return with_body(std::move(args), "chunks", "the chunk hashes of " + f.dest, body);
+  nlohmann::json args = {{"dest", f.dest()}, {"chunk_size", chunk_size}, {"chunks", f.hashes}};
+  if (!f.owner().empty()) args["owner"] = f.owner();
+  return with_body(std::move(args), "chunks", "the chunk hashes of " + f.dest(), body);
 }
 
 Result<nlohmann::json> fs_hash_args(const CopyFile& f, int64_t chunk_size, const std::vector<int64_t>& indices,
                                     std::string* body) {
-  nlohmann::json args = {{"path", f.src}, {"chunk_size", chunk_size}, {"indices", indices}};
-  return with_body(std::move(args), "indices", "the chunk indices of " + f.src, body);
+  nlohmann::json args = {{"path", f.src()}, {"chunk_size", chunk_size}, {"indices", indices}};
+  return with_body(std::move(args), "indices", "the chunk indices of " + f.src(), body);
 }
 
 std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile& f) {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -23,13 +24,25 @@
 
 namespace ferry {
 
+/// What every file of one copy shares: where it comes from and goes, and whose
+/// lease it takes on the destination ("<job> <attempt> <token>"; chunk_files.h).
+struct CopyRoots {
+  std::string from, to;
+  bool is_dir = false;
+  std::string owner;
+};
+
 /// One file of a copy, as a sender tracks it.
 struct CopyFile {
+  std::shared_ptr<const CopyRoots> roots;  // the copy's; set by plan_copy
   std::string rel;        // relative to the copied folder; "" for a single file
-  std::string src, dest;  // full paths as the source and the destination agents resolve them
+  // Full paths as the source and the destination agents resolve them, made when
+  // asked: a folder of 100,000 files does not hold 200,000 more paths.
+  std::string src() const;
+  std::string dest() const;
+  const std::string& owner() const;
   int64_t size = 0;
   int mode = 0644;
-  std::string owner;      // the copy's lease on the destination ("<job> <attempt> <token>"; chunk_files.h)
   int64_t mtime_ns = -1;  // the source's version when listed (-1: the agent did not say)
   int64_t ino = -1;
   int64_t chunks = 0;
@@ -58,7 +71,12 @@ struct CopyListing {
 /// impossible, or whose folder entries are not plain relative paths inside the copy:
 /// the listing is the source host's word, and a path from it becomes a path to write.
 Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& from, const std::string& to,
-                              int64_t chunk_size);
+                              int64_t chunk_size, const std::string& owner = "");
+/// plan_copy handing each file to `take` as it is planned instead of holding them
+/// (*out gets the rest): the caller's own file list is the only one.
+Status plan_copy_each(const nlohmann::json& listing, const std::string& from, const std::string& to,
+                      int64_t chunk_size, const std::string& owner, CopyListing* out,
+                      const std::function<void(CopyFile&&)>& take);
 /// A file of a copy larger than this (1 PiB) is a faulty listing, not a file.
 inline constexpr int64_t kMaxCopyFileBytes = int64_t{1} << 50;
 /// The most chunks one copy may need (8 TiB at 2 MiB chunks): the coordinator holds

@@ -41,6 +41,7 @@ struct CopyEntry : CopyFile {
   std::string local;                          // keep_local's full path ("" = none)
   std::map<int64_t, std::string> local_have;  // verified in keep_local
   bool local_complete = false;                // keep_local already holds exactly these bytes
+  std::string file_hash;  // set once committed, when the per-chunk state above is let go (the manifest needs only this)
 };
 
 struct CopyBytes {

@@ -46,18 +46,20 @@ void CopyStage::list_source() {
                             r.status().message());
     }
     const CopySpec& spec = self->c_->spec;
-    auto listed = plan_copy(r->header, spec.from_path, spec.to_path, spec.chunk_size);
-    if (!listed.ok()) return self->c_->fail("source host " + spec.from_host + ": " + listed.status().message());
-    CopyListing& plan = *listed;
+    auto& files = self->c_->files;
+    if (r->header.contains("files") && r->header["files"].is_array()) files.reserve(r->header["files"].size());
+    CopyListing plan;
+    Status planned = plan_copy_each(
+        r->header, spec.from_path, spec.to_path, spec.chunk_size,
+        copy_owner(spec.attempt.job, spec.attempt.attempt, spec.attempt.token), &plan, [&](CopyFile&& f) {
+          CopyEntry file;
+          static_cast<CopyFile&>(file) = std::move(f);
+          if (!spec.keep_local.empty()) file.local = copy_dest_for(spec.keep_local, spec.from_path, file.rel, plan.is_dir);
+          files.push_back(std::move(file));
+        });
+    if (!planned.ok()) return self->c_->fail("source host " + spec.from_host + ": " + planned.message());
     self->c_->is_dir = plan.is_dir;
     self->c_->bytes.total = plan.bytes_total;
-    for (auto& f : plan.files) {
-      CopyEntry file;
-      static_cast<CopyFile&>(file) = std::move(f);
-      if (!spec.keep_local.empty()) file.local = copy_dest_for(spec.keep_local, spec.from_path, file.rel, plan.is_dir);
-      file.owner = copy_owner(spec.attempt.job, spec.attempt.attempt, spec.attempt.token);
-      self->c_->files.push_back(std::move(file));
-    }
     self->decide_route();
   });
 }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "transfer/chunk_files.h"
+#include "transfer/copy_manifest.h"
 
 namespace ferry {
 
@@ -73,11 +74,11 @@ void RelayCopy::begin_files(size_t i) {
   CopyEntry& f = c_->files[i];
   auto self = shared_from_this();
   if (f.size == 0) return begin_receivers(i, "");
-  c_->env.call_agent(c_->spec.to_host, "fs.stat", {{"path", f.dest}}, [self, i](Result<protocol::Frame> r) {
+  c_->env.call_agent(c_->spec.to_host, "fs.stat", {{"path", f.dest()}}, [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
-      return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " + r.status().message());
+      return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest() + ": " + r.status().message());
     }
     CopyEntry& f = self->c_->files[i];
     bool dest_same = dest_may_hold(r->header, f.size);
@@ -93,7 +94,7 @@ void RelayCopy::begin_files(size_t i) {
       if (self->c_->finished) return;
       if (!h.ok()) {
         if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
-        return self->c_->fail("hashing source " + self->c_->files[i].src + ": " + h.status().message());
+        return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
       }
       CopyEntry& f = self->c_->files[i];
       Status taken = take_chunk_hashes(h->header.contains("chunks") ? h->header["chunks"] : nlohmann::json(), &f);
@@ -126,7 +127,7 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
             }
             return self->c_->retry_later([self, i] { self->begin_files(i); });
           }
-          return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " + r.status().message());
+          return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest() + ": " + r.status().message());
         }
         CopyEntry& f = self->c_->files[i];
         apply_recv_begin(&f, r->header);
@@ -157,7 +158,7 @@ void RelayCopy::check_held(size_t i, bool hashes_known) {
     if (self->c_->finished) return;
     if (!h.ok()) {
       if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
-      return self->c_->fail("hashing source " + self->c_->files[i].src + ": " + h.status().message());
+      return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
     }
     drop_stale(chunk_map_from_json(h->header["chunks"]));
     self->begin_files(i + 1);
@@ -179,7 +180,7 @@ void RelayCopy::lane_loop(int lane) {
     const CopyEntry& f = c_->files[c.file];
     auto self = shared_from_this();
     nlohmann::json args = {
-        {"path", f.src}, {"offset", c.index * c_->spec.chunk_size}, {"length", chunk_len(f, c.index)}};
+        {"path", f.src()}, {"offset", c.index * c_->spec.chunk_size}, {"length", chunk_len(f, c.index)}};
     c_->env.call_agent_lane(c_->spec.from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
       if (self->c_->finished) return;
       Lane& l = self->lane_state(lane);
@@ -187,7 +188,7 @@ void RelayCopy::lane_loop(int lane) {
       if (!r.ok()) {
         self->queue_.push_front(c);
         if (!CopyContext::transient(r.status())) {
-          return self->c_->fail("reading " + self->c_->files[c.file].src + ": " + r.status().message());
+          return self->c_->fail("reading " + self->c_->files[c.file].src() + ": " + r.status().message());
         }
         // Source link lost: read nothing more on this lane until a retry; its chunks go to other lanes.
         if (!l.source_paused) {
@@ -232,7 +233,7 @@ void RelayCopy::write_chunk(int lane, Chunk c, std::string data, std::string has
   f.dest_have.erase(c.index);
   int64_t len = static_cast<int64_t>(data.size());
   auto self = shared_from_this();
-  nlohmann::json args = {{"dest", f.dest}, {"index", c.index}, {"chunk_size", c_->spec.chunk_size}, {"hash", hash}};
+  nlohmann::json args = {{"dest", f.dest()}, {"index", c.index}, {"chunk_size", c_->spec.chunk_size}, {"hash", hash}};
   c_->bytes.sent += len;
   lane_state(lane).writing = true;
   c_->env.call_agent_lane(c_->spec.to_host, lane, "recv.write", args, std::move(data),
@@ -263,7 +264,7 @@ void RelayCopy::write_chunk(int lane, Chunk c, std::string data, std::string has
                                 self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
                                 return self->wake_other_lanes(lane);
                               }
-                              return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[c.file].dest + ": " +
+                              return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[c.file].dest() + ": " +
                                                     r.status().message());
                             }
                             self->c_->files[c.file].dest_have[c.index] = hash;
@@ -313,16 +314,16 @@ void RelayCopy::commit_file(size_t i) {
   // rewriting its checkpoint in place) they may come from two versions, each
   // verified, the whole torn. Only the version that was listed is committed.
   auto self = shared_from_this();
-  c_->env.call_agent(c_->spec.from_host, "fs.stat", {{"path", f.src}}, [self, i](Result<protocol::Frame> r) {
+  c_->env.call_agent(c_->spec.from_host, "fs.stat", {{"path", f.src()}}, [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
-      return self->c_->fail("checking the source " + self->c_->spec.from_host + ":" + self->c_->files[i].src + ": " +
+      return self->c_->fail("checking the source " + self->c_->spec.from_host + ":" + self->c_->files[i].src() + ": " +
                             r.status().message());
     }
     std::string change = source_change(r->header, self->c_->files[i]);
     if (!change.empty()) {
-      return self->c_->fail("the source " + self->c_->spec.from_host + ":" + self->c_->files[i].src +
+      return self->c_->fail("the source " + self->c_->spec.from_host + ":" + self->c_->files[i].src() +
                             " changed during the copy (" + change +
                             "); nothing of it was committed: copy it again once it is no longer being written");
     }
@@ -349,11 +350,7 @@ void RelayCopy::commit_checked(size_t i) {
     // that failed on its disk) must not commit it again.
     f.local_complete = true;
   }
-  if (f.dest_complete) {  // already there whole: nothing to commit
-    f.committed = true;
-    if (++files_committed_ == c_->files.size()) finish_folder();
-    return;
-  }
+  if (f.dest_complete) return file_committed(i);  // already there whole: nothing to commit
   auto self = shared_from_this();
   std::string hashes;
   auto args = recv_commit_args(f, c_->spec.chunk_size, &hashes);
@@ -368,7 +365,7 @@ void RelayCopy::commit_checked(size_t i) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
-      return self->c_->fail("committing " + self->c_->spec.to_host + ":" + self->c_->files[i].dest + ": " +
+      return self->c_->fail("committing " + self->c_->spec.to_host + ":" + self->c_->files[i].dest() + ": " +
                             r.status().message());
     }
     CopyEntry& f = self->c_->files[i];
@@ -385,13 +382,26 @@ void RelayCopy::commit_checked(size_t i) {
       for (int lane = 1; lane <= self->c_->lanes; ++lane) self->lane_loop(lane);
       return;
     }
-    f.committed = true;
-    if (++self->files_committed_ == self->c_->files.size()) self->finish_folder();
+    self->file_committed(i);
   });
 }
 
+// A committed file keeps only what the manifest and the folder's keep list need:
+// with 100,000 files in flight the per-chunk maps would be most of the memory.
+void RelayCopy::file_committed(size_t i) {
+  CopyEntry& f = c_->files[i];
+  f.committed = true;
+  f.file_hash = file_hash_of(f.hashes);
+  std::vector<std::string>().swap(f.hashes);
+  std::map<int64_t, std::string>().swap(f.dest_have);
+  std::map<int64_t, std::string>().swap(f.local_have);
+  if (++files_committed_ == c_->files.size()) finish_folder();
+}
+
 void RelayCopy::finish_folder() {
-  std::string manifest_hash = copy_manifest_hash({c_->files.begin(), c_->files.end()});
+  CopyManifest manifest;
+  for (const auto& f : c_->files) manifest.add(f.rel, f.size, f.file_hash);
+  std::string manifest_hash = manifest.hash();
   auto self = shared_from_this();
   auto done = [self, manifest_hash] {
     StageOutcome o;
@@ -405,9 +415,13 @@ void RelayCopy::finish_folder() {
   // The folder ends up holding exactly the source's files: older ones are removed
   // and named (a stale model.safetensors beside a new sharded checkpoint would be
   // the one an eval loads).
-  std::vector<std::string> keep;
-  for (const auto& f : c_->files) keep.push_back(f.rel);
+  std::string keep_body;  // encode_keep_list's form, written straight (no list of 100,000 names beside it)
+  for (const auto& f : c_->files) {
+    keep_body += f.rel;
+    keep_body += '\0';
+  }
   if (!c_->spec.keep_local.empty() && !local_finished_) {
+    std::vector<std::string> keep = decode_keep_list(keep_body);
     std::vector<std::string> removed;
     Status s = receive_finish_dir(c_->spec.keep_local, manifest_hash, &keep, &removed);
     if (!s.ok()) return c_->fail("keep_local: " + s.message());
@@ -416,7 +430,7 @@ void RelayCopy::finish_folder() {
   }
   c_->env.call_agent_lane(
       c_->spec.to_host, 0, "recv.finish_dir",
-      {{"path", c_->spec.to_path}, {"manifest_hash", manifest_hash}, {"prune", true}}, encode_keep_list(keep),
+      {{"path", c_->spec.to_path}, {"manifest_hash", manifest_hash}, {"prune", true}}, std::move(keep_body),
       [self, done](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {

@@ -78,6 +78,7 @@ class RelayCopy : public std::enable_shared_from_this<RelayCopy> {
   void note_stale(const std::string& where, const nlohmann::json& named, int64_t count);
   void commit_file(size_t i);    // checks the source still has the listed version, then:
   void commit_checked(size_t i);  // commits keep_local and the destination
+  void file_committed(size_t i);
   void finish_folder();
   int64_t chunk_len(const CopyEntry& f, int64_t index) const;
 

@@ -400,7 +400,7 @@ TEST_F(AgentServerTest, ServeHashesResumesAndCommitsAFileOf33000Chunks) {
 
   // As both senders build it (copy_plan.h).
   CopyFile f;
-  f.dest = "out.bin";
+  f.roots = std::make_shared<CopyRoots>(CopyRoots{"", "out.bin", false, ""});
   f.hashes = hashes;
   std::string body;
   auto args = recv_commit_args(f, kChunkBytes, &body);

@@ -44,14 +44,6 @@ int file_count() {
   return v && std::atoi(v) > 0 ? std::atoi(v) : kFiles;
 }
 
-// The peak RSS (VmHWM) of a running process in KiB, or -1 once it has gone.
-int64_t peak_rss_kib(pid_t pid) {
-  std::string status = testing::read_text("/proc/" + std::to_string(pid) + "/status");
-  size_t at = status.find("VmHWM:");
-  if (at == std::string::npos) return -1;
-  return std::atoll(status.c_str() + at + 6);
-}
-
 class LargeCopyTest : public CopyTestBase {
  protected:
   std::string a_dir() const { return work_.file("a"); }
@@ -88,20 +80,9 @@ class LargeCopyTest : public CopyTestBase {
     auto t0 = std::chrono::steady_clock::now();
     pid_t pid = spawn_ferry({"run", wf}, "run.log");
     EXPECT_GT(pid, 0);
-    int st = 0;
-    bool done = testing::wait_until(
-        [&] {
-          int64_t kib = peak_rss_kib(pid);
-          if (kib > *peak_kib) *peak_kib = kib;
-          return ::waitpid(pid, &st, WNOHANG) == pid;
-        },
-        std::chrono::seconds(600 + files / 20));  // ~10 ms a file here, twice over
+    int code = testing::wait_process_measuring_rss(pid, 600 + files / 20, peak_kib);  // ~10 ms a file here, twice over
     *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!done) {
-      end_process(pid);
-      return -1;
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return code;
   }
 };
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -126,6 +127,23 @@ pid_t spawn_process(const std::vector<std::string>& argv_in, const std::map<std:
 int wait_process(pid_t pid, int timeout_s) {
   int st = 0;
   bool done = wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; }, std::chrono::seconds(timeout_s));
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+  }
+  return decode_status(st);
+}
+
+int wait_process_measuring_rss(pid_t pid, int timeout_s, int64_t* peak_kib) {
+  int st = 0;
+  bool done = wait_until(
+      [&] {
+        std::string status = read_text("/proc/" + std::to_string(pid) + "/status");
+        size_t at = status.find("VmHWM:");
+        if (at != std::string::npos) *peak_kib = std::max<int64_t>(*peak_kib, std::atoll(status.c_str() + at + 6));
+        return waitpid(pid, &st, WNOHANG) == pid;
+      },
+      std::chrono::seconds(timeout_s));
   if (!done) {
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);

@@ -27,6 +27,9 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::map<std::st
                     const std::string& log_path);
 /// Waits for a spawned child; returns its exit code (128+signal when killed).
 int wait_process(pid_t pid, int timeout_s = 120);
+/// wait_process, reading the child's peak RSS (VmHWM, KiB) from /proc meanwhile
+/// into *peak_kib: the memory figure of a run, measured from outside.
+int wait_process_measuring_rss(pid_t pid, int timeout_s, int64_t* peak_kib);
 
 /// Polls `pred` every 20 ms until it holds or `timeout` passes. The condition is
 /// the event waited on; there is no fixed sleep.

@@ -4,10 +4,12 @@
 #include "transfer/chunk_files.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
+#include "base/unique_fd.h"
 #include "tests/support/process.h"
 
 namespace ferry {
@@ -95,6 +97,35 @@ TEST(ReceiveWriteTest, ChunksOutsideTheBegunFileAreRefused) {
   EXPECT_FALSE(receive_commit(dest, 0, {chunk_hash("abcd")}, &bad).ok());
   auto hashed = hash_chunks(dest + ".ferry-part", kChunk, {huge});
   EXPECT_FALSE(hashed.ok());
+}
+
+// A chunk of zeros lands as a hole: a sparse source (a 16 GiB file of holes) stays
+// sparse at the destination, and a zero chunk written over older bytes of an
+// earlier attempt still reads back as zeros.
+TEST(ReceiveWriteTest, AChunkOfZerosBecomesAHoleAndReadsBackAsZeros) {
+  testing::TempDir dir;
+  const std::string dest = dir.file("sparse.bin");
+  constexpr int64_t kBig = 1 << 20;
+  const std::string ones(kBig, '\1'), zeros(kBig, '\0');
+  ASSERT_TRUE(receive_begin(dest, 3 * kBig, kBig, 0644, "").ok());
+  ASSERT_TRUE(receive_write(dest, 0, kBig, chunk_hash(ones), ones).ok());
+  ASSERT_TRUE(receive_write(dest, 1, kBig, chunk_hash(ones), ones).ok()) << "an earlier attempt's bytes";
+  ASSERT_TRUE(receive_write(dest, 1, kBig, chunk_hash(zeros), zeros).ok());
+  ASSERT_TRUE(receive_write(dest, 2, kBig, chunk_hash(zeros), zeros).ok());
+  std::vector<int64_t> bad;
+  Status c = receive_commit(dest, kBig, {chunk_hash(ones), chunk_hash(zeros), chunk_hash(zeros)}, &bad);
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(testing::read_text(dest), ones + zeros + zeros);
+  // Whether this file system punches holes at all (tmpfs, ext4 and xfs do): else the zeros were written.
+  const std::string probe = dir.file("probe");
+  ASSERT_TRUE(write_file_atomic(probe, ones).ok());
+  UniqueFd fd(::open(probe.c_str(), O_WRONLY));
+  if (::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, kBig) != 0) {
+    GTEST_SKIP() << "the file system under " << dir.path() << " cannot punch holes";
+  }
+  struct stat st;
+  ASSERT_EQ(::stat(dest.c_str(), &st), 0);
+  EXPECT_LT(st.st_blocks * 512, 2 * kBig) << "the two chunks of zeros take disk space";
 }
 
 // A name JSON cannot carry (not UTF-8) fails the listing and names the file, instead of

@@ -18,7 +18,7 @@ nlohmann::json dir_listing(const nlohmann::json& files) { return {{"type", "dir"
 TEST(CopyPlanTest, FolderEntriesMustStayInsideTheCopy) {
   auto ok = plan_copy(dir_listing({{{"path", "a/b.bin"}, {"size", 9}, {"mode", 0600}}}), "/src", "/dst", kChunk);
   ASSERT_TRUE(ok.ok()) << ok.status().message();
-  EXPECT_EQ(ok->files[0].dest, "/dst/a/b.bin");
+  EXPECT_EQ(ok->files[0].dest(), "/dst/a/b.bin");
   EXPECT_EQ(ok->files[0].chunks, 3);
   EXPECT_EQ(ok->files[0].mode, 0600);
   for (const char* evil : {"../x", "a/../../x", "/etc/passwd", "a//b", "./a", "a/.", "", "a/"}) {
