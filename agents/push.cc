@@ -477,7 +477,7 @@ Result<PushResult> Pusher::run() {
   source_ = *source;
   auto listing = list_source(source_);
   if (!listing.ok()) return listing.status();
-  auto plan = plan_copy(*listing, source_, spec_.to, spec_.chunk_size, spec_.owner);
+  auto plan = plan_copy(std::move(*listing), source_, spec_.to, spec_.chunk_size, spec_.owner);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
   say("ferry-push: " + spec_.from_host + ":" + spec_.from + " → " + spec_.to_host + ":" + spec_.to + " over ssh to " +

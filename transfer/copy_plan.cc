@@ -56,20 +56,20 @@ const std::string& CopyFile::owner() const {
   return roots ? roots->owner : kNone;
 }
 
-Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& from, const std::string& to,
+Result<CopyListing> plan_copy(nlohmann::json listing, const std::string& from, const std::string& to,
                               int64_t chunk_size, const std::string& owner) {
   CopyListing out;
   std::vector<CopyFile> files;
   if (listing.is_object() && listing.contains("files") && listing["files"].is_array()) {
     files.reserve(listing["files"].size());
   }
-  FERRY_RETURN_IF_ERROR(plan_copy_each(listing, from, to, chunk_size, owner, &out,
+  FERRY_RETURN_IF_ERROR(plan_copy_each(std::move(listing), from, to, chunk_size, owner, &out,
                                        [&files](CopyFile&& f) { files.push_back(std::move(f)); }));
   out.files = std::move(files);
   return out;
 }
 
-Status plan_copy_each(const nlohmann::json& listing, const std::string& from, const std::string& to,
+Status plan_copy_each(nlohmann::json listing, const std::string& from, const std::string& to,
                       int64_t chunk_size, const std::string& owner, CopyListing* listed,
                       const std::function<void(CopyFile&&)>& take) {
   // The listing comes from the source host's agent: nothing in it is trusted.
@@ -85,13 +85,13 @@ Status plan_copy_each(const nlohmann::json& listing, const std::string& from, co
   if (!out.is_dir && listing["type"] != "file") return bad("unknown type " + listing["type"].dump());
   if (!out.is_dir && listing["files"].size() != 1) return bad("a file listing must name exactly one file");
   auto roots = std::make_shared<CopyRoots>(CopyRoots{from, to, out.is_dir, owner});
-  for (const auto& f : listing["files"]) {
+  for (auto& f : listing["files"]) {
     if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("size") ||
         !f["size"].is_number_integer()) {
       return bad("an entry without a string 'path' and an integer 'size': " + f.dump().substr(0, 200));
     }
     CopyFile file;
-    file.rel = f["path"].get<std::string>();
+    file.rel = std::move(f["path"].get_ref<std::string&>());
     file.size = f["size"].get<int64_t>();
     if (file.size < 0 || file.size > kMaxCopyFileBytes) {
       return bad("'" + file.rel + "' has an impossible size " + std::to_string(file.size));
@@ -118,6 +118,7 @@ Status plan_copy_each(const nlohmann::json& listing, const std::string& from, co
     file.hashes.resize(static_cast<size_t>(file.chunks));
     out.bytes_total += file.size;
     take(std::move(file));
+    f = nullptr;  // the listing shrinks as the files are planned: the two are never both whole
   }
   return Status();
 }

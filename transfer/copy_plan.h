@@ -70,11 +70,12 @@ struct CopyListing {
 /// Refuses (kDataLoss, naming `from`) a listing whose shape is wrong, whose sizes are
 /// impossible, or whose folder entries are not plain relative paths inside the copy:
 /// the listing is the source host's word, and a path from it becomes a path to write.
-Result<CopyListing> plan_copy(const nlohmann::json& listing, const std::string& from, const std::string& to,
+/// The listing is taken by value: moved in, it is emptied as its files are planned.
+Result<CopyListing> plan_copy(nlohmann::json listing, const std::string& from, const std::string& to,
                               int64_t chunk_size, const std::string& owner = "");
 /// plan_copy handing each file to `take` as it is planned instead of holding them
 /// (*out gets the rest): the caller's own file list is the only one.
-Status plan_copy_each(const nlohmann::json& listing, const std::string& from, const std::string& to,
+Status plan_copy_each(nlohmann::json listing, const std::string& from, const std::string& to,
                       int64_t chunk_size, const std::string& owner, CopyListing* out,
                       const std::function<void(CopyFile&&)>& take);
 /// A file of a copy larger than this (1 PiB) is a faulty listing, not a file.

@@ -50,7 +50,7 @@ void CopyStage::list_source() {
     if (r->header.contains("files") && r->header["files"].is_array()) files.reserve(r->header["files"].size());
     CopyListing plan;
     Status planned = plan_copy_each(
-        r->header, spec.from_path, spec.to_path, spec.chunk_size,
+        std::move(r->header), spec.from_path, spec.to_path, spec.chunk_size,
         copy_owner(spec.attempt.job, spec.attempt.attempt, spec.attempt.token), &plan, [&](CopyFile&& f) {
           CopyEntry file;
           static_cast<CopyFile&>(file) = std::move(f);

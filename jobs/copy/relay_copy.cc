@@ -22,7 +22,7 @@ void RelayCopy::warm_lanes(CopyContext& c) {
 void RelayCopy::start_relay() {
   warm_lanes(*c_);
   auto self = shared_from_this();
-  auto begin = [self] { self->begin_files(0); };
+  auto begin = [self] { self->begin_more(); };
   if (!c_->is_dir) return begin();
   if (!c_->spec.keep_local.empty()) {
     Status s = receive_prepare_dir(c_->spec.keep_local);
@@ -40,44 +40,67 @@ void RelayCopy::start_relay() {
   });
 }
 
-void RelayCopy::begin_files(size_t i) {
-  if (i == c_->files.size()) {
-    // Everything each side lacks goes in one queue, so lanes work across files.
-    for (size_t fi = 0; fi < c_->files.size(); ++fi) {
-      CopyEntry& f = c_->files[fi];
-      auto lacks = [&f](int64_t c) { return !f.dest_have.count(c) || (!f.local.empty() && !f.local_have.count(c)); };
-      int64_t there = queue_missing_chunks(&f, c_->spec.chunk_size, lacks, [this, fi](int64_t c) {
-        queue_.push_back({fi, c});
-      });
-      c_->bytes.skipped += there;
-      c_->bytes.done += there;
-    }
-    if (c_->bytes.skipped > 0) {
-      int64_t whole = 0;
-      for (const auto& f : c_->files) whole += f.dest_complete && (f.local.empty() || f.local_complete);
-      c_->env.record_event("copy.resumed",
-                           {{"bytes_already_there", c_->bytes.skipped}, {"files_already_there", whole}});
-    }
-    bool any = false;
-    for (size_t fi = 0; fi < c_->files.size(); ++fi) {
-      if (c_->files[fi].remaining == 0) commit_file(fi);
-      else any = true;
-    }
-    if (any) {
-      for (int lane = 1; lane <= c_->lanes; ++lane) lane_loop(lane);
-    }
-    return;
+// Files are begun a few per lane at once, each on a lane of its own (the lanes
+// are agents of their own): one file after another, a folder of 100,000 small
+// files spent most of its time waiting for two round trips per file.
+void RelayCopy::begin_more() {
+  if (c_->files.empty()) return all_begun();
+  while (!c_->finished && begins_in_flight_ < kBeginsPerLane * std::max(1, c_->lanes) &&
+         next_to_begin_ < c_->files.size()) {
+    ++begins_in_flight_;
+    begin_file(next_to_begin_++);
   }
+}
+
+void RelayCopy::file_begun() {
+  --begins_in_flight_;
+  if (++files_begun_ == c_->files.size()) return all_begun();
+  begin_more();
+}
+
+int RelayCopy::lane_of_file(size_t i) const {
+  return c_->lanes > 0 ? 1 + static_cast<int>(i % static_cast<size_t>(c_->lanes)) : 0;
+}
+
+void RelayCopy::all_begun() {
+  // Everything each side lacks goes in one queue, so lanes work across files.
+  for (size_t fi = 0; fi < c_->files.size(); ++fi) {
+    CopyEntry& f = c_->files[fi];
+    auto lacks = [&f](int64_t c) { return !f.dest_have.count(c) || (!f.local.empty() && !f.local_have.count(c)); };
+    int64_t there = queue_missing_chunks(&f, c_->spec.chunk_size, lacks, [this, fi](int64_t c) {
+      queue_.push_back({fi, c});
+    });
+    c_->bytes.skipped += there;
+    c_->bytes.done += there;
+  }
+  if (c_->bytes.skipped > 0) {
+    int64_t whole = 0;
+    for (const auto& f : c_->files) whole += f.dest_complete && (f.local.empty() || f.local_complete);
+    c_->env.record_event("copy.resumed",
+                         {{"bytes_already_there", c_->bytes.skipped}, {"files_already_there", whole}});
+  }
+  bool any = false;
+  for (size_t fi = 0; fi < c_->files.size(); ++fi) {
+    if (c_->files[fi].remaining == 0) commit_file(fi);
+    else any = true;
+  }
+  if (any) {
+    for (int lane = 1; lane <= c_->lanes; ++lane) lane_loop(lane);
+  }
+}
+
+void RelayCopy::begin_file(size_t i) {
   // A file already at its final name with the same size may be identical: then
   // the source's whole-file hash lets each receiver skip it. Only then is the
   // source hashed up front; a fresh copy costs one stat.
   CopyEntry& f = c_->files[i];
   auto self = shared_from_this();
   if (f.size == 0) return begin_receivers(i, "");
-  c_->env.call_agent(c_->spec.to_host, "fs.stat", {{"path", f.dest()}}, [self, i](Result<protocol::Frame> r) {
+  c_->env.call_agent_lane(c_->spec.to_host, lane_of_file(i), "fs.stat", {{"path", f.dest()}}, {},
+                          [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
-      if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+      if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
       return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest() + ": " + r.status().message());
     }
     CopyEntry& f = self->c_->files[i];
@@ -93,7 +116,7 @@ void RelayCopy::begin_files(size_t i) {
                                   [self, i](Result<protocol::Frame> h) {
       if (self->c_->finished) return;
       if (!h.ok()) {
-        if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+        if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
         return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
       }
       CopyEntry& f = self->c_->files[i];
@@ -114,8 +137,9 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
   }
   auto self = shared_from_this();
   nlohmann::json args = recv_begin_args(f, c_->spec.chunk_size, file_hash);
-  c_->env.call_agent(
-      c_->spec.to_host, "recv.begin", args, [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
+  c_->env.call_agent_lane(
+      c_->spec.to_host, lane_of_file(i), "recv.begin", args, {},
+      [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
           if (CopyContext::transient(r.status())) {
@@ -125,7 +149,7 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
               self->c_->env.note("waiting: " + r.status().message());
               self->c_->env.record_event("copy.waiting_for_destination", {{"why", r.status().message()}});
             }
-            return self->c_->retry_later([self, i] { self->begin_files(i); });
+            return self->c_->retry_later([self, i] { self->begin_file(i); });
           }
           return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest() + ": " + r.status().message());
         }
@@ -145,10 +169,10 @@ void RelayCopy::check_held(size_t i, bool hashes_known) {
   };
   if (hashes_known) {
     drop_stale(source_hashes(f));
-    return begin_files(i + 1);
+    return file_begun();
   }
   std::vector<int64_t> held = held_indices({&f.dest_have, &f.local_have});
-  if (held.empty()) return begin_files(i + 1);
+  if (held.empty()) return file_begun();
   auto self = shared_from_this();
   std::string indices;
   auto hargs = fs_hash_args(f, c_->spec.chunk_size, held, &indices);
@@ -157,11 +181,11 @@ void RelayCopy::check_held(size_t i, bool hashes_known) {
                           [self, i, drop_stale](Result<protocol::Frame> h) {
     if (self->c_->finished) return;
     if (!h.ok()) {
-      if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_files(i); });
+      if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
       return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
     }
     drop_stale(chunk_map_from_json(h->header["chunks"]));
-    self->begin_files(i + 1);
+    self->file_begun();
   });
 }
 
@@ -359,8 +383,7 @@ void RelayCopy::commit_checked(size_t i) {
   // agent serves one request at a time, so a folder of 100,000 small files would
   // otherwise commit one file after another (the file system batches concurrent
   // fsyncs from several agents into one journal commit).
-  int lane = c_->lanes > 0 ? 1 + static_cast<int>(i % static_cast<size_t>(c_->lanes)) : 0;
-  c_->env.call_agent_lane(c_->spec.to_host, lane, "recv.commit", *args, std::move(hashes),
+  c_->env.call_agent_lane(c_->spec.to_host, lane_of_file(i), "recv.commit", *args, std::move(hashes),
                           [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {

@@ -64,8 +64,15 @@ class RelayCopy : public std::enable_shared_from_this<RelayCopy> {
     bool dest_paused = false;    // the destination lane failed; await_dest_lane runs
   };
 
+  /// Files being begun at once, per lane (the round trips of the next ones overlap).
+  static constexpr int kBeginsPerLane = 4;
+
   void start_relay();
-  void begin_files(size_t i);
+  void begin_more();         // begins files up to kBeginsPerLane per lane
+  void begin_file(size_t i);
+  void file_begun();
+  void all_begun();          // queues what each side lacks and starts the lanes
+  int lane_of_file(size_t i) const;  // the lane a file's begin and commit use
   void begin_receivers(size_t i, const std::string& file_hash);
   void check_held(size_t i, bool hashes_known);
   void lane_loop(int lane);
@@ -86,6 +93,8 @@ class RelayCopy : public std::enable_shared_from_this<RelayCopy> {
   std::deque<Chunk> queue_;
   std::map<std::pair<size_t, int64_t>, int> corrupt_retries_;
   std::vector<Lane> lane_states_;
+  size_t next_to_begin_ = 0, files_begun_ = 0;
+  int begins_in_flight_ = 0;
   size_t files_committed_ = 0;
   bool said_waiting_ = false;  // another copy held the destination (said once)
   bool local_finished_ = false;  // keep_local marked complete (a retry of the destination's finish skips it)
