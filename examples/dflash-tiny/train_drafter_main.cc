@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <numeric>
 #include <string>
 
@@ -184,7 +185,13 @@ int main(int argc, char** argv) {
         const std::string hidden = checkpoints + "/.checkpoint-" + std::to_string(step + 1) + ".writing";
         st = save_drafter(hidden, written);
         if (!st.ok()) return fail(st.message());
+        // A checkpoint of that step from an earlier training in this folder is replaced:
+        // moved aside, the new one renamed in, the old one removed.
+        const std::string old = checkpoints + "/.checkpoint-" + std::to_string(step + 1) + ".replaced";
+        const bool had_one = std::rename(name.c_str(), old.c_str()) == 0;
         if (std::rename(hidden.c_str(), name.c_str()) != 0) return fail("cannot rename " + hidden + " to " + name);
+        std::error_code ignored;
+        if (had_one) std::filesystem::remove_all(old, ignored);
       }
     }
   }
