@@ -1,5 +1,6 @@
 #include "jobs/eval/tensor_ops.h"
 
+#include "jobs/eval/bf16_attention.h"
 #include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/packed_bf16_linear.h"
 
@@ -64,6 +65,7 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 }
 
 at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+  if (bf16_attention_applies(q, k, v, mask)) return bf16_attention(q, k, v, mask);
   const int64_t num_heads = q.size(0);
   const int64_t t = q.size(1);
   const int64_t hd = q.size(2);
