@@ -60,6 +60,25 @@ struct Shape {
   int64_t out_row;                                       // nh * hd
 };
 
+// dst[0, 16 NV) = sum over keys j of p[j] · v[j][0, 16 NV), in float32, rounded once.
+template <int NV>
+FERRY_AVX512_LANES void weighted_sum(const float* p, int64_t s_len, const bf16* v, int64_t v_row, bf16* dst) {
+  __m512 acc[NV];
+#pragma GCC unroll 8
+  for (int n = 0; n < NV; ++n) acc[n] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < s_len; ++j) {
+    if (p[j] == 0.0f) continue;  // adds nothing (a hidden key, or one rounded away)
+    const __m512 w = _mm512_set1_ps(p[j]);
+    const bf16* vr = v + j * v_row;
+#pragma GCC unroll 8
+    for (int n = 0; n < NV; ++n) acc[n] = _mm512_fmadd_ps(w, widen(vr + 16 * n), acc[n]);
+  }
+#pragma GCC unroll 8
+  for (int n = 0; n < NV; ++n) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16 * n), (__m256i)_mm512_cvtneps_pbh(acc[n]));
+  }
+}
+
 // Every query row of kv head g: scores, softmax, then the weighted sum of values.
 // Scores of one row in `p`, a buffer per thread that only grows.
 FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
@@ -72,27 +91,50 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
     const int64_t h = g * a.rep + r / a.t, i = r % a.t;
     const bf16* qr = a.q + h * a.q_head + i * a.q_row;
     const float* mrow = a.mask != nullptr ? a.mask + i * s_len : nullptr;
-    float max = -INFINITY;
-    for (int64_t s = 0; s < s_len; ++s) {
-      if (mrow != nullptr && mrow[s] == -INFINITY) {  // a hidden key: e^-inf = 0, no dot product needed
-        p[s] = -INFINITY;
-        continue;
+    auto hidden = [&](int64_t s) { return mrow != nullptr && mrow[s] == -INFINITY; };
+    // Float32 dot products, four keys at a time: four independent chains of
+    // multiply-adds and lane sums overlap where one key's would wait on each other.
+    int64_t s = 0;
+    for (; s + 4 <= s_len; s += 4) {
+      if (hidden(s) && hidden(s + 1) && hidden(s + 2) && hidden(s + 3)) continue;  // e^-inf = 0: skipped
+      const bf16* k0 = kg + s * a.k_row;
+      __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
+      for (int64_t d = 0; d < hd; d += 32) {
+        const __m512bh qv = (__m512bh)_mm512_loadu_si512(qr + d);
+        d0 = _mm512_dpbf16_ps(d0, qv, (__m512bh)_mm512_loadu_si512(k0 + d));
+        d1 = _mm512_dpbf16_ps(d1, qv, (__m512bh)_mm512_loadu_si512(k0 + a.k_row + d));
+        d2 = _mm512_dpbf16_ps(d2, qv, (__m512bh)_mm512_loadu_si512(k0 + 2 * a.k_row + d));
+        d3 = _mm512_dpbf16_ps(d3, qv, (__m512bh)_mm512_loadu_si512(k0 + 3 * a.k_row + d));
       }
+      p[s] = sum_lanes(d0);
+      p[s + 1] = sum_lanes(d1);
+      p[s + 2] = sum_lanes(d2);
+      p[s + 3] = sum_lanes(d3);
+    }
+    for (; s < s_len; ++s) {
+      if (hidden(s)) continue;
       const bf16* kr = kg + s * a.k_row;
       __m512 acc = _mm512_setzero_ps();
       for (int64_t d = 0; d < hd; d += 32) {
         acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(qr + d), (__m512bh)_mm512_loadu_si512(kr + d));
       }
+      p[s] = sum_lanes(acc);
+    }
+    float max = -INFINITY;
+    for (s = 0; s < s_len; ++s) {
+      if (hidden(s)) {
+        p[s] = -INFINITY;
+        continue;
+      }
       // libtorch: the matmul's BF16 output, scaled in float32 and rounded again.
-      float x = round_bf16(round_bf16(sum_lanes(acc)) * a.scale);
+      float x = round_bf16(round_bf16(p[s]) * a.scale);
       if (mrow != nullptr) x += mrow[s];
       p[s] = x;
       max = std::max(max, x);
     }
     __m512 sum = _mm512_setzero_ps();
     const __m512 vmax = _mm512_set1_ps(max);
-    int64_t s = 0;
-    for (; s + 16 <= s_len; s += 16) {
+    for (s = 0; s + 16 <= s_len; s += 16) {
       const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(&p[s]), vmax));
       _mm512_storeu_ps(&p[s], e);
       sum = _mm512_add_ps(sum, e);
@@ -108,24 +150,11 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
 
     bf16* dst = a.out + i * a.out_row + h * hd;
     for (int64_t d0 = 0; d0 < hd; d0 += 128) {
-      const int nvec = static_cast<int>(std::min<int64_t>(128, hd - d0) / 16);
-      __m512 acc[8];
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) acc[j] = _mm512_setzero_ps();
-      for (int64_t j = 0; j < s_len; ++j) {
-        if (p[j] == 0.0f) continue;  // adds nothing (a hidden key, or one rounded away)
-        const __m512 w = _mm512_set1_ps(p[j]);
-        const bf16* vr = vg + j * a.v_row + d0;
-#pragma GCC unroll 8
-        for (int n = 0; n < 8; ++n) {
-          if (n < nvec) acc[n] = _mm512_fmadd_ps(w, widen(vr + 16 * n), acc[n]);
-        }
-      }
-#pragma GCC unroll 8
-      for (int n = 0; n < 8; ++n) {
-        if (n < nvec) {
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + d0 + 16 * n), (__m256i)_mm512_cvtneps_pbh(acc[n]));
-        }
+      switch (std::min<int64_t>(128, hd - d0) / 16) {
+        case 2: weighted_sum<2>(p.data(), s_len, vg + d0, a.v_row, dst + d0); break;
+        case 4: weighted_sum<4>(p.data(), s_len, vg + d0, a.v_row, dst + d0); break;
+        case 6: weighted_sum<6>(p.data(), s_len, vg + d0, a.v_row, dst + d0); break;
+        default: weighted_sum<8>(p.data(), s_len, vg + d0, a.v_row, dst + d0); break;
       }
     }
   }
