@@ -1,5 +1,7 @@
 #include "jobs/eval/bf16_linear.h"
 
+#include "jobs/eval/avx512_lanes.h"
+
 #include <ATen/Parallel.h>
 #include <cpuid.h>
 #include <immintrin.h>
@@ -42,15 +44,6 @@ bool probe_support() {
 FERRY_AVX512_BF16 inline __m512bh load(const bf16* p) { return (__m512bh)_mm512_loadu_si512(p); }
 FERRY_AVX512_BF16 inline __m512bh load(const bf16* p, __mmask32 m) {
   return (__m512bh)_mm512_maskz_loadu_epi16(m, p);
-}
-
-// Sum of the 16 lanes (the maskz forms: GCC 12's plain ones trip -Wuninitialized in its header).
-FERRY_AVX512_BF16 inline float sum_lanes(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xB1));
-  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(0xFFFF, v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(0xFFFF, v, 0xB1));
-  return _mm512_cvtss_f32(v);
 }
 
 // One x row against rows [n0, n1) of w: four independent sums per row keep the

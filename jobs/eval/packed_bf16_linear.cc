@@ -74,6 +74,19 @@ FERRY_PACKED_AVX512_BF16 void panel_tile(const bf16* pairs, const bf16* panel, i
   }
 }
 
+// A full tile of 16 rows made pair-major: dst's pair j holds the 16 rows' pair j side
+// by side, gathered 16 at a time (a scalar copy per pair was 2-3 % of a verify).
+FERRY_PACKED_AVX512_BF16 void interleave_tile(const bf16* rows, int64_t pair_count, bf16* dst) {
+  const auto* src = reinterpret_cast<const PairBits*>(rows);
+  auto* out = reinterpret_cast<PairBits*>(dst);
+  const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                             _mm512_set1_epi32(static_cast<int32_t>(pair_count)));
+  for (int64_t j = 0; j < pair_count; ++j) {
+    const __m512i pairs = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), 0xFFFF, offsets, src + j, 4);
+    _mm512_storeu_si512(out + j * kMaxTileRows, pairs);
+  }
+}
+
 using TileFn = void (*)(const bf16*, const bf16*, int64_t, bf16*, int64_t);
 
 template <int... MR>
@@ -133,6 +146,10 @@ at::Tensor packed_bf16_linear(const at::Tensor& x_in, const at::Tensor& packed) 
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t m0 = b * kMaxTileRows, mr = std::min<int64_t>(kMaxTileRows, m_len - m0);
       bf16* dst = interleaved.data() + m0 * k_len;
+      if (mr == kMaxTileRows) {
+        interleave_tile(rows + m0 * k_len, pair_count, dst);
+        continue;
+      }
       for (int64_t m = 0; m < mr; ++m) {
         const bf16* src = rows + (m0 + m) * k_len;
         for (int64_t j = 0; j < pair_count; ++j) std::memcpy(dst + 2 * (j * mr + m), src + 2 * j, 2 * sizeof(bf16));

@@ -69,7 +69,9 @@ Result<DecodeResult> speculative_decode(TargetModel* target, Drafter* drafter, c
 
   // Prefill: logits of the last prompt position give the first bonus token.
   auto t0 = Clock::now();
-  TargetModel::Output out = target->forward(to_tensor(prompt, 0, prompt.size()), capture, /*logits_rows=*/1);
+  TargetModel::Output out = options.recompute
+                                ? target->forward(to_tensor(prompt, 0, prompt.size()), capture, /*logits_rows=*/1)
+                                : prefill(target, to_tensor(prompt, 0, prompt.size()), capture);
   tokens.push_back(argmax_rows(out.logits)[0]);
   ++result.target_forwards;
   at::Tensor context = out.features;      // rows the drafter has not seen yet

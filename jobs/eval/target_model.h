@@ -62,6 +62,21 @@ class TargetModel {
   }
 };
 
+/// Most positions one forward() of prefill() runs. A forward's temporaries grow with its
+/// rows: chunks keep a long prompt's within those of 64 rows. Measured on eval_bench's
+/// target (hidden 1,024, MLP 4,096): its 256-token prefill raises the peak by ~11 MB in
+/// chunks of 64 and ~18 MB in chunks of 128: peak RSS 1.10x the weights against
+/// 1.12-1.13x (goal <= 1.15x); the price is prefill time, each chunk streaming every
+/// weight from memory again (64 rows took ~13 % more CPU time than 128). A multiple of
+/// 16, so each row falls in the same 16-row tile of the BF16 kernel as in one forward of
+/// the whole prompt.
+constexpr int64_t kPrefillChunk = 64;
+
+/// Runs `ids` (the prompt) after what the target holds, kPrefillChunk positions per
+/// forward(): the last position's logits and every position's features, as one
+/// forward(ids, capture, 1) would return them.
+TargetModel::Output prefill(TargetModel* target, const at::Tensor& ids, const std::vector<int64_t>& capture);
+
 /// Loads the target under `folder` by its config.json's model_type: qwen3 or qwen3_5.
 Result<std::unique_ptr<TargetModel>> load_target(const std::string& folder, const ComputeOptions& options,
                                                  LoadReport* report);

@@ -1,5 +1,6 @@
 #include "jobs/eval/tensor_ops.h"
 
+#include "jobs/eval/bf16_attention.h"
 #include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/packed_bf16_linear.h"
 
@@ -64,6 +65,7 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 }
 
 at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+  if (bf16_attention_applies(q, k, v, mask)) return bf16_attention(q, k, v, mask);
   const int64_t num_heads = q.size(0);
   const int64_t t = q.size(1);
   const int64_t hd = q.size(2);
@@ -97,7 +99,12 @@ at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_up, const at::Tens
 }
 
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& up, const at::Tensor& down) {
-  return project(at::silu(project(x, gate)) * project(x, up), down);
+  // In place on the gate's output: the same values with two [T, I] buffers fewer (a
+  // prefill chunk's largest temporaries).
+  at::Tensor h = project(x, gate);
+  at::silu_(h);
+  h.mul_(project(x, up));
+  return project(h, down);
 }
 
 void KvCache::reserve(int64_t num_kv_heads, int64_t capacity, int64_t head_dim, const at::TensorOptions& options) {

@@ -144,7 +144,7 @@ double prefill_tokens_per_s(Qwen3Target* target, const std::vector<int64_t>& cap
   for (int i = 0; i < std::max(1, reps / 2); ++i) {
     target->reset();
     auto t0 = Clock::now();
-    auto out = target->forward(ids(kPrefillTokens, 1), capture, 1);
+    auto out = prefill(target, ids(kPrefillTokens, 1), capture);  // in chunks, as the decode loop runs it
     volatile int64_t sink = out.logits.argmax(-1)[0].item<int64_t>();
     (void)sink;
     rate.push_back(static_cast<double>(kPrefillTokens) / seconds_since(t0));
@@ -283,19 +283,31 @@ int main(int argc, char** argv) {
     ForwardTime verify, forward;
     double prefill = 0;
     int64_t peak_rss = 0;
+    std::string rss_trace;
   };
   auto measure = [&](at::ScalarType dtype, bool kernel, bool rss) {
     Measured m;
     m.dtype = dtype == at::kFloat ? "float32" : kernel ? "bfloat16" : "bfloat16, libtorch matmuls";
     set_bf16_kernel_enabled(kernel);
     Models models = load(dir, dtype, target.hidden);
+    // Where the peak comes from: RSS after loading, then the peak after each phase.
+    std::string trace = rss ? fmt("after loading %.1f MB", status_bytes("VmRSS:") / 1e6) : "";
+    auto phase = [&](const char* name) {
+      if (rss) trace += std::string(", ") + name + fmt(" %.1f", status_bytes("VmHWM:") / 1e6);
+    };
     const std::vector<int64_t> capture = models.drafter->config().target_layer_ids;
     m.forward = forward_ms(models.target.get(), 1, capture, reps);
+    phase("forward");
     m.verify = forward_ms(models.target.get(), kBlock, capture, reps);
+    phase("verify");
     m.prefill = prefill_tokens_per_s(models.target.get(), capture, reps);
+    phase("prefill");
     m.plain = decode(models.target.get(), nullptr, prompt, 1, tokens, capture, reps);
+    phase("plain decode");
     m.spec = decode(models.target.get(), models.proposer.get(), prompt, kBlock, tokens, capture, reps);
+    phase("speculative");
     if (rss) m.peak_rss = status_bytes("VmHWM:");
+    m.rss_trace = trace;
     return m;
   };
   std::vector<Measured> runs;
@@ -346,5 +358,6 @@ int main(int argc, char** argv) {
               "weights: (peak - before) / weights = %.2fx, peak / weights = %.2fx (goal <= 1.15x, %s)\n",
               runs[0].peak_rss / 1e6, rss_before / 1e6, weights / 1e6, (runs[0].peak_rss - rss_before) / weights,
               runs[0].peak_rss / weights, runs[0].dtype.c_str());
+  std::printf("RSS %s (peak so far after each phase, MB)\n", runs[0].rss_trace.c_str());
   return 0;
 }

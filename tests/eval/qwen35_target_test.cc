@@ -282,6 +282,27 @@ TEST_F(Qwen35TargetTest, GdnLayerMatchesNaiveRecurrenceAcrossCalls) {
   EXPECT_TRUE(at::equal(initial, before));
 }
 
+// prefill() runs a prompt longer than kPrefillChunk in chunks: the same logits,
+// features and cache as one forward of it, so the next step goes on alike.
+TEST_F(Qwen35TargetTest, PrefillInChunksMatchesOneForward) {
+  auto chunked = load(*dir_ / "target");
+  auto whole = load(*dir_ / "target");
+  ASSERT_TRUE(chunked && whole);
+  const int64_t n = 2 * kPrefillChunk + 37;
+  const auto seq = testing::make_prompts(1, 320, n + 3, n + 3, 5)[0];
+  const at::Tensor prompt = ids_tensor(std::vector<int64_t>(seq.begin(), seq.begin() + n));
+  const at::Tensor next = ids_tensor(std::vector<int64_t>(seq.begin() + n, seq.end()));
+  const std::vector<int64_t> capture = {0, 3};
+  TargetModel::Output a = prefill(chunked.get(), prompt, capture);
+  TargetModel::Output b = whole->forward(prompt, capture, 1);
+  EXPECT_EQ(chunked->cache_length(), n);
+  EXPECT_EQ(a.logits.sizes(), b.logits.sizes());
+  EXPECT_EQ(a.features.sizes(), b.features.sizes());
+  EXPECT_LT(relative_error(a.logits, b.logits), 1e-4);
+  EXPECT_LT(relative_error(a.features, b.features), 1e-4);
+  EXPECT_LT(relative_error(chunked->forward(next, capture).logits, whole->forward(next, capture).logits), 1e-4);
+}
+
 TEST_F(Qwen35TargetTest, CachedStepsWithRollbackMatchFullRecompute) {
   auto t = load(*dir_ / "target");
   auto full = load(*dir_ / "target");

@@ -172,6 +172,27 @@ TEST_F(Qwen3TargetTest, MatchesNaiveReference) {
   EXPECT_LT(relative_error(got.features, at::cat({want.layer_out[1], last}, -1)), 1e-5);
 }
 
+// prefill() runs a prompt longer than kPrefillChunk in chunks: the same logits,
+// features and cache as one forward of it, so the next step goes on alike.
+TEST_F(Qwen3TargetTest, PrefillInChunksMatchesOneForward) {
+  auto chunked = Qwen3Target::load(*dir_ / "target", {}, nullptr);
+  auto whole = Qwen3Target::load(*dir_ / "target", {}, nullptr);
+  ASSERT_TRUE(chunked.ok() && whole.ok());
+  const int64_t n = 2 * kPrefillChunk + 37;
+  const std::vector<int64_t> seq = testing::make_prompts(1, 320, n + 3, n + 3, 5)[0];
+  const std::vector<int64_t> capture = {0, 2};
+  TargetModel::Output a = prefill(chunked->get(), ids_tensor(slice(seq, 0, n)), capture);
+  TargetModel::Output b = (*whole)->forward(ids_tensor(slice(seq, 0, n)), capture, 1);
+  EXPECT_EQ((*chunked)->cache_length(), n);
+  EXPECT_EQ(a.logits.sizes(), b.logits.sizes());
+  EXPECT_EQ(a.features.sizes(), b.features.sizes());
+  EXPECT_LT(relative_error(a.logits, b.logits), 1e-4);
+  EXPECT_LT(relative_error(a.features, b.features), 1e-4);
+  TargetModel::Output next_a = (*chunked)->forward(ids_tensor(slice(seq, n, n + 3)), capture);
+  TargetModel::Output next_b = (*whole)->forward(ids_tensor(slice(seq, n, n + 3)), capture);
+  EXPECT_LT(relative_error(next_a.logits, next_b.logits), 1e-4);
+}
+
 TEST_F(Qwen3TargetTest, CachedStepsWithCropsMatchFullRecompute) {
   auto target = Qwen3Target::load(*dir_ / "target", {}, nullptr);
   ASSERT_TRUE(target.ok());

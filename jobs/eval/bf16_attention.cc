@@ -1,0 +1,254 @@
+#include "jobs/eval/bf16_attention.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "jobs/eval/avx512_lanes.h"
+#include "jobs/eval/bf16_linear.h"
+
+namespace ferry::eval {
+namespace {
+
+using bf16 = c10::BFloat16;
+
+// Work (query rows × keys × kv heads; ~15 ns each at head size 128) under which one
+// thread does it all: about 1 ms. A parallel region ends when every thread has arrived,
+// and on a host whose other core is busy that can take a time slice, far more than a
+// decode step's or a verify's attention (~30 us a layer).
+constexpr int64_t kMinParallelWork = 65536;
+
+// (The maskz forms throughout: GCC 12's plain ones trip -Wmaybe-uninitialized in its headers.)
+constexpr __mmask16 kAll = 0xFFFF;
+
+// e^x for x <= 0 (softmax's x - max): 2^n · e^r with |r| <= ln2/2, e^r by its Taylor
+// series to r^7 (truncation < 3e-9 relative), 2^n by vscalefps; below -88 (and for -inf,
+// a masked key) exactly 0.
+FERRY_AVX512_LANES inline __m512 exp_nonpositive(__m512 x) {
+  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-88.0f), _CMP_GE_OQ);
+  x = _mm512_maskz_max_ps(kAll, x, _mm512_set1_ps(-88.0f));
+  const __m512 n = _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln2 split: hi exact in float
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(live, p, n);
+}
+
+// 16 BF16 values widened to float32 (exact: BF16 is float32's top half).
+FERRY_AVX512_LANES inline __m512 widen(const bf16* p) {
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, raw), 16));
+}
+
+FERRY_AVX512_LANES inline float round_bf16(float f) { return static_cast<float>(bf16(f)); }
+
+struct Shape {
+  int64_t t, s, hd, rep;
+  float scale;
+  const bf16 *q, *k, *v;
+  int64_t q_head, q_row, k_head, k_row, v_head, v_row;  // strides in elements
+  const float* mask;                                     // [T, S] or null
+  bf16* out;                                             // [T, nh * hd]
+  int64_t out_row;                                       // nh * hd
+};
+
+// dst[0, 16 NV) = sum over keys j of p[j] · v[j][0, 16 NV), in float32, rounded once.
+template <int NV>
+FERRY_AVX512_LANES void weighted_sum(const float* p, int64_t s_len, const bf16* v, int64_t v_row, bf16* dst) {
+  __m512 acc[NV];
+#pragma GCC unroll 8
+  for (int n = 0; n < NV; ++n) acc[n] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < s_len; ++j) {
+    if (p[j] == 0.0f) continue;  // adds nothing (a hidden key, or one rounded away)
+    const __m512 w = _mm512_set1_ps(p[j]);
+    const bf16* vr = v + j * v_row;
+#pragma GCC unroll 8
+    for (int n = 0; n < NV; ++n) acc[n] = _mm512_fmadd_ps(w, widen(vr + 16 * n), acc[n]);
+  }
+#pragma GCC unroll 8
+  for (int n = 0; n < NV; ++n) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16 * n), (__m256i)_mm512_cvtneps_pbh(acc[n]));
+  }
+}
+
+// The same for two rows of probabilities at once: each value vector widened once feeds
+// both rows' sums (the widening was a third of the single row's work).
+template <int NV>
+FERRY_AVX512_LANES void weighted_sum2(const float* p0, const float* p1, int64_t s_len, const bf16* v, int64_t v_row,
+                                      bf16* dst0, bf16* dst1) {
+  __m512 a0[NV], a1[NV];
+#pragma GCC unroll 8
+  for (int n = 0; n < NV; ++n) a0[n] = a1[n] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < s_len; ++j) {
+    if (p0[j] == 0.0f && p1[j] == 0.0f) continue;
+    const __m512 w0 = _mm512_set1_ps(p0[j]), w1 = _mm512_set1_ps(p1[j]);
+    const bf16* vr = v + j * v_row;
+#pragma GCC unroll 8
+    for (int n = 0; n < NV; ++n) {
+      const __m512 x = widen(vr + 16 * n);
+      a0[n] = _mm512_fmadd_ps(w0, x, a0[n]);
+      a1[n] = _mm512_fmadd_ps(w1, x, a1[n]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int n = 0; n < NV; ++n) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst0 + 16 * n), (__m256i)_mm512_cvtneps_pbh(a0[n]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst1 + 16 * n), (__m256i)_mm512_cvtneps_pbh(a1[n]));
+  }
+}
+
+// Every query row of kv head g: scores, softmax, then the weighted sum of values.
+// Scores of one row in `p`, a buffer per thread that only grows.
+FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
+  const int64_t rows = a.rep * a.t, s_len = a.s, hd = a.hd;
+  thread_local std::vector<float> buffer;
+  buffer.resize(static_cast<size_t>(2 * s_len));
+  const bf16* kg = a.k + g * a.k_head;
+  const bf16* vg = a.v + g * a.v_head;
+  auto out_row = [&](int64_t r) { return a.out + (r % a.t) * a.out_row + (g * a.rep + r / a.t) * hd; };
+  for (int64_t r = 0; r < rows; ++r) {
+    float* p = buffer.data() + (r % 2) * s_len;
+    const int64_t h = g * a.rep + r / a.t, i = r % a.t;
+    const bf16* qr = a.q + h * a.q_head + i * a.q_row;
+    const float* mrow = a.mask != nullptr ? a.mask + i * s_len : nullptr;
+    auto hidden = [&](int64_t s) { return mrow != nullptr && mrow[s] == -INFINITY; };
+    // Float32 dot products, four keys at a time: four independent chains of
+    // multiply-adds and lane sums overlap where one key's would wait on each other.
+    int64_t s = 0;
+    for (; s + 4 <= s_len; s += 4) {
+      if (hidden(s) && hidden(s + 1) && hidden(s + 2) && hidden(s + 3)) continue;  // e^-inf = 0: skipped
+      const bf16* k0 = kg + s * a.k_row;
+      __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
+      for (int64_t d = 0; d < hd; d += 32) {
+        const __m512bh qv = (__m512bh)_mm512_loadu_si512(qr + d);
+        d0 = _mm512_dpbf16_ps(d0, qv, (__m512bh)_mm512_loadu_si512(k0 + d));
+        d1 = _mm512_dpbf16_ps(d1, qv, (__m512bh)_mm512_loadu_si512(k0 + a.k_row + d));
+        d2 = _mm512_dpbf16_ps(d2, qv, (__m512bh)_mm512_loadu_si512(k0 + 2 * a.k_row + d));
+        d3 = _mm512_dpbf16_ps(d3, qv, (__m512bh)_mm512_loadu_si512(k0 + 3 * a.k_row + d));
+      }
+      p[s] = sum_lanes(d0);
+      p[s + 1] = sum_lanes(d1);
+      p[s + 2] = sum_lanes(d2);
+      p[s + 3] = sum_lanes(d3);
+    }
+    for (; s < s_len; ++s) {
+      if (hidden(s)) continue;
+      const bf16* kr = kg + s * a.k_row;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t d = 0; d < hd; d += 32) {
+        acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(qr + d), (__m512bh)_mm512_loadu_si512(kr + d));
+      }
+      p[s] = sum_lanes(acc);
+    }
+    float max = -INFINITY;
+    for (s = 0; s < s_len; ++s) {
+      if (hidden(s)) {
+        p[s] = -INFINITY;
+        continue;
+      }
+      // libtorch: the matmul's BF16 output, scaled in float32 and rounded again.
+      float x = round_bf16(round_bf16(p[s]) * a.scale);
+      if (mrow != nullptr) x += mrow[s];
+      p[s] = x;
+      max = std::max(max, x);
+    }
+    __m512 sum = _mm512_setzero_ps();
+    const __m512 vmax = _mm512_set1_ps(max);
+    for (s = 0; s + 16 <= s_len; s += 16) {
+      const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(&p[s]), vmax));
+      _mm512_storeu_ps(&p[s], e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    if (s < s_len) {
+      const __mmask16 m = static_cast<__mmask16>((1U << (s_len - s)) - 1);
+      const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, &p[s]), vmax));
+      _mm512_mask_storeu_ps(&p[s], m, e);
+      sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
+    }
+    const float inv = 1.0f / sum_lanes(sum);
+    for (int64_t j = 0; j < s_len; ++j) p[j] = round_bf16(p[j] * inv);  // probabilities in BF16
+
+    if (r % 2 == 0 && r + 1 < rows) continue;  // its pair's probabilities next
+    const float* p0 = buffer.data();
+    for (int64_t d0 = 0; d0 < hd; d0 += 128) {
+      const int64_t width = std::min<int64_t>(128, hd - d0);
+      bf16* dst = out_row(r) + d0;
+      if (r % 2 == 1) {  // rows r - 1 and r together
+        bf16* dst0 = out_row(r - 1) + d0;
+        const bf16* v = vg + d0;
+        switch (width / 16) {
+          case 2: weighted_sum2<2>(p0, p, s_len, v, a.v_row, dst0, dst); break;
+          case 4: weighted_sum2<4>(p0, p, s_len, v, a.v_row, dst0, dst); break;
+          case 6: weighted_sum2<6>(p0, p, s_len, v, a.v_row, dst0, dst); break;
+          default: weighted_sum2<8>(p0, p, s_len, v, a.v_row, dst0, dst); break;
+        }
+      } else {
+        switch (width / 16) {
+          case 2: weighted_sum<2>(p, s_len, vg + d0, a.v_row, dst); break;
+          case 4: weighted_sum<4>(p, s_len, vg + d0, a.v_row, dst); break;
+          case 6: weighted_sum<6>(p, s_len, vg + d0, a.v_row, dst); break;
+          default: weighted_sum<8>(p, s_len, vg + d0, a.v_row, dst); break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool bf16_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+  if (!bf16_kernel_enabled()) return false;
+  for (const at::Tensor* x : {&q, &k, &v}) {
+    if (x->scalar_type() != at::kBFloat16 || !x->device().is_cpu() || x->dim() != 3 || x->stride(2) != 1) return false;
+  }
+  const int64_t nh = q.size(0), t = q.size(1), hd = q.size(2), nkv = k.size(0), s = k.size(1);
+  if (t < 1 || s < 1 || nkv < 1 || nh % nkv != 0 || hd % 32 != 0) return false;
+  if (k.size(2) != hd || v.size(0) != nkv || v.size(1) != s || v.size(2) != hd) return false;
+  if (!mask.defined()) return true;
+  return mask.scalar_type() == at::kFloat && mask.device().is_cpu() && mask.dim() == 2 && mask.size(0) == t &&
+         mask.size(1) == s;
+}
+
+at::Tensor bf16_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+  TORCH_CHECK(bf16_attention_applies(q, k, v, mask), "bf16_attention: unsupported shapes or dtypes");
+  const int64_t nh = q.size(0), t = q.size(1), hd = q.size(2), nkv = k.size(0), s = k.size(1);
+  const at::Tensor m = mask.defined() ? mask.contiguous() : mask;
+  at::Tensor out = at::empty({t, nh * hd}, q.options());
+  Shape a;
+  a.t = t;
+  a.s = s;
+  a.hd = hd;
+  a.rep = nh / nkv;
+  // As libtorch multiplies a BF16 tensor by a double: in float32.
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  a.q = q.data_ptr<bf16>();
+  a.k = k.data_ptr<bf16>();
+  a.v = v.data_ptr<bf16>();
+  a.q_head = q.stride(0);
+  a.q_row = q.stride(1);
+  a.k_head = k.stride(0);
+  a.k_row = k.stride(1);
+  a.v_head = v.stride(0);
+  a.v_row = v.stride(1);
+  a.mask = m.defined() ? m.data_ptr<float>() : nullptr;
+  a.out = out.data_ptr<bf16>();
+  a.out_row = nh * hd;
+  if (a.rep * t * s * nkv < kMinParallelWork) {
+    for (int64_t g = 0; g < nkv; ++g) attend_group(a, g);
+  } else {
+    for_each_chunk(nkv, [&](int64_t g) { attend_group(a, g); });
+  }
+  return out;
+}
+
+}  // namespace ferry::eval
