@@ -554,12 +554,14 @@ Status prune_dir(const std::string& root, const std::string& rel, const std::set
 
 }  // namespace
 
+void append_keep_entry(std::string* body, const std::string& rel) {
+  *body += rel;
+  *body += '\0';
+}
+
 std::string encode_keep_list(const std::vector<std::string>& rels) {
   std::string out;
-  for (const auto& r : rels) {
-    out += r;
-    out += '\0';
-  }
+  for (const auto& r : rels) append_keep_entry(&out, r);
   return out;
 }
 

@@ -95,6 +95,8 @@ Status receive_finish_dir(const std::string& dir, const std::string& manifest_ha
 /// The copy's relative paths as a frame body for recv.finish_dir (NUL-separated:
 /// a file name may hold any other byte), and back.
 std::string encode_keep_list(const std::vector<std::string>& rels);
+/// Adds one path to such a body (a sender with 100,000 files writes it straight).
+void append_keep_entry(std::string* body, const std::string& rel);
 std::vector<std::string> decode_keep_list(const std::string& body);
 
 }  // namespace ferry

@@ -438,13 +438,11 @@ void RelayCopy::finish_folder() {
   // The folder ends up holding exactly the source's files: older ones are removed
   // and named (a stale model.safetensors beside a new sharded checkpoint would be
   // the one an eval loads).
-  std::string keep_body;  // encode_keep_list's form, written straight (no list of 100,000 names beside it)
-  for (const auto& f : c_->files) {
-    keep_body += f.rel;
-    keep_body += '\0';
-  }
+  std::string keep_body;  // written straight: no list of 100,000 names beside it
+  for (const auto& f : c_->files) append_keep_entry(&keep_body, f.rel);
   if (!c_->spec.keep_local.empty() && !local_finished_) {
-    std::vector<std::string> keep = decode_keep_list(keep_body);
+    std::vector<std::string> keep;
+    for (const auto& f : c_->files) keep.push_back(f.rel);
     std::vector<std::string> removed;
     Status s = receive_finish_dir(c_->spec.keep_local, manifest_hash, &keep, &removed);
     if (!s.ok()) return c_->fail("keep_local: " + s.message());

@@ -185,6 +185,16 @@ TempDir::~TempDir() {
   }
 }
 
+bool punches_holes(const std::string& dir) {
+  const std::string probe = dir + "/.punch-probe";
+  write_text(probe, std::string(1 << 16, 'x'));
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CLOEXEC);
+  bool punched = fd >= 0 && ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 1 << 16) == 0;
+  if (fd >= 0) ::close(fd);
+  ::unlink(probe.c_str());
+  return punched;
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

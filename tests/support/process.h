@@ -53,6 +53,8 @@ class TempDir {
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
 bool exists(const std::string& path);
+/// Whether the file system holding `dir` punches holes (tmpfs, ext4, xfs do).
+bool punches_holes(const std::string& dir);
 
 /// The build's bin folder (ferry, ferry-agent).
 std::string bin_dir();

@@ -4,12 +4,10 @@
 #include "transfer/chunk_files.h"
 
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
-#include "base/unique_fd.h"
 #include "tests/support/process.h"
 
 namespace ferry {
@@ -116,13 +114,8 @@ TEST(ReceiveWriteTest, AChunkOfZerosBecomesAHoleAndReadsBackAsZeros) {
   Status c = receive_commit(dest, kBig, {chunk_hash(ones), chunk_hash(zeros), chunk_hash(zeros)}, &bad);
   ASSERT_TRUE(c.ok()) << c.message();
   EXPECT_EQ(testing::read_text(dest), ones + zeros + zeros);
-  // Whether this file system punches holes at all (tmpfs, ext4 and xfs do): else the zeros were written.
-  const std::string probe = dir.file("probe");
-  ASSERT_TRUE(write_file_atomic(probe, ones).ok());
-  UniqueFd fd(::open(probe.c_str(), O_WRONLY));
-  if (::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, kBig) != 0) {
-    GTEST_SKIP() << "the file system under " << dir.path() << " cannot punch holes";
-  }
+  // Where the file system punches no holes, the zeros were written.
+  if (!testing::punches_holes(dir.path())) GTEST_SKIP() << "the file system under " << dir.path() << " cannot punch holes";
   struct stat st;
   ASSERT_EQ(::stat(dest.c_str(), &st), 0);
   EXPECT_LT(st.st_blocks * 512, 2 * kBig) << "the two chunks of zeros take disk space";
