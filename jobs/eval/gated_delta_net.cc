@@ -1,5 +1,7 @@
 #include "jobs/eval/gated_delta_net.h"
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -10,9 +12,7 @@ namespace {
 // q, k L2 normalisation as the FLA kernel does it (use_qk_l2norm_in_kernel).
 constexpr double kL2NormEps = 1e-6;
 
-at::Tensor l2_normalize(const at::Tensor& x) {
-  return x * at::rsqrt(x.pow(2).sum(-1, /*keepdim=*/true) + kL2NormEps);
-}
+at::Tensor l2_normalize(const at::Tensor& x) { return x * at::rsqrt(x.pow(2).sum(-1, /*keepdim=*/true) + kL2NormEps); }
 
 }  // namespace
 
@@ -26,46 +26,54 @@ GdnState gdn_initial_state(const GdnDims& d, const at::Device& device) {
 
 namespace {
 
-// The recurrence on CPU float32, one head at a time, single-threaded: per step it reads
-// S once for Sᵀk and once more to decay, write and read the output, where the ATen
-// form makes ~5 passes of small ops whose thread-pool wake-ups dominate on a busy box.
+// Below this many state multiply-adds the recurrence runs on the calling thread: a
+// parallel region waits for every thread, and on a busy host that is a time slice.
+constexpr int64_t kParallelStateWork = int64_t{1} << 20;
+
+// The recurrence on CPU float32, one head at a time: per step it reads S once for Sᵀk
+// and once more to decay, write and read the output, where the ATen form makes ~5
+// passes of small ops whose thread-pool wake-ups dominate on a busy box. Heads are
+// independent, so large ones (Qwen3.6-27B: 48 heads of 128 x 128 per GDN layer) are
+// split over the intra-op threads; each head's state stays in one core's cache.
 void delta_rule_cpu(const float* q, const float* k, const float* v, const float* decay, const float* beta,
-                    const float* initial, float* state, float* out, int64_t t_len, int64_t hv, int64_t dk,
-                    int64_t dv) {
-  std::vector<float> kv(static_cast<size_t>(dv)), delta(static_cast<size_t>(dv));
-  for (int64_t h = 0; h < hv; ++h) {
-    float* s = state + h * dk * dv;
-    const float* from = initial + h * dk * dv;  // first step reads the snapshot
-    for (int64_t t = 0; t < t_len; ++t) {
-      const float* kt = k + (t * hv + h) * dk;
-      const float* vt = v + (t * hv + h) * dv;
-      const float d = decay[t * hv + h], b = beta[t * hv + h];
-      std::fill(kv.begin(), kv.end(), 0.0f);
-      for (int64_t i = 0; i < dk; ++i) {
-        const float ki = kt[i];
-        const float* row = from + i * dv;
-        for (int64_t j = 0; j < dv; ++j) kv[static_cast<size_t>(j)] += row[j] * ki;
-      }
-      for (int64_t j = 0; j < dv; ++j) {
-        delta[static_cast<size_t>(j)] = b * (vt[j] - d * kv[static_cast<size_t>(j)]);
-      }
-      float* o = out != nullptr ? out + (t * hv + h) * dv : nullptr;
-      if (o != nullptr) std::fill(o, o + dv, 0.0f);
-      const float* qt = q != nullptr ? q + (t * hv + h) * dk : nullptr;
-      for (int64_t i = 0; i < dk; ++i) {
-        const float ki = kt[i];
-        const float* src = from + i * dv;
-        float* dst = s + i * dv;
-        for (int64_t j = 0; j < dv; ++j) dst[j] = d * src[j] + ki * delta[static_cast<size_t>(j)];
-        if (o != nullptr) {
-          const float qi = qt[i];
-          for (int64_t j = 0; j < dv; ++j) o[j] += dst[j] * qi;
+                    const float* initial, float* state, float* out, int64_t t_len, int64_t hv, int64_t dk, int64_t dv) {
+  const int64_t per_head = std::max<int64_t>(1, t_len * dk * dv);
+  at::parallel_for(0, hv, std::max<int64_t>(1, kParallelStateWork / per_head), [&](int64_t first, int64_t end) {
+    std::vector<float> kv(static_cast<size_t>(dv)), delta(static_cast<size_t>(dv));
+    for (int64_t h = first; h < end; ++h) {
+      float* s = state + h * dk * dv;
+      const float* from = initial + h * dk * dv;  // first step reads the snapshot
+      for (int64_t t = 0; t < t_len; ++t) {
+        const float* kt = k + (t * hv + h) * dk;
+        const float* vt = v + (t * hv + h) * dv;
+        const float d = decay[t * hv + h], b = beta[t * hv + h];
+        std::fill(kv.begin(), kv.end(), 0.0f);
+        for (int64_t i = 0; i < dk; ++i) {
+          const float ki = kt[i];
+          const float* row = from + i * dv;
+          for (int64_t j = 0; j < dv; ++j) kv[static_cast<size_t>(j)] += row[j] * ki;
         }
+        for (int64_t j = 0; j < dv; ++j) {
+          delta[static_cast<size_t>(j)] = b * (vt[j] - d * kv[static_cast<size_t>(j)]);
+        }
+        float* o = out != nullptr ? out + (t * hv + h) * dv : nullptr;
+        if (o != nullptr) std::fill(o, o + dv, 0.0f);
+        const float* qt = q != nullptr ? q + (t * hv + h) * dk : nullptr;
+        for (int64_t i = 0; i < dk; ++i) {
+          const float ki = kt[i];
+          const float* src = from + i * dv;
+          float* dst = s + i * dv;
+          for (int64_t j = 0; j < dv; ++j) dst[j] = d * src[j] + ki * delta[static_cast<size_t>(j)];
+          if (o != nullptr) {
+            const float qi = qt[i];
+            for (int64_t j = 0; j < dv; ++j) o[j] += dst[j] * qi;
+          }
+        }
+        from = s;
       }
-      from = s;
+      if (t_len == 0) std::copy(from, from + dk * dv, s);
     }
-    if (t_len == 0) std::copy(from, from + dk * dv, s);
-  }
+  });
 }
 
 }  // namespace
@@ -121,10 +129,10 @@ at::Tensor gdn_forward(const GdnDims& d, const GdnWeights& w, const at::Tensor& 
   const int64_t k_minus_1 = d.conv_kernel - 1;
   const int64_t rep = d.value_heads / d.key_heads;
 
-  at::Tensor qkv = at::linear(x, w.in_qkv).to(at::kFloat);  // [T, C]
-  at::Tensor z = at::linear(x, w.in_z).view({t_len, d.value_heads, d.value_dim});
-  at::Tensor b = at::linear(x, w.in_b).to(at::kFloat);    // [T, Hv]
-  at::Tensor a = at::linear(x, w.in_a).to(at::kFloat);    // [T, Hv]
+  at::Tensor qkv = project(x, w.in_qkv).to(at::kFloat);  // [T, C]
+  at::Tensor z = project(x, w.in_z).view({t_len, d.value_heads, d.value_dim});
+  at::Tensor b = project(x, w.in_b).to(at::kFloat);  // [T, Hv]
+  at::Tensor a = project(x, w.in_a).to(at::kFloat);  // [T, Hv]
 
   // Causal depthwise conv: output t sees window rows t .. t+K-1 (the last one is token t).
   at::Tensor window = at::cat({st->conv, qkv}, 0);  // [K-1+T, C]
@@ -156,7 +164,7 @@ at::Tensor gdn_forward(const GdnDims& d, const GdnWeights& w, const at::Tensor& 
   // Gated RMSNorm per head: w · rmsnorm(o) in the model dtype, times silu(z) in float32.
   at::Tensor normed = rms_norm(o.to(x.scalar_type()), w.norm, d.eps);
   at::Tensor gated = (normed.to(at::kFloat) * at::silu(z.to(at::kFloat))).to(x.scalar_type());
-  return at::linear(gated.view({t_len, vd}), w.out);
+  return project(gated.view({t_len, vd}), w.out);
 }
 
 void gdn_rollback(GdnState* st, int64_t keep) {

@@ -61,29 +61,29 @@ Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& fold
     layer.linear = c.linear_layer[static_cast<size_t>(i)];
     layer.input_norm = one_plus(p + "input_layernorm.weight", h);
     layer.post_norm = one_plus(p + "post_attention_layernorm.weight", h);
-    layer.gate = loader.take(p + "mlp.gate_proj.weight", {in, h});
-    layer.up = loader.take(p + "mlp.up_proj.weight", {in, h});
-    layer.down = loader.take(p + "mlp.down_proj.weight", {h, in});
+    layer.gate = loader.take_linear(p + "mlp.gate_proj.weight", {in, h});
+    layer.up = loader.take_linear(p + "mlp.up_proj.weight", {in, h});
+    layer.down = loader.take_linear(p + "mlp.down_proj.weight", {h, in});
     if (layer.linear) {
       const std::string a = p + "linear_attn.";
       GdnWeights& w = layer.gdn;
-      w.in_qkv = loader.take(a + "in_proj_qkv.weight", {channels, h});
-      w.in_z = loader.take(a + "in_proj_z.weight", {vd, h});
-      w.in_b = loader.take(a + "in_proj_b.weight", {g.value_heads, h});
-      w.in_a = loader.take(a + "in_proj_a.weight", {g.value_heads, h});
+      w.in_qkv = loader.take_linear(a + "in_proj_qkv.weight", {channels, h});
+      w.in_z = loader.take_linear(a + "in_proj_z.weight", {vd, h});
+      w.in_b = loader.take_linear(a + "in_proj_b.weight", {g.value_heads, h});
+      w.in_a = loader.take_linear(a + "in_proj_a.weight", {g.value_heads, h});
       at::Tensor conv = loader.take_float32(a + "conv1d.weight", {channels, 1, g.conv_kernel});
       if (conv.defined()) w.conv = conv.view({channels, g.conv_kernel}).t().contiguous();
       at::Tensor a_log = loader.take_float32(a + "A_log", {g.value_heads});
       if (a_log.defined()) w.neg_a = -at::exp(a_log);
       w.dt_bias = loader.take_float32(a + "dt_bias", {g.value_heads});
       w.norm = loader.take(a + "norm.weight", {g.value_dim});
-      w.out = loader.take(a + "out_proj.weight", {h, vd});
+      w.out = loader.take_linear(a + "out_proj.weight", {h, vd});
     } else {
       const std::string a = p + "self_attn.";
-      layer.q = loader.take(a + "q_proj.weight", {nh * hd * 2, h});
-      layer.k = loader.take(a + "k_proj.weight", {nkv * hd, h});
-      layer.v = loader.take(a + "v_proj.weight", {nkv * hd, h});
-      layer.o = loader.take(a + "o_proj.weight", {h, nh * hd});
+      layer.q = loader.take_linear(a + "q_proj.weight", {nh * hd * 2, h});
+      layer.k = loader.take_linear(a + "k_proj.weight", {nkv * hd, h});
+      layer.v = loader.take_linear(a + "v_proj.weight", {nkv * hd, h});
+      layer.o = loader.take_linear(a + "o_proj.weight", {h, nh * hd});
       layer.q_norm = one_plus(a + "q_norm.weight", hd);
       layer.k_norm = one_plus(a + "k_norm.weight", hd);
     }
@@ -98,24 +98,24 @@ Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& fold
 at::Tensor Qwen35Target::embed(const at::Tensor& ids) const { return embed_tokens_.index_select(0, ids); }
 
 at::Tensor Qwen35Target::lm_head(const at::Tensor& hidden) const {
-  return at::linear(hidden, lm_head_).to(at::kFloat);
+  return project(hidden, lm_head_).to(at::kFloat);
 }
 
 at::Tensor Qwen35Target::attention_layer(const Layer& layer, size_t index, const at::Tensor& x, int64_t past,
                                          const RopeTables& rope) {
   const Qwen3Config& c = config_.text;
   const int64_t t = x.size(0), nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
-  at::Tensor qg = at::linear(x, layer.q).view({t, nh, 2 * hd});
+  at::Tensor qg = project(x, layer.q).view({t, nh, 2 * hd});
   at::Tensor q = rms_norm_one_plus(qg.narrow(2, 0, hd), layer.q_norm, c.rms_norm_eps);
   at::Tensor gate = qg.narrow(2, hd, hd).reshape({t, nh * hd});
-  at::Tensor k = rms_norm_one_plus(at::linear(x, layer.k).view({t, nkv, hd}), layer.k_norm, c.rms_norm_eps);
-  at::Tensor v = at::linear(x, layer.v).view({t, nkv, hd});
+  at::Tensor k = rms_norm_one_plus(project(x, layer.k).view({t, nkv, hd}), layer.k_norm, c.rms_norm_eps);
+  at::Tensor v = project(x, layer.v).view({t, nkv, hd});
   q = partial_rope(q.transpose(0, 1), rope, config_.rotary_dim);  // [nh, T, hd]
   k = partial_rope(k.transpose(0, 1), rope, config_.rotary_dim);  // [nkv, T, hd]
   KvCache& cache = caches_[index];
   cache.append(k, v.transpose(0, 1));
   at::Tensor attn = attention(q, cache.keys(), cache.values(), past);  // [T, nh*hd]
-  return at::linear(attn * at::sigmoid(gate), layer.o);
+  return project(attn * at::sigmoid(gate), layer.o);
 }
 
 Qwen35Target::Output Qwen35Target::forward(const at::Tensor& ids, const std::vector<int64_t>& capture,
@@ -132,7 +132,7 @@ Qwen35Target::Output Qwen35Target::forward(const at::Tensor& ids, const std::vec
     at::Tensor h = rms_norm_one_plus(x, layer.input_norm, c.rms_norm_eps);
     x = x + (layer.linear ? gdn_forward(gdn_dims_, layer.gdn, h, &states_[i]) : attention_layer(layer, i, h, past, rope));
     at::Tensor m = rms_norm_one_plus(x, layer.post_norm, c.rms_norm_eps);
-    x = x + at::linear(at::silu(at::linear(m, layer.gate)) * at::linear(m, layer.up), layer.down);
+    x = x + swiglu(m, layer.gate, layer.up, layer.down);
     for (size_t j = 0; j < capture.size(); ++j) {
       // hidden_states[N] in Hugging Face is the final-normed output, not the raw one.
       if (capture[j] == static_cast<int64_t>(i)) {

@@ -6,7 +6,8 @@
 // first rotary_dim dims only (θ from rope_parameters; with text-only positions the
 // interleaved M-RoPE is plain 1-D RoPE); softmax attention with GQA; the output times
 // sigmoid(gate) before o_proj. Weights are used as the checkpoint maps them (no fused
-// copies), so a BF16 checkpoint computed in BF16 stays memory-mapped.
+// copies): a BF16 checkpoint computed in BF16 stays memory-mapped, except the matrices
+// WeightLoader::take_linear repacks for the BF16 kernel in place of their pages.
 //
 // Rollback: attention caches crop; GDN layers replay their tape (snapshot + replay), so
 // crop() accepts any length down to where the last forward began.

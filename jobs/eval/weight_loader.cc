@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -35,6 +36,23 @@ void release_mapped_pages(const at::Tensor& t) {
   const uintptr_t end = begin + static_cast<uintptr_t>(t.nbytes());
   const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
   if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+// Transparent huge pages, where the kernel gives them on request (THP "madvise"):
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// An uninitialised CPU tensor whose 2 MiB-aligned body is backed by huge pages: packing
+// faults in one page per 2 MiB instead of 512, and a decode step, which streams every
+// weight once, walks 512 times fewer page-table entries. The tail past the last whole
+// huge page stays on 4 KiB pages, so nothing is allocated beyond the tensor's bytes.
+at::Tensor empty_on_huge_pages(at::IntArrayRef sizes, const at::TensorOptions& options) {
+  int64_t numel = 1;
+  for (int64_t n : sizes) numel *= n;
+  const size_t bytes = static_cast<size_t>(numel) * options.dtype().itemsize();
+  void* data = nullptr;
+  if (bytes < kHugePage || ::posix_memalign(&data, kHugePage, bytes) != 0) return at::empty(sizes, options);
+  ::madvise(data, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // a refusal leaves 4 KiB pages
+  return at::from_blob(data, sizes, [](void* p) { std::free(p); }, options);
 }
 
 }  // namespace
@@ -117,7 +135,7 @@ at::Tensor WeightLoader::take_linear(const std::string& name, const std::vector<
   // process holds one copy of the weights plus a slice, not two copies of the matrix.
   const bool mapped = report_.tensors_zero_copy > in_place_before;
   const int64_t panels = w.size(0) / kBf16PanelColumns;
-  at::Tensor packed = at::empty({panels, w.size(1) / 2, 2 * kBf16PanelColumns}, w.options());
+  at::Tensor packed = empty_on_huge_pages({panels, w.size(1) / 2, 2 * kBf16PanelColumns}, w.options());
   for (int64_t p = 0; p < panels; p += kPanelsPerSlice) {
     const int64_t count = std::min(kPanelsPerSlice, panels - p);
     const at::Tensor rows = w.narrow(0, p * kBf16PanelColumns, count * kBf16PanelColumns);
@@ -140,7 +158,9 @@ at::Tensor WeightLoader::take_float32(const std::string& name, const std::vector
 void WeightLoader::ignore(const std::string& name) { ignored_.push_back(name); }
 
 at::Tensor WeightLoader::take_lm_head(const at::Tensor& embed_tokens, bool tied, int64_t vocab, int64_t hidden) {
-  if (!tied) return take("lm_head.weight", {vocab, hidden});
+  // An untied head is the largest matrix of a decode step (Qwen3.6-27B: 2.4 GiB): packed
+  // like the projections. A tied one is also the embedding table, read by rows.
+  if (!tied) return take_linear("lm_head.weight", {vocab, hidden});
   if (has("lm_head.weight")) ignore("lm_head.weight");
   return embed_tokens;
 }

@@ -1,6 +1,10 @@
 // eval_bench: is the CPU eval running at the hardware's speed? (issue 12) In one run,
 // on a Qwen3-shaped oracle target (hidden 1024, MLP 4096, 8 layers, 16 q / 8 kv heads
-// of 128, BF16 checkpoint written by tiny_models) and its always-accepted drafter:
+// of 128, BF16 checkpoint written by tiny_models) and its always-accepted drafter, or
+// with --arch qwen3_5 on a Qwen3.6-27B-shaped hybrid slice (hidden 5120, MLP 17408,
+// 24 q / 4 kv heads of 256, GDN 16 key / 48 value heads of 128; layers linear, linear,
+// linear, full; an oracle needs vocab < hidden, so vocab 1000, not 248,320) with a
+// drafter layer of the 27B drafter's shape (32 q / 8 kv heads of 128, MLP 17408):
 //  * memory bandwidth: a streaming read (at::sum) of a 1 GiB buffer, far past the LLC;
 //  * plain decoding (B = 1): time per token against the floor weight bytes / bandwidth;
 //  * one target forward of 16 tokens (a verify) against one of 1 token, at the same
@@ -15,7 +19,7 @@
 // comma-separated list.
 //
 //   eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32]
-//              [--also float32,libtorch] [--layers N]
+//              [--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5]
 #include <ATen/ATen.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -32,7 +36,7 @@
 #include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/cpu_runtime.h"
 #include "jobs/eval/dflash_drafter.h"
-#include "jobs/eval/qwen3_target.h"
+#include "jobs/eval/target_model.h"
 #include "jobs/eval/speculative_decoder.h"
 #include "jobs/eval/tools/passive_omp_wait.h"
 #include "tests/eval/eval_test_util.h"
@@ -94,7 +98,7 @@ struct DecodeFigures {
   double tau = 0;
 };
 
-DecodeFigures decode(Qwen3Target* target, Drafter* drafter, const std::vector<int64_t>& prompt, int64_t block,
+DecodeFigures decode(TargetModel* target, Drafter* drafter, const std::vector<int64_t>& prompt, int64_t block,
                      int64_t tokens, const std::vector<int64_t>& capture, int reps) {
   std::vector<double> tpot, tau;
   for (int i = 0; i < reps; ++i) {
@@ -121,7 +125,7 @@ struct ForwardTime {
 };
 
 // Median wall and CPU time of a target forward of `t` tokens after kVerifyAt cached positions.
-ForwardTime forward_ms(Qwen3Target* target, int64_t t, const std::vector<int64_t>& capture, int reps) {
+ForwardTime forward_ms(TargetModel* target, int64_t t, const std::vector<int64_t>& capture, int reps) {
   target->reset();
   target->reserve(kVerifyAt + kBlock);
   target->forward(ids(kVerifyAt, 3), capture, 1);
@@ -139,7 +143,7 @@ ForwardTime forward_ms(Qwen3Target* target, int64_t t, const std::vector<int64_t
   return {median(ms), median(cpu)};
 }
 
-double prefill_tokens_per_s(Qwen3Target* target, const std::vector<int64_t>& capture, int reps) {
+double prefill_tokens_per_s(TargetModel* target, const std::vector<int64_t>& capture, int reps) {
   std::vector<double> rate;
   for (int i = 0; i < std::max(1, reps / 2); ++i) {
     target->reset();
@@ -153,16 +157,16 @@ double prefill_tokens_per_s(Qwen3Target* target, const std::vector<int64_t>& cap
 }
 
 struct Models {
-  std::unique_ptr<Qwen3Target> target;
+  std::unique_ptr<TargetModel> target;
   std::unique_ptr<DFlashDrafter> drafter;
   std::unique_ptr<DFlashProposer> proposer;
 };
 
-Models load(const testing::ScratchDir& dir, at::ScalarType dtype, int64_t hidden) {
+Models load(const testing::ScratchDir& dir, at::ScalarType dtype, int64_t hidden, LoadReport* report) {
   ComputeOptions o;
   o.dtype = dtype;
   Models m;
-  auto t = Qwen3Target::load(dir / "target", o, nullptr);
+  auto t = load_target(dir / "target", o, report);
   auto d = t.ok() ? DFlashDrafter::load(dir / "drafter", hidden, o, nullptr) : t.status();
   if (!t.ok() || !d.ok()) {
     std::fprintf(stderr, "cannot load: %s\n", (t.ok() ? d.status() : t.status()).message().c_str());
@@ -193,8 +197,8 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0) {
 int main(int argc, char** argv) {
   reexec_with_passive_omp_wait(argv);  // as `ferry eval` runs
   int threads = 0, reps = 3;
-  int64_t tokens = 128, layers = 8;
-  std::string dtype_name = "auto", also;
+  int64_t tokens = 0, layers = 0;
+  std::string dtype_name = "auto", also, arch = "qwen3";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -203,32 +207,42 @@ int main(int argc, char** argv) {
     else if (a == "--layers" && i + 1 < argc) layers = std::max(2, std::atoi(argv[++i]));
     else if (a == "--dtype" && i + 1 < argc) dtype_name = argv[++i];
     else if (a == "--also" && i + 1 < argc) also = argv[++i];
+    else if (a == "--arch" && i + 1 < argc && (std::string(argv[i + 1]) == "qwen3" || std::string(argv[i + 1]) == "qwen3_5")) arch = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32] "
-                   "[--also float32,libtorch] [--layers N]\n");
+                   "[--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5]\n");
       return 2;
     }
   }
   testing::ScratchDir dir("speed");
 
-  // The Qwen3 shape of issue 12; oracle (period 1): every token's greedy successor is
-  // the fixed token, so the agree drafter is always accepted (tau = 16).
+  // The Qwen3 shape of issue 12, or the 27B-shaped hybrid slice; oracle (period 1):
+  // every token's greedy successor is the fixed token, so the agree drafter is always
+  // accepted (tau = 16).
+  const bool hybrid = arch == "qwen3_5";
+  if (layers == 0) layers = hybrid ? 4 : 8;
+  if (tokens == 0) tokens = hybrid ? 32 : 128;  // a hybrid plain token streams 2.7 GB
   TinyTargetSpec target = testing::oracle_target_spec(1);
   target.vocab = 1000;  // an oracle needs vocab < hidden
-  target.hidden = 1024;
-  target.intermediate = 4096;
   target.layers = layers;
-  target.heads = 16;
-  target.kv_heads = 8;
-  target.head_dim = 128;
   target.oracle_mask_token = 999;
   TinyDrafterSpec drafter = testing::oracle_drafter_spec("agree", kBlock);
+  if (hybrid) {
+    set_qwen36_27b_widths(&target);
+    drafter.heads = 32;
+  } else {
+    target.hidden = 1024;
+    target.intermediate = 4096;
+    target.heads = 16;
+    target.kv_heads = 8;
+    target.head_dim = 128;
+    drafter.heads = 16;
+  }
   drafter.target_vocab = target.vocab;
   drafter.hidden = target.hidden;
   drafter.intermediate = target.intermediate;
   drafter.layers = 1;
-  drafter.heads = 16;
   drafter.kv_heads = 8;
   drafter.head_dim = 128;
   drafter.mask_token_id = 999;
@@ -259,11 +273,13 @@ int main(int argc, char** argv) {
   c10::NoGradGuard no_grad;
   double load_avg[3] = {0, 0, 0};
   if (getloadavg(load_avg, 3) < 0) load_avg[0] = -1;
-  std::printf("eval_bench: Qwen3 shape hidden %lld, MLP %lld, %lld layers, 16 q / 8 kv heads of 128, vocab %lld; "
+  std::printf("eval_bench: %s shape hidden %lld, MLP %lld, %lld layers, %lld q / %lld kv heads of %lld, vocab %lld; "
               "drafter 1 layer; block %lld, %lld new tokens, prompt %lld\n",
-              static_cast<long long>(target.hidden), static_cast<long long>(target.intermediate),
-              static_cast<long long>(layers), static_cast<long long>(target.vocab), static_cast<long long>(kBlock),
-              static_cast<long long>(tokens), static_cast<long long>(kPromptTokens));
+              arch.c_str(), static_cast<long long>(target.hidden), static_cast<long long>(target.intermediate),
+              static_cast<long long>(layers), static_cast<long long>(target.heads),
+              static_cast<long long>(target.kv_heads), static_cast<long long>(target.head_dim),
+              static_cast<long long>(target.vocab), static_cast<long long>(kBlock), static_cast<long long>(tokens),
+              static_cast<long long>(kPromptTokens));
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   std::printf("runtime: %d threads of %d cores (OMP_WAIT_POLICY %s), %s; BLAS %s%s%s (%s); load average %.1f; "
               "median of %d runs\n",
@@ -289,7 +305,12 @@ int main(int argc, char** argv) {
     Measured m;
     m.dtype = dtype == at::kFloat ? "float32" : kernel ? "bfloat16" : "bfloat16, libtorch matmuls";
     set_bf16_kernel_enabled(kernel);
-    Models models = load(dir, dtype, target.hidden);
+    LoadReport report;
+    Models models = load(dir, dtype, target.hidden, &report);
+    std::printf("%s: %s; target tensors: %lld repacked for the BF16 kernel, %lld used in place, %lld loaded\n",
+                m.dtype.c_str(), models.target->describe().c_str(), static_cast<long long>(report.tensors_repacked),
+                static_cast<long long>(report.tensors_zero_copy), static_cast<long long>(report.tensors_loaded));
+    std::fflush(stdout);
     // Where the peak comes from: RSS after loading, then the peak after each phase.
     std::string trace = rss ? fmt("after loading %.1f MB", status_bytes("VmRSS:") / 1e6) : "";
     auto phase = [&](const char* name) {

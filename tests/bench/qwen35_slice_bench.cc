@@ -43,20 +43,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 TinyTargetSpec slice_spec() {
   TinyTargetSpec s;
-  s.arch = "qwen3_5";
+  set_qwen36_27b_widths(&s);
   s.vocab = 248320;
-  s.hidden = 5120;
-  s.intermediate = 17408;
   s.layers = 4;
-  s.heads = 24;
-  s.kv_heads = 4;
-  s.head_dim = 256;
-  s.rope_theta = 1e7;
-  s.linear_key_heads = 16;
-  s.linear_value_heads = 48;
-  s.linear_key_dim = 128;
-  s.linear_value_dim = 128;
-  s.conv_kernel = 4;
   s.eos_token_id = 248044;
   s.streamed = true;
   s.seed = 27;

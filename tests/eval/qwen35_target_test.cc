@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/dflash_drafter.h"
 #include "jobs/eval/safetensors_reader.h"
 #include "jobs/eval/speculative_decoder.h"
@@ -282,6 +283,28 @@ TEST_F(Qwen35TargetTest, GdnLayerMatchesNaiveRecurrenceAcrossCalls) {
   EXPECT_TRUE(at::equal(initial, before));
 }
 
+// At Qwen3.6-27B's head size (128 x 128) the CPU loop splits heads over the intra-op
+// threads: the same outputs and final state as one thread, and as the ATen form.
+TEST_F(Qwen35TargetTest, RecurrenceSplitOverThreadsMatchesOneThread) {
+  at::manual_seed(9);
+  const int64_t t = 16, hv = 12, dk = 128, dv = 128;
+  at::Tensor q = at::randn({t, hv, dk}), k = at::randn({t, hv, dk}), v = at::randn({t, hv, dv});
+  k = k / k.norm(2, -1, /*keepdim=*/true);  // as the layer feeds it: L2-normalised keys
+  at::Tensor decay = at::rand({t, hv}), beta = at::rand({t, hv}), initial = at::randn({hv, dk, dv});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  at::Tensor s_one, s_split, s_aten;
+  at::Tensor o_one = gated_delta_rule(q, k, v, decay, beta, initial, &s_one);
+  at::set_num_threads(2);
+  at::Tensor o_split = gated_delta_rule(q, k, v, decay, beta, initial, &s_split);
+  at::Tensor o_aten = gated_delta_rule_generic(q, k, v, decay, beta, initial, &s_aten);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(at::equal(o_split, o_one));  // each head computed alike, wherever it ran
+  EXPECT_TRUE(at::equal(s_split, s_one));
+  EXPECT_LT(relative_error(o_split, o_aten), 1e-5);
+  EXPECT_LT(relative_error(s_split, s_aten), 1e-5);
+}
+
 // prefill() runs a prompt longer than kPrefillChunk in chunks: the same logits,
 // features and cache as one forward of it, so the next step goes on alike.
 TEST_F(Qwen35TargetTest, PrefillInChunksMatchesOneForward) {
@@ -410,14 +433,53 @@ TEST_F(Qwen35TargetTest, Bf16AndShardedTwinsGiveTheSameTokensAsF32) {
       EXPECT_TRUE(at::equal(twin->forward(ids_tensor(p), {}).logits, f32->forward(ids_tensor(p), {}).logits)) << name;
     }
   }
-  // Computing in BF16 keeps BF16 weights as mapped (no copy) and still decodes.
+  // Computing in BF16 uses BF16 matrices as mapped (no copy) or repacked in place of
+  // their pages for the BF16 kernel, and still decodes.
   ComputeOptions bf16;
   bf16.dtype = at::kBFloat16;
   LoadReport r;
   auto mapped = Qwen35Target::load(dir / "bf16", bf16, &r);
   ASSERT_TRUE(mapped.ok()) << mapped.status().message();
-  EXPECT_GT(r.tensors_zero_copy, r.tensors_loaded / 2);
+  EXPECT_GT(r.tensors_zero_copy + r.tensors_repacked, r.tensors_loaded / 2);
+  if (bf16_kernel_supported()) {
+    // Every matrix whose rows come in 16s: per GDN layer in_proj_qkv, in_proj_z,
+    // out_proj (in_proj_b/a have 4 rows), per attention layer q/k/v/o, per layer the
+    // three MLP matrices, and the untied lm_head.
+    EXPECT_EQ(r.tensors_repacked, 3 * (3 + 3) + (4 + 3) + 1);
+  }
   EXPECT_EQ(greedy(mapped->get(), prompts[0], 8).size(), 8u);
+}
+
+// The projections on ferry's packed BF16 kernel (on an AVX512-BF16 CPU) against the same
+// BF16 weights on libtorch's matmuls and against float32: the oracle's logits are far
+// apart, so all three must pick the same tokens, and the two BF16 paths differ only in
+// the order of float32 sums.
+TEST_F(Qwen35TargetTest, Bf16OnTheRepackedKernelGivesTheF32Tokens) {
+  if (!bf16_kernel_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16: nothing is packed";
+  ScratchDir dir("q35packed");
+  ASSERT_TRUE(write_tiny_target(dir / "oracle", testing::hybrid_oracle_target_spec(3), {"BF16", 0, false}).ok());
+  ComputeOptions bf16;
+  bf16.dtype = at::kBFloat16;
+  LoadReport r;
+  auto packed = Qwen35Target::load(dir / "oracle", bf16, &r);
+  set_bf16_kernel_enabled(false);
+  auto plain = Qwen35Target::load(dir / "oracle", bf16, nullptr);
+  set_bf16_kernel_enabled(true);
+  auto f32 = Qwen35Target::load(dir / "oracle", {}, nullptr);
+  ASSERT_TRUE(packed.ok() && plain.ok() && f32.ok());
+  EXPECT_GT(r.tensors_repacked, 0);
+  for (const auto& p : testing::make_prompts(4, 64, 3, 10, 17)) {
+    const auto want = greedy(f32->get(), p, 24);
+    EXPECT_EQ(greedy(packed->get(), p, 24), want);
+    EXPECT_EQ(greedy(plain->get(), p, 24), want);
+    std::vector<int64_t> seq = p;
+    seq.insert(seq.end(), want.begin(), want.end());
+    (*packed)->reset();
+    (*plain)->reset();
+    at::Tensor a = (*packed)->forward(ids_tensor(seq), {}).logits.to(at::kFloat);
+    at::Tensor b = (*plain)->forward(ids_tensor(seq), {}).logits.to(at::kFloat);
+    EXPECT_LT(relative_error(a, b), 0.02);
+  }
 }
 
 TEST_F(Qwen35TargetTest, BrokenCheckpointsNameFileAndTensor) {

@@ -242,6 +242,21 @@ int64_t oracle_next(const TinyTargetSpec& s, int64_t t) {
   return (7 * t + 3) % s.vocab;
 }
 
+void set_qwen36_27b_widths(TinyTargetSpec* s) {
+  s->arch = "qwen3_5";
+  s->hidden = 5120;
+  s->intermediate = 17408;
+  s->heads = 24;
+  s->kv_heads = 4;
+  s->head_dim = 256;
+  s->rope_theta = 1e7;
+  s->linear_key_heads = 16;
+  s->linear_value_heads = 48;
+  s->linear_key_dim = 128;
+  s->linear_value_dim = 128;
+  s->conv_kernel = 4;
+}
+
 Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, const TinyWriteSpec& w) {
   const bool oracle = s.kind == "oracle";
   if (!oracle && s.kind != "random") return invalid_argument("tiny target kind must be random or oracle");

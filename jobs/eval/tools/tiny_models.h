@@ -86,6 +86,11 @@ struct TinyWriteSpec {
   bool vlm_wrapped = false;   // targets: model.language_model.* + model.visual.* + mtp.*
 };
 
+/// Sets Qwen3.6-27B's widths on a qwen3_5 spec (hidden 5,120, MLP 17,408, 24 q / 4 kv
+/// heads of 256, θ 1e7, GDN 16 key / 48 value heads of 128, conv 4), for benchmark
+/// slices; vocabulary, layer count and kind stay the caller's.
+void set_qwen36_27b_widths(TinyTargetSpec* spec);
+
 Status write_tiny_target(const std::string& folder, const TinyTargetSpec& spec, const TinyWriteSpec& write);
 Status write_tiny_drafter(const std::string& folder, const TinyDrafterSpec& spec, const TinyWriteSpec& write);
 
