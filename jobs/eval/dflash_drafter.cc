@@ -83,14 +83,16 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
     if (ctx_len > 0) {
       // Context K/V depend only on the projected features and their positions, so
       // they are computed once per position and kept.
-      at::Tensor kc = rms_norm(project(ctx, layer.k).view({ctx_len, nkv, hd}), layer.k_norm, c.rms_norm_eps);
-      at::Tensor vc = project(ctx, layer.v).view({ctx_len, nkv, hd});
+      std::vector<at::Tensor> kv = project_all(ctx, {layer.k, layer.v});
+      at::Tensor kc = rms_norm(kv[0].view({ctx_len, nkv, hd}), layer.k_norm, c.rms_norm_eps);
+      at::Tensor vc = kv[1].view({ctx_len, nkv, hd});
       caches_[i].append(apply_rope(kc.transpose(0, 1), ctx_rope), vc.transpose(0, 1));
     }
     at::Tensor h = rms_norm(x, layer.input_norm, c.rms_norm_eps);
-    at::Tensor q = rms_norm(project(h, layer.q).view({b, nh, hd}), layer.q_norm, c.rms_norm_eps);
-    at::Tensor kb = rms_norm(project(h, layer.k).view({b, nkv, hd}), layer.k_norm, c.rms_norm_eps);
-    at::Tensor vb = project(h, layer.v).view({b, nkv, hd});
+    std::vector<at::Tensor> qkv = project_all(h, {layer.q, layer.k, layer.v});
+    at::Tensor q = rms_norm(qkv[0].view({b, nh, hd}), layer.q_norm, c.rms_norm_eps);
+    at::Tensor kb = rms_norm(qkv[1].view({b, nkv, hd}), layer.k_norm, c.rms_norm_eps);
+    at::Tensor vb = qkv[2].view({b, nkv, hd});
     q = apply_rope(q.transpose(0, 1), block_rope);    // [nh, B, hd]
     kb = apply_rope(kb.transpose(0, 1), block_rope);  // [nkv, B, hd]
     // The block's K/V go after the context's in the cache for this call only (cropped

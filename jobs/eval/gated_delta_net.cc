@@ -129,10 +129,11 @@ at::Tensor gdn_forward(const GdnDims& d, const GdnWeights& w, const at::Tensor& 
   const int64_t k_minus_1 = d.conv_kernel - 1;
   const int64_t rep = d.value_heads / d.key_heads;
 
-  at::Tensor qkv = project(x, w.in_qkv).to(at::kFloat);  // [T, C]
-  at::Tensor z = project(x, w.in_z).view({t_len, d.value_heads, d.value_dim});
-  at::Tensor b = project(x, w.in_b).to(at::kFloat);  // [T, Hv]
-  at::Tensor a = project(x, w.in_a).to(at::kFloat);  // [T, Hv]
+  std::vector<at::Tensor> in = project_all(x, {w.in_qkv, w.in_z, w.in_b, w.in_a});
+  at::Tensor qkv = in[0].to(at::kFloat);  // [T, C]
+  at::Tensor z = in[1].view({t_len, d.value_heads, d.value_dim});
+  at::Tensor b = in[2].to(at::kFloat);  // [T, Hv]
+  at::Tensor a = in[3].to(at::kFloat);  // [T, Hv]
 
   // Causal depthwise conv: output t sees window rows t .. t+K-1 (the last one is token t).
   at::Tensor window = at::cat({st->conv, qkv}, 0);  // [K-1+T, C]

@@ -134,28 +134,47 @@ bool is_packed_bf16_weight(const at::Tensor& w) {
   return w.dim() == 3 && w.size(2) == kPairWidth && w.scalar_type() == at::kBFloat16;
 }
 
-at::Tensor packed_bf16_linear(const at::Tensor& x_in, const at::Tensor& packed) {
-  const int64_t panels = packed.size(0), pair_count = packed.size(1);
-  const int64_t k_len = 2 * pair_count, n_len = panels * kBf16PanelColumns;
+std::vector<at::Tensor> packed_bf16_linear_all(const at::Tensor& x_in, const std::vector<at::Tensor>& weights) {
+  TORCH_CHECK(!weights.empty(), "packed_bf16_linear_all: no weights");
+  const int64_t pair_count = weights[0].size(1), k_len = 2 * pair_count;
   TORCH_CHECK(x_in.scalar_type() == at::kBFloat16 && x_in.device().is_cpu() && x_in.size(-1) == k_len,
-              "packed_bf16_linear: x must be BF16 [..., ", k_len, "] on the CPU, got ", x_in.sizes(),
-              " ", x_in.scalar_type());
-  TORCH_CHECK(packed.is_contiguous() && bf16_kernel_supported(), "packed_bf16_linear: bad packed weight");
-  std::vector<int64_t> out_shape = x_in.sizes().vec();
-  out_shape.back() = n_len;
+              "packed_bf16_linear: x must be BF16 [..., ", k_len, "] on the CPU, got ", x_in.sizes(), " ",
+              x_in.scalar_type());
+  for (const at::Tensor& w : weights) {
+    TORCH_CHECK(is_packed_bf16_weight(w) && w.size(1) == pair_count && w.is_contiguous() && bf16_kernel_supported(),
+                "packed_bf16_linear: bad packed weight");
+  }
   const at::Tensor x = x_in.reshape({-1, k_len}).contiguous();
   const int64_t m_len = x.size(0);
-  at::Tensor out = at::empty({m_len, n_len}, x.options());
-  if (m_len == 0) return out.view(out_shape);
+  std::vector<at::Tensor> outs;
+  // Chunks of kChunkPanels panels, numbered across the weights in order: one parallel
+  // region serves them all (a decode step's q/k/v or gate/up), and a thread that
+  // finishes one matrix goes straight on to the next.
+  std::vector<int64_t> first_chunk = {0};
+  for (const at::Tensor& w : weights) {
+    outs.push_back(at::empty({m_len, w.size(0) * kBf16PanelColumns}, x.options()));
+    first_chunk.push_back(first_chunk.back() + (w.size(0) + kChunkPanels - 1) / kChunkPanels);
+  }
+  auto shaped = [&] {
+    for (size_t i = 0; i < outs.size(); ++i) {
+      std::vector<int64_t> shape = x_in.sizes().vec();
+      shape.back() = outs[i].size(1);
+      outs[i] = outs[i].view(shape);
+    }
+    return outs;
+  };
+  if (m_len == 0) return shaped();
 
   // Blocks of up to 16 rows, each pair-major (a step's pairs for all rows in one cache
   // line); a single row is already in that order.
   const int64_t blocks = (m_len + kMaxTileRows - 1) / kMaxTileRows;
   const bf16* rows = x.data_ptr<bf16>();
-  std::vector<bf16> interleaved;
+  // Kept per thread across calls: a fresh buffer per call was zero-filled and, past
+  // glibc's mmap threshold (a prefill chunk's rows), faulted in page by page each time.
+  static thread_local std::vector<bf16> interleaved;
   const bf16* pairs = rows;
   if (m_len > 1) {
-    interleaved.resize(static_cast<size_t>(m_len * k_len));
+    if (interleaved.size() < static_cast<size_t>(m_len * k_len)) interleaved.resize(static_cast<size_t>(m_len * k_len));
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t m0 = b * kMaxTileRows, mr = std::min<int64_t>(kMaxTileRows, m_len - m0);
       bf16* dst = interleaved.data() + m0 * k_len;
@@ -171,9 +190,13 @@ at::Tensor packed_bf16_linear(const at::Tensor& x_in, const at::Tensor& packed) 
     pairs = interleaved.data();
   }
 
-  const bf16* wp = packed.data_ptr<bf16>();
-  bf16* op = out.data_ptr<bf16>();
-  for_each_chunk((panels + kChunkPanels - 1) / kChunkPanels, [&](int64_t c) {
+  for_each_chunk(first_chunk.back(), [&](int64_t chunk) {
+    const size_t i =
+        static_cast<size_t>(std::upper_bound(first_chunk.begin(), first_chunk.end(), chunk) - first_chunk.begin() - 1);
+    const int64_t panels = weights[i].size(0), n_len = panels * kBf16PanelColumns;
+    const bf16* wp = weights[i].data_ptr<bf16>();
+    bf16* op = outs[i].data_ptr<bf16>();
+    const int64_t c = chunk - first_chunk[i];
     const int64_t p1 = std::min(panels, (c + 1) * kChunkPanels);
     for (int64_t p = c * kChunkPanels; p < p1; ++p) {
       // Every block of rows against this panel while it is in cache.
@@ -184,7 +207,11 @@ at::Tensor packed_bf16_linear(const at::Tensor& x_in, const at::Tensor& packed) 
       }
     }
   });
-  return out.view(out_shape);
+  return shaped();
+}
+
+at::Tensor packed_bf16_linear(const at::Tensor& x, const at::Tensor& packed) {
+  return packed_bf16_linear_all(x, {packed})[0];
 }
 
 }  // namespace ferry::eval

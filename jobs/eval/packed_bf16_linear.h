@@ -15,6 +15,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace ferry::eval {
 
@@ -39,5 +40,8 @@ bool is_packed_bf16_weight(const at::Tensor& w);
 /// each output the float32 sum of its K products rounded once. Output columns are split
 /// over libtorch's threads; rows beyond 16 reuse each panel from cache.
 at::Tensor packed_bf16_linear(const at::Tensor& x, const at::Tensor& packed);
+/// The same x against several packed weights of the same K, in one parallel region (a
+/// region costs every thread a wake-up: a decode step's q/k/v share one, gate/up one).
+std::vector<at::Tensor> packed_bf16_linear_all(const at::Tensor& x, const std::vector<at::Tensor>& weights);
 
 }  // namespace ferry::eval

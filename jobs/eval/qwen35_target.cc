@@ -105,11 +105,12 @@ at::Tensor Qwen35Target::attention_layer(const Layer& layer, size_t index, const
                                          const RopeTables& rope) {
   const Qwen3Config& c = config_.text;
   const int64_t t = x.size(0), nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
-  at::Tensor qg = project(x, layer.q).view({t, nh, 2 * hd});
+  std::vector<at::Tensor> qkv = project_all(x, {layer.q, layer.k, layer.v});
+  at::Tensor qg = qkv[0].view({t, nh, 2 * hd});
   at::Tensor q = rms_norm_one_plus(qg.narrow(2, 0, hd), layer.q_norm, c.rms_norm_eps);
   at::Tensor gate = qg.narrow(2, hd, hd).reshape({t, nh * hd});
-  at::Tensor k = rms_norm_one_plus(project(x, layer.k).view({t, nkv, hd}), layer.k_norm, c.rms_norm_eps);
-  at::Tensor v = project(x, layer.v).view({t, nkv, hd});
+  at::Tensor k = rms_norm_one_plus(qkv[1].view({t, nkv, hd}), layer.k_norm, c.rms_norm_eps);
+  at::Tensor v = qkv[2].view({t, nkv, hd});
   q = partial_rope(q.transpose(0, 1), rope, config_.rotary_dim);  // [nh, T, hd]
   k = partial_rope(k.transpose(0, 1), rope, config_.rotary_dim);  // [nkv, T, hd]
   KvCache& cache = caches_[index];

@@ -89,9 +89,10 @@ Qwen3Target::Output Qwen3Target::forward(const at::Tensor& ids, const std::vecto
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const Layer& layer = layers_[i];
     at::Tensor h = rms_norm(x, layer.input_norm, c.rms_norm_eps);
-    at::Tensor q = project(h, layer.q).view({t, nh, hd});
-    at::Tensor k = project(h, layer.k).view({t, nkv, hd});
-    at::Tensor v = project(h, layer.v).view({t, nkv, hd});
+    std::vector<at::Tensor> qkv = project_all(h, {layer.q, layer.k, layer.v});
+    at::Tensor q = qkv[0].view({t, nh, hd});
+    at::Tensor k = qkv[1].view({t, nkv, hd});
+    at::Tensor v = qkv[2].view({t, nkv, hd});
     q = apply_rope(rms_norm(q, layer.q_norm, c.rms_norm_eps).transpose(0, 1), rope);  // [nh, T, hd]
     k = apply_rope(rms_norm(k, layer.k_norm, c.rms_norm_eps).transpose(0, 1), rope);  // [nkv, T, hd]
     caches_[i].append(k, v.transpose(0, 1));

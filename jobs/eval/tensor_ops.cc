@@ -92,6 +92,25 @@ at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
   return at::linear(x, w);
 }
 
+std::vector<at::Tensor> project_all(const at::Tensor& x, const std::vector<at::Tensor>& weights) {
+  std::vector<at::Tensor> out(weights.size()), packed;
+  std::vector<size_t> packed_at;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (is_packed_bf16_weight(weights[i]) && (packed.empty() || weights[i].size(1) == packed[0].size(1))) {
+      packed.push_back(weights[i]);
+      packed_at.push_back(i);
+    } else {
+      out[i] = project(x, weights[i]);
+    }
+  }
+  if (packed.size() == 1) out[packed_at[0]] = project(x, packed[0]);
+  if (packed.size() > 1) {
+    std::vector<at::Tensor> results = packed_bf16_linear_all(x, packed);
+    for (size_t j = 0; j < packed.size(); ++j) out[packed_at[j]] = results[j];
+  }
+  return out;
+}
+
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_up, const at::Tensor& down) {
   at::Tensor gu = at::linear(x, gate_up);
   const int64_t inter = gu.size(-1) / 2;
@@ -101,9 +120,10 @@ at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_up, const at::Tens
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& up, const at::Tensor& down) {
   // In place on the gate's output: the same values with two [T, I] buffers fewer (a
   // prefill chunk's largest temporaries).
-  at::Tensor h = project(x, gate);
+  std::vector<at::Tensor> gate_up = project_all(x, {gate, up});
+  at::Tensor h = gate_up[0];
   at::silu_(h);
-  h.mul_(project(x, up));
+  h.mul_(gate_up[1]);
   return project(h, down);
 }
 

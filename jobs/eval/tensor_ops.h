@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace ferry::eval {
 
@@ -68,6 +69,9 @@ at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const a
 /// through a matrix-vector product (BLAS gemm would first copy, "pack", all of w); the
 /// rest through libtorch's gemm (oneDNN for BF16).
 at::Tensor project(const at::Tensor& x, const at::Tensor& w);
+/// project(x, w) for each w, the packed ones in one parallel region
+/// (packed_bf16_linear_all): q/k/v, or an MLP's gate and up.
+std::vector<at::Tensor> project_all(const at::Tensor& x, const std::vector<at::Tensor>& weights);
 
 /// down(silu(gate(x)) * up(x)) with gate and up stacked: gate_up: [2I, H], down: [H, I].
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_up, const at::Tensor& down);

@@ -64,6 +64,32 @@ TEST_F(PackedBf16LinearTest, LayoutPutsSixteenColumnsPairsSideBySide) {
   }
 }
 
+// Several weights in one parallel region: each output equals its own call's, bit for
+// bit (the same sums in the same order), whichever thread took which chunk; project_all
+// leaves weights that are not packed (or of another K) to project().
+TEST_F(PackedBf16LinearTest, SeveralWeightsInOneRegionGiveEachWeightsOwnProduct) {
+  const int64_t k = 1024;
+  const std::vector<at::Tensor> w = {bf16_randn(2048, k, 1), bf16_randn(16, k, 2), bf16_randn(1040, k, 3)};
+  std::vector<at::Tensor> packed;
+  for (const at::Tensor& m : w) packed.push_back(pack_bf16_weight(m));
+  const at::Tensor unpacked = bf16_randn(40, k, 4);  // 40 rows: not packable
+  const at::Tensor other_k = pack_bf16_weight(bf16_randn(32, 512, 5));
+  for (int64_t m : {1, 16, 17}) {
+    const at::Tensor x = bf16_randn(m, k, 10 + m);
+    const std::vector<at::Tensor> all = packed_bf16_linear_all(x, packed);
+    ASSERT_EQ(all.size(), packed.size());
+    for (size_t i = 0; i < packed.size(); ++i) {
+      EXPECT_TRUE(at::equal(all[i], packed_bf16_linear(x, packed[i]))) << "weight " << i << " m " << m;
+    }
+    const std::vector<at::Tensor> mixed = project_all(x, {packed[0], unpacked, packed[2]});
+    EXPECT_TRUE(at::equal(mixed[0], all[0]));
+    EXPECT_TRUE(at::equal(mixed[1], project(x, unpacked)));
+    EXPECT_TRUE(at::equal(mixed[2], all[2]));
+    const at::Tensor x512 = bf16_randn(m, 512, 20 + m);
+    EXPECT_THROW(packed_bf16_linear_all(x512, {other_k, packed[0]}), c10::Error);  // every K must be x's
+  }
+}
+
 TEST_F(PackedBf16LinearTest, ProjectTakesBatchedRowsThroughThePackedWeight) {
   const at::Tensor w = bf16_randn(32, 64, 3), packed = pack_bf16_weight(w);
   const at::Tensor x = at::randn({2, 3, 64}).to(at::kBFloat16);
