@@ -2,6 +2,7 @@
 
 #include "jobs/eval/bf16_attention.h"
 #include "jobs/eval/bf16_linear.h"
+#include "jobs/eval/bf16_norm_rope.h"
 #include "jobs/eval/packed_bf16_linear.h"
 
 #include <algorithm>
@@ -18,6 +19,7 @@ constexpr int64_t kMinCacheCapacity = 256;
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  if (bf16_rms_norm_applies(x, weight)) return bf16_rms_norm(x, weight, eps);
   at::Tensor x32 = x.to(at::kFloat);
   at::Tensor normed = x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * normed.to(x.scalar_type());
@@ -47,6 +49,7 @@ RopeTables RopeCache::at(int64_t first_position, int64_t count) {
 }
 
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope) {
+  if (bf16_rope_applies(x, rope.cos, rope.sin)) return bf16_rope(x, rope.cos, rope.sin);
   const int64_t half = x.size(-1) / 2;
   at::Tensor x1 = x.narrow(-1, 0, half);
   at::Tensor x2 = x.narrow(-1, half, half);

@@ -1,0 +1,105 @@
+#include "jobs/eval/bf16_norm_rope.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+
+#include "jobs/eval/avx512_lanes.h"
+#include "jobs/eval/bf16_linear.h"
+
+namespace ferry::eval {
+namespace {
+
+using bf16 = c10::BFloat16;
+
+// 16 BF16 values widened to float32 (exact: BF16 is float32's upper half).
+FERRY_AVX512_LANES inline __m512 widen(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+FERRY_AVX512_LANES inline __m512 load16(const bf16* p) {
+  return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+// To BF16, nearest with ties to even, as libtorch rounds float32 to BF16.
+FERRY_AVX512_LANES inline __m256i narrow(__m512 v) { return (__m256i)_mm512_cvtneps_pbh(v); }
+FERRY_AVX512_LANES inline __m512 rounded(__m512 v) { return widen(narrow(v)); }
+FERRY_AVX512_LANES inline void store16(bf16* p, __m512 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow(v));
+}
+
+FERRY_AVX512_LANES void norm_row(const bf16* x, const bf16* w, int64_t h, float eps, bf16* out) {
+  __m512 squares = _mm512_setzero_ps();
+  for (int64_t i = 0; i < h; i += 16) {
+    const __m512 v = load16(x + i);
+    squares = _mm512_add_ps(squares, _mm512_mul_ps(v, v));  // each square rounded, as pow(2) is
+  }
+  const float r = 1.0f / std::sqrt(sum_lanes(squares) / static_cast<float>(h) + eps);
+  const __m512 scale = _mm512_set1_ps(r);
+  for (int64_t i = 0; i < h; i += 16) {
+    store16(out + i, _mm512_mul_ps(load16(w + i), rounded(_mm512_mul_ps(load16(x + i), scale))));
+  }
+}
+
+FERRY_AVX512_LANES void rope_row(const bf16* x, const bf16* cos, const bf16* sin, int64_t d, bf16* out) {
+  const int64_t half = d / 2;
+  for (int64_t j = 0; j < half; j += 16) {
+    const __m512 a = load16(x + j), b = load16(x + half + j);
+    // First half: a cos - b sin; second: b cos + a sin; each product rounded, then the sum.
+    const __m512 first = _mm512_sub_ps(rounded(_mm512_mul_ps(a, load16(cos + j))),
+                                       rounded(_mm512_mul_ps(b, load16(sin + j))));
+    const __m512 second = _mm512_add_ps(rounded(_mm512_mul_ps(b, load16(cos + half + j))),
+                                        rounded(_mm512_mul_ps(a, load16(sin + half + j))));
+    store16(out + j, first);
+    store16(out + half + j, second);
+  }
+}
+
+// Rows per task when split over threads: each is a few hundred nanoseconds, so only
+// large batches (a prefill chunk's norms) are worth a parallel region.
+constexpr int64_t kRowsPerTask = 256;
+
+}  // namespace
+
+bool bf16_rms_norm_applies(const at::Tensor& x, const at::Tensor& w) {
+  return bf16_kernel_enabled() && x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16 &&
+         x.device().is_cpu() && w.device().is_cpu() && x.dim() >= 1 && x.is_contiguous() && w.dim() == 1 &&
+         w.is_contiguous() && x.size(-1) == w.size(0) && w.size(0) > 0 && w.size(0) % 16 == 0;
+}
+
+at::Tensor bf16_rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  TORCH_CHECK(bf16_rms_norm_applies(x, w), "bf16_rms_norm: unsupported input");
+  at::Tensor out = at::empty_like(x);
+  const int64_t h = w.size(0), rows = x.numel() / h;
+  const bf16* xp = x.data_ptr<bf16>();
+  const bf16* wp = w.data_ptr<bf16>();
+  bf16* op = out.data_ptr<bf16>();
+  const auto e = static_cast<float>(eps);  // libtorch adds eps as a float32 scalar
+  at::parallel_for(0, rows, kRowsPerTask, [&](int64_t first, int64_t end) {
+    for (int64_t r = first; r < end; ++r) norm_row(xp + r * h, wp, h, e, op + r * h);
+  });
+  return out;
+}
+
+bool bf16_rope_applies(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  if (!bf16_kernel_enabled() || x.dim() < 2) return false;
+  for (const at::Tensor* t : {&x, &cos, &sin}) {
+    if (t->scalar_type() != at::kBFloat16 || !t->device().is_cpu() || !t->is_contiguous()) return false;
+  }
+  const int64_t t = x.size(-2), d = x.size(-1);
+  return d > 0 && d % 32 == 0 && cos.dim() == 2 && cos.size(0) == t && cos.size(1) == d && sin.sizes() == cos.sizes();
+}
+
+at::Tensor bf16_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  TORCH_CHECK(bf16_rope_applies(x, cos, sin), "bf16_rope: unsupported input");
+  at::Tensor out = at::empty_like(x);
+  const int64_t t = x.size(-2), d = x.size(-1), rows = x.numel() / d;
+  const bf16* xp = x.data_ptr<bf16>();
+  const bf16* cp = cos.data_ptr<bf16>();
+  const bf16* sp = sin.data_ptr<bf16>();
+  bf16* op = out.data_ptr<bf16>();
+  at::parallel_for(0, rows, kRowsPerTask, [&](int64_t first, int64_t end) {
+    for (int64_t r = first; r < end; ++r) rope_row(xp + r * d, cp + (r % t) * d, sp + (r % t) * d, d, op + r * d);
+  });
+  return out;
+}
+
+}  // namespace ferry::eval
