@@ -1,9 +1,12 @@
 // An eval report with what differs between two runs of the same eval taken out:
-// timings (seconds, tokens/s, speedups, which depend on the machine's load) and
-// the paths it names (the same files reached from the coordinator or from a
-// host). What stays is every figure the drafters earn: τ, the histogram, the
-// per-position acceptance, the per-prompt τ, forwards and tokens, the drafter
-// diff, the gate. Tests only.
+// timings (seconds, tokens/s, speedups, which depend on the machine's load), the
+// paths it names (the same files reached from the coordinator or from a host), and
+// the BLAS build line, whose core each process picks for itself (an
+// OPENBLAS_CORETYPE in the coordinator's environment, which an ssh session on a
+// host does not carry, names "Haswell" there and the CPU's own core on the host).
+// What stays is every figure the drafters earn: τ, the histogram, the per-position
+// acceptance, the per-prompt τ, forwards and tokens, the drafter diff, the gate.
+// Tests only.
 #pragma once
 
 #include <string>
@@ -13,8 +16,9 @@
 namespace ferry::testing {
 
 inline bool is_run_dependent_key(const std::string& k) {
-  static const char* kKeys[] = {"target", "drafter", "reference", "prompts", "path", "location", "files_opened", "speedup", "reference_speedup",
-                                "tokens_per_second", "mean_tpot", "wall_seconds", "attempt"};
+  static const char* kKeys[] = {
+      "target",  "drafter",           "reference",         "prompts",   "path",         "location", "files_opened",
+      "speedup", "reference_speedup", "tokens_per_second", "mean_tpot", "wall_seconds", "attempt",  "blas"};
   for (const char* x : kKeys) {
     if (k == x) return true;
   }
