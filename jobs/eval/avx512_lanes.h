@@ -19,4 +19,14 @@ FERRY_AVX512_LANES inline float sum_lanes(__m512 v) {
   return _mm512_cvtss_f32(v);
 }
 
+/// 16 BF16 values (their raw bits) widened to float32: exact, BF16 is float32's top half.
+FERRY_AVX512_LANES inline __m512 widen_bf16x16(__m256i raw) {
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, raw), 16));
+}
+
+/// The same, loaded from the 16 BF16 values at p.
+FERRY_AVX512_LANES inline __m512 load_bf16x16(const void* p) {
+  return widen_bf16x16(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+}
+
 }  // namespace ferry::eval

@@ -44,12 +44,6 @@ FERRY_AVX512_LANES inline __m512 exp_nonpositive(__m512 x) {
   return _mm512_maskz_scalef_ps(live, p, n);
 }
 
-// 16 BF16 values widened to float32 (exact: BF16 is float32's top half).
-FERRY_AVX512_LANES inline __m512 widen(const bf16* p) {
-  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, raw), 16));
-}
-
 FERRY_AVX512_LANES inline float round_bf16(float f) { return static_cast<float>(bf16(f)); }
 
 struct Shape {
@@ -73,7 +67,7 @@ FERRY_AVX512_LANES void weighted_sum(const float* p, int64_t s_len, const bf16* 
     const __m512 w = _mm512_set1_ps(p[j]);
     const bf16* vr = v + j * v_row;
 #pragma GCC unroll 8
-    for (int n = 0; n < NV; ++n) acc[n] = _mm512_fmadd_ps(w, widen(vr + 16 * n), acc[n]);
+    for (int n = 0; n < NV; ++n) acc[n] = _mm512_fmadd_ps(w, load_bf16x16(vr + 16 * n), acc[n]);
   }
 #pragma GCC unroll 8
   for (int n = 0; n < NV; ++n) {
@@ -95,7 +89,7 @@ FERRY_AVX512_LANES void weighted_sum2(const float* p0, const float* p1, int64_t 
     const bf16* vr = v + j * v_row;
 #pragma GCC unroll 8
     for (int n = 0; n < NV; ++n) {
-      const __m512 x = widen(vr + 16 * n);
+      const __m512 x = load_bf16x16(vr + 16 * n);
       a0[n] = _mm512_fmadd_ps(w0, x, a0[n]);
       a1[n] = _mm512_fmadd_ps(w1, x, a1[n]);
     }

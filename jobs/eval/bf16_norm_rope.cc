@@ -12,16 +12,9 @@ namespace {
 
 using bf16 = c10::BFloat16;
 
-// 16 BF16 values widened to float32 (exact: BF16 is float32's upper half).
-FERRY_AVX512_LANES inline __m512 widen(__m256i h) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-FERRY_AVX512_LANES inline __m512 load16(const bf16* p) {
-  return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
 // To BF16, nearest with ties to even, as libtorch rounds float32 to BF16.
 FERRY_AVX512_LANES inline __m256i narrow(__m512 v) { return (__m256i)_mm512_cvtneps_pbh(v); }
-FERRY_AVX512_LANES inline __m512 rounded(__m512 v) { return widen(narrow(v)); }
+FERRY_AVX512_LANES inline __m512 rounded(__m512 v) { return widen_bf16x16(narrow(v)); }
 FERRY_AVX512_LANES inline void store16(bf16* p, __m512 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow(v));
 }
@@ -29,25 +22,25 @@ FERRY_AVX512_LANES inline void store16(bf16* p, __m512 v) {
 FERRY_AVX512_LANES void norm_row(const bf16* x, const bf16* w, int64_t h, float eps, bf16* out) {
   __m512 squares = _mm512_setzero_ps();
   for (int64_t i = 0; i < h; i += 16) {
-    const __m512 v = load16(x + i);
+    const __m512 v = load_bf16x16(x + i);
     squares = _mm512_add_ps(squares, _mm512_mul_ps(v, v));  // each square rounded, as pow(2) is
   }
   const float r = 1.0f / std::sqrt(sum_lanes(squares) / static_cast<float>(h) + eps);
   const __m512 scale = _mm512_set1_ps(r);
   for (int64_t i = 0; i < h; i += 16) {
-    store16(out + i, _mm512_mul_ps(load16(w + i), rounded(_mm512_mul_ps(load16(x + i), scale))));
+    store16(out + i, _mm512_mul_ps(load_bf16x16(w + i), rounded(_mm512_mul_ps(load_bf16x16(x + i), scale))));
   }
 }
 
 FERRY_AVX512_LANES void rope_row(const bf16* x, const bf16* cos, const bf16* sin, int64_t d, bf16* out) {
   const int64_t half = d / 2;
   for (int64_t j = 0; j < half; j += 16) {
-    const __m512 a = load16(x + j), b = load16(x + half + j);
+    const __m512 a = load_bf16x16(x + j), b = load_bf16x16(x + half + j);
     // First half: a cos - b sin; second: b cos + a sin; each product rounded, then the sum.
-    const __m512 first = _mm512_sub_ps(rounded(_mm512_mul_ps(a, load16(cos + j))),
-                                       rounded(_mm512_mul_ps(b, load16(sin + j))));
-    const __m512 second = _mm512_add_ps(rounded(_mm512_mul_ps(b, load16(cos + half + j))),
-                                        rounded(_mm512_mul_ps(a, load16(sin + half + j))));
+    const __m512 first = _mm512_sub_ps(rounded(_mm512_mul_ps(a, load_bf16x16(cos + j))),
+                                       rounded(_mm512_mul_ps(b, load_bf16x16(sin + j))));
+    const __m512 second = _mm512_add_ps(rounded(_mm512_mul_ps(b, load_bf16x16(cos + half + j))),
+                                        rounded(_mm512_mul_ps(a, load_bf16x16(sin + half + j))));
     store16(out + j, first);
     store16(out + half + j, second);
   }
