@@ -1,6 +1,7 @@
 #include "jobs/eval/bf16_linear.h"
 
 #include "jobs/eval/avx512_lanes.h"
+#include "jobs/eval/compute_threads.h"
 
 #include <ATen/Parallel.h>
 #include <cpuid.h>
@@ -194,7 +195,7 @@ void for_each_chunk(int64_t chunks, const std::function<void(int64_t)>& work) {
   if (threads <= 1 || at::in_parallel_region()) {
     take_chunks(0, 1);
   } else {
-    at::parallel_for(0, threads, 1, take_chunks);
+    run_on_threads(threads, [&](int64_t thread) { take_chunks(thread, thread + 1); });
   }
 }
 

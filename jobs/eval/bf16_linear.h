@@ -34,8 +34,9 @@ void set_bf16_kernel_enabled(bool enabled);
 /// Whether the kernels run here: supported by the CPU and not switched off.
 bool bf16_kernel_enabled();
 
-/// Runs work(c) for every c in [0, chunks) on libtorch's threads (inline when there are
-/// too few chunks to share or already inside a parallel region). Threads take chunks as
+/// Runs work(c) for every c in [0, chunks) on as many threads as libtorch's (the eval's
+/// own, compute_threads.h; inline when there are too few chunks to share or already
+/// inside a parallel region). Threads take chunks as
 /// they come free rather than one fixed share each: on a host where other work runs, a
 /// thread that loses its core for a time slice would otherwise hold the others at the end.
 void for_each_chunk(int64_t chunks, const std::function<void(int64_t)>& work);

@@ -16,10 +16,14 @@
 // --also adds columns measured after the RSS reading, in the same process: float32
 // (the old default: weights converted, twice the bytes) and libtorch (BF16 with every
 // matmul left to libtorch's oneDNN, the ferry AVX512-BF16 kernel switched off), as a
-// comma-separated list.
+// comma-separated list. --only runs one phase --reps times and prints its medians alone (for
+// a profiler: perf record -e cpu-clock -- eval_bench --only verify --reps 200).
+// --spin-us sets how long the eval's threads spin between regions (compute_threads.h;
+// 0: they sleep at once, as libgomp's passive threads).
 //
 //   eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32]
 //              [--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5]
+//              [--only forward|verify|speculative] [--spin-us N]
 #include <ATen/ATen.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,6 +39,7 @@
 
 #include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/cpu_runtime.h"
+#include "jobs/eval/compute_threads.h"
 #include "jobs/eval/dflash_drafter.h"
 #include "jobs/eval/target_model.h"
 #include "jobs/eval/speculative_decoder.h"
@@ -96,11 +101,13 @@ double bandwidth_gbps(int reps) {
 struct DecodeFigures {
   double tpot_ms = 0;  // decode time per output token
   double tau = 0;
+  double target_step_ms = 0;  // per step of the loop: the target's forward (a verify)
+  double draft_step_ms = 0;   // and the drafter's
 };
 
 DecodeFigures decode(TargetModel* target, Drafter* drafter, const std::vector<int64_t>& prompt, int64_t block,
                      int64_t tokens, const std::vector<int64_t>& capture, int reps) {
-  std::vector<double> tpot, tau;
+  std::vector<double> tpot, tau, target_ms, draft_ms;
   for (int i = 0; i < reps; ++i) {
     DecodeOptions o;
     o.block_size = block;
@@ -113,8 +120,11 @@ DecodeFigures decode(TargetModel* target, Drafter* drafter, const std::vector<in
     }
     tpot.push_back(1e3 * r->decode_seconds / static_cast<double>(r->tokens.size()));
     tau.push_back(r->tau());
+    const double steps = static_cast<double>(std::max<int64_t>(1, r->steps));
+    target_ms.push_back(1e3 * r->target_seconds / steps);
+    draft_ms.push_back(1e3 * r->draft_seconds / steps);
   }
-  return {median(tpot), median(tau)};
+  return {median(tpot), median(tau), median(target_ms), median(draft_ms)};
 }
 
 at::Tensor ids(int64_t n, int64_t first) { return at::arange(first, first + n, at::kLong).remainder(50); }
@@ -198,7 +208,7 @@ int main(int argc, char** argv) {
   reexec_with_passive_omp_wait(argv);  // as `ferry eval` runs
   int threads = 0, reps = 3;
   int64_t tokens = 0, layers = 0;
-  std::string dtype_name = "auto", also, arch = "qwen3";
+  std::string dtype_name = "auto", also, arch = "qwen3", only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -207,11 +217,13 @@ int main(int argc, char** argv) {
     else if (a == "--layers" && i + 1 < argc) layers = std::max(2, std::atoi(argv[++i]));
     else if (a == "--dtype" && i + 1 < argc) dtype_name = argv[++i];
     else if (a == "--also" && i + 1 < argc) also = argv[++i];
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--spin-us" && i + 1 < argc) set_compute_spin_microseconds(std::atoi(argv[++i]));
     else if (a == "--arch" && i + 1 < argc && (std::string(argv[i + 1]) == "qwen3" || std::string(argv[i + 1]) == "qwen3_5")) arch = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32] "
-                   "[--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5]\n");
+                   "[--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5] [--only forward|verify|speculative] [--spin-us N]\n");
       return 2;
     }
   }
@@ -317,6 +329,19 @@ int main(int argc, char** argv) {
       if (rss) trace += std::string(", ") + name + fmt(" %.1f", status_bytes("VmHWM:") / 1e6);
     };
     const std::vector<int64_t> capture = models.drafter->config().target_layer_ids;
+    if (!only.empty()) {  // one phase, --reps times over, for a profiler to attach to
+      std::printf("--only %s: running it %d times\n", only.c_str(), reps);
+      std::fflush(stdout);
+      if (only == "forward" || only == "verify") {
+        const ForwardTime f = forward_ms(models.target.get(), only == "forward" ? 1 : kBlock, capture, reps);
+        std::printf("%s: %.2f ms wall, %.2f ms CPU (medians)\n", only.c_str(), f.wall_ms, f.cpu_ms);
+      } else {
+        const DecodeFigures d = decode(models.target.get(), models.proposer.get(), prompt, kBlock, tokens, capture, reps);
+        std::printf("speculative: %.3f ms/token; a step: target %.2f ms, drafter %.2f ms (medians)\n", d.tpot_ms,
+                    d.target_step_ms, d.draft_step_ms);
+      }
+      std::exit(0);
+    }
     m.forward = forward_ms(models.target.get(), 1, capture, reps);
     phase("forward");
     m.verify = forward_ms(models.target.get(), kBlock, capture, reps);
@@ -375,6 +400,11 @@ int main(int argc, char** argv) {
   });
   row("prefill tokens/s (256-token prompt)", "-", [&](const Measured& m) { return fmt("%.0f", m.prefill); });
   row("speculative ms/token", "-", [&](const Measured& m) { return fmt("%.2f", m.spec.tpot_ms); });
+  row("speculative step: target / drafter / rest, ms", "-", [&](const Measured& m) {
+    const double step_ms = m.spec.tpot_ms * m.spec.tau;
+    return fmt("%.1f / %.1f / %.1f", m.spec.target_step_ms, m.spec.draft_step_ms,
+               step_ms - m.spec.target_step_ms - m.spec.draft_step_ms);
+  });
   std::printf("\npeak RSS %.1f MB (%.1f MB before loading: libtorch, the bandwidth buffer freed) for %.1f MB of "
               "weights: (peak - before) / weights = %.2fx, peak / weights = %.2fx (goal <= 1.15x, %s)\n",
               runs[0].peak_rss / 1e6, rss_before / 1e6, weights / 1e6, (runs[0].peak_rss - rss_before) / weights,

@@ -1,0 +1,214 @@
+#include "jobs/eval/compute_threads.h"
+
+#include <fcntl.h>
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+namespace ferry::eval {
+namespace {
+
+// Long enough for the serial work between two regions of a forward (norms, RoPE, a
+// residual add, libtorch's dispatch: up to ~100 us a layer of a verify), short against
+// a time slice.
+constexpr int64_t kDefaultSpinNanos = 200'000;
+// How often a caller looks at how long it waited for a CPU, and the share of that time
+// above which the machine counts as busy: other threads want the cores, and spinning
+// ones would take them from the working threads (the scheduler charges the spin to
+// this process, and its threads then wait behind the others for their turn).
+constexpr int64_t kProbeNanos = 20'000'000;
+constexpr int64_t kBusyRunDelayPercent = 5;
+// Then every thread waits passively for this long before it spins again.
+constexpr int64_t kBackOffNanos = 500'000'000;
+
+std::atomic<int64_t> g_spin_nanos{kDefaultSpinNanos};
+std::atomic<int64_t> g_back_off_until{0};
+thread_local bool t_in_work = false;
+
+int64_t now_nanos() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+uint32_t* futex_word(std::atomic<uint32_t>* word) { return reinterpret_cast<uint32_t*>(word); }
+
+// Returns the word's value once it differs from `seen`: spinning first, within the
+// budget, then asleep on a futex (counted in `sleepers`, so a waker skips the syscall
+// while everybody spins).
+uint32_t await_change(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<int>& sleepers) {
+  uint32_t v = word.load(std::memory_order_acquire);
+  if (v != seen) return v;
+  const int64_t budget = g_spin_nanos.load(std::memory_order_relaxed);
+  if (budget > 0) {
+    const int64_t start = now_nanos();
+    if (start >= g_back_off_until.load(std::memory_order_relaxed)) {
+      do {
+        for (int i = 0; i < 64; ++i) {
+          _mm_pause();
+          v = word.load(std::memory_order_acquire);
+          if (v != seen) return v;
+        }
+      } while (now_nanos() - start < budget);
+    }
+  }
+  sleepers.fetch_add(1, std::memory_order_seq_cst);
+  while ((v = word.load(std::memory_order_seq_cst)) == seen) {
+    syscall(SYS_futex, futex_word(&word), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+  }
+  sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  return v;
+}
+
+// Every kProbeNanos, the calling thread's wait for a CPU (the second field of
+// /proc/thread-self/schedstat: nanoseconds runnable but not running) against the wall
+// time since; above kBusyRunDelayPercent, no thread spins for kBackOffNanos. Where the
+// file cannot be read, threads never spin.
+class RunDelayProbe {
+ public:
+  RunDelayProbe() : fd_(open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
+  ~RunDelayProbe() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  void check() {
+    const int64_t now = now_nanos();
+    if (now - last_wall_ < kProbeNanos) return;
+    char text[128];
+    const ssize_t n = fd_ >= 0 ? pread(fd_, text, sizeof(text) - 1, 0) : -1;
+    long long ran = 0, waited = 0;
+    if (n <= 0 || (text[n] = '\0', std::sscanf(text, "%lld %lld", &ran, &waited) != 2)) {
+      g_back_off_until.store(INT64_MAX, std::memory_order_relaxed);
+      return;
+    }
+    if (last_wall_ != 0 && (waited - last_waited_) * 100 > kBusyRunDelayPercent * (now - last_wall_)) {
+      g_back_off_until.store(now + kBackOffNanos, std::memory_order_relaxed);
+    }
+    last_wall_ = now;
+    last_waited_ = waited;
+  }
+
+ private:
+  int fd_;
+  int64_t last_wall_ = 0;
+  long long last_waited_ = 0;
+};
+
+void bump_and_wake(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
+  word.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_seq_cst) > 0) {
+    syscall(SYS_futex, futex_word(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  }
+}
+
+// Workers wait for `generation_` to move, read the region it names, run their part;
+// the last to finish moves `finished_`, which the caller waits on.
+class Workers {
+ public:
+  static Workers& get() {
+    static Workers* workers = [] {
+      // A child forked from a process with workers has none of them.
+      pthread_atfork(nullptr, nullptr, [] { get().count_ = 0; });
+      return new Workers();  // never destroyed: its threads outlive static destructors
+    }();
+    return *workers;
+  }
+
+  // False when the workers are taken (by another caller) or cannot be started.
+  bool run(int64_t threads, const std::function<void(int64_t)>& work) {
+    std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
+    if (!lock.owns_lock() || !start_workers(threads - 1)) return false;
+    thread_local RunDelayProbe probe;
+    probe.check();
+    error_ = nullptr;
+    pending_.store(threads - 1, std::memory_order_relaxed);
+    work_.store(&work, std::memory_order_relaxed);
+    active_.store(threads, std::memory_order_relaxed);
+    const uint32_t finished = finished_.load(std::memory_order_relaxed);
+    bump_and_wake(generation_, generation_sleepers_);
+    run_part(work, 0);
+    await_change(finished_, finished, finished_sleepers_);
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+
+ private:
+  bool start_workers(int64_t wanted) {
+    try {
+      for (; count_ < wanted; ++count_) {
+        std::thread(&Workers::worker_main, this, count_ + 1, generation_.load()).detach();
+      }
+    } catch (const std::system_error&) {
+      return false;  // the threads started so far wait on, unused until a later run
+    }
+    return true;
+  }
+
+  void run_part(const std::function<void(int64_t)>& work, int64_t index) {
+    t_in_work = true;
+    try {
+      work(index);
+    } catch (...) {
+      std::lock_guard<std::mutex> guard(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    t_in_work = false;
+  }
+
+  void worker_main(int64_t index, uint32_t seen) {
+    for (;;) {
+      seen = await_change(generation_, seen, generation_sleepers_);
+      // The region `seen` names; a worker that sat out the last one may already see the
+      // next region's fields, so it reads until the generation holds still around them.
+      const std::function<void(int64_t)>* work = nullptr;
+      int64_t active = 0;
+      for (;;) {
+        work = work_.load(std::memory_order_relaxed);
+        active = active_.load(std::memory_order_relaxed);
+        const uint32_t again = generation_.load(std::memory_order_acquire);
+        if (again == seen) break;
+        seen = again;
+      }
+      if (index >= active) continue;  // not in this region
+      run_part(*work, index);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) bump_and_wake(finished_, finished_sleepers_);
+    }
+  }
+
+  std::mutex busy_;
+  int64_t count_ = 0;  // workers started (thread indices 1..count_)
+  std::atomic<uint32_t> generation_{0}, finished_{0};
+  std::atomic<int> generation_sleepers_{0}, finished_sleepers_{0};
+  std::atomic<int64_t> pending_{0};  // workers of the current region still running
+  std::atomic<const std::function<void(int64_t)>*> work_{nullptr};
+  std::atomic<int64_t> active_{0};  // threads of the current region, the caller included
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+void run_on_threads(int64_t threads, const std::function<void(int64_t)>& work) {
+  if (threads > 1 && !t_in_work && Workers::get().run(threads, work)) return;
+  for (int64_t i = 0; i < std::max<int64_t>(1, threads); ++i) work(i);
+}
+
+int64_t compute_spin_microseconds() { return g_spin_nanos.load(std::memory_order_relaxed) / 1000; }
+
+void set_compute_spin_microseconds(int64_t us) {
+  g_spin_nanos.store(std::max<int64_t>(0, us) * 1000, std::memory_order_relaxed);
+}
+
+}  // namespace ferry::eval

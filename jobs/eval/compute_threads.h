@@ -1,0 +1,32 @@
+// The eval kernels' own worker threads (packed matmuls, attention): a parallel region
+// that starts in ~3 us instead of libgomp's ~20 us.
+//
+// Why not at::parallel_for: libtorch's OpenMP threads wait passively (a futex) between
+// regions, because spinning ones took the cores from the working ones on a busy host
+// (jobs/eval/README.md, "Threads"). But a forward runs ~10 regions a layer, separated
+// by a few microseconds of serial work, and waking a sleeping thread costs ~20 us on
+// this VM (its vCPU halts; measured: 21 us a region passive, 3 us spinning). These threads spin for a short while after each region (the
+// gaps inside a forward), then sleep. Where the machine is busy (a caller finds it
+// waited for a CPU more than 5 % of the time: other threads want the cores), nobody
+// spins for a while: a busy host gets libgomp's passive behaviour back.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace ferry::eval {
+
+/// Runs work(thread) for thread in [0, threads) at once, the caller as thread 0 and
+/// workers kept for the purpose as the rest; returns when every call has returned.
+/// Inline, one thread after another, when threads <= 1, when called from inside such
+/// a work call, or when another caller is using the workers. The first exception a
+/// call throws is rethrown here after all have returned.
+void run_on_threads(int64_t threads, const std::function<void(int64_t thread)>& work);
+
+/// How long a thread spins for the next region (or for the others to finish) before
+/// it sleeps, in microseconds; 0: never spin (as libgomp's passive policy). For
+/// benchmarks and tests.
+void set_compute_spin_microseconds(int64_t us);
+int64_t compute_spin_microseconds();
+
+}  // namespace ferry::eval
