@@ -1,4 +1,5 @@
-// Small AVX-512 helpers shared by the BF16 kernels (bf16_linear, bf16_attention). Each
+// Small AVX-512 helpers shared by the BF16 kernels (bf16_linear, bf16_attention,
+// bf16_norm_rope, bf16_silu_mul). Each
 // is compiled for AVX-512 whatever the build's -march and only reached after the cpuid
 // check (bf16_kernel_supported()). The maskz forms throughout: GCC 12's plain ones trip
 // -Wmaybe-uninitialized in its own headers.
@@ -27,6 +28,33 @@ FERRY_AVX512_LANES inline __m512 widen_bf16x16(__m256i raw) {
 /// The same, loaded from the 16 BF16 values at p.
 FERRY_AVX512_LANES inline __m512 load_bf16x16(const void* p) {
   return widen_bf16x16(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+}
+
+/// To BF16 bits, nearest with ties to even, as libtorch rounds float32 to BF16.
+FERRY_AVX512_LANES inline __m256i narrow_bf16x16(__m512 v) { return (__m256i)_mm512_cvtneps_pbh(v); }
+
+/// v rounded to BF16 and widened back: what a libtorch BF16 op leaves between two ops.
+FERRY_AVX512_LANES inline __m512 round_bf16x16(__m512 v) { return widen_bf16x16(narrow_bf16x16(v)); }
+
+/// e^x in float32: 2^n · e^r with |r| <= ln2/2, e^r by its Taylor series to r^7
+/// (truncation < 3e-9 relative), 2^n by vscalefps; below -88 (and -inf) exactly 0,
+/// above 88.7 +inf (float32's own overflow).
+FERRY_AVX512_LANES inline __m512 exp_lanes(__m512 x) {
+  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-88.0f), _CMP_GE_OQ);
+  x = _mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, x, _mm512_set1_ps(-88.0f)), _mm512_set1_ps(89.0f));
+  const __m512 n = _mm512_maskz_roundscale_ps(0xFFFF, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln2 split: hi exact in float
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(live, p, n);
 }
 
 }  // namespace ferry::eval

@@ -15,34 +15,10 @@ namespace {
 using bf16 = c10::BFloat16;
 
 // Work (query rows × keys × kv heads; ~15 ns each at head size 128) under which one
-// thread does it all: about 1 ms. A parallel region ends when every thread has arrived,
-// and on a host whose other core is busy that can take a time slice, far more than a
-// decode step's or a verify's attention (~30 us a layer).
-constexpr int64_t kMinParallelWork = 65536;
-
-// (The maskz forms throughout: GCC 12's plain ones trip -Wmaybe-uninitialized in its headers.)
-constexpr __mmask16 kAll = 0xFFFF;
-
-// e^x for x <= 0 (softmax's x - max): 2^n · e^r with |r| <= ln2/2, e^r by its Taylor
-// series to r^7 (truncation < 3e-9 relative), 2^n by vscalefps; below -88 (and for -inf,
-// a masked key) exactly 0.
-FERRY_AVX512_LANES inline __m512 exp_nonpositive(__m512 x) {
-  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-88.0f), _CMP_GE_OQ);
-  x = _mm512_maskz_max_ps(kAll, x, _mm512_set1_ps(-88.0f));
-  const __m512 n = _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln2 split: hi exact in float
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_maskz_scalef_ps(live, p, n);
-}
+// thread does it all: ~0.1 ms. The eval's regions start in a few microseconds while its
+// threads spin between them (compute_threads.h), so a verify's attention (16 rows, from
+// ~30 keys) is split; a decode step's (one row) only past ~500 keys.
+constexpr int64_t kMinParallelWork = 8192;
 
 FERRY_AVX512_LANES inline float round_bf16(float f) { return static_cast<float>(bf16(f)); }
 
@@ -159,13 +135,13 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
     __m512 sum = _mm512_setzero_ps();
     const __m512 vmax = _mm512_set1_ps(max);
     for (s = 0; s + 16 <= s_len; s += 16) {
-      const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(&p[s]), vmax));
+      const __m512 e = exp_lanes(_mm512_sub_ps(_mm512_loadu_ps(&p[s]), vmax));
       _mm512_storeu_ps(&p[s], e);
       sum = _mm512_add_ps(sum, e);
     }
     if (s < s_len) {
       const __mmask16 m = static_cast<__mmask16>((1U << (s_len - s)) - 1);
-      const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, &p[s]), vmax));
+      const __m512 e = exp_lanes(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, &p[s]), vmax));
       _mm512_mask_storeu_ps(&p[s], m, e);
       sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
     }

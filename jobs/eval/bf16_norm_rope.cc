@@ -12,11 +12,8 @@ namespace {
 
 using bf16 = c10::BFloat16;
 
-// To BF16, nearest with ties to even, as libtorch rounds float32 to BF16.
-FERRY_AVX512_LANES inline __m256i narrow(__m512 v) { return (__m256i)_mm512_cvtneps_pbh(v); }
-FERRY_AVX512_LANES inline __m512 rounded(__m512 v) { return widen_bf16x16(narrow(v)); }
 FERRY_AVX512_LANES inline void store16(bf16* p, __m512 v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow(v));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow_bf16x16(v));
 }
 
 FERRY_AVX512_LANES void norm_row(const bf16* x, const bf16* w, int64_t h, float eps, bf16* out) {
@@ -28,7 +25,7 @@ FERRY_AVX512_LANES void norm_row(const bf16* x, const bf16* w, int64_t h, float 
   const float r = 1.0f / std::sqrt(sum_lanes(squares) / static_cast<float>(h) + eps);
   const __m512 scale = _mm512_set1_ps(r);
   for (int64_t i = 0; i < h; i += 16) {
-    store16(out + i, _mm512_mul_ps(load_bf16x16(w + i), rounded(_mm512_mul_ps(load_bf16x16(x + i), scale))));
+    store16(out + i, _mm512_mul_ps(load_bf16x16(w + i), round_bf16x16(_mm512_mul_ps(load_bf16x16(x + i), scale))));
   }
 }
 
@@ -37,10 +34,10 @@ FERRY_AVX512_LANES void rope_row(const bf16* x, const bf16* cos, const bf16* sin
   for (int64_t j = 0; j < half; j += 16) {
     const __m512 a = load_bf16x16(x + j), b = load_bf16x16(x + half + j);
     // First half: a cos - b sin; second: b cos + a sin; each product rounded, then the sum.
-    const __m512 first = _mm512_sub_ps(rounded(_mm512_mul_ps(a, load_bf16x16(cos + j))),
-                                       rounded(_mm512_mul_ps(b, load_bf16x16(sin + j))));
-    const __m512 second = _mm512_add_ps(rounded(_mm512_mul_ps(b, load_bf16x16(cos + half + j))),
-                                        rounded(_mm512_mul_ps(a, load_bf16x16(sin + half + j))));
+    const __m512 first = _mm512_sub_ps(round_bf16x16(_mm512_mul_ps(a, load_bf16x16(cos + j))),
+                                       round_bf16x16(_mm512_mul_ps(b, load_bf16x16(sin + j))));
+    const __m512 second = _mm512_add_ps(round_bf16x16(_mm512_mul_ps(b, load_bf16x16(cos + half + j))),
+                                        round_bf16x16(_mm512_mul_ps(a, load_bf16x16(sin + half + j))));
     store16(out + j, first);
     store16(out + half + j, second);
   }
@@ -49,6 +46,8 @@ FERRY_AVX512_LANES void rope_row(const bf16* x, const bf16* cos, const bf16* sin
 // Rows per task when split over threads: each is a few hundred nanoseconds, so only
 // large batches (a prefill chunk's norms) are worth a parallel region.
 constexpr int64_t kRowsPerTask = 256;
+// Head size up to which bf16_norm_rope_heads keeps a normed row on the stack.
+constexpr int64_t kMaxHeadDim = 1024;
 
 }  // namespace
 
@@ -91,6 +90,38 @@ at::Tensor bf16_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tenso
   bf16* op = out.data_ptr<bf16>();
   at::parallel_for(0, rows, kRowsPerTask, [&](int64_t first, int64_t end) {
     for (int64_t r = first; r < end; ++r) rope_row(xp + r * d, cp + (r % t) * d, sp + (r % t) * d, d, op + r * d);
+  });
+  return out;
+}
+
+bool bf16_norm_rope_heads_applies(const at::Tensor& x, const at::Tensor& w, const at::Tensor& cos,
+                                  const at::Tensor& sin) {
+  if (!bf16_rms_norm_applies(x, w) || x.dim() != 3 || x.size(2) > kMaxHeadDim) return false;
+  for (const at::Tensor* t : {&cos, &sin}) {
+    if (t->scalar_type() != at::kBFloat16 || !t->device().is_cpu() || !t->is_contiguous()) return false;
+  }
+  const int64_t t = x.size(0), d = x.size(2);
+  return d % 32 == 0 && cos.dim() == 2 && cos.size(0) == t && cos.size(1) == d && sin.sizes() == cos.sizes();
+}
+
+at::Tensor bf16_norm_rope_heads(const at::Tensor& x, const at::Tensor& w, double eps, const at::Tensor& cos,
+                                const at::Tensor& sin) {
+  TORCH_CHECK(bf16_norm_rope_heads_applies(x, w, cos, sin), "bf16_norm_rope_heads: unsupported input");
+  const int64_t t = x.size(0), heads = x.size(1), d = x.size(2);
+  at::Tensor out = at::empty({heads, t, d}, x.options());
+  const bf16* xp = x.data_ptr<bf16>();
+  const bf16* wp = w.data_ptr<bf16>();
+  const bf16* cp = cos.data_ptr<bf16>();
+  const bf16* sp = sin.data_ptr<bf16>();
+  bf16* op = out.data_ptr<bf16>();
+  const auto e = static_cast<float>(eps);
+  at::parallel_for(0, t * heads, kRowsPerTask, [&](int64_t first, int64_t end) {
+    alignas(64) bf16 normed[kMaxHeadDim];
+    for (int64_t r = first; r < end; ++r) {
+      const int64_t i = r / heads, h = r % heads;  // x's row r is position i of head h
+      norm_row(xp + r * d, wp, d, e, normed);
+      rope_row(normed, cp + i * d, sp + i * d, d, op + (h * t + i) * d);
+    }
   });
   return out;
 }

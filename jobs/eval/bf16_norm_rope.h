@@ -22,4 +22,14 @@ bool bf16_rope_applies(const at::Tensor& x, const at::Tensor& cos, const at::Ten
 /// x * cos + rotate_half(x) * sin, each product and the sum rounded to BF16 as libtorch does.
 at::Tensor bf16_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
+/// x [T, H, D] (a projection's output seen per head) BF16 contiguous, w [D] BF16, cos and
+/// sin [T, D] BF16 contiguous, D a multiple of 32 up to 1,024.
+bool bf16_norm_rope_heads_applies(const at::Tensor& x, const at::Tensor& w, const at::Tensor& cos,
+                                  const at::Tensor& sin);
+/// bf16_rope(bf16_rms_norm(x, w).transpose(0, 1), cos, sin) -> [H, T, D] contiguous, in
+/// one pass: a block of rows leaves the heads' transposed view non-contiguous, and
+/// libtorch's own rope then ran on it (six ops, ~90 us a layer of a 16-token verify).
+at::Tensor bf16_norm_rope_heads(const at::Tensor& x, const at::Tensor& w, double eps, const at::Tensor& cos,
+                                const at::Tensor& sin);
+
 }  // namespace ferry::eval

@@ -84,17 +84,15 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
       // Context K/V depend only on the projected features and their positions, so
       // they are computed once per position and kept.
       std::vector<at::Tensor> kv = project_all(ctx, {layer.k, layer.v});
-      at::Tensor kc = rms_norm(kv[0].view({ctx_len, nkv, hd}), layer.k_norm, c.rms_norm_eps);
+      at::Tensor kc = norm_rope_heads(kv[0].view({ctx_len, nkv, hd}), layer.k_norm, c.rms_norm_eps, ctx_rope);
       at::Tensor vc = kv[1].view({ctx_len, nkv, hd});
-      caches_[i].append(apply_rope(kc.transpose(0, 1), ctx_rope), vc.transpose(0, 1));
+      caches_[i].append(kc, vc.transpose(0, 1));
     }
     at::Tensor h = rms_norm(x, layer.input_norm, c.rms_norm_eps);
     std::vector<at::Tensor> qkv = project_all(h, {layer.q, layer.k, layer.v});
-    at::Tensor q = rms_norm(qkv[0].view({b, nh, hd}), layer.q_norm, c.rms_norm_eps);
-    at::Tensor kb = rms_norm(qkv[1].view({b, nkv, hd}), layer.k_norm, c.rms_norm_eps);
+    at::Tensor q = norm_rope_heads(qkv[0].view({b, nh, hd}), layer.q_norm, c.rms_norm_eps, block_rope);    // [nh, B, hd]
+    at::Tensor kb = norm_rope_heads(qkv[1].view({b, nkv, hd}), layer.k_norm, c.rms_norm_eps, block_rope);  // [nkv, B, hd]
     at::Tensor vb = qkv[2].view({b, nkv, hd});
-    q = apply_rope(q.transpose(0, 1), block_rope);    // [nh, B, hd]
-    kb = apply_rope(kb.transpose(0, 1), block_rope);  // [nkv, B, hd]
     // The block's K/V go after the context's in the cache for this call only (cropped
     // below): attention then reads one buffer instead of a fresh concatenation.
     caches_[i].append(kb, vb.transpose(0, 1));  // keys: [nkv, ctx_total + B, hd]

@@ -93,8 +93,8 @@ Qwen3Target::Output Qwen3Target::forward(const at::Tensor& ids, const std::vecto
     at::Tensor q = qkv[0].view({t, nh, hd});
     at::Tensor k = qkv[1].view({t, nkv, hd});
     at::Tensor v = qkv[2].view({t, nkv, hd});
-    q = apply_rope(rms_norm(q, layer.q_norm, c.rms_norm_eps).transpose(0, 1), rope);  // [nh, T, hd]
-    k = apply_rope(rms_norm(k, layer.k_norm, c.rms_norm_eps).transpose(0, 1), rope);  // [nkv, T, hd]
+    q = norm_rope_heads(q, layer.q_norm, c.rms_norm_eps, rope);  // [nh, T, hd]
+    k = norm_rope_heads(k, layer.k_norm, c.rms_norm_eps, rope);  // [nkv, T, hd]
     caches_[i].append(k, v.transpose(0, 1));
     at::Tensor attn = attention_with_mask(q, caches_[i].keys(), caches_[i].values(), mask);  // [T, nh*hd]
     x = x + project(attn, layer.o);

@@ -3,6 +3,7 @@
 #include "jobs/eval/bf16_attention.h"
 #include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/bf16_norm_rope.h"
+#include "jobs/eval/bf16_silu_mul.h"
 #include "jobs/eval/packed_bf16_linear.h"
 
 #include <algorithm>
@@ -55,6 +56,13 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope) {
   at::Tensor x2 = x.narrow(-1, half, half);
   at::Tensor rotated = at::cat({-x2, x1}, -1);
   return x * rope.cos + rotated * rope.sin;
+}
+
+at::Tensor norm_rope_heads(const at::Tensor& x, const at::Tensor& weight, double eps, const RopeTables& rope) {
+  if (bf16_norm_rope_heads_applies(x, weight, rope.cos, rope.sin)) {
+    return bf16_norm_rope_heads(x, weight, eps, rope.cos, rope.sin);
+  }
+  return apply_rope(rms_norm(x, weight, eps).transpose(0, 1), rope);
 }
 
 at::Tensor causal_mask(int64_t t, int64_t s, int64_t causal_past, const at::Device& device) {
@@ -125,8 +133,12 @@ at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor&
   // prefill chunk's largest temporaries).
   std::vector<at::Tensor> gate_up = project_all(x, {gate, up});
   at::Tensor h = gate_up[0];
-  at::silu_(h);
-  h.mul_(gate_up[1]);
+  if (bf16_silu_mul_applies(h, gate_up[1])) {
+    bf16_silu_mul_(h, gate_up[1]);
+  } else {
+    at::silu_(h);
+    h.mul_(gate_up[1]);
+  }
   return project(h, down);
 }
 

@@ -50,6 +50,9 @@ class RopeCache {
 
 /// x: [heads, T, head_dim]; x*cos + rotate_half(x)*sin.
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
+/// A projection's output per head, x: [T, heads, head_dim], normed (q_norm, k_norm) and
+/// rotated -> [heads, T, head_dim]: apply_rope(rms_norm(x, w, eps).transpose(0, 1), rope).
+at::Tensor norm_rope_heads(const at::Tensor& x, const at::Tensor& weight, double eps, const RopeTables& rope);
 
 /// Grouped-query attention.
 /// q: [num_heads, T, hd], k/v: [num_kv_heads, S, hd] -> [T, num_heads * hd].

@@ -2,10 +2,14 @@
 // off) on the same inputs: RoPE has no sum, so every value must be equal; RMSNorm sums
 // its squares in another order, so a value may differ by the last BF16 bit where the
 // scale lands next to a rounding boundary, and the rest must be equal. Both against a
-// float64 reference too, and the inputs they must leave to libtorch.
+// float64 reference too, and the inputs they must leave to libtorch. The per-head pass
+// (q_norm/k_norm then RoPE, transposed) must equal the two kernels run one after the other.
 #include "jobs/eval/bf16_norm_rope.h"
 
 #include <gtest/gtest.h>
+
+#include <tuple>
+#include <vector>
 
 #include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/tensor_ops.h"
@@ -77,6 +81,33 @@ TEST_F(Bf16NormRopeTest, RopeEqualsLibtorchValueForValue) {
   }
 }
 
+TEST_F(Bf16NormRopeTest, NormRopePerHeadEqualsTheTwoKernelsAndLibtorch) {
+  // A decode step (T = 1), a verify's block, a prefill chunk's rows (split over threads);
+  // head sizes of Qwen3 (128) and Qwen3.5's full attention (256).
+  ComputeOptions bf16;
+  bf16.dtype = at::kBFloat16;
+  for (const auto& [t, heads, d] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 16, 128}, {16, 16, 128}, {16, 8, 128}, {64, 8, 128}, {16, 4, 256}}) {
+    RopeCache cache(d, 1e6, bf16);
+    const RopeTables rope = cache.at(29, t);
+    const at::Tensor x = (bf16_randn(t * heads, d, 7 + t + heads) * 3).to(at::kBFloat16).view({t, heads, d});
+    const at::Tensor w = (1.0 + 0.2 * bf16_randn(1, d, 5).to(at::kFloat)).to(at::kBFloat16).view({d});
+    ASSERT_TRUE(bf16_norm_rope_heads_applies(x, w, rope.cos, rope.sin));
+    const at::Tensor got = norm_rope_heads(x, w, 1e-6, rope);
+    ASSERT_EQ(got.sizes(), (at::IntArrayRef{heads, t, d}));
+    ASSERT_TRUE(got.is_contiguous());
+    // The two one-pass kernels one after the other: the same roundings, so equal.
+    const at::Tensor two = bf16_rope(bf16_rms_norm(x, w, 1e-6).transpose(0, 1).contiguous(), rope.cos, rope.sin);
+    EXPECT_TRUE(at::equal(got, two)) << t << " x " << heads << " x " << d;
+    // libtorch's path: RMSNorm's sum in another order, so a value may sit one BF16 step
+    // off (times the rotation's two terms), almost all equal.
+    const at::Tensor want = on_libtorch([&] { return norm_rope_heads(x, w, 1e-6, rope); });
+    const at::Tensor g = got.to(at::kFloat), l = want.to(at::kFloat);
+    EXPECT_TRUE(at::all((g - l).abs() <= l.abs() * (2.0 / 128) + 0.02).item<bool>()) << t;
+    EXPECT_GT(at::eq(g, l).to(at::kFloat).mean().item<double>(), 0.98) << t;
+  }
+}
+
 TEST_F(Bf16NormRopeTest, LeavesOtherInputsToLibtorch) {
   const at::Tensor x = bf16_randn(4, 64, 1), w = bf16_randn(1, 64, 2).view({64});
   EXPECT_FALSE(bf16_rms_norm_applies(x.to(at::kFloat), w.to(at::kFloat)));  // float32
@@ -92,6 +123,11 @@ TEST_F(Bf16NormRopeTest, LeavesOtherInputsToLibtorch) {
   EXPECT_FALSE(bf16_rope_applies(x.narrow(1, 0, 16).contiguous().view({1, 4, 16}), cs.narrow(1, 0, 16).contiguous(),
                                  cs.narrow(1, 0, 16).contiguous()));  // 16 wide (the tiny models)
   EXPECT_FALSE(bf16_rope_applies(x.view({1, 4, 64}), cs.narrow(0, 0, 3), cs.narrow(0, 0, 3)));  // wrong T
+  EXPECT_TRUE(bf16_norm_rope_heads_applies(x.view({4, 1, 64}), w, cs, cs));
+  EXPECT_FALSE(bf16_norm_rope_heads_applies(x.view({1, 4, 64}), w, cs, cs));  // T = 1 against 4 positions
+  EXPECT_FALSE(bf16_norm_rope_heads_applies(x.view({2, 2, 64}).transpose(0, 1), w, cs.narrow(0, 0, 2),
+                                            cs.narrow(0, 0, 2)));  // strided
+  EXPECT_FALSE(bf16_norm_rope_heads_applies(x.view({4, 64}), w, cs, cs));  // not per head
 }
 
 }  // namespace
