@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +62,8 @@ uint32_t await_change(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<in
           v = word.load(std::memory_order_acquire);
           if (v != seen) return v;
         }
+        // A thread waiting for this CPU (libtorch's OpenMP threads between ours) runs now.
+        sched_yield();
       } while (now_nanos() - start < budget);
     }
   }

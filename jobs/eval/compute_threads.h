@@ -3,12 +3,14 @@
 //
 // Why not at::parallel_for: libtorch's OpenMP threads wait passively (a futex) between
 // regions, because spinning ones took the cores from the working ones on a busy host
-// (jobs/eval/README.md, "Threads"). But a forward runs ~10 regions a layer, separated
-// by a few microseconds of serial work, and waking a sleeping thread costs ~20 us on
-// this VM (its vCPU halts; measured: 21 us a region passive, 3 us spinning). These threads spin for a short while after each region (the
-// gaps inside a forward), then sleep. Where the machine is busy (a caller finds it
-// waited for a CPU more than 5 % of the time: other threads want the cores), nobody
-// spins for a while: a busy host gets libgomp's passive behaviour back.
+// (jobs/eval/README.md, "Threads"). But a forward runs ~6 regions a layer with a few
+// to ~100 us of serial work between them, and waking a sleeping thread costs ~20 us on
+// this VM (its vCPU halts; measured: 21 us a region passive, 3 us spinning). These
+// threads spin up to 200 us after a region (yielding the CPU every few microseconds to
+// any thread that waits for it, such as libtorch's own), then sleep. Where the machine
+// is busy (a caller finds it waited for a CPU more than 5 % of the last 20 ms: other
+// threads want the cores), nobody spins for 0.5 s: a busy host gets libgomp's passive
+// behaviour back.
 #pragma once
 
 #include <cstdint>
