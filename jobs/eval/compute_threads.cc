@@ -81,7 +81,6 @@ uint32_t await_change(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<in
 // file cannot be read, threads never spin.
 class RunDelayProbe {
  public:
-  RunDelayProbe() : fd_(open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
   ~RunDelayProbe() {
     if (fd_ >= 0) close(fd_);
   }
@@ -89,6 +88,12 @@ class RunDelayProbe {
   void check() {
     const int64_t now = now_nanos();
     if (now - last_wall_ < kProbeNanos) return;
+    if (pid_ != getpid()) {  // first use, or a forked child: /proc/thread-self named the parent's thread
+      if (fd_ >= 0) close(fd_);
+      fd_ = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+      pid_ = getpid();
+      last_wall_ = 0;
+    }
     char text[128];
     const ssize_t n = fd_ >= 0 ? pread(fd_, text, sizeof(text) - 1, 0) : -1;
     long long ran = 0, waited = 0;
@@ -104,33 +109,33 @@ class RunDelayProbe {
   }
 
  private:
-  int fd_;
+  int fd_ = -1;
+  pid_t pid_ = 0;
   int64_t last_wall_ = 0;
   long long last_waited_ = 0;
 };
 
-void bump_and_wake(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
-  word.fetch_add(1, std::memory_order_seq_cst);
+// After a seq_cst change of `word`: wakes its sleepers, if any (a sleeper counts itself
+// before it checks the word, so one of the two sees the other).
+void wake_sleepers(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
   if (sleepers.load(std::memory_order_seq_cst) > 0) {
     syscall(SYS_futex, futex_word(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
   }
 }
 
-// Workers wait for `generation_` to move, read the region it names, run their part;
-// the last to finish moves `finished_`, which the caller waits on.
+// Regions: the caller stores the work, then moves `region_` (generation and thread
+// count in one word, so a worker reads a matching pair in one load); workers wait for
+// it to move and run their part; the last to finish moves `finished_`, which the caller
+// waits on.
 class Workers {
  public:
-  static Workers& get() {
-    static Workers* workers = [] {
-      // A child forked from a process with workers has none of them.
-      pthread_atfork(nullptr, nullptr, [] { get().count_ = 0; });
-      return new Workers();  // never destroyed: its threads outlive static destructors
-    }();
-    return *workers;
-  }
+  // Threads a region can have: the count rides in region_'s low byte.
+  static constexpr int64_t kMaxThreads = 255;
 
-  // False when the workers are taken (by another caller) or cannot be started.
+  // False when the workers are taken (by another caller), cannot be started, or would
+  // be more than kMaxThreads.
   bool run(int64_t threads, const std::function<void(int64_t)>& work) {
+    if (threads > kMaxThreads) return false;
     std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
     if (!lock.owns_lock() || !start_workers(threads - 1)) return false;
     thread_local RunDelayProbe probe;
@@ -138,9 +143,10 @@ class Workers {
     error_ = nullptr;
     pending_.store(threads - 1, std::memory_order_relaxed);
     work_.store(&work, std::memory_order_relaxed);
-    active_.store(threads, std::memory_order_relaxed);
     const uint32_t finished = finished_.load(std::memory_order_relaxed);
-    bump_and_wake(generation_, generation_sleepers_);
+    const uint32_t next = ((region_.load(std::memory_order_relaxed) >> 8) + 1) << 8 | static_cast<uint32_t>(threads);
+    region_.store(next, std::memory_order_seq_cst);  // publishes work_ and pending_ with it
+    wake_sleepers(region_, region_sleepers_);
     run_part(work, 0);
     await_change(finished_, finished, finished_sleepers_);
     if (error_) std::rethrow_exception(error_);
@@ -151,9 +157,9 @@ class Workers {
   bool start_workers(int64_t wanted) {
     try {
       for (; count_ < wanted; ++count_) {
-        std::thread(&Workers::worker_main, this, count_ + 1, generation_.load()).detach();
+        std::thread(&Workers::worker_main, this, count_ + 1, region_.load()).detach();
       }
-    } catch (const std::system_error&) {
+    } catch (...) {
       return false;  // the threads started so far wait on, unused until a later run
     }
     return true;
@@ -172,39 +178,46 @@ class Workers {
 
   void worker_main(int64_t index, uint32_t seen) {
     for (;;) {
-      seen = await_change(generation_, seen, generation_sleepers_);
-      // The region `seen` names; a worker that sat out the last one may already see the
-      // next region's fields, so it reads until the generation holds still around them.
-      const std::function<void(int64_t)>* work = nullptr;
-      int64_t active = 0;
-      for (;;) {
-        work = work_.load(std::memory_order_relaxed);
-        active = active_.load(std::memory_order_relaxed);
-        const uint32_t again = generation_.load(std::memory_order_acquire);
-        if (again == seen) break;
-        seen = again;
+      seen = await_change(region_, seen, region_sleepers_);
+      if (index >= static_cast<int64_t>(seen & 0xFF)) continue;  // not in this region
+      // The region cannot end before this worker has run, so work_ is this region's.
+      run_part(*work_.load(std::memory_order_acquire), index);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        finished_.fetch_add(1, std::memory_order_seq_cst);
+        wake_sleepers(finished_, finished_sleepers_);
       }
-      if (index >= active) continue;  // not in this region
-      run_part(*work, index);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) bump_and_wake(finished_, finished_sleepers_);
     }
   }
 
   std::mutex busy_;
   int64_t count_ = 0;  // workers started (thread indices 1..count_)
-  std::atomic<uint32_t> generation_{0}, finished_{0};
-  std::atomic<int> generation_sleepers_{0}, finished_sleepers_{0};
+  std::atomic<uint32_t> region_{0};  // generation << 8 | threads of the current region
+  std::atomic<uint32_t> finished_{0};
+  std::atomic<int> region_sleepers_{0}, finished_sleepers_{0};
   std::atomic<int64_t> pending_{0};  // workers of the current region still running
   std::atomic<const std::function<void(int64_t)>*> work_{nullptr};
-  std::atomic<int64_t> active_{0};  // threads of the current region, the caller included
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
 
+Workers* g_workers = nullptr;
+
+Workers& workers() {
+  static const bool made = [] {
+    g_workers = new Workers();  // never destroyed: its threads outlive static destructors
+    // A forked child has none of the workers, and may have been forked while another
+    // thread held a lock: it starts afresh (the parent's object is left behind).
+    pthread_atfork(nullptr, nullptr, [] { g_workers = new Workers(); });
+    return true;
+  }();
+  (void)made;
+  return *g_workers;
+}
+
 }  // namespace
 
 void run_on_threads(int64_t threads, const std::function<void(int64_t)>& work) {
-  if (threads > 1 && !t_in_work && Workers::get().run(threads, work)) return;
+  if (threads > 1 && !t_in_work && workers().run(threads, work)) return;
   for (int64_t i = 0; i < std::max<int64_t>(1, threads); ++i) work(i);
 }
 

@@ -20,8 +20,8 @@ namespace ferry::eval {
 
 /// Runs work(thread) for thread in [0, threads) at once, the caller as thread 0 and
 /// workers kept for the purpose as the rest; returns when every call has returned.
-/// Inline, one thread after another, when threads <= 1, when called from inside such
-/// a work call, or when another caller is using the workers. The first exception a
+/// Inline, one thread after another, when threads <= 1 or > 255, when called from
+/// inside such a work call, or when another caller is using the workers. The first exception a
 /// call throws is rethrown here after all have returned.
 void run_on_threads(int64_t threads, const std::function<void(int64_t thread)>& work);
 
