@@ -1,6 +1,6 @@
 #include "jobs/eval/gated_delta_net.h"
 
-#include <ATen/Parallel.h>
+#include "jobs/eval/bf16_linear.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,8 +26,9 @@ GdnState gdn_initial_state(const GdnDims& d, const at::Device& device) {
 
 namespace {
 
-// Below this many state multiply-adds the recurrence runs on the calling thread: a
-// parallel region waits for every thread, and on a busy host that is a time slice.
+// State multiply-adds a thread takes at a time (whole heads). for_each_chunk splits a
+// call only where each thread gets two such chunks: a small one runs on the calling
+// thread (a parallel region waits for every thread; on a busy host, a time slice).
 constexpr int64_t kParallelStateWork = int64_t{1} << 20;
 
 // The recurrence on CPU float32, one head at a time: per step it reads S once for Sᵀk
@@ -38,7 +39,10 @@ constexpr int64_t kParallelStateWork = int64_t{1} << 20;
 void delta_rule_cpu(const float* q, const float* k, const float* v, const float* decay, const float* beta,
                     const float* initial, float* state, float* out, int64_t t_len, int64_t hv, int64_t dk, int64_t dv) {
   const int64_t per_head = std::max<int64_t>(1, t_len * dk * dv);
-  at::parallel_for(0, hv, std::max<int64_t>(1, kParallelStateWork / per_head), [&](int64_t first, int64_t end) {
+  const int64_t heads_per_chunk = std::max<int64_t>(1, kParallelStateWork / per_head);
+  // On the eval's own threads, like the projections around it (compute_threads.h).
+  for_each_chunk((hv + heads_per_chunk - 1) / heads_per_chunk, [&](int64_t chunk) {
+    const int64_t first = chunk * heads_per_chunk, end = std::min(hv, first + heads_per_chunk);
     std::vector<float> kv(static_cast<size_t>(dv)), delta(static_cast<size_t>(dv));
     for (int64_t h = first; h < end; ++h) {
       float* s = state + h * dk * dv;
