@@ -33,6 +33,11 @@ FERRY_AVX512_LANES inline __m512 load_bf16x16(const void* p) {
 /// To BF16 bits, nearest with ties to even, as libtorch rounds float32 to BF16.
 FERRY_AVX512_LANES inline __m256i narrow_bf16x16(__m512 v) { return (__m256i)_mm512_cvtneps_pbh(v); }
 
+/// v rounded to BF16 (as narrow_bf16x16) and stored as 16 BF16 values at p.
+FERRY_AVX512_LANES inline void store_bf16x16(void* p, __m512 v) {
+  _mm256_storeu_si256(static_cast<__m256i*>(p), narrow_bf16x16(v));
+}
+
 /// v rounded to BF16 and widened back: what a libtorch BF16 op leaves between two ops.
 FERRY_AVX512_LANES inline __m512 round_bf16x16(__m512 v) { return widen_bf16x16(narrow_bf16x16(v)); }
 

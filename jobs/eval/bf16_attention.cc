@@ -47,7 +47,7 @@ FERRY_AVX512_LANES void weighted_sum(const float* p, int64_t s_len, const bf16* 
   }
 #pragma GCC unroll 8
   for (int n = 0; n < NV; ++n) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16 * n), (__m256i)_mm512_cvtneps_pbh(acc[n]));
+    store_bf16x16(dst + 16 * n, acc[n]);
   }
 }
 
@@ -72,8 +72,8 @@ FERRY_AVX512_LANES void weighted_sum2(const float* p0, const float* p1, int64_t 
   }
 #pragma GCC unroll 8
   for (int n = 0; n < NV; ++n) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst0 + 16 * n), (__m256i)_mm512_cvtneps_pbh(a0[n]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst1 + 16 * n), (__m256i)_mm512_cvtneps_pbh(a1[n]));
+    store_bf16x16(dst0 + 16 * n, a0[n]);
+    store_bf16x16(dst1 + 16 * n, a1[n]);
   }
 }
 

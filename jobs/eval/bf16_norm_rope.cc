@@ -12,10 +12,6 @@ namespace {
 
 using bf16 = c10::BFloat16;
 
-FERRY_AVX512_LANES inline void store16(bf16* p, __m512 v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow_bf16x16(v));
-}
-
 FERRY_AVX512_LANES void norm_row(const bf16* x, const bf16* w, int64_t h, float eps, bf16* out) {
   __m512 squares = _mm512_setzero_ps();
   for (int64_t i = 0; i < h; i += 16) {
@@ -25,7 +21,7 @@ FERRY_AVX512_LANES void norm_row(const bf16* x, const bf16* w, int64_t h, float 
   const float r = 1.0f / std::sqrt(sum_lanes(squares) / static_cast<float>(h) + eps);
   const __m512 scale = _mm512_set1_ps(r);
   for (int64_t i = 0; i < h; i += 16) {
-    store16(out + i, _mm512_mul_ps(load_bf16x16(w + i), round_bf16x16(_mm512_mul_ps(load_bf16x16(x + i), scale))));
+    store_bf16x16(out + i, _mm512_mul_ps(load_bf16x16(w + i), round_bf16x16(_mm512_mul_ps(load_bf16x16(x + i), scale))));
   }
 }
 
@@ -38,8 +34,8 @@ FERRY_AVX512_LANES void rope_row(const bf16* x, const bf16* cos, const bf16* sin
                                        round_bf16x16(_mm512_mul_ps(b, load_bf16x16(sin + j))));
     const __m512 second = _mm512_add_ps(round_bf16x16(_mm512_mul_ps(b, load_bf16x16(cos + half + j))),
                                         round_bf16x16(_mm512_mul_ps(a, load_bf16x16(sin + half + j))));
-    store16(out + j, first);
-    store16(out + half + j, second);
+    store_bf16x16(out + j, first);
+    store_bf16x16(out + half + j, second);
   }
 }
 

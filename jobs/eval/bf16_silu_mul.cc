@@ -22,7 +22,7 @@ FERRY_AVX512_LANES void silu_mul(bf16* gate, const bf16* up, int64_t n) {
     // rounded to BF16 (its BF16 vector ops widen, compute and narrow one op at a time).
     const __m512 e = round_bf16x16(exp_lanes(_mm512_sub_ps(_mm512_setzero_ps(), g)));
     const __m512 s = round_bf16x16(_mm512_div_ps(g, round_bf16x16(_mm512_add_ps(one, e))));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(gate + i), narrow_bf16x16(_mm512_mul_ps(s, load_bf16x16(up + i))));
+    store_bf16x16(gate + i, _mm512_mul_ps(s, load_bf16x16(up + i)));
   }
 }
 
