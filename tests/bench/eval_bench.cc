@@ -12,7 +12,11 @@
 //  * prefill tokens/s;
 //  * speculative decoding at B = 16 (tau = 16) against plain decoding: the speedup;
 //  * peak RSS against the weight bytes (BF16 weights are used in place from the mapping).
-// Each figure is the median of --reps runs. It prints figures; it is not a timed test.
+// The figures come in --reps rounds (after one more that warms up), each measuring
+// everything once, back to back, so the two sides of a ratio share the same minute of a
+// shared host (its bandwidth read 36-62 GB/s from minute to minute here); each figure is
+// the median over the rounds of that round's ratio, printed with its range. It prints
+// figures; it is not a timed test.
 // --also adds columns measured after the RSS reading, in the same process: float32
 // (the old default: weights converted, twice the bytes) and libtorch (BF16 with every
 // matmul left to libtorch's oneDNN, the ferry AVX512-BF16 kernel switched off), as a
@@ -57,6 +61,8 @@ constexpr int64_t kPromptTokens = 32;
 constexpr int64_t kVerifyAt = 64;       // cache length for the verify/forward comparison
 constexpr int64_t kPrefillTokens = 256;
 constexpr int64_t kBlock = 16;
+// Forwards of 1 token and of a block, alternating, per round.
+constexpr int kForwardPairs = 3;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -86,14 +92,16 @@ int64_t status_bytes(const char* field) {
 // Resets VmHWM to the current RSS (Linux >= 4.0).
 void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
-double bandwidth_gbps(int reps) {
-  at::Tensor buffer = at::ones({kBandwidthBytes / 4}, at::kFloat);  // touched: resident
+// Streaming reads (at::sum) of `buffer`, in GB/s: the median of three after one that is
+// not counted (after the other phases, the first read ran at a third to two thirds of
+// the speed of the next ones here).
+double bandwidth_gbps(const at::Tensor& buffer) {
   std::vector<double> gbps;
-  for (int i = 0; i < reps; ++i) {
+  for (int i = 0; i < 4; ++i) {
     auto t0 = Clock::now();
     volatile float sink = buffer.sum().item<float>();
     (void)sink;
-    gbps.push_back(static_cast<double>(kBandwidthBytes) / seconds_since(t0) / 1e9);
+    if (i > 0) gbps.push_back(static_cast<double>(buffer.nbytes()) / seconds_since(t0) / 1e9);
   }
   return median(gbps);
 }
@@ -134,36 +142,42 @@ struct ForwardTime {
   double cpu_ms = 0;  // process CPU time, all threads
 };
 
-// Median wall and CPU time of a target forward of `t` tokens after kVerifyAt cached positions.
-ForwardTime forward_ms(TargetModel* target, int64_t t, const std::vector<int64_t>& capture, int reps) {
+// The target with kVerifyAt positions cached, where forward_once() measures.
+void prepare_forward(TargetModel* target, const std::vector<int64_t>& capture) {
   target->reset();
   target->reserve(kVerifyAt + kBlock);
   target->forward(ids(kVerifyAt, 3), capture, 1);
-  std::vector<double> ms, cpu;
-  for (int i = 0; i < 3 * reps; ++i) {
-    auto t0 = Clock::now();
-    const double c0 = process_cpu_seconds();
-    auto out = target->forward(ids(t, 5), capture);
-    volatile int64_t sink = out.logits.argmax(-1)[0].item<int64_t>();
-    (void)sink;
-    ms.push_back(1e3 * seconds_since(t0));
-    cpu.push_back(1e3 * (process_cpu_seconds() - c0));
-    target->crop(kVerifyAt);
-  }
-  return {median(ms), median(cpu)};
 }
 
-double prefill_tokens_per_s(TargetModel* target, const std::vector<int64_t>& capture, int reps) {
-  std::vector<double> rate;
-  for (int i = 0; i < std::max(1, reps / 2); ++i) {
-    target->reset();
-    auto t0 = Clock::now();
-    auto out = prefill(target, ids(kPrefillTokens, 1), capture);  // in chunks, as the decode loop runs it
-    volatile int64_t sink = out.logits.argmax(-1)[0].item<int64_t>();
-    (void)sink;
-    rate.push_back(static_cast<double>(kPrefillTokens) / seconds_since(t0));
+// One target forward of `t` tokens after the kVerifyAt cached positions (then cropped
+// back to them).
+ForwardTime forward_once(TargetModel* target, int64_t t, const std::vector<int64_t>& capture) {
+  auto t0 = Clock::now();
+  const double c0 = process_cpu_seconds();
+  auto out = target->forward(ids(t, 5), capture);
+  volatile int64_t sink = out.logits.argmax(-1)[0].item<int64_t>();
+  (void)sink;
+  ForwardTime f{1e3 * seconds_since(t0), 1e3 * (process_cpu_seconds() - c0)};
+  target->crop(kVerifyAt);
+  return f;
+}
+
+ForwardTime median_time(const std::vector<ForwardTime>& v) {
+  std::vector<double> wall, cpu;
+  for (const ForwardTime& f : v) {
+    wall.push_back(f.wall_ms);
+    cpu.push_back(f.cpu_ms);
   }
-  return median(rate);
+  return {median(wall), median(cpu)};
+}
+
+double prefill_tokens_per_s(TargetModel* target, const std::vector<int64_t>& capture) {
+  target->reset();
+  auto t0 = Clock::now();
+  auto out = prefill(target, ids(kPrefillTokens, 1), capture);  // in chunks, as the decode loop runs it
+  volatile int64_t sink = out.logits.argmax(-1)[0].item<int64_t>();
+  (void)sink;
+  return static_cast<double>(kPrefillTokens) / seconds_since(t0);
 }
 
 struct Models {
@@ -294,22 +308,28 @@ int main(int argc, char** argv) {
               static_cast<long long>(kPromptTokens));
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   std::printf("runtime: %d threads of %d cores (OMP_WAIT_POLICY %s), %s; BLAS %s%s%s (%s); load average %.1f; "
-              "median of %d runs\n",
+              "%d rounds\n",
               used_threads, rt.cores, wait != nullptr ? wait : "unset", rt.isa.c_str(), rt.blas.name.c_str(), rt.blas.threading.empty() ? "" : ", ",
               rt.blas.threading.c_str(), rt.blas.library.c_str(), load_avg[0], reps);
   if (rt.blas.reference) std::printf("WARNING: %s\n", rt.blas.advice().c_str());
 
-  const double gbps = bandwidth_gbps(std::max(3, reps));
+  // Kept for the whole run, so every round reads it; allocated before the RSS baseline.
+  const at::Tensor bandwidth_buffer = at::ones({kBandwidthBytes / 4}, at::kFloat);  // touched: resident
   const int64_t rss_before = status_bytes("VmRSS:");
   reset_peak_rss();
 
   const at::ScalarType first_dtype = dtype_name == "float32" ? at::kFloat : at::kBFloat16;
   const std::vector<int64_t> prompt = testing::make_prompts(1, 50, kPromptTokens, kPromptTokens, 77)[0];
+  // One round's figures, measured back to back.
+  struct Round {
+    double gbps = 0;
+    ForwardTime forward, verify;  // medians of kForwardPairs alternating samples
+    double prefill = 0;
+    DecodeFigures plain, spec;
+  };
   struct Measured {
     std::string dtype;
-    DecodeFigures plain, spec;
-    ForwardTime verify, forward;
-    double prefill = 0;
+    std::vector<Round> rounds;
     int64_t peak_rss = 0;
     std::string rss_trace;
   };
@@ -323,35 +343,53 @@ int main(int argc, char** argv) {
                 m.dtype.c_str(), models.target->describe().c_str(), static_cast<long long>(report.tensors_repacked),
                 static_cast<long long>(report.tensors_zero_copy), static_cast<long long>(report.tensors_loaded));
     std::fflush(stdout);
-    // Where the peak comes from: RSS after loading, then the peak after each phase.
+    // Where the peak comes from: RSS after loading, then the peak after each phase of the first round.
     std::string trace = rss ? fmt("after loading %.1f MB", status_bytes("VmRSS:") / 1e6) : "";
+    bool warming_up = true;
     auto phase = [&](const char* name) {
-      if (rss) trace += std::string(", ") + name + fmt(" %.1f", status_bytes("VmHWM:") / 1e6);
+      if (rss && warming_up) trace += std::string(", ") + name + fmt(" %.1f", status_bytes("VmHWM:") / 1e6);
     };
+    TargetModel* t = models.target.get();
     const std::vector<int64_t> capture = models.drafter->config().target_layer_ids;
     if (!only.empty()) {  // one phase, --reps times over, for a profiler to attach to
       std::printf("--only %s: running it %d times\n", only.c_str(), reps);
       std::fflush(stdout);
       if (only == "forward" || only == "verify") {
-        const ForwardTime f = forward_ms(models.target.get(), only == "forward" ? 1 : kBlock, capture, reps);
+        prepare_forward(t, capture);
+        std::vector<ForwardTime> samples;
+        for (int i = 0; i < reps; ++i) samples.push_back(forward_once(t, only == "forward" ? 1 : kBlock, capture));
+        const ForwardTime f = median_time(samples);
         std::printf("%s: %.2f ms wall, %.2f ms CPU (medians)\n", only.c_str(), f.wall_ms, f.cpu_ms);
       } else {
-        const DecodeFigures d = decode(models.target.get(), models.proposer.get(), prompt, kBlock, tokens, capture, reps);
+        const DecodeFigures d = decode(t, models.proposer.get(), prompt, kBlock, tokens, capture, reps);
         std::printf("speculative: %.3f ms/token; a step: target %.2f ms, drafter %.2f ms (medians)\n", d.tpot_ms,
                     d.target_step_ms, d.draft_step_ms);
       }
       return m;  // main stops after it; returning (not exit()) lets the scratch folder go
     }
-    m.forward = forward_ms(models.target.get(), 1, capture, reps);
-    phase("forward");
-    m.verify = forward_ms(models.target.get(), kBlock, capture, reps);
-    phase("verify");
-    m.prefill = prefill_tokens_per_s(models.target.get(), capture, reps);
-    phase("prefill");
-    m.plain = decode(models.target.get(), nullptr, prompt, 1, tokens, capture, reps);
-    phase("plain decode");
-    m.spec = decode(models.target.get(), models.proposer.get(), prompt, kBlock, tokens, capture, reps);
-    phase("speculative");
+    // Round -1 warms up (first touches of the weights and caches) and is not counted.
+    for (int r = -1; r < reps; ++r) {
+      Round round;
+      round.gbps = bandwidth_gbps(bandwidth_buffer);
+      // A forward and a verify in turn, so each pair sees the same load.
+      prepare_forward(t, capture);
+      std::vector<ForwardTime> forwards, verifies;
+      for (int i = 0; i < kForwardPairs; ++i) {
+        forwards.push_back(forward_once(t, 1, capture));
+        verifies.push_back(forward_once(t, kBlock, capture));
+      }
+      round.forward = median_time(forwards);
+      round.verify = median_time(verifies);
+      phase("forward and verify");
+      round.prefill = prefill_tokens_per_s(t, capture);
+      phase("prefill");
+      round.plain = decode(t, nullptr, prompt, 1, tokens, capture, 1);
+      phase("plain decode");
+      round.spec = decode(t, models.proposer.get(), prompt, kBlock, tokens, capture, 1);
+      phase("speculative");
+      if (!warming_up) m.rounds.push_back(round);
+      warming_up = false;
+    }
     if (rss) m.peak_rss = status_bytes("VmHWM:");
     m.rss_trace = trace;
     return m;
@@ -369,7 +407,19 @@ int main(int argc, char** argv) {
   }
 
   const double weights = static_cast<double>(target_bytes + drafter_bytes);
-  std::printf("\nmemory bandwidth (streaming read of 1 GiB): %.2f GB/s\n", gbps);
+  // A figure: the median over the rounds of `of(round)`, and its range.
+  struct Spread {
+    double median, low, high;
+  };
+  auto over_rounds = [](const Measured& m, auto of) {
+    std::vector<double> v;
+    for (const Round& r : m.rounds) v.push_back(of(r));
+    std::sort(v.begin(), v.end());
+    return Spread{median(v), v.front(), v.back()};
+  };
+  const Spread gbps = over_rounds(runs[0], [](const Round& r) { return r.gbps; });
+  std::printf("\nmemory bandwidth (streaming read of 1 GiB, once a round): %.2f GB/s (rounds %.1f-%.1f)\n",
+              gbps.median, gbps.low, gbps.high);
   std::printf("weights: target %.1f MB + drafter %.1f MB (BF16 files); a decode step streams %.1f MB\n",
               target_bytes / 1e6, drafter_bytes / 1e6, streamed_bytes / 1e6);
   std::string header, rule;
@@ -377,39 +427,57 @@ int main(int argc, char** argv) {
     header += m.dtype + " | ";
     rule += "---: | ";
   }
+  std::printf("\n%d rounds; each figure is the median of the rounds' own figures, then (in brackets) the "
+              "lowest and highest round.\n",
+              reps);
   std::printf("\n| figure | %sgoal |\n| --- | %s--- |\n", header.c_str(), rule.c_str());
   auto row = [&](const char* figure, const char* goal, auto value) {
     std::string cells;
     for (const Measured& m : runs) cells += (cells.empty() ? "" : " | ") + value(m);
     std::printf("| %s | %s | %s |\n", figure, cells.c_str(), goal);
   };
+  auto ms = [&](const Measured& m, auto of) { return over_rounds(m, of).median; };
   row("speedup at tau = 16 (plain TPOT / speculative TPOT)", ">= 8x", [&](const Measured& m) {
-    return fmt("%.2fx (tau %.1f)", m.plain.tpot_ms / m.spec.tpot_ms, m.spec.tau);
+    const Spread x = over_rounds(m, [](const Round& r) { return r.plain.tpot_ms / r.spec.tpot_ms; });
+    return fmt("%.2fx [%.2f-%.2f]", x.median, x.low, x.high) +
+           fmt(" (tau %.1f)", ms(m, [](const Round& r) { return r.spec.tau; }));
   });
   row("plain decode: share of the bandwidth floor", ">= 80%", [&](const Measured& m) {
-    const double floor_ms = 1e3 * static_cast<double>(streamed_bytes) * (m.dtype == "float32" ? 2 : 1) / (gbps * 1e9);
-    return fmt("%.0f%% (%.1f ms/token, floor %.1f)", 100 * floor_ms / m.plain.tpot_ms, m.plain.tpot_ms, floor_ms);
+    const double bytes = static_cast<double>(streamed_bytes) * (m.dtype == "float32" ? 2 : 1);
+    auto floor_ms = [bytes](const Round& r) { return 1e3 * bytes / (r.gbps * 1e9); };
+    const Spread x = over_rounds(m, [&](const Round& r) { return 100 * floor_ms(r) / r.plain.tpot_ms; });
+    return fmt("%.0f%% [%.0f-%.0f]", x.median, x.low, x.high) +
+           fmt(" (%.1f ms/token, floor %.1f)", ms(m, [](const Round& r) { return r.plain.tpot_ms; }), ms(m, floor_ms));
   });
-  row("verify 16 tokens / forward 1 token", "<= 1.6x", [&](const Measured& m) {
-    return fmt("%.2fx (%.1f / %.1f ms)", m.verify.wall_ms / m.forward.wall_ms, m.verify.wall_ms, m.forward.wall_ms);
-  });
-  row("the same in process CPU time (robust to other load)", "-", [&](const Measured& m) {
-    return fmt("%.2fx (%.1f / %.1f ms)", m.verify.cpu_ms / m.forward.cpu_ms, m.verify.cpu_ms, m.forward.cpu_ms);
-  });
+  auto ratio_cell = [&](const Measured& m, auto time) {
+    const Spread x = over_rounds(m, [&](const Round& r) { return time(r.verify) / time(r.forward); });
+    return fmt("%.2fx [%.2f-%.2f]", x.median, x.low, x.high) +
+           fmt(" (%.1f / %.1f ms)", ms(m, [&](const Round& r) { return time(r.verify); }),
+               ms(m, [&](const Round& r) { return time(r.forward); }));
+  };
+  row("verify 16 tokens / forward 1 token", "<= 1.6x",
+      [&](const Measured& m) { return ratio_cell(m, [](const ForwardTime& f) { return f.wall_ms; }); });
+  row("the same in process CPU time (robust to other load)", "-",
+      [&](const Measured& m) { return ratio_cell(m, [](const ForwardTime& f) { return f.cpu_ms; }); });
   row("forward 1 token: weights streamed per CPU second (GB/s)", "-", [&](const Measured& m) {
-    return fmt("%.1f", static_cast<double>(streamed_bytes) * (m.dtype == "float32" ? 2 : 1) / (m.forward.cpu_ms * 1e6));
+    const double bytes = static_cast<double>(streamed_bytes) * (m.dtype == "float32" ? 2 : 1);
+    return fmt("%.1f", ms(m, [&](const Round& r) { return bytes / (r.forward.cpu_ms * 1e6); }));
   });
-  row("prefill tokens/s (256-token prompt)", "-", [&](const Measured& m) { return fmt("%.0f", m.prefill); });
-  row("speculative ms/token", "-", [&](const Measured& m) { return fmt("%.2f", m.spec.tpot_ms); });
+  row("prefill tokens/s (256-token prompt)", "-",
+      [&](const Measured& m) { return fmt("%.0f", ms(m, [](const Round& r) { return r.prefill; })); });
+  row("speculative ms/token", "-",
+      [&](const Measured& m) { return fmt("%.2f", ms(m, [](const Round& r) { return r.spec.tpot_ms; })); });
   row("speculative step: target / drafter / rest, ms", "-", [&](const Measured& m) {
-    const double step_ms = m.spec.tpot_ms * m.spec.tau;
-    return fmt("%.1f / %.1f / %.1f", m.spec.target_step_ms, m.spec.draft_step_ms,
-               step_ms - m.spec.target_step_ms - m.spec.draft_step_ms);
+    return fmt("%.1f / %.1f / %.1f", ms(m, [](const Round& r) { return r.spec.target_step_ms; }),
+               ms(m, [](const Round& r) { return r.spec.draft_step_ms; }), ms(m, [](const Round& r) {
+                 return r.spec.tpot_ms * r.spec.tau - r.spec.target_step_ms - r.spec.draft_step_ms;
+               }));
   });
-  std::printf("\npeak RSS %.1f MB (%.1f MB before loading: libtorch, the bandwidth buffer freed) for %.1f MB of "
-              "weights: (peak - before) / weights = %.2fx, peak / weights = %.2fx (goal <= 1.15x, %s)\n",
+  const double buffer_bytes = static_cast<double>(bandwidth_buffer.nbytes());
+  std::printf("\npeak RSS %.1f MB (%.1f MB before loading: libtorch and the 1 GiB bandwidth buffer) for %.1f MB of "
+              "weights: (peak - before) / weights = %.2fx, (peak - the buffer) / weights = %.2fx (goal <= 1.15x, %s)\n",
               runs[0].peak_rss / 1e6, rss_before / 1e6, weights / 1e6, (runs[0].peak_rss - rss_before) / weights,
-              runs[0].peak_rss / weights, runs[0].dtype.c_str());
-  std::printf("RSS %s (peak so far after each phase, MB)\n", runs[0].rss_trace.c_str());
+              (runs[0].peak_rss - buffer_bytes) / weights, runs[0].dtype.c_str());
+  std::printf("RSS %s (peak so far after each phase of the warm-up round, MB)\n", runs[0].rss_trace.c_str());
   return 0;
 }
