@@ -89,7 +89,15 @@ class FaultTrialsTest : public SshRunTest {
     }
     return out;
   }
-  static pid_t pid_in(const std::string& path) { return std::atoi(read_text(path).c_str()); }
+  /// The pid a job wrote with `echo $$ > path`, once its whole line is there: the
+  /// launch reply (attempt.launched) comes as soon as the job is forked, before its
+  /// shell has run a command, so the file may be missing or empty at first (read as
+  /// pid 0, "not running": the trial then blamed the coordinator). 0 if it never comes.
+  static pid_t pid_in(const std::string& path) {
+    std::string text;
+    wait_until([&] { return !(text = read_text(path)).empty() && text.back() == '\n'; }, seconds(30));
+    return std::atoi(text.c_str());
+  }
   /// A job that writes its pid to NAME.pid and runs until the file NAME.go exists
   /// in its host's workdir, then exits `code`.
   static std::string waiting_job(const std::string& name, const std::string& host, int code) {
@@ -178,6 +186,8 @@ TEST_F(FaultTrialsTest, SecondCtrlCWithAHostCutOffLeavesWithinFiveSecondsAndResu
   }};
   ASSERT_TRUE(launched("ctrlc-1", "long")) << read_text(work_.file("run.log"));
   pid_t job = pid_in(dir + "/long.pid");
+  ASSERT_TRUE(testing::process_running(job)) << "no running job's pid in " << dir << "/long.pid: '"
+                                             << read_text(dir + "/long.pid") << "'";
   ASSERT_EQ(tb_.run("cut h1"), 0);
   cut = true;
   ASSERT_TRUE(wait_until([&] { return noticed_unreachable("ctrlc-1", "h1"); }, kNoticeCut)) << dump(events("ctrlc-1"));
