@@ -140,7 +140,7 @@ void split_checkpoint_in_two(const std::string& folder, const std::function<bool
   for (const std::string& name : (*ckpt)->names()) {
     auto rec = (*ckpt)->read(name);
     if (!rec.ok()) throw std::runtime_error(rec.status().message());
-    WriteTensor t{name, rec->info.shape, std::vector<float>(static_cast<size_t>(rec->info.numel())), ""};
+    WriteTensor t{name, rec->info.shape, std::vector<float>(static_cast<size_t>(rec->info.numel())), "", {}};
     std::memcpy(t.values.data(), rec->data, rec->nbytes);
     (second(name) ? second_part : first_part).push_back(std::move(t));
   }

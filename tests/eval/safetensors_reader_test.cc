@@ -21,9 +21,9 @@ using testing::write_file;
 std::vector<WriteTensor> sample_tensors() {
   // Values chosen to be exact in BF16 and F16.
   return {
-      {"a.weight", {2, 3}, {1.0f, -2.0f, 0.5f, 0.25f, 3.0f, -0.125f}, ""},
-      {"b.weight", {4}, {1.5f, 2.5f, -4.0f, 8.0f}, ""},
-      {"c.weight", {1, 2, 2}, {0.0f, 1.0f, -1.0f, 0.75f}, ""},
+      {"a.weight", {2, 3}, {1.0f, -2.0f, 0.5f, 0.25f, 3.0f, -0.125f}, "", {}},
+      {"b.weight", {4}, {1.5f, 2.5f, -4.0f, 8.0f}, "", {}},
+      {"c.weight", {1, 2, 2}, {0.0f, 1.0f, -1.0f, 0.75f}, "", {}},
   };
 }
 

@@ -157,9 +157,15 @@ TEST_F(SpeculativeDecoderTest, LosslessWithNeverAlwaysAndSometimesAcceptedDrafte
     auto ends_with = [](const std::string& s, const std::string& tail) {
       return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
     };
-    if (ends_with(pair.target, "const") && ends_with(pair.drafter, "-agree")) EXPECT_EQ(full, n);
-    if (ends_with(pair.target, "const") && pair.drafter == "agree") EXPECT_EQ(full, n);
-    if (ends_with(pair.drafter, "disagree")) EXPECT_EQ(none, n);
+    if (ends_with(pair.target, "const") && ends_with(pair.drafter, "-agree")) {
+      EXPECT_EQ(full, n);
+    }
+    if (ends_with(pair.target, "const") && pair.drafter == "agree") {
+      EXPECT_EQ(full, n);
+    }
+    if (ends_with(pair.drafter, "disagree")) {
+      EXPECT_EQ(none, n);
+    }
     if (ends_with(pair.target, "mixed")) {
       EXPECT_GT(full, 0);
       EXPECT_GT(none, 0);
