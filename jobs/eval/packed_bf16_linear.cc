@@ -137,31 +137,41 @@ constexpr auto kTiles = tiles(std::make_integer_sequence<int, kMaxTileRows>());
 
 }  // namespace
 
-bool bf16_weight_packable(const at::Tensor& w) {
+bool bf16_weight_packable(const at::Tensor& w, bool padded) {
   return bf16_kernel_enabled() && w.scalar_type() == at::kBFloat16 && w.device().is_cpu() && w.dim() == 2 &&
-         w.is_contiguous() && w.size(0) > 0 && w.size(0) % kBf16PanelColumns == 0 && w.size(1) > 0 &&
+         w.is_contiguous() && w.size(0) > 0 && (padded || w.size(0) % kBf16PanelColumns == 0) && w.size(1) > 0 &&
          w.size(1) % 2 == 0;
 }
 
+int64_t bf16_panels_for(int64_t n) { return (n + kBf16PanelColumns - 1) / kBf16PanelColumns; }
+
 at::Tensor pack_bf16_weight(const at::Tensor& w) {
-  at::Tensor panels = at::empty({w.size(0) / kBf16PanelColumns, w.size(1) / 2, kPairWidth}, w.options());
+  at::Tensor panels = at::empty({bf16_panels_for(w.size(0)), w.size(1) / 2, kPairWidth}, w.options());
   pack_bf16_panels(w, panels);
   return panels;
 }
 
 void pack_bf16_panels(const at::Tensor& rows, const at::Tensor& panels) {
   const int64_t n = rows.size(0), pairs = rows.size(1) / 2;
-  TORCH_CHECK(rows.is_contiguous() && panels.is_contiguous() && panels.numel() == rows.numel(),
+  TORCH_CHECK(rows.is_contiguous() && panels.is_contiguous() && panels.size(0) == bf16_panels_for(n) &&
+                  panels.size(1) == pairs && panels.size(2) == kPairWidth,
               "pack_bf16_panels: bad source or destination");
   // [panels, 16 columns, K/2 pairs] -> [panels, K/2 pairs, 16 columns] of 32-bit pairs.
   // A plain loop over pairs rather than ATen's copy of a permuted view, which moves
   // 2-byte elements one at a time: packing is most of a large checkpoint's load time.
   const auto* src = static_cast<const uint32_t*>(rows.data_ptr());
   auto* dst = static_cast<uint32_t*>(panels.data_ptr());
-  at::parallel_for(0, n / kBf16PanelColumns, 1, [&](int64_t first, int64_t end) {
+  at::parallel_for(0, panels.size(0), 1, [&](int64_t first, int64_t end) {
     for (int64_t p = first; p < end; ++p) {
       const uint32_t* in = src + p * kBf16PanelColumns * pairs;
       uint32_t* out = dst + p * kBf16PanelColumns * pairs;
+      const int64_t columns = std::min(kBf16PanelColumns, n - p * kBf16PanelColumns);
+      if (columns < kBf16PanelColumns) {  // the last panel of a padded weight: zeros past N
+        for (int64_t j = 0; j < pairs; ++j) {
+          for (int64_t c = 0; c < kBf16PanelColumns; ++c) out[j * kBf16PanelColumns + c] = c < columns ? in[c * pairs + j] : 0;
+        }
+        continue;
+      }
       for (int64_t j = 0; j < pairs; ++j) {
         for (int64_t c = 0; c < kBf16PanelColumns; ++c) out[j * kBf16PanelColumns + c] = in[c * pairs + j];
       }

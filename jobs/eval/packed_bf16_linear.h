@@ -22,15 +22,21 @@ namespace ferry::eval {
 /// Output columns in a panel of a packed weight (one float32 vector of sums).
 constexpr int64_t kBf16PanelColumns = 16;
 
-/// Whether pack_bf16_weight() takes w: BF16 [N, K] contiguous on the CPU, N a multiple
-/// of kBf16PanelColumns, K even, and the BF16 kernel supported and enabled (read at
-/// load: a weight packed stays packed). Others stay as they are (bf16_linear / libtorch).
-bool bf16_weight_packable(const at::Tensor& w);
+/// Whether pack_bf16_weight() takes w: BF16 [N, K] contiguous on the CPU, K even, N a
+/// multiple of kBf16PanelColumns (any N with `padded`: see pack_bf16_weight), and the
+/// BF16 kernel supported and enabled (read at load: a weight packed stays packed).
+/// Others stay as they are (bf16_linear / libtorch).
+bool bf16_weight_packable(const at::Tensor& w, bool padded = false);
 
-/// w [N, K] -> [N / 16, K / 2, 32] as above (a new tensor; the caller drops w).
+/// Panels that hold N output columns: N / 16 rounded up.
+int64_t bf16_panels_for(int64_t n);
+
+/// w [N, K] -> [panels, K / 2, 32] as above (a new tensor; the caller drops w). Where N
+/// is not a multiple of 16 the last panel's missing columns are zeros, and a product
+/// has bf16_panels_for(N) * 16 columns, the last ones 0: the caller narrows it to N.
 at::Tensor pack_bf16_weight(const at::Tensor& w);
-/// The same into `panels` ([rows / 16, K / 2, 32], contiguous), for packing a weight a
-/// slice of rows at a time (WeightLoader releases each slice's pages as it goes).
+/// The same into `panels` ([bf16_panels_for(rows), K / 2, 32], contiguous), for packing
+/// a weight a slice of rows at a time (WeightLoader releases each slice's pages as it goes).
 void pack_bf16_panels(const at::Tensor& rows, const at::Tensor& panels);
 
 /// Whether w is a pack_bf16_weight() result: BF16 [panels, K / 2, 32].

@@ -98,7 +98,7 @@ Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& fold
 at::Tensor Qwen35Target::embed(const at::Tensor& ids) const { return embed_tokens_.index_select(0, ids); }
 
 at::Tensor Qwen35Target::lm_head(const at::Tensor& hidden) const {
-  return project(hidden, lm_head_).to(at::kFloat);
+  return project_columns(hidden, lm_head_, config_.text.vocab_size).to(at::kFloat);
 }
 
 at::Tensor Qwen35Target::attention_layer(const Layer& layer, size_t index, const at::Tensor& x, int64_t past,

@@ -64,7 +64,7 @@ std::string Qwen3Target::describe() const {
 at::Tensor Qwen3Target::embed(const at::Tensor& ids) const { return embed_tokens_.index_select(0, ids); }
 
 at::Tensor Qwen3Target::lm_head(const at::Tensor& hidden) const {
-  return project(hidden, lm_head_);
+  return project_columns(hidden, lm_head_, config_.vocab_size);
 }
 
 void Qwen3Target::reserve(int64_t positions) {

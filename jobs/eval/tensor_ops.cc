@@ -103,6 +103,11 @@ at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
   return at::linear(x, w);
 }
 
+at::Tensor project_columns(const at::Tensor& x, const at::Tensor& w, int64_t columns) {
+  at::Tensor out = project(x, w);
+  return out.size(-1) == columns ? out : out.narrow(-1, 0, columns);
+}
+
 std::vector<at::Tensor> project_all(const at::Tensor& x, const std::vector<at::Tensor>& weights) {
   std::vector<at::Tensor> out(weights.size()), packed;
   std::vector<size_t> packed_at;

@@ -72,6 +72,9 @@ at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const a
 /// through a matrix-vector product (BLAS gemm would first copy, "pack", all of w); the
 /// rest through libtorch's gemm (oneDNN for BF16).
 at::Tensor project(const at::Tensor& x, const at::Tensor& w);
+/// project(x, w)'s first `columns` outputs: an output head packed with padding
+/// (WeightLoader::take_lm_head) has up to 15 more, all zero (a view, not a copy).
+at::Tensor project_columns(const at::Tensor& x, const at::Tensor& w, int64_t columns);
 /// project(x, w) for each w, the packed ones in one parallel region
 /// (packed_bf16_linear_all): q/k/v, or an MLP's gate and up.
 std::vector<at::Tensor> project_all(const at::Tensor& x, const std::vector<at::Tensor>& weights);

@@ -127,18 +127,19 @@ at::Tensor WeightLoader::take(const std::string& name, const std::vector<int64_t
   return copy;
 }
 
-at::Tensor WeightLoader::take_linear(const std::string& name, const std::vector<int64_t>& shape) {
+at::Tensor WeightLoader::take_linear(const std::string& name, const std::vector<int64_t>& shape, bool padded) {
   const int64_t in_place_before = report_.tensors_zero_copy;
   at::Tensor w = take(name, shape);
-  if (!w.defined() || !bf16_weight_packable(w)) return w;
+  if (!w.defined() || !bf16_weight_packable(w, padded)) return w;
   // A slice of rows at a time, each slice's mapped pages released once packed, so the
   // process holds one copy of the weights plus a slice, not two copies of the matrix.
   const bool mapped = report_.tensors_zero_copy > in_place_before;
-  const int64_t panels = w.size(0) / kBf16PanelColumns;
+  const int64_t panels = bf16_panels_for(w.size(0));
   at::Tensor packed = empty_on_huge_pages({panels, w.size(1) / 2, 2 * kBf16PanelColumns}, w.options());
   for (int64_t p = 0; p < panels; p += kPanelsPerSlice) {
     const int64_t count = std::min(kPanelsPerSlice, panels - p);
-    const at::Tensor rows = w.narrow(0, p * kBf16PanelColumns, count * kBf16PanelColumns);
+    const int64_t first_row = p * kBf16PanelColumns;
+    const at::Tensor rows = w.narrow(0, first_row, std::min(count * kBf16PanelColumns, w.size(0) - first_row));
     pack_bf16_panels(rows, packed.narrow(0, p, count));
     if (mapped) release_mapped_pages(rows);
   }
@@ -160,7 +161,7 @@ void WeightLoader::ignore(const std::string& name) { ignored_.push_back(name); }
 at::Tensor WeightLoader::take_lm_head(const at::Tensor& embed_tokens, bool tied, int64_t vocab, int64_t hidden) {
   // An untied head is the largest matrix of a decode step (Qwen3.6-27B: 2.4 GiB): packed
   // like the projections. A tied one is also the embedding table, read by rows.
-  if (!tied) return take_linear("lm_head.weight", {vocab, hidden});
+  if (!tied) return take_linear("lm_head.weight", {vocab, hidden}, /*padded=*/true);
   if (has("lm_head.weight")) ignore("lm_head.weight");
   return embed_tokens;
 }

@@ -28,7 +28,9 @@ class WeightLoader {
   /// take() for a matrix used only as project()'s w: repacked for the BF16 kernel where
   /// bf16_weight_packable() (the checkpoint's pages of it then leave the process, so the
   /// weights stay one copy), as take() returns it otherwise.
-  at::Tensor take_linear(const std::string& name, const std::vector<int64_t>& shape);
+  /// With `padded`, a matrix of any row count is packed (pack_bf16_weight(): the
+  /// caller narrows project()'s columns to shape[0]).
+  at::Tensor take_linear(const std::string& name, const std::vector<int64_t>& shape, bool padded = false);
   /// Like take(), but always float32 on the compute device (small parameters that the
   /// model keeps in full precision whatever the compute dtype: decay rates, norms).
   at::Tensor take_float32(const std::string& name, const std::vector<int64_t>& shape);
@@ -37,7 +39,9 @@ class WeightLoader {
   /// Marks a present tensor as deliberately ignored (e.g. lm_head of a tied model).
   void ignore(const std::string& name);
   /// The output head [vocab, hidden]: the embedding table itself when the config ties
-  /// them (a stray lm_head.weight is then ignored, not reported unused), else lm_head.weight.
+  /// them (a stray lm_head.weight is then ignored, not reported unused), else lm_head.weight,
+  /// packed even where vocab is not a multiple of 16 (project(x, head) may then have up
+  /// to 15 more columns than vocab: narrow it).
   at::Tensor take_lm_head(const at::Tensor& embed_tokens, bool tied, int64_t vocab, int64_t hidden);
 
   /// Fails with every problem listed if any take() failed; fills `report` (may be null).

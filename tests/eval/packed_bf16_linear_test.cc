@@ -98,6 +98,28 @@ TEST_F(PackedBf16LinearTest, ProjectTakesBatchedRowsThroughThePackedWeight) {
   EXPECT_LT(relative_error(got.view({6, 32}).to(at::kDouble), float64_product(x.view({6, 64}), w)), 8e-3);
 }
 
+TEST_F(PackedBf16LinearTest, AnyRowCountPacksWithItsLastPanelPaddedWithZeros) {
+  // An output head whose vocabulary is not a multiple of 16 (WeightLoader::take_lm_head):
+  // the product has whole panels of columns, the ones past N exactly 0, and
+  // project_columns() hands back the first N.
+  for (int64_t n : {1, 17, 1000}) {
+    const at::Tensor w = bf16_randn(n, 1024, 11 * n);
+    EXPECT_FALSE(bf16_weight_packable(w) && n % 16 != 0);
+    ASSERT_TRUE(bf16_weight_packable(w, /*padded=*/true));
+    const at::Tensor packed = pack_bf16_weight(w);
+    ASSERT_EQ(packed.size(0), (n + 15) / 16);
+    for (int64_t m : {1, 15, 16}) {
+      const at::Tensor x = bf16_randn(m, 1024, 3 + m);
+      const at::Tensor wide = project(x, packed);
+      ASSERT_EQ(wide.size(1), packed.size(0) * 16);
+      EXPECT_TRUE(wide.narrow(1, n, wide.size(1) - n).eq(0).all().item<bool>()) << "n " << n << " m " << m;
+      const at::Tensor got = project_columns(x, packed, n);
+      ASSERT_EQ(got.sizes(), (std::vector<int64_t>{m, n}));
+      EXPECT_LT(relative_error(got.to(at::kDouble), float64_product(x, w)), 8e-3) << "n " << n << " m " << m;
+    }
+  }
+}
+
 TEST_F(PackedBf16LinearTest, LeavesOtherWeightsToTheUnpackedPaths) {
   // Not packed: N not a multiple of a panel, odd K, float32, a transposed view, and
   // anything while the kernel is switched off. project() stays right for each.

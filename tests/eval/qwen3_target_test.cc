@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jobs/eval/bf16_linear.h"
 #include "jobs/eval/dflash_drafter.h"
 #include "jobs/eval/safetensors_reader.h"
 #include "jobs/eval/safetensors_writer.h"
@@ -343,6 +344,33 @@ TEST_F(Qwen3TargetTest, Bf16ComputeGivesTheF32TokensWhereLogitsAreApart) {
     }
   }
   EXPECT_GT(apart, total / 2) << "too few well-separated positions for the check to mean much";
+}
+
+// Every real Qwen vocabulary is a multiple of 16, but a head of any size is packed for
+// the BF16 kernel (its last panel padded), and the logits keep exactly vocab columns.
+TEST_F(Qwen3TargetTest, AnUntiedHeadOfAnyVocabularyIsPackedAndItsLogitsHaveVocabColumns) {
+  ScratchDir dir("odd-vocab");
+  ComputeOptions bf16;
+  bf16.dtype = at::kBFloat16;
+  auto even = testing::oracle_target_spec(3), odd = even;
+  odd.vocab = even.vocab + 6;  // 70: not a multiple of 16
+  ASSERT_TRUE(write_tiny_target(dir / "even", even, {"BF16", 0, false}).ok());
+  ASSERT_TRUE(write_tiny_target(dir / "odd", odd, {"BF16", 0, false}).ok());
+  LoadReport r_even, r_odd;
+  auto even16 = Qwen3Target::load(dir / "even", bf16, &r_even);
+  auto odd16 = Qwen3Target::load(dir / "odd", bf16, &r_odd);
+  auto odd32 = Qwen3Target::load(dir / "odd", {}, nullptr);
+  ASSERT_TRUE(even16.ok() && odd16.ok() && odd32.ok());
+  if (bf16_kernel_supported()) {
+    EXPECT_EQ(r_odd.tensors_repacked, r_even.tensors_repacked);
+  }
+  for (const auto& p : testing::make_prompts(3, 60, 3, 10, 19)) {
+    (*odd16)->reset();
+    at::Tensor logits = (*odd16)->forward(ids_tensor(p), {}).logits;
+    EXPECT_EQ(logits.size(-1), odd.vocab);
+    (*odd16)->reset();
+    EXPECT_EQ(greedy(odd16->get(), p, 24), greedy(odd32->get(), p, 24));
+  }
 }
 
 bool is_vision_or_mtp(const std::string& name) {
