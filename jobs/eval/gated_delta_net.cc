@@ -234,8 +234,12 @@ at::Tensor gdn_forward(const GdnDims& d, const GdnWeights& w, const at::Tensor& 
 
 void gdn_rollback(GdnState* st, int64_t keep) {
   TORCH_CHECK(keep >= 0 && keep <= st->tape_tokens, "GDN rollback to ", keep, " of ", st->tape_tokens, " tokens");
-  gated_delta_rule(at::Tensor(), st->k.narrow(0, 0, keep), st->v.narrow(0, 0, keep), st->decay.narrow(0, 0, keep),
-                   st->beta.narrow(0, 0, keep), st->state_before, &st->state);
+  if (keep == 0) {
+    st->state = st->state_before;  // no step to replay; nothing writes a state in place
+  } else {
+    gated_delta_rule(at::Tensor(), st->k.narrow(0, 0, keep), st->v.narrow(0, 0, keep), st->decay.narrow(0, 0, keep),
+                     st->beta.narrow(0, 0, keep), st->state_before, &st->state);
+  }
   const int64_t k_minus_1 = st->window.size(0) - st->tape_tokens;
   st->conv = st->window.narrow(0, keep, k_minus_1);
 }
