@@ -36,7 +36,8 @@ constexpr int64_t kParallelStateWork = int64_t{1} << 20;
 // kBlockVectors vectors keep their sums in registers across the dk keys). Each lane
 // adds in the scalar loop's order, with fused multiply-adds. Several times the scalar
 // loop's speed, which the build compiles for baseline x86-64: the recurrence was ~15 %
-// of a 27B-shaped verify.
+// of a 27B-shaped verify. Reached where bf16_kernel_supported() (compiled with the
+// shared AVX-512 target, which names AVX512-BF16), else the scalar loop runs.
 constexpr int64_t kBlockVectors = 8;
 
 FERRY_AVX512_LANES void delta_rule_head_avx512(const float* q, const float* k, const float* v, const float* decay,
@@ -46,7 +47,7 @@ FERRY_AVX512_LANES void delta_rule_head_avx512(const float* q, const float* k, c
     const float* kt = k + (t * hv + h) * dk;
     const float* vt = v + (t * hv + h) * dv;
     const float* qt = q != nullptr ? q + (t * hv + h) * dk : nullptr;
-    float* o = out != nullptr ? out + (t * hv + h) * dv : nullptr;
+    float* o = out != nullptr && qt != nullptr ? out + (t * hv + h) * dv : nullptr;
     const __m512 d = _mm512_set1_ps(decay[t * hv + h]), b = _mm512_set1_ps(beta[t * hv + h]);
     for (int64_t j0 = 0; j0 < dv; j0 += 16 * kBlockVectors) {
       const int64_t nv = std::min<int64_t>(kBlockVectors, (dv - j0) / 16);
@@ -62,14 +63,22 @@ FERRY_AVX512_LANES void delta_rule_head_avx512(const float* q, const float* k, c
       for (int64_t n = 0; n < nv; ++n) {
         delta[n] = _mm512_mul_ps(b, _mm512_sub_ps(_mm512_loadu_ps(vt + j0 + 16 * n), _mm512_mul_ps(d, delta[n])));
       }
-      // S = decay S + k ⊗ delta, and the output Sᵀq of the new state.
+      // S = decay S + k ⊗ delta, and the output Sᵀq of the new state (none in a replay).
       __m512 acc[kBlockVectors];
       for (int64_t n = 0; n < nv; ++n) acc[n] = _mm512_setzero_ps();
       for (int64_t i = 0; i < dk; ++i) {
         const __m512 ki = _mm512_set1_ps(kt[i]);
-        const __m512 qi = _mm512_set1_ps(qt != nullptr ? qt[i] : 0.0f);
         const float* src = from + i * dv + j0;
         float* dst = s + i * dv + j0;
+        if (o == nullptr) {
+#pragma GCC unroll 8
+          for (int64_t n = 0; n < nv; ++n) {
+            const __m512 x = _mm512_fmadd_ps(d, _mm512_loadu_ps(src + 16 * n), _mm512_mul_ps(ki, delta[n]));
+            _mm512_storeu_ps(dst + 16 * n, x);
+          }
+          continue;
+        }
+        const __m512 qi = _mm512_set1_ps(qt[i]);
 #pragma GCC unroll 8
         for (int64_t n = 0; n < nv; ++n) {
           const __m512 x = _mm512_fmadd_ps(d, _mm512_loadu_ps(src + 16 * n), _mm512_mul_ps(ki, delta[n]));
@@ -99,7 +108,8 @@ void delta_rule_cpu(const float* q, const float* k, const float* v, const float*
   // On the eval's own threads, like the projections around it (compute_threads.h).
   for_each_chunk((hv + heads_per_chunk - 1) / heads_per_chunk, [&](int64_t chunk) {
     const int64_t first = chunk * heads_per_chunk, end = std::min(hv, first + heads_per_chunk);
-    std::vector<float> kv(static_cast<size_t>(dv)), delta(static_cast<size_t>(dv));
+    const size_t scratch = vectors ? 0 : static_cast<size_t>(dv);  // the scalar loop's
+    std::vector<float> kv(scratch), delta(scratch);
     for (int64_t h = first; h < end; ++h) {
       float* s = state + h * dk * dv;
       const float* from = initial + h * dk * dv;  // first step reads the snapshot

@@ -306,6 +306,27 @@ TEST_F(Qwen35TargetTest, RecurrenceSplitOverThreadsMatchesOneThread) {
   EXPECT_LT(relative_error(s_split, s_aten), 1e-5);
 }
 
+// The vector loop (value widths a multiple of 16: whole and partial blocks of 128) and
+// the scalar one (8) against the ATen form, with an output and as a rollback's replay
+// (no q: the state alone, which must be the one the full step leaves).
+TEST_F(Qwen35TargetTest, RecurrenceAtEveryValueWidthAndInReplayMatchesTheAtenForm) {
+  at::manual_seed(11);
+  for (int64_t dv : {8, 16, 48, 144}) {
+    const int64_t t = 5, hv = 4, dk = 32;
+    at::Tensor q = at::randn({t, hv, dk}), k = at::randn({t, hv, dk}), v = at::randn({t, hv, dv});
+    k = k / k.norm(2, -1, /*keepdim=*/true);
+    at::Tensor decay = at::rand({t, hv}), beta = at::rand({t, hv}), initial = at::randn({hv, dk, dv});
+    at::Tensor s_step, s_replay, s_aten;
+    at::Tensor o_step = gated_delta_rule(q, k, v, decay, beta, initial, &s_step);
+    at::Tensor o_replay = gated_delta_rule(at::Tensor(), k, v, decay, beta, initial, &s_replay);
+    at::Tensor o_aten = gated_delta_rule_generic(q, k, v, decay, beta, initial, &s_aten);
+    EXPECT_LT(relative_error(o_step, o_aten), 1e-5) << "dv " << dv;
+    EXPECT_LT(relative_error(s_step, s_aten), 1e-5) << "dv " << dv;
+    EXPECT_FALSE(o_replay.defined()) << "dv " << dv;
+    EXPECT_TRUE(at::equal(s_replay, s_step)) << "dv " << dv;
+  }
+}
+
 // prefill() runs a prompt longer than kPrefillChunk in chunks: the same logits,
 // features and cache as one forward of it, so the next step goes on alike.
 TEST_F(Qwen35TargetTest, PrefillInChunksMatchesOneForward) {
