@@ -36,9 +36,10 @@ bool bf16_kernel_enabled();
 
 /// Runs work(c) for every c in [0, chunks) on as many threads as libtorch's (the eval's
 /// own, compute_threads.h; inline when there are too few chunks to share or already
-/// inside a parallel region). Threads take chunks as
-/// they come free rather than one fixed share each: on a host where other work runs, a
-/// thread that loses its core for a time slice would otherwise hold the others at the end.
+/// inside a parallel region). Each thread starts on a contiguous share of the chunks,
+/// then takes what is left of the others' shares one chunk at a time: on a host where
+/// other work runs, a thread that loses its core for a time slice would otherwise hold
+/// the others at the end.
 void for_each_chunk(int64_t chunks, const std::function<void(int64_t)>& work);
 
 /// True when project() should run bf16_linear(x, w): both BF16 on the CPU, x [M, K]

@@ -168,7 +168,9 @@ void pack_bf16_panels(const at::Tensor& rows, const at::Tensor& panels) {
       const int64_t columns = std::min(kBf16PanelColumns, n - p * kBf16PanelColumns);
       if (columns < kBf16PanelColumns) {  // the last panel of a padded weight: zeros past N
         for (int64_t j = 0; j < pairs; ++j) {
-          for (int64_t c = 0; c < kBf16PanelColumns; ++c) out[j * kBf16PanelColumns + c] = c < columns ? in[c * pairs + j] : 0;
+          for (int64_t c = 0; c < kBf16PanelColumns; ++c) {
+            out[j * kBf16PanelColumns + c] = c < columns ? in[c * pairs + j] : 0;
+          }
         }
         continue;
       }

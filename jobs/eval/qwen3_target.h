@@ -53,7 +53,7 @@ class Qwen3Target : public TargetModel {
   Qwen3Config config_;
   ComputeOptions options_;
   at::Tensor embed_tokens_;  // [vocab, hidden]
-  at::Tensor lm_head_;       // [vocab, hidden]; same storage as embed_tokens_ when tied
+  at::Tensor lm_head_;       // [vocab, hidden], or packed (project_columns); embed_tokens_ when tied
   at::Tensor norm_;
   std::vector<Layer> layers_;
   std::vector<KvCache> caches_;

@@ -92,7 +92,8 @@ class FaultTrialsTest : public SshRunTest {
   /// The pid a job wrote with `echo $$ > path`, once its whole line is there: the
   /// launch reply (attempt.launched) comes as soon as the job is forked, before its
   /// shell has run a command, so the file may be missing or empty at first (read as
-  /// pid 0, "not running": the trial then blamed the coordinator). 0 if it never comes.
+  /// pid 0, "not running": the trial then blamed the coordinator). After 30 s, what the
+  /// file holds (0 if nothing).
   static pid_t pid_in(const std::string& path) {
     std::string text;
     wait_until([&] { return !(text = read_text(path)).empty() && text.back() == '\n'; }, seconds(30));
