@@ -63,22 +63,15 @@ FERRY_AVX512_LANES void delta_rule_head_avx512(const float* q, const float* k, c
       for (int64_t n = 0; n < nv; ++n) {
         delta[n] = _mm512_mul_ps(b, _mm512_sub_ps(_mm512_loadu_ps(vt + j0 + 16 * n), _mm512_mul_ps(d, delta[n])));
       }
-      // S = decay S + k ⊗ delta, and the output Sᵀq of the new state (none in a replay).
+      // S = decay S + k ⊗ delta, and the output Sᵀq of the new state (a replay has no q:
+      // its sums are zeros, never stored; the loop is bound by reading S, not by them).
       __m512 acc[kBlockVectors];
       for (int64_t n = 0; n < nv; ++n) acc[n] = _mm512_setzero_ps();
       for (int64_t i = 0; i < dk; ++i) {
         const __m512 ki = _mm512_set1_ps(kt[i]);
+        const __m512 qi = _mm512_set1_ps(qt != nullptr ? qt[i] : 0.0f);
         const float* src = from + i * dv + j0;
         float* dst = s + i * dv + j0;
-        if (o == nullptr) {
-#pragma GCC unroll 8
-          for (int64_t n = 0; n < nv; ++n) {
-            const __m512 x = _mm512_fmadd_ps(d, _mm512_loadu_ps(src + 16 * n), _mm512_mul_ps(ki, delta[n]));
-            _mm512_storeu_ps(dst + 16 * n, x);
-          }
-          continue;
-        }
-        const __m512 qi = _mm512_set1_ps(qt[i]);
 #pragma GCC unroll 8
         for (int64_t n = 0; n < nv; ++n) {
           const __m512 x = _mm512_fmadd_ps(d, _mm512_loadu_ps(src + 16 * n), _mm512_mul_ps(ki, delta[n]));
@@ -92,7 +85,6 @@ FERRY_AVX512_LANES void delta_rule_head_avx512(const float* q, const float* k, c
     }
     from = s;
   }
-  if (t_len == 0) std::copy(from, from + dk * dv, s);
 }
 
 // The recurrence on CPU float32, one head at a time: per step it reads S once for Sᵀk
@@ -113,6 +105,10 @@ void delta_rule_cpu(const float* q, const float* k, const float* v, const float*
     for (int64_t h = first; h < end; ++h) {
       float* s = state + h * dk * dv;
       const float* from = initial + h * dk * dv;  // first step reads the snapshot
+      if (t_len == 0) {
+        std::copy(from, from + dk * dv, s);
+        continue;
+      }
       if (vectors) {
         delta_rule_head_avx512(q, k, v, decay, beta, from, s, out, t_len, hv, h, dk, dv);
         continue;
@@ -145,7 +141,6 @@ void delta_rule_cpu(const float* q, const float* k, const float* v, const float*
         }
         from = s;
       }
-      if (t_len == 0) std::copy(from, from + dk * dv, s);
     }
   });
 }
