@@ -25,12 +25,18 @@ namespace {
 // residual add, libtorch's dispatch: up to ~100 us a layer of a verify), short against
 // a time slice.
 constexpr int64_t kDefaultSpinNanos = 200'000;
-// How often a caller looks at how long it waited for a CPU, and the share of that time
-// above which the machine counts as busy: other threads want the cores, and spinning
-// ones would take them from the working threads (the scheduler charges the spin to
-// this process, and its threads then wait behind the others for their turn).
-constexpr int64_t kProbeNanos = 20'000'000;
-constexpr int64_t kBusyRunDelayPercent = 5;
+// How often each thread of a region looks at how long it waited for a CPU, and the
+// share of that time above which the machine counts as busy: other threads want the
+// cores, and spinning ones would take them from the working threads (the scheduler
+// charges the spin to this process, and its threads then wait behind the others for
+// their turn). Our own threads wait up to ~11 % on an idle 2-core VM, and more once
+// they sleep between regions (a woken thread preempts the one that woke it): at 5 %
+// of 20 ms the back-off renewed itself on an idle box, every region paying a futex
+// wake-up (~47 context switches a verify). Beside a CPU hog one of them waits ~50-100 %;
+// a caller alone sees too little there: its spin kept its core (7 %) while the worker
+// starved (98 %).
+constexpr int64_t kProbeNanos = 100'000'000;
+constexpr int64_t kBusyRunDelayPercent = 25;
 // Then every thread waits passively for this long before it spins again.
 constexpr int64_t kBackOffNanos = 500'000'000;
 
@@ -115,6 +121,12 @@ class RunDelayProbe {
   long long last_waited_ = 0;
 };
 
+// Each thread's own probe, run by the caller before a region and by a worker after its part.
+void probe_run_delay() {
+  thread_local RunDelayProbe probe;
+  probe.check();
+}
+
 // After a seq_cst change of `word`: wakes its sleepers, if any (a sleeper counts itself
 // before it checks the word, so one of the two sees the other).
 void wake_sleepers(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
@@ -138,8 +150,7 @@ class Workers {
     if (threads > kMaxThreads) return false;
     std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
     if (!lock.owns_lock() || !start_workers(threads - 1)) return false;
-    thread_local RunDelayProbe probe;
-    probe.check();
+    probe_run_delay();
     error_ = nullptr;
     pending_.store(threads - 1, std::memory_order_relaxed);
     work_.store(&work, std::memory_order_relaxed);
@@ -186,6 +197,7 @@ class Workers {
         finished_.fetch_add(1, std::memory_order_seq_cst);
         wake_sleepers(finished_, finished_sleepers_);
       }
+      probe_run_delay();  // after the region's end, which the caller waits for
     }
   }
 

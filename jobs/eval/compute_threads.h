@@ -8,9 +8,9 @@
 // this VM (its vCPU halts; measured: 21 us a region passive, 3 us spinning). These
 // threads spin up to 200 us after a region (yielding the CPU every few microseconds to
 // any thread that waits for it, such as libtorch's own), then sleep. Where the machine
-// is busy (a caller finds it waited for a CPU more than 5 % of the last 20 ms: other
-// threads want the cores), nobody spins for 0.5 s: a busy host gets libgomp's passive
-// behaviour back.
+// is busy (one of the threads finds it waited for a CPU more than 25 % of the last
+// 100 ms: other threads want the cores), nobody spins for 0.5 s: a busy host gets
+// libgomp's passive behaviour back.
 #pragma once
 
 #include <cstdint>
