@@ -20,6 +20,15 @@ FERRY_AVX512_LANES inline float sum_lanes(__m512 v) {
   return _mm512_cvtss_f32(v);
 }
 
+/// Largest of a vector's 16 float32 lanes.
+FERRY_AVX512_LANES inline float max_lanes(__m512 v) {
+  v = _mm512_maskz_max_ps(0xFFFF, v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));
+  v = _mm512_maskz_max_ps(0xFFFF, v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0xB1));
+  v = _mm512_maskz_max_ps(0xFFFF, v, _mm512_maskz_permute_ps(0xFFFF, v, 0x4E));
+  v = _mm512_maskz_max_ps(0xFFFF, v, _mm512_maskz_permute_ps(0xFFFF, v, 0xB1));
+  return _mm512_cvtss_f32(v);
+}
+
 /// 16 BF16 values (their raw bits) widened to float32: exact, BF16 is float32's top half.
 FERRY_AVX512_LANES inline __m512 widen_bf16x16(__m256i raw) {
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, raw), 16));

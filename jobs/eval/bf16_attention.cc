@@ -8,6 +8,7 @@
 
 #include "jobs/eval/avx512_lanes.h"
 #include "jobs/eval/bf16_linear.h"
+#include "jobs/eval/packed_bf16_linear.h"
 
 namespace ferry::eval {
 namespace {
@@ -19,8 +20,10 @@ using bf16 = c10::BFloat16;
 // threads spin between them (compute_threads.h), so a verify's attention (16 rows, from
 // ~30 keys) is split; a decode step's (one row) only past ~500 keys.
 constexpr int64_t kMinParallelWork = 8192;
-
-FERRY_AVX512_LANES inline float round_bf16(float f) { return static_cast<float>(bf16(f)); }
+// Query rows of a kv head (heads per kv head × T) from which its scores run as a
+// product of packed tiles (group_scores): a verify's 16 rows and up. A decode step's
+// few rows would pay for packing every key to use each once or twice.
+constexpr int64_t kMinTiledRows = 8;
 
 struct Shape {
   int64_t t, s, hd, rep;
@@ -77,12 +80,57 @@ FERRY_AVX512_LANES void weighted_sum2(const float* p0, const float* p1, int64_t 
   }
 }
 
+// Every score of kv head g's query rows at once, as the packed projections run: the
+// keys, 16 to a panel (the last padded with zero keys), against the rows 16 at a time,
+// into scores[r * ldo + s] (BF16, as a row's dot products rounded). One dot product per
+// (row, key) with a sum across lanes cost twice its multiply-adds.
+FERRY_AVX512_LANES void group_scores(const Shape& a, int64_t g, std::vector<bf16>* scores, int64_t* ldo) {
+  const int64_t rows = a.rep * a.t, s_len = a.s, hd = a.hd, pairs = hd / 2;
+  const int64_t panels = (s_len + kBf16PanelColumns - 1) / kBf16PanelColumns;
+  thread_local std::vector<bf16> keys, padded, queries, query_pairs;
+  keys.resize(static_cast<size_t>(panels * kBf16PanelColumns * hd));
+  const bf16* kg = a.k + g * a.k_head;
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t first = p * kBf16PanelColumns, count = std::min(kBf16PanelColumns, s_len - first);
+    const bf16* src = kg + first * a.k_row;
+    int64_t stride = a.k_row;
+    if (count < kBf16PanelColumns) {
+      padded.assign(static_cast<size_t>(kBf16PanelColumns * hd), bf16(0.0f));
+      for (int64_t k = 0; k < count; ++k) std::copy(src + k * a.k_row, src + k * a.k_row + hd, &padded[k * hd]);
+      src = padded.data();
+      stride = hd;
+    }
+    bf16_interleave_rows(src, kBf16PanelColumns, stride, pairs, keys.data() + p * kBf16PanelColumns * hd);
+  }
+  // The group's query rows, one after another (row r: head g rep + r / T, position r % T).
+  queries.resize(static_cast<size_t>(rows * hd));
+  for (int64_t r = 0; r < rows; ++r) {
+    const bf16* qr = a.q + (g * a.rep + r / a.t) * a.q_head + (r % a.t) * a.q_row;
+    std::copy(qr, qr + hd, &queries[r * hd]);
+  }
+  query_pairs.resize(queries.size());
+  *ldo = panels * kBf16PanelColumns;
+  scores->resize(static_cast<size_t>(rows * *ldo));
+  for (int64_t r0 = 0; r0 < rows; r0 += kBf16PanelColumns) {
+    const int64_t count = std::min(kBf16PanelColumns, rows - r0);
+    bf16_interleave_rows(&queries[r0 * hd], count, hd, pairs, &query_pairs[r0 * hd]);
+    for (int64_t p = 0; p < panels; ++p) {
+      bf16_panel_tile(&query_pairs[r0 * hd], count, keys.data() + p * kBf16PanelColumns * hd, pairs,
+                      scores->data() + r0 * *ldo + p * kBf16PanelColumns, *ldo);
+    }
+  }
+}
+
 // Every query row of kv head g: scores, softmax, then the weighted sum of values.
 // Scores of one row in `p`, a buffer per thread that only grows.
 FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
   const int64_t rows = a.rep * a.t, s_len = a.s, hd = a.hd;
   thread_local std::vector<float> buffer;
+  thread_local std::vector<bf16> scores;
   buffer.resize(static_cast<size_t>(2 * s_len));
+  int64_t ldo = 0;
+  const bool tiled = rows >= kMinTiledRows;
+  if (tiled) group_scores(a, g, &scores, &ldo);
   const bf16* kg = a.k + g * a.k_head;
   const bf16* vg = a.v + g * a.v_head;
   auto out_row = [&](int64_t r) { return a.out + (r % a.t) * a.out_row + (g * a.rep + r / a.t) * hd; };
@@ -92,9 +140,13 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
     const bf16* qr = a.q + h * a.q_head + i * a.q_row;
     const float* mrow = a.mask != nullptr ? a.mask + i * s_len : nullptr;
     auto hidden = [&](int64_t s) { return mrow != nullptr && mrow[s] == -INFINITY; };
+    int64_t s = 0;
+    if (tiled) {
+      for (; s + 16 <= s_len; s += 16) _mm512_storeu_ps(&p[s], load_bf16x16(&scores[r * ldo + s]));
+      for (; s < s_len; ++s) p[s] = static_cast<float>(scores[r * ldo + s]);
+    }
     // Float32 dot products, four keys at a time: four independent chains of
     // multiply-adds and lane sums overlap where one key's would wait on each other.
-    int64_t s = 0;
     for (; s + 4 <= s_len; s += 4) {
       if (hidden(s) && hidden(s + 1) && hidden(s + 2) && hidden(s + 3)) continue;  // e^-inf = 0: skipped
       const bf16* k0 = kg + s * a.k_row;
@@ -120,20 +172,22 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
       }
       p[s] = sum_lanes(acc);
     }
-    float max = -INFINITY;
-    for (s = 0; s < s_len; ++s) {
-      if (hidden(s)) {
-        p[s] = -INFINITY;
-        continue;
+    // libtorch: the matmul's BF16 output, scaled in float32 and rounded again, plus the
+    // mask; a hidden key -inf whatever its score (never computed on the dot-product path).
+    const __m512 scale = _mm512_set1_ps(a.scale), minus_inf = _mm512_set1_ps(-INFINITY);
+    __m512 vmax = minus_inf;
+    for (s = 0; s < s_len; s += 16) {
+      const __mmask16 live = s + 16 <= s_len ? __mmask16(0xFFFF) : static_cast<__mmask16>((1U << (s_len - s)) - 1);
+      __m512 x = round_bf16x16(_mm512_mul_ps(round_bf16x16(_mm512_maskz_loadu_ps(live, &p[s])), scale));
+      if (mrow != nullptr) {
+        const __m512 m = _mm512_maskz_loadu_ps(live, &mrow[s]);
+        x = _mm512_mask_mov_ps(_mm512_add_ps(x, m), _mm512_cmp_ps_mask(m, minus_inf, _CMP_EQ_OQ), minus_inf);
       }
-      // libtorch: the matmul's BF16 output, scaled in float32 and rounded again.
-      float x = round_bf16(round_bf16(p[s]) * a.scale);
-      if (mrow != nullptr) x += mrow[s];
-      p[s] = x;
-      max = std::max(max, x);
+      _mm512_mask_storeu_ps(&p[s], live, x);
+      vmax = _mm512_mask_max_ps(vmax, live, vmax, x);
     }
+    vmax = _mm512_set1_ps(max_lanes(vmax));
     __m512 sum = _mm512_setzero_ps();
-    const __m512 vmax = _mm512_set1_ps(max);
     for (s = 0; s + 16 <= s_len; s += 16) {
       const __m512 e = exp_lanes(_mm512_sub_ps(_mm512_loadu_ps(&p[s]), vmax));
       _mm512_storeu_ps(&p[s], e);
@@ -145,8 +199,11 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
       _mm512_mask_storeu_ps(&p[s], m, e);
       sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
     }
-    const float inv = 1.0f / sum_lanes(sum);
-    for (int64_t j = 0; j < s_len; ++j) p[j] = round_bf16(p[j] * inv);  // probabilities in BF16
+    const __m512 inv = _mm512_set1_ps(1.0f / sum_lanes(sum));
+    for (s = 0; s < s_len; s += 16) {  // probabilities in BF16
+      const __mmask16 live = s + 16 <= s_len ? __mmask16(0xFFFF) : static_cast<__mmask16>((1U << (s_len - s)) - 1);
+      _mm512_mask_storeu_ps(&p[s], live, round_bf16x16(_mm512_mul_ps(_mm512_maskz_loadu_ps(live, &p[s]), inv)));
+    }
 
     if (r % 2 == 0 && r + 1 < rows) continue;  // its pair's probabilities next
     const float* p0 = buffer.data();

@@ -4,10 +4,12 @@
 // kernel for every new shape and keeps each in its primitive cache: in a decode loop the
 // key count grows every step, so each step compiled two more kernels (~0.2 ms each here)
 // and the cache grew by ~13 MB over one bench run (up to 1,024 entries, more with every
-// distinct prompt length). This kernel has no per-shape state and no temporaries but a
-// row of scores per thread (a prefill's [heads, rows, keys] scores in float32 were the
-// largest of its temporaries), skips keys the mask hides, and does in one pass what took
-// nine tensor ops.
+// distinct prompt length). This kernel has no per-shape state and no temporaries but
+// per-thread buffers that only grow (a prefill's [heads, rows, keys] scores in float32
+// were the largest of libtorch's temporaries), and does in one pass what took nine
+// tensor ops. From 8 query rows a kv head (a verify, a prefill chunk) its scores run on
+// the packed projections' tile, the keys packed 16 to a panel for the call; fewer rows
+// take one dot product per key, skipping keys the mask hides.
 // It rounds where libtorch's path rounds (scores to BF16, scaled scores to BF16, float32
 // softmax, probabilities to BF16, float32 sums of probability × value rounded once), so
 // the two differ only in the order of float32 sums (and exp within an ulp).

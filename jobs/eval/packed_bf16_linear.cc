@@ -111,16 +111,16 @@ FERRY_PACKED_AVX512_BF16 inline void transpose_16x16(const PairBits* rows, int64
 }
 #pragma GCC diagnostic pop
 
-// A full tile of 16 rows made pair-major: dst's pair j holds the 16 rows' pair j side
-// by side, 16 pairs at a time by a transpose in registers (a scalar copy per pair was
-// 2-3 % of a verify, a 16-way gather per pair still 4 %), the rest gathered.
-FERRY_PACKED_AVX512_BF16 void interleave_tile(const bf16* rows, int64_t pair_count, bf16* dst) {
+// A full tile of 16 rows (`stride` pairs apart) made pair-major: dst's pair j holds the
+// 16 rows' pair j side by side, 16 pairs at a time by a transpose in registers (a scalar
+// copy per pair was 2-3 % of a verify, a 16-way gather per pair still 4 %), the rest gathered.
+FERRY_PACKED_AVX512_BF16 void interleave_tile(const bf16* rows, int64_t stride, int64_t pair_count, bf16* dst) {
   const auto* src = reinterpret_cast<const PairBits*>(rows);
   auto* out = reinterpret_cast<PairBits*>(dst);
   int64_t j = 0;
-  for (; j + 16 <= pair_count; j += 16) transpose_16x16(src + j, pair_count, out + j * kMaxTileRows);
+  for (; j + 16 <= pair_count; j += 16) transpose_16x16(src + j, stride, out + j * kMaxTileRows);
   const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                             _mm512_set1_epi32(static_cast<int32_t>(pair_count)));
+                                             _mm512_set1_epi32(static_cast<int32_t>(stride)));
   for (; j < pair_count; ++j) {
     const __m512i pairs = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), 0xFFFF, offsets, src + j, 4);
     _mm512_storeu_si512(out + j * kMaxTileRows, pairs);
@@ -227,16 +227,9 @@ std::vector<at::Tensor> packed_bf16_linear_all(const at::Tensor& x_in, const std
   if (m_len > 1) {
     if (interleaved.size() < static_cast<size_t>(m_len * k_len)) interleaved.resize(static_cast<size_t>(m_len * k_len));
     for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t m0 = b * kMaxTileRows, mr = std::min<int64_t>(kMaxTileRows, m_len - m0);
-      bf16* dst = interleaved.data() + m0 * k_len;
-      if (mr == kMaxTileRows) {
-        interleave_tile(rows + m0 * k_len, pair_count, dst);
-        continue;
-      }
-      for (int64_t m = 0; m < mr; ++m) {
-        const bf16* src = rows + (m0 + m) * k_len;
-        for (int64_t j = 0; j < pair_count; ++j) std::memcpy(dst + 2 * (j * mr + m), src + 2 * j, 2 * sizeof(bf16));
-      }
+      const int64_t m0 = b * kMaxTileRows;
+      bf16_interleave_rows(rows + m0 * k_len, std::min<int64_t>(kMaxTileRows, m_len - m0), k_len, pair_count,
+                           interleaved.data() + m0 * k_len);
     }
     pairs = interleaved.data();
   }
@@ -263,6 +256,22 @@ std::vector<at::Tensor> packed_bf16_linear_all(const at::Tensor& x_in, const std
 
 at::Tensor packed_bf16_linear(const at::Tensor& x, const at::Tensor& packed) {
   return packed_bf16_linear_all(x, {packed})[0];
+}
+
+void bf16_interleave_rows(const bf16* rows, int64_t count, int64_t stride, int64_t pair_count, bf16* dst) {
+  if (count == kMaxTileRows) {
+    interleave_tile(rows, stride / 2, pair_count, dst);
+    return;
+  }
+  for (int64_t m = 0; m < count; ++m) {
+    const bf16* src = rows + m * stride;
+    for (int64_t j = 0; j < pair_count; ++j) std::memcpy(dst + 2 * (j * count + m), src + 2 * j, 2 * sizeof(bf16));
+  }
+}
+
+void bf16_panel_tile(const bf16* pairs, int64_t count, const bf16* panel, int64_t pair_count, bf16* out,
+                     int64_t ldo) {
+  kTiles[count - 1](pairs, panel, pair_count, out, ldo);
 }
 
 }  // namespace ferry::eval

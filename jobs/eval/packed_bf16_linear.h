@@ -46,6 +46,21 @@ bool is_packed_bf16_weight(const at::Tensor& w);
 /// each output the float32 sum of its K products rounded once. Output columns are split
 /// over libtorch's threads; rows beyond 16 reuse each panel from cache.
 at::Tensor packed_bf16_linear(const at::Tensor& x, const at::Tensor& packed);
+
+// The kernel's two steps, for callers that pack their own operands per call (attention:
+// a group's query rows against its keys, 16 keys to a panel).
+
+/// `count` (1-16) rows of `pair_count` BF16 pairs, row m at rows + m * stride (in BF16
+/// values), made pair-major as bf16_panel_tile() reads them: dst[2 (j count + m) + e] is
+/// row m's value 2j + e. 16 rows of keys so laid out are also a panel: the keys are
+/// its 16 columns.
+void bf16_interleave_rows(const c10::BFloat16* rows, int64_t count, int64_t stride, int64_t pair_count,
+                          c10::BFloat16* dst);
+/// out[m * ldo + c] = row m of `pairs` (count rows, bf16_interleave_rows' layout) times
+/// column c of the panel, for the panel's 16 columns: float32 sums rounded once to BF16.
+/// Needs bf16_kernel_supported().
+void bf16_panel_tile(const c10::BFloat16* pairs, int64_t count, const c10::BFloat16* panel, int64_t pair_count,
+                     c10::BFloat16* out, int64_t ldo);
 /// The same x against several packed weights of the same K, in one parallel region (a
 /// region costs every thread a wake-up: a decode step's q/k/v share one, gate/up one).
 std::vector<at::Tensor> packed_bf16_linear_all(const at::Tensor& x, const std::vector<at::Tensor>& weights);
