@@ -24,6 +24,9 @@ constexpr int64_t kMinParallelWork = 8192;
 // product of packed tiles (group_scores): a verify's 16 rows and up. A decode step's
 // few rows would pay for packing every key to use each once or twice.
 constexpr int64_t kMinTiledRows = 8;
+// Rows whose scores are computed at a time on that path: a prefill chunk's rows ×
+// keys at once would hold tens of MB a thread at long contexts.
+constexpr int64_t kScoreRows = 64;
 
 struct Shape {
   int64_t t, s, hd, rep;
@@ -80,18 +83,15 @@ FERRY_AVX512_LANES void weighted_sum2(const float* p0, const float* p1, int64_t 
   }
 }
 
-// Every score of kv head g's query rows at once, as the packed projections run: the
-// keys, 16 to a panel (the last padded with zero keys), against the rows 16 at a time,
-// into scores[r * ldo + s] (BF16, as a row's dot products rounded). One dot product per
-// (row, key) with a sum across lanes cost twice its multiply-adds.
-FERRY_AVX512_LANES void group_scores(const Shape& a, int64_t g, std::vector<bf16>* scores, int64_t* ldo) {
-  const int64_t rows = a.rep * a.t, s_len = a.s, hd = a.hd, pairs = hd / 2;
-  const int64_t panels = (s_len + kBf16PanelColumns - 1) / kBf16PanelColumns;
-  thread_local std::vector<bf16> keys, padded, queries, query_pairs;
-  keys.resize(static_cast<size_t>(panels * kBf16PanelColumns * hd));
+// Kv head g's keys packed 16 to a panel (the keys are a panel's columns), the last
+// panel padded with zero keys, for group_scores.
+FERRY_AVX512_LANES void pack_group_keys(const Shape& a, int64_t g, std::vector<bf16>* keys) {
+  const int64_t hd = a.hd, panels = (a.s + kBf16PanelColumns - 1) / kBf16PanelColumns;
+  thread_local std::vector<bf16> padded;
+  keys->resize(static_cast<size_t>(panels * kBf16PanelColumns * hd));
   const bf16* kg = a.k + g * a.k_head;
   for (int64_t p = 0; p < panels; ++p) {
-    const int64_t first = p * kBf16PanelColumns, count = std::min(kBf16PanelColumns, s_len - first);
+    const int64_t first = p * kBf16PanelColumns, count = std::min(kBf16PanelColumns, a.s - first);
     const bf16* src = kg + first * a.k_row;
     int64_t stride = a.k_row;
     if (count < kBf16PanelColumns) {
@@ -100,23 +100,33 @@ FERRY_AVX512_LANES void group_scores(const Shape& a, int64_t g, std::vector<bf16
       src = padded.data();
       stride = hd;
     }
-    bf16_interleave_rows(src, kBf16PanelColumns, stride, pairs, keys.data() + p * kBf16PanelColumns * hd);
+    bf16_interleave_rows(src, kBf16PanelColumns, stride, hd / 2, keys->data() + p * kBf16PanelColumns * hd);
   }
-  // The group's query rows, one after another (row r: head g rep + r / T, position r % T).
-  queries.resize(static_cast<size_t>(rows * hd));
-  for (int64_t r = 0; r < rows; ++r) {
-    const bf16* qr = a.q + (g * a.rep + r / a.t) * a.q_head + (r % a.t) * a.q_row;
+}
+
+// The scores of kv head g's query rows [r0, r0 + count) (row r: head g rep + r / T,
+// position r % T) against its packed keys, as the packed projections run: the rows 16
+// at a time through the tile, into scores[(r - r0) * ldo + s] (BF16, each row's dot
+// products rounded once; ldo = the keys rounded up to 16). One dot product per
+// (row, key) with a sum across lanes had cost twice its multiply-adds.
+FERRY_AVX512_LANES void group_scores(const Shape& a, int64_t g, const std::vector<bf16>& keys, int64_t r0,
+                                     int64_t count, std::vector<bf16>* scores, int64_t* ldo) {
+  const int64_t hd = a.hd, pairs = hd / 2, panels = (a.s + kBf16PanelColumns - 1) / kBf16PanelColumns;
+  thread_local std::vector<bf16> queries, query_pairs;
+  queries.resize(static_cast<size_t>(count * hd));
+  for (int64_t r = 0; r < count; ++r) {
+    const bf16* qr = a.q + (g * a.rep + (r0 + r) / a.t) * a.q_head + ((r0 + r) % a.t) * a.q_row;
     std::copy(qr, qr + hd, &queries[r * hd]);
   }
   query_pairs.resize(queries.size());
   *ldo = panels * kBf16PanelColumns;
-  scores->resize(static_cast<size_t>(rows * *ldo));
-  for (int64_t r0 = 0; r0 < rows; r0 += kBf16PanelColumns) {
-    const int64_t count = std::min(kBf16PanelColumns, rows - r0);
-    bf16_interleave_rows(&queries[r0 * hd], count, hd, pairs, &query_pairs[r0 * hd]);
+  scores->resize(static_cast<size_t>(count * *ldo));
+  for (int64_t m0 = 0; m0 < count; m0 += kBf16PanelColumns) {
+    const int64_t rows = std::min(kBf16PanelColumns, count - m0);
+    bf16_interleave_rows(&queries[m0 * hd], rows, hd, pairs, &query_pairs[m0 * hd]);
     for (int64_t p = 0; p < panels; ++p) {
-      bf16_panel_tile(&query_pairs[r0 * hd], count, keys.data() + p * kBf16PanelColumns * hd, pairs,
-                      scores->data() + r0 * *ldo + p * kBf16PanelColumns, *ldo);
+      bf16_panel_tile(&query_pairs[m0 * hd], rows, keys.data() + p * kBf16PanelColumns * hd, pairs,
+                      scores->data() + m0 * *ldo + p * kBf16PanelColumns, *ldo);
     }
   }
 }
@@ -126,11 +136,11 @@ FERRY_AVX512_LANES void group_scores(const Shape& a, int64_t g, std::vector<bf16
 FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
   const int64_t rows = a.rep * a.t, s_len = a.s, hd = a.hd;
   thread_local std::vector<float> buffer;
-  thread_local std::vector<bf16> scores;
+  thread_local std::vector<bf16> keys, scores;
   buffer.resize(static_cast<size_t>(2 * s_len));
   int64_t ldo = 0;
   const bool tiled = rows >= kMinTiledRows;
-  if (tiled) group_scores(a, g, &scores, &ldo);
+  if (tiled) pack_group_keys(a, g, &keys);
   const bf16* kg = a.k + g * a.k_head;
   const bf16* vg = a.v + g * a.v_head;
   auto out_row = [&](int64_t r) { return a.out + (r % a.t) * a.out_row + (g * a.rep + r / a.t) * hd; };
@@ -142,8 +152,10 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
     auto hidden = [&](int64_t s) { return mrow != nullptr && mrow[s] == -INFINITY; };
     int64_t s = 0;
     if (tiled) {
-      for (; s + 16 <= s_len; s += 16) _mm512_storeu_ps(&p[s], load_bf16x16(&scores[r * ldo + s]));
-      for (; s < s_len; ++s) p[s] = static_cast<float>(scores[r * ldo + s]);
+      if (r % kScoreRows == 0) group_scores(a, g, keys, r, std::min(kScoreRows, rows - r), &scores, &ldo);
+      const bf16* row_scores = &scores[(r % kScoreRows) * ldo];
+      for (; s + 16 <= s_len; s += 16) _mm512_storeu_ps(&p[s], load_bf16x16(&row_scores[s]));
+      for (; s < s_len; ++s) p[s] = static_cast<float>(row_scores[s]);
     }
     // Float32 dot products, four keys at a time: four independent chains of
     // multiply-adds and lane sums overlap where one key's would wait on each other.
