@@ -104,6 +104,27 @@ FERRY_AVX512_LANES void pack_group_keys(const Shape& a, int64_t g, std::vector<b
   }
 }
 
+// Kv head g's values as panels for the probabilities × values product: 16 value
+// columns to a panel, for each pair of keys (2j, 2j + 1) the two keys' values of each
+// column side by side; an odd key count gets a zero key.
+FERRY_AVX512_LANES void pack_group_values(const Shape& a, int64_t g, std::vector<bf16>* values) {
+  const int64_t hd = a.hd, key_pairs = (a.s + 1) / 2, panels = hd / kBf16PanelColumns;
+  values->resize(static_cast<size_t>(panels * key_pairs * 2 * kBf16PanelColumns));
+  const bf16* vg = a.v + g * a.v_head;
+  auto* out = reinterpret_cast<__m512i*>(values->data());
+  for (int64_t j = 0; j < key_pairs; ++j) {
+    const bf16* even = vg + 2 * j * a.v_row;
+    const bool has_odd = 2 * j + 1 < a.s;
+    for (int64_t c = 0; c < panels; ++c) {
+      const __m512i lo = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(even + 16 * c)));
+      const __m512i hi = has_odd ? _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(
+                                       reinterpret_cast<const __m256i*>(even + a.v_row + 16 * c)))
+                                 : _mm512_setzero_si512();
+      _mm512_storeu_si512(out + c * key_pairs + j, _mm512_or_si512(lo, _mm512_maskz_slli_epi32(0xFFFF, hi, 16)));
+    }
+  }
+}
+
 // The scores of kv head g's query rows [r0, r0 + count) (row r: head g rep + r / T,
 // position r % T) against its packed keys, as the packed projections run: the rows 16
 // at a time through the tile, into scores[(r - r0) * ldo + s] (BF16, each row's dot
@@ -136,11 +157,18 @@ FERRY_AVX512_LANES void group_scores(const Shape& a, int64_t g, const std::vecto
 FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
   const int64_t rows = a.rep * a.t, s_len = a.s, hd = a.hd;
   thread_local std::vector<float> buffer;
-  thread_local std::vector<bf16> keys, scores;
+  thread_local std::vector<bf16> keys, scores, values, probs, prob_pairs, sums;
   buffer.resize(static_cast<size_t>(2 * s_len));
   int64_t ldo = 0;
   const bool tiled = rows >= kMinTiledRows;
-  if (tiled) pack_group_keys(a, g, &keys);
+  const int64_t key_pairs = (s_len + 1) / 2;  // the tiled path's probabilities, an odd key count padded with a 0
+  if (tiled) {
+    pack_group_keys(a, g, &keys);
+    pack_group_values(a, g, &values);
+    probs.assign(static_cast<size_t>(kBf16PanelColumns * 2 * key_pairs), bf16(0.0f));
+    prob_pairs.resize(probs.size());
+    sums.resize(static_cast<size_t>(kBf16PanelColumns * hd));
+  }
   const bf16* kg = a.k + g * a.k_head;
   const bf16* vg = a.v + g * a.v_head;
   auto out_row = [&](int64_t r) { return a.out + (r % a.t) * a.out_row + (g * a.rep + r / a.t) * hd; };
@@ -217,6 +245,23 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
       _mm512_mask_storeu_ps(&p[s], live, round_bf16x16(_mm512_mul_ps(_mm512_maskz_loadu_ps(live, &p[s]), inv)));
     }
 
+    if (tiled) {  // a block of up to 16 rows' probabilities, then their product with the values
+      const int64_t m = r % kBf16PanelColumns;
+      for (s = 0; s + 16 <= s_len; s += 16) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(&probs[m * 2 * key_pairs + s]),
+                            narrow_bf16x16(_mm512_loadu_ps(&p[s])));
+      }
+      for (; s < s_len; ++s) probs[m * 2 * key_pairs + s] = bf16(p[s]);
+      if (m + 1 < kBf16PanelColumns && r + 1 < rows) continue;
+      const int64_t r0 = r - m, count = m + 1;
+      bf16_interleave_rows(probs.data(), count, 2 * key_pairs, key_pairs, prob_pairs.data());
+      for (int64_t c = 0; c < hd / kBf16PanelColumns; ++c) {
+        bf16_panel_tile(prob_pairs.data(), count, &values[c * key_pairs * 2 * kBf16PanelColumns], key_pairs,
+                        &sums[c * kBf16PanelColumns], hd);
+      }
+      for (int64_t k = 0; k < count; ++k) std::copy(&sums[k * hd], &sums[(k + 1) * hd], out_row(r0 + k));
+      continue;
+    }
     if (r % 2 == 0 && r + 1 < rows) continue;  // its pair's probabilities next
     const float* p0 = buffer.data();
     for (int64_t d0 = 0; d0 < hd; d0 += 128) {
