@@ -20,9 +20,10 @@ using bf16 = c10::BFloat16;
 // threads spin between them (compute_threads.h), so a verify's attention (16 rows, from
 // ~30 keys) is split; a decode step's (one row) only past ~500 keys.
 constexpr int64_t kMinParallelWork = 8192;
-// Query rows of a kv head (heads per kv head × T) from which its scores run as a
-// product of packed tiles (group_scores): a verify's 16 rows and up. A decode step's
-// few rows would pay for packing every key to use each once or twice.
+// Query rows of a kv head (heads per kv head × T, T > 1) from which both of its products
+// run on packed tiles (group_scores, pack_group_values): a verify's and a prefill
+// chunk's. A decode step (T = 1, whatever the heads per kv head) keeps the dot products:
+// it would pack every key and value to use each for a handful of rows, every step.
 constexpr int64_t kMinTiledRows = 8;
 // Rows whose scores are computed at a time on that path: a prefill chunk's rows ×
 // keys at once would hold tens of MB a thread at long contexts.
@@ -160,7 +161,7 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
   thread_local std::vector<bf16> keys, scores, values, probs, prob_pairs, sums;
   buffer.resize(static_cast<size_t>(2 * s_len));
   int64_t ldo = 0;
-  const bool tiled = rows >= kMinTiledRows;
+  const bool tiled = a.t > 1 && rows >= kMinTiledRows;
   const int64_t key_pairs = (s_len + 1) / 2;  // the tiled path's probabilities, an odd key count padded with a 0
   if (tiled) {
     pack_group_keys(a, g, &keys);
@@ -259,7 +260,7 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
         bf16_panel_tile(prob_pairs.data(), count, &values[c * key_pairs * 2 * kBf16PanelColumns], key_pairs,
                         &sums[c * kBf16PanelColumns], hd);
       }
-      for (int64_t k = 0; k < count; ++k) std::copy(&sums[k * hd], &sums[(k + 1) * hd], out_row(r0 + k));
+      for (int64_t k = 0; k < count; ++k) std::copy(sums.data() + k * hd, sums.data() + (k + 1) * hd, out_row(r0 + k));
       continue;
     }
     if (r % 2 == 0 && r + 1 < rows) continue;  // its pair's probabilities next

@@ -7,9 +7,10 @@
 // distinct prompt length). This kernel has no per-shape state and no temporaries but
 // per-thread buffers that only grow (a prefill's [heads, rows, keys] scores in float32
 // were the largest of libtorch's temporaries), and does in one pass what took nine
-// tensor ops. From 8 query rows a kv head (a verify, a prefill chunk) both of its
-// products run on the packed projections' tile, the keys and the values packed for the
-// call; fewer rows take one dot product per key, skipping keys the mask hides.
+// tensor ops. From 8 query rows a kv head over 2 positions or more (a verify, a prefill
+// chunk) both of its products run on the packed projections' tile, the keys and the
+// values packed for the call, every key computed (the mask then hides); a decode step
+// takes one dot product per key, skipping keys the mask hides.
 // It rounds where libtorch's path rounds (scores to BF16, scaled scores to BF16, float32
 // softmax, probabilities to BF16, float32 sums of probability × value rounded once), so
 // the two differ only in the order of float32 sums (and exp within an ulp).

@@ -42,6 +42,15 @@ constexpr int64_t kBackOffNanos = 500'000'000;
 
 std::atomic<int64_t> g_spin_nanos{kDefaultSpinNanos};
 std::atomic<int64_t> g_back_off_until{0};
+
+// Moves the back-off's end to `until` unless it is already later: every thread probes,
+// and a store of one that read the clock earlier must not cut another's back-off short
+// (nor end the "never" of a thread that could not read its file).
+void extend_back_off(int64_t until) {
+  int64_t seen = g_back_off_until.load(std::memory_order_relaxed);
+  while (seen < until && !g_back_off_until.compare_exchange_weak(seen, until, std::memory_order_relaxed)) {
+  }
+}
 thread_local bool t_in_work = false;
 
 int64_t now_nanos() {
@@ -104,11 +113,11 @@ class RunDelayProbe {
     const ssize_t n = fd_ >= 0 ? pread(fd_, text, sizeof(text) - 1, 0) : -1;
     long long ran = 0, waited = 0;
     if (n <= 0 || (text[n] = '\0', std::sscanf(text, "%lld %lld", &ran, &waited) != 2)) {
-      g_back_off_until.store(INT64_MAX, std::memory_order_relaxed);
+      extend_back_off(INT64_MAX);
       return;
     }
     if (last_wall_ != 0 && (waited - last_waited_) * 100 > kBusyRunDelayPercent * (now - last_wall_)) {
-      g_back_off_until.store(now + kBackOffNanos, std::memory_order_relaxed);
+      extend_back_off(now + kBackOffNanos);
     }
     last_wall_ = now;
     last_waited_ = waited;
@@ -197,7 +206,7 @@ class Workers {
         finished_.fetch_add(1, std::memory_order_seq_cst);
         wake_sleepers(finished_, finished_sleepers_);
       }
-      probe_run_delay();  // after the region's end, which the caller waits for
+      probe_run_delay();  // after its part is counted: the caller never waits for a probe
     }
   }
 

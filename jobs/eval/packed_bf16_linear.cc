@@ -259,7 +259,7 @@ at::Tensor packed_bf16_linear(const at::Tensor& x, const at::Tensor& packed) {
 }
 
 void bf16_interleave_rows(const bf16* rows, int64_t count, int64_t stride, int64_t pair_count, bf16* dst) {
-  if (count == kMaxTileRows) {
+  if (count == kMaxTileRows && stride % 2 == 0) {  // the transposes move 32-bit pairs: a row starts on one
     interleave_tile(rows, stride / 2, pair_count, dst);
     return;
   }

@@ -53,7 +53,8 @@ at::Tensor packed_bf16_linear(const at::Tensor& x, const at::Tensor& packed);
 /// `count` (1-16) rows of `pair_count` BF16 pairs, row m at rows + m * stride (in BF16
 /// values), made pair-major as bf16_panel_tile() reads them: dst[2 (j count + m) + e] is
 /// row m's value 2j + e. 16 rows of keys so laid out are also a panel: the keys are
-/// its 16 columns.
+/// its 16 columns. Needs bf16_kernel_supported() (16 rows at an even stride go by
+/// transposes in registers).
 void bf16_interleave_rows(const c10::BFloat16* rows, int64_t count, int64_t stride, int64_t pair_count,
                           c10::BFloat16* dst);
 /// out[m * ldo + c] = row m of `pairs` (count rows, bf16_interleave_rows' layout) times

@@ -95,6 +95,35 @@ TEST_F(Bf16AttentionTest, MatchesFloat64AndLibtorchForDecodeVerifyAndDraftShapes
   }
 }
 
+// The packed-tile path (from 8 query rows a kv head over 2+ positions) at every kind
+// of tile height (8, 10, 18, 32 rows: a last block of 2 or 8 rows, an odd key-pair
+// count at 37 keys), its kv heads split over the threads (8 kv heads), and keys and
+// values at an odd row stride (views of a wider cache), which the register transposes
+// cannot take.
+TEST_F(Bf16AttentionTest, TiledPathAtEveryTileHeightAcrossThreadsAndOddStrides) {
+  const int64_t nh = 16, nkv = 8, hd = 128;
+  for (int64_t t : {4, 5, 9, 16}) {
+    for (int64_t s : {t, int64_t{37}, int64_t{70}}) {
+      for (int64_t pad : {0, 1}) {
+        SCOPED_TRACE("t " + std::to_string(t) + " s " + std::to_string(s) + " row padding " + std::to_string(pad));
+        const int64_t seed = 7000 + t * 100 + s + pad;
+        const at::Tensor q = randn3(t, nh, hd, seed).transpose(0, 1);
+        const at::Tensor k = randn3(nkv, s, hd + pad, seed + 1).narrow(2, 0, hd);
+        const at::Tensor v = randn3(nkv, s, hd + pad, seed + 2).narrow(2, 0, hd);
+        const at::Tensor mask = causal_mask(t, s, s - t, at::kCPU);
+        ASSERT_TRUE(bf16_attention_applies(q, k, v, mask));
+        const at::Tensor got = bf16_attention(q, k, v, mask);
+        const at::Tensor exact = float64_attention(q, k, v, mask);
+        const at::Tensor theirs = libtorch_attention(q, k, v, mask).to(at::kDouble);
+        const double ours_err = relative_error(got.to(at::kDouble), exact), theirs_err = relative_error(theirs, exact);
+        EXPECT_LT(ours_err, 3e-2);
+        EXPECT_LE(ours_err, theirs_err + 4e-3);
+        EXPECT_LT(relative_error(got.to(at::kDouble), theirs), 2e-2);
+      }
+    }
+  }
+}
+
 TEST_F(Bf16AttentionTest, LeavesOtherInputsToLibtorch) {
   const at::Tensor q = randn3(4, 2, 64, 1), k = randn3(2, 9, 64, 2), v = randn3(2, 9, 64, 3);
   EXPECT_TRUE(bf16_attention_applies(q, k, v, at::Tensor()));
