@@ -57,6 +57,25 @@ at::Tensor sliding_mask(int64_t t, int64_t s, int64_t w) {
   return at::zeros({t, s}, at::kFloat).masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity());
 }
 
+// bf16_attention takes these inputs and returns [T, nh * hd] BF16 as close to a float64
+// attention as libtorch's own BF16 path is.
+void expect_matches_float64_and_libtorch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                         const at::Tensor& mask) {
+  ASSERT_TRUE(bf16_attention_applies(q, k, v, mask));
+  const at::Tensor got = bf16_attention(q, k, v, mask);
+  ASSERT_EQ(got.sizes(), (std::vector<int64_t>{q.size(1), q.size(0) * q.size(2)}));
+  ASSERT_EQ(got.scalar_type(), at::kBFloat16);
+  const at::Tensor exact = float64_attention(q, k, v, mask);
+  const at::Tensor theirs = libtorch_attention(q, k, v, mask).to(at::kDouble);
+  const double ours_err = relative_error(got.to(at::kDouble), exact), theirs_err = relative_error(theirs, exact);
+  // Scores rounded to BF16 twice, as libtorch's path does, then the output once:
+  // no further from the exact result than libtorch's own, and apart from it by
+  // the few BF16 steps that float32 sums in another order can flip.
+  EXPECT_LT(ours_err, 3e-2);
+  EXPECT_LE(ours_err, theirs_err + 4e-3);
+  EXPECT_LT(relative_error(got.to(at::kDouble), theirs), 2e-2);
+}
+
 TEST_F(Bf16AttentionTest, MatchesFloat64AndLibtorchForDecodeVerifyAndDraftShapes) {
   const int64_t nh = 8, nkv = 2;
   for (int64_t hd : {32, 128, 256}) {
@@ -76,19 +95,7 @@ TEST_F(Bf16AttentionTest, MatchesFloat64AndLibtorchForDecodeVerifyAndDraftShapes
                                   : mask_kind == 1 ? causal_mask(t, s, s - t, at::kCPU)
                                                    : sliding_mask(t, s, 4);
           if (mask_kind == 1 && !mask.defined()) continue;  // one row sees every key: no mask to test
-          ASSERT_TRUE(bf16_attention_applies(q, k, v, mask));
-          const at::Tensor got = bf16_attention(q, k, v, mask);
-          ASSERT_EQ(got.sizes(), (std::vector<int64_t>{t, nh * hd}));
-          ASSERT_EQ(got.scalar_type(), at::kBFloat16);
-          const at::Tensor exact = float64_attention(q, k, v, mask);
-          const at::Tensor theirs = libtorch_attention(q, k, v, mask).to(at::kDouble);
-          const double ours_err = relative_error(got.to(at::kDouble), exact), theirs_err = relative_error(theirs, exact);
-          // Scores rounded to BF16 twice, as libtorch's path does, then the output once:
-          // no further from the exact result than libtorch's own, and apart from it by
-          // the few BF16 steps that float32 sums in another order can flip.
-          EXPECT_LT(ours_err, 3e-2);
-          EXPECT_LE(ours_err, theirs_err + 4e-3);
-          EXPECT_LT(relative_error(got.to(at::kDouble), theirs), 2e-2);
+          expect_matches_float64_and_libtorch(q, k, v, mask);
         }
       }
     }
@@ -111,14 +118,7 @@ TEST_F(Bf16AttentionTest, TiledPathAtEveryTileHeightAcrossThreadsAndOddStrides) 
         const at::Tensor k = randn3(nkv, s, hd + pad, seed + 1).narrow(2, 0, hd);
         const at::Tensor v = randn3(nkv, s, hd + pad, seed + 2).narrow(2, 0, hd);
         const at::Tensor mask = causal_mask(t, s, s - t, at::kCPU);
-        ASSERT_TRUE(bf16_attention_applies(q, k, v, mask));
-        const at::Tensor got = bf16_attention(q, k, v, mask);
-        const at::Tensor exact = float64_attention(q, k, v, mask);
-        const at::Tensor theirs = libtorch_attention(q, k, v, mask).to(at::kDouble);
-        const double ours_err = relative_error(got.to(at::kDouble), exact), theirs_err = relative_error(theirs, exact);
-        EXPECT_LT(ours_err, 3e-2);
-        EXPECT_LE(ours_err, theirs_err + 4e-3);
-        EXPECT_LT(relative_error(got.to(at::kDouble), theirs), 2e-2);
+        expect_matches_float64_and_libtorch(q, k, v, mask);
       }
     }
   }
