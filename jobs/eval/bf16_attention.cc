@@ -105,6 +105,11 @@ FERRY_AVX512_LANES void pack_group_keys(const Shape& a, int64_t g, std::vector<b
   }
 }
 
+// The 16 BF16 values at p, each in the low half of a 32-bit lane.
+FERRY_AVX512_LANES inline __m512i widened(const bf16* p) {
+  return _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
 // Kv head g's values as panels for the probabilities × values product: 16 value
 // columns to a panel, for each pair of keys (2j, 2j + 1) the two keys' values of each
 // column side by side; an odd key count gets a zero key.
@@ -117,10 +122,8 @@ FERRY_AVX512_LANES void pack_group_values(const Shape& a, int64_t g, std::vector
     const bf16* even = vg + 2 * j * a.v_row;
     const bool has_odd = 2 * j + 1 < a.s;
     for (int64_t c = 0; c < panels; ++c) {
-      const __m512i lo = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(even + 16 * c)));
-      const __m512i hi = has_odd ? _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(
-                                       reinterpret_cast<const __m256i*>(even + a.v_row + 16 * c)))
-                                 : _mm512_setzero_si512();
+      const __m512i lo = widened(even + 16 * c);
+      const __m512i hi = has_odd ? widened(even + a.v_row + 16 * c) : _mm512_setzero_si512();
       _mm512_storeu_si512(out + c * key_pairs + j, _mm512_or_si512(lo, _mm512_maskz_slli_epi32(0xFFFF, hi, 16)));
     }
   }
