@@ -7,6 +7,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 #define FERRY_AVX512_LANES __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 namespace ferry::eval {
@@ -18,6 +20,11 @@ FERRY_AVX512_LANES inline float sum_lanes(__m512 v) {
   v = _mm512_add_ps(v, _mm512_maskz_permute_ps(0xFFFF, v, 0x4E));
   v = _mm512_add_ps(v, _mm512_maskz_permute_ps(0xFFFF, v, 0xB1));
   return _mm512_cvtss_f32(v);
+}
+
+/// The lanes of a vector that hold the `left` values still to go: all 16, or the first few.
+inline __mmask16 lanes_for(int64_t left) {
+  return left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1U << left) - 1);
 }
 
 /// Largest of a vector's 16 float32 lanes.

@@ -221,7 +221,7 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
     const __m512 scale = _mm512_set1_ps(a.scale), minus_inf = _mm512_set1_ps(-INFINITY);
     __m512 vmax = minus_inf;
     for (s = 0; s < s_len; s += 16) {
-      const __mmask16 live = s + 16 <= s_len ? __mmask16(0xFFFF) : static_cast<__mmask16>((1U << (s_len - s)) - 1);
+      const __mmask16 live = lanes_for(s_len - s);
       __m512 x = round_bf16x16(_mm512_mul_ps(round_bf16x16(_mm512_maskz_loadu_ps(live, &p[s])), scale));
       if (mrow != nullptr) {
         const __m512 m = _mm512_maskz_loadu_ps(live, &mrow[s]);
@@ -238,14 +238,14 @@ FERRY_AVX512_LANES void attend_group(const Shape& a, int64_t g) {
       sum = _mm512_add_ps(sum, e);
     }
     if (s < s_len) {
-      const __mmask16 m = static_cast<__mmask16>((1U << (s_len - s)) - 1);
+      const __mmask16 m = lanes_for(s_len - s);
       const __m512 e = exp_lanes(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, &p[s]), vmax));
       _mm512_mask_storeu_ps(&p[s], m, e);
       sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
     }
     const __m512 inv = _mm512_set1_ps(1.0f / sum_lanes(sum));
     for (s = 0; s < s_len; s += 16) {  // probabilities in BF16
-      const __mmask16 live = s + 16 <= s_len ? __mmask16(0xFFFF) : static_cast<__mmask16>((1U << (s_len - s)) - 1);
+      const __mmask16 live = lanes_for(s_len - s);
       _mm512_mask_storeu_ps(&p[s], live, round_bf16x16(_mm512_mul_ps(_mm512_maskz_loadu_ps(live, &p[s]), inv)));
     }
 
