@@ -28,8 +28,7 @@ namespace {
 
 constexpr int64_t kMaxLogRead = 1 << 20;
 constexpr double kHeartbeatEveryS = 5.0;
-constexpr double kStopOlderAttemptS = 10.0;
-constexpr size_t kMaxRemovedNamed = 100;  // stale files named in a recv.finish_dir reply  // for a killed attempt's supervisor to record its end
+constexpr double kStopOlderAttemptS = 10.0;  // for a killed attempt's supervisor to record its end
 constexpr int kPipeBytes = 1 << 20;     // F_SETPIPE_SZ for stdin/stdout (the default max for a user)
 constexpr size_t kReadBytes = 1 << 20;  // most bytes one read() may take
 // Job keys carry a random run uid since schema 2, so two coordinators meet here only
@@ -338,7 +337,11 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   if (op == "recv.prepare_dir") {
     auto path = data_path(a, "path");
     if (!path.ok()) return path.status();
-    FERRY_RETURN_IF_ERROR(receive_prepare_dir(*path));
+    FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
+    // The copy's files, when sent, ride in the body and are recorded as ferry's
+    // before any is written (transfer/copied_files.h).
+    std::vector<std::string> incoming = decode_keep_list(req.body);
+    FERRY_RETURN_IF_ERROR(receive_prepare_dir(*path, a.value("record", false) ? &incoming : nullptr));
     return nlohmann::json::object();
   }
   if (op == "recv.finish_dir") {
@@ -348,12 +351,12 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
       FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string())));
       return nlohmann::json::object();
     }
+    FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
     // The copy's files ride in the body: a folder of 100,000 files is no header.
-    std::vector<std::string> keep = decode_keep_list(req.body), removed;
-    FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string()), &keep, &removed));
-    nlohmann::json named = nlohmann::json::array();
-    for (size_t k = 0; k < removed.size() && k < kMaxRemovedNamed; ++k) named.push_back(removed[k]);
-    return nlohmann::json{{"removed", named}, {"removed_count", static_cast<int64_t>(removed.size())}};
+    std::vector<std::string> keep = decode_keep_list(req.body);
+    PruneReport pruned;
+    FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string()), &keep, &pruned));
+    return prune_report_json(pruned);
   }
   auto dest = data_path(a, "dest");
   if (!dest.ok()) return dest.status();

@@ -239,7 +239,10 @@ Status Pusher::with_peer(int stream, const std::function<Status(AgentPeer&)>& wo
 
 Status Pusher::prepare(AgentPeer& peer) {
   if (plan_.is_dir) {
-    auto r = peer.call("recv.prepare_dir", {{"path", spec_.to}}, kCallTimeoutMs);
+    // The copy's files are recorded as ferry's before any is written (transfer/copied_files.h).
+    std::string incoming;
+    for (const auto& f : plan_.files) append_keep_entry(&incoming, f.rel);
+    auto r = peer.call("recv.prepare_dir", {{"path", spec_.to}, {"record", true}}, kCallTimeoutMs, incoming);
     if (!r.ok()) return on_dest(r.status());
   }
   for (size_t i = 0; i < plan_.files.size(); ++i) FERRY_RETURN_IF_ERROR(begin_file(peer, i));
@@ -524,23 +527,15 @@ Result<PushResult> Pusher::run() {
   result.manifest_hash = copy_manifest_hash(plan_.files);
   result.bytes_total = plan_.bytes_total;
   if (plan_.is_dir) {
-    // The folder ends up holding exactly the source's files: older ones are removed and named.
+    // Files an earlier ferry copy wrote there that the source lacks are removed; the rest stays. Both are named.
     std::vector<std::string> keep;
     for (const auto& f : plan_.files) keep.push_back(f.rel);
     s = with_peer(0, [this, &result, &keep](AgentPeer& peer) {
       auto r = peer.call("recv.finish_dir", {{"path", spec_.to}, {"manifest_hash", result.manifest_hash}, {"prune", true}},
                          kCallTimeoutMs, encode_keep_list(keep));
       if (!r.ok()) return on_dest(r.status());
-      const nlohmann::json& h = r->header;
-      if (h.contains("removed_count") && h["removed_count"].is_number_integer() && h["removed_count"].get<int64_t>() > 0) {
-        std::string list;
-        if (h.contains("removed") && h["removed"].is_array()) {
-          for (const auto& n : h["removed"]) {
-            if (n.is_string()) list += (list.empty() ? "" : ", ") + n.get<std::string>();
-          }
-        }
-        say("ferry-push: removed " + std::to_string(h["removed_count"].get<int64_t>()) + " file(s) from " +
-            dest_name() + " that the source no longer has: " + list);
+      for (const auto& line : prune_report_lines(dest_name(), prune_report_from_json(r->header))) {
+        say("ferry-push: " + line);
       }
       return Status();
     });

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <random>
@@ -115,18 +116,19 @@ std::string join_path(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
+bool has_dotdot_component(const std::string& path) {
+  for (size_t pos = 0; pos <= path.size();) {
+    size_t end = std::min(path.find('/', pos), path.size());
+    if (path.compare(pos, end - pos, "..") == 0) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
 Result<std::string> resolve_data_path(const std::string& workdir, const std::string& path) {
   if (path.empty()) return invalid_argument("empty path");
   // A relative path stays inside the workdir; an absolute one was named on purpose.
-  if (path[0] != '/') {
-    size_t pos = 0;
-    while (pos <= path.size()) {
-      size_t end = path.find('/', pos);
-      if (end == std::string::npos) end = path.size();
-      if (path.compare(pos, end - pos, "..") == 0) return invalid_argument("path '" + path + "' escapes the workdir");
-      pos = end + 1;
-    }
-  }
+  if (path[0] != '/' && has_dotdot_component(path)) return invalid_argument("path '" + path + "' escapes the workdir");
   return join_path(workdir, path);
 }
 

@@ -23,6 +23,8 @@ bool path_exists(const std::string& path);
 std::string dirname_of(const std::string& path);
 /// Joins with '/', leaving `b` alone when it is absolute.
 std::string join_path(const std::string& a, const std::string& b);
+/// Whether `path` has a ".." component (it could climb out of where it was named).
+bool has_dotdot_component(const std::string& path);
 /// A data path of a copy on a host: relative paths are joined to `workdir` and
 /// may not use ".." (they stay inside it); absolute ones are taken as named.
 Result<std::string> resolve_data_path(const std::string& workdir, const std::string& path);

@@ -345,6 +345,13 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
       FERRY_RETURN_IF_ERROR(get(s.from.path, false, &c.from));
       FERRY_RETURN_IF_ERROR(get(s.to.path, false, &c.to));
       FERRY_RETURN_IF_ERROR(get(s.keep_local, false, &c.keep_local));
+      // Confined like a listing's names: a stage output may have built these roots.
+      for (auto [key, value] : {std::pair{"to", &c.to}, {"keep_local", &c.keep_local}}) {
+        if (has_dotdot_component(*value)) {
+          return invalid_argument("stage '" + s.name + "': " + key + " '" + *value +
+                                  "' has a '..' component; a copy stays where it was named");
+        }
+      }
       c.from_host = s.from.host;
       c.to_host = s.to.host;
       c.route = s.route;

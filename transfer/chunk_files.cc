@@ -156,16 +156,6 @@ nlohmann::json listing_entry(const std::string& rel, const struct stat& st) {
           {"ino", static_cast<int64_t>(st.st_ino)}};
 }
 
-// Our own files beside a destination, by suffix: a user's
-// `weights.ferry-partial.bin` is theirs and travels.
-bool is_bookkeeping(const std::string& name) {
-  for (const char* suffix : {".ferry-part", ".ferry-journal", ".ferry-spec", ".ferry-owner", ".ferry-lock"}) {
-    size_t n = std::strlen(suffix);
-    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
-  }
-  return name == kCompleteMarker;
-}
-
 // Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates), the
 // only names JSON, and so a listing, carries without changing them.
 bool is_utf8(const std::string& s) {
@@ -214,7 +204,7 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
       status = invalid_argument("the file name " + shown + " is not UTF-8: ferry copies only UTF-8 names; rename it");
       return;
     }
-    if (is_bookkeeping(n)) continue;  // our own files never travel
+    if (is_copy_bookkeeping(n)) continue;  // our own files never travel
     struct stat st;
     if (::lstat((root + "/" + r).c_str(), &st) != 0) {
       status = errno_status("stat " + root + "/" + r, errno);
@@ -232,6 +222,14 @@ void list_dir(const std::string& root, const std::string& rel, nlohmann::json& f
 }
 
 }  // namespace
+
+bool is_copy_bookkeeping(const std::string& name) {
+  for (const char* suffix : {".ferry-part", ".ferry-journal", ".ferry-spec", ".ferry-owner", ".ferry-lock"}) {
+    size_t n = std::strlen(suffix);
+    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
+  }
+  return name == kCompleteMarker || name == kCopiedFilesName;
+}
 
 int64_t file_mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
@@ -515,44 +513,12 @@ Status receive_commit(const std::string& dest, int64_t chunk_size, const std::ve
   return Status();
 }
 
-Status receive_prepare_dir(const std::string& dir) {
+Status receive_prepare_dir(const std::string& dir, const std::vector<std::string>* incoming) {
   FERRY_RETURN_IF_ERROR(make_dirs(dir));
   std::string marker = dir + "/" + kCompleteMarker;
   if (::unlink(marker.c_str()) != 0 && errno != ENOENT) return errno_status("remove " + marker, errno);
-  return Status();
+  return incoming ? record_copied_files(dir, *incoming) : Status();
 }
-
-namespace {
-
-// Removes files under root/rel that `keep` does not name (depth first, sorted).
-Status prune_dir(const std::string& root, const std::string& rel, const std::set<std::string>& keep,
-                 std::vector<std::string>* removed) {
-  std::string dir = rel.empty() ? root : root + "/" + rel;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return errno_status("open folder " + dir, errno);
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const auto& n : names) {
-    std::string r = rel.empty() ? n : rel + "/" + n;
-    if (is_bookkeeping(n) || n.find(".tmp.") != std::string::npos) continue;
-    struct stat st;
-    if (::lstat((root + "/" + r).c_str(), &st) != 0) return errno_status("stat " + root + "/" + r, errno);
-    if (S_ISDIR(st.st_mode)) {
-      FERRY_RETURN_IF_ERROR(prune_dir(root, r, keep, removed));
-    } else if (!keep.count(r)) {
-      if (::unlink((root + "/" + r).c_str()) != 0) return errno_status("remove stale " + root + "/" + r, errno);
-      removed->push_back(r);
-    }
-  }
-  return Status();
-}
-
-}  // namespace
 
 void append_keep_entry(std::string* body, const std::string& rel) {
   *body += rel;
@@ -578,11 +544,11 @@ std::vector<std::string> decode_keep_list(const std::string& body) {
 }
 
 Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
-                          const std::vector<std::string>* keep, std::vector<std::string>* removed) {
+                          const std::vector<std::string>* keep, PruneReport* pruned) {
   if (keep) {
-    std::vector<std::string> gone;
-    FERRY_RETURN_IF_ERROR(prune_dir(dir, "", std::set<std::string>(keep->begin(), keep->end()), &gone));
-    if (removed) *removed = std::move(gone);
+    PruneReport report;
+    FERRY_RETURN_IF_ERROR(prune_copied_files(dir, *keep, &report));
+    if (pruned) *pruned = std::move(report);
   }
   return write_file_atomic(dir + "/" + kCompleteMarker, manifest_hash + "\n");
 }

@@ -25,11 +25,17 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "transfer/copied_files.h"
 
 namespace ferry {
 
 inline constexpr const char* kCompleteMarker = ".ferry-complete";
 inline constexpr int64_t kMaxChunkBytes = 32 << 20;
+
+/// ferry's own files beside a destination (part files, journals, markers, the
+/// record of copied files), by name: they never travel and are never pruned. A
+/// user's `weights.ferry-partial.bin` is theirs.
+bool is_copy_bookkeeping(const std::string& name);
 
 /// A file's modification time in nanoseconds (with its inode, its version).
 int64_t file_mtime_ns(const struct stat& st);
@@ -82,16 +88,17 @@ inline constexpr int64_t kDestLeaseMs = 120'000;
 /// In the kUnavailable message of a destination leased to another copy: the link
 /// is fine, the copy waits and asks again.
 inline constexpr char kDestBusy[] = "being written by another copy";
-/// Folder copies: creates the folder and removes a stale completion marker.
-Status receive_prepare_dir(const std::string& dir);
+/// Folder copies: creates the folder, removes a stale completion marker and, with
+/// `incoming` (the copy's files, relative to `dir`), records them as ferry's
+/// before any is written (transfer/copied_files.h).
+Status receive_prepare_dir(const std::string& dir, const std::vector<std::string>* incoming = nullptr);
 /// Writes the completion marker (temp + rename) holding the manifest hash. With
-/// `keep` (the copy's files, relative to `dir`), first removes every other file
-/// under `dir`, so the folder holds exactly the source's files (a sharded
-/// checkpoint copied over a single-file one must not leave the old weights to be
-/// loaded); their relative paths go to `removed`. Other copies' bookkeeping
-/// (.ferry-part, -journal, -spec) is left alone.
+/// `keep` (the copy's files), first removes the files an earlier ferry copy wrote
+/// there that this one lacks (a sharded checkpoint copied over a single-file one
+/// must not leave the old weights to be loaded), and names in `pruned` what it
+/// removed and what it left: files ferry did not write are never removed.
 Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
-                          const std::vector<std::string>* keep = nullptr, std::vector<std::string>* removed = nullptr);
+                          const std::vector<std::string>* keep = nullptr, PruneReport* pruned = nullptr);
 /// The copy's relative paths as a frame body for recv.finish_dir (NUL-separated:
 /// a file name may hold any other byte), and back.
 std::string encode_keep_list(const std::vector<std::string>& rels);

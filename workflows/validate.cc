@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/file_util.h"
 #include "workflows/dag.h"
 #include "workflows/shell_context.h"
 #include "workflows/template.h"
@@ -165,6 +166,13 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
         if (!e->host.empty() && !wf.find_host(e->host)) {
           d.error(e->path.at, what + " copies " + std::string(e == &s.from ? "from" : "to") + " unknown host '" +
                                   e->host + "'" + hint(e->host, host_names(wf)));
+        }
+      }
+      // A folder copy's root may be pruned of an earlier copy's files: it stays where
+      // it was named (a '..' from a template is refused when the copy starts).
+      for (const Text* t : {&s.to.path, &s.keep_local}) {
+        if (has_dotdot_component(t->value)) {
+          d.error(t->at, what + ": '" + t->value + "' has a '..' component; name the folder without it");
         }
       }
       if (!s.from.host.empty() && s.from.host == s.to.host) {

@@ -8,6 +8,13 @@ namespace ferry {
 
 CopyContext::CopyContext(StageEnv& e, CopySpec s) : env(e), spec(std::move(s)), lanes(std::max(1, spec.streams)) {}
 
+std::vector<std::string> CopyContext::file_rels() const {
+  std::vector<std::string> rels;
+  rels.reserve(files.size());
+  for (const auto& f : files) rels.push_back(f.rel);
+  return rels;
+}
+
 void CopyContext::fail(const std::string& why) {
   StageOutcome o;
   o.error = why;

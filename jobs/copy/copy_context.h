@@ -70,6 +70,8 @@ class CopyContext : public std::enable_shared_from_this<CopyContext> {
   /// The stage's end (set by the stage); fail() ends it failed.
   std::function<void(StageOutcome)> finish;
 
+  /// The copy's files relative to its root (a folder copy's record of what it brings).
+  std::vector<std::string> file_rels() const;
   void fail(const std::string& why);
   /// `fn` again in kRetryMs, unless the copy finished meanwhile.
   void retry_later(std::function<void()> fn);

@@ -24,12 +24,17 @@ void RelayCopy::start_relay() {
   auto self = shared_from_this();
   auto begin = [self] { self->begin_more(); };
   if (!c_->is_dir) return begin();
+  // The copy's files are recorded as ferry's before any is written: what a later
+  // copy may prune (transfer/copied_files.h).
+  std::vector<std::string> rels = c_->file_rels();
   if (!c_->spec.keep_local.empty()) {
-    Status s = receive_prepare_dir(c_->spec.keep_local);
+    Status s = check_folder_copy_root(c_->spec.keep_local);
+    if (s.ok()) s = receive_prepare_dir(c_->spec.keep_local, &rels);
     if (!s.ok()) return c_->fail("keep_local: " + s.message());
   }
-  nlohmann::json args = {{"path", c_->spec.to_path}};
-  c_->env.call_agent(c_->spec.to_host, "recv.prepare_dir", args, [self, begin](Result<protocol::Frame> r) {
+  nlohmann::json args = {{"path", c_->spec.to_path}, {"record", true}};
+  c_->env.call_agent_lane(c_->spec.to_host, 0, "recv.prepare_dir", args, encode_keep_list(rels),
+                          [self, begin](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->start_relay(); });
@@ -435,18 +440,17 @@ void RelayCopy::finish_folder() {
     self->c_->finish(std::move(o));
   };
   if (!c_->is_dir) return done();
-  // The folder ends up holding exactly the source's files: older ones are removed
-  // and named (a stale model.safetensors beside a new sharded checkpoint would be
-  // the one an eval loads).
+  // Files an earlier ferry copy wrote here that the source lacks are removed (a stale
+  // model.safetensors beside a new sharded checkpoint would be the one an eval
+  // loads); files ferry did not write stay. Both are named.
   std::string keep_body;  // written straight: no list of 100,000 names beside it
   for (const auto& f : c_->files) append_keep_entry(&keep_body, f.rel);
   if (!c_->spec.keep_local.empty() && !local_finished_) {
-    std::vector<std::string> keep;
-    for (const auto& f : c_->files) keep.push_back(f.rel);
-    std::vector<std::string> removed;
-    Status s = receive_finish_dir(c_->spec.keep_local, manifest_hash, &keep, &removed);
+    PruneReport pruned;
+    std::vector<std::string> keep = c_->file_rels();
+    Status s = receive_finish_dir(c_->spec.keep_local, manifest_hash, &keep, &pruned);
     if (!s.ok()) return c_->fail("keep_local: " + s.message());
-    note_stale("keep_local " + c_->spec.keep_local, nlohmann::json(removed), static_cast<int64_t>(removed.size()));
+    note_pruned("keep_local " + c_->spec.keep_local, pruned);
     local_finished_ = true;
   }
   c_->env.call_agent_lane(
@@ -458,27 +462,21 @@ void RelayCopy::finish_folder() {
           if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->finish_folder(); });
           return self->c_->fail("marking " + self->c_->spec.to_path + " complete: " + r.status().message());
         }
-        const nlohmann::json& h = r->header;
-        int64_t count = h.contains("removed_count") && h["removed_count"].is_number_integer()
-                            ? h["removed_count"].get<int64_t>()
-                            : 0;
-        self->note_stale(self->c_->spec.to_host + ":" + self->c_->spec.to_path,
-                         h.contains("removed") && h["removed"].is_array() ? h["removed"] : nlohmann::json::array(),
-                         count);
+        self->note_pruned(self->c_->spec.to_host + ":" + self->c_->spec.to_path,
+                          prune_report_from_json(r->header));
         done();
       });
 }
 
-void RelayCopy::note_stale(const std::string& where, const nlohmann::json& named, int64_t count) {
-  if (count <= 0) return;
-  std::string list;
-  for (const auto& n : named) {
-    if (n.is_string()) list += (list.empty() ? "" : ", ") + n.get<std::string>();
+void RelayCopy::note_pruned(const std::string& where, const PruneReport& r) {
+  if (r.removed_count > 0) {
+    c_->env.record_event("copy.stale_removed", {{"where", where}, {"count", r.removed_count}, {"files", r.removed}});
   }
-  if (count > static_cast<int64_t>(named.size())) list += ", …";
-  c_->env.record_event("copy.stale_removed", {{"where", where}, {"count", count}, {"files", named}});
-  c_->env.note("removed " + std::to_string(count) + " file(s) from " + where + " that the source no longer has: " +
-               list);
+  if (r.left_count > 0) {
+    c_->env.record_event("copy.left",
+                         {{"where", where}, {"count", r.left_count}, {"files", r.left}, {"why", r.not_pruned}});
+  }
+  for (const auto& line : prune_report_lines(where, r)) c_->env.note(line);
 }
 
 int64_t RelayCopy::chunk_len(const CopyEntry& f, int64_t index) const {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "jobs/copy/copy_context.h"
+#include "transfer/copied_files.h"
 
 namespace ferry {
 
@@ -82,7 +83,7 @@ class RelayCopy : public std::enable_shared_from_this<RelayCopy> {
   void await_dest_lane(int lane);
   void wake_other_lanes(int lane);  // chunks came back to the queue
   Lane& lane_state(int lane);       // lanes are numbered from 1
-  void note_stale(const std::string& where, const nlohmann::json& named, int64_t count);
+  void note_pruned(const std::string& where, const PruneReport& r);  // events + lines
   void commit_file(size_t i);    // checks the source still has the listed version, then:
   void commit_checked(size_t i);  // commits keep_local and the destination
   void file_committed(size_t i);

@@ -314,6 +314,12 @@ Result<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::open(const
   std::string index;
   if (is_dir(path)) {
     ckpt->folder_ = path;
+    // Both: two checkpoints in one folder (an old single-file save beside a new
+    // sharded one, say): loading either could score the wrong weights.
+    if (is_file(path + "/model.safetensors") && is_file(path + "/model.safetensors.index.json")) {
+      return invalid_argument(path + " holds both model.safetensors and model.safetensors.index.json: two "
+                                     "checkpoints in one folder; remove the one that is not current");
+    }
     if (is_file(path + "/model.safetensors")) {
       single = path + "/model.safetensors";
     } else if (is_file(path + "/model.safetensors.index.json")) {

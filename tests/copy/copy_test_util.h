@@ -164,15 +164,15 @@ inline std::string compare_files(const std::string &a, const std::string &b) {
 }
 
 /// "" when `copy` holds exactly the files of `source`, bit for bit, plus the
-/// completion marker and nothing else (no part, journal or spec file left
-/// over).
+/// completion marker and the record of copied files and nothing else (no part,
+/// journal or spec file left over).
 inline std::string compare_trees(const std::string &source,
                                  const std::string &copy) {
   std::vector<std::string> want = list_tree(source);
   std::vector<std::string> have = list_tree(copy);
   std::vector<std::string> have_data;
   for (const auto &h : have) {
-    if (h != ".ferry-complete")
+    if (h != ".ferry-complete" && h != ".ferry-files")
       have_data.push_back(h);
   }
   if (want != have_data) {

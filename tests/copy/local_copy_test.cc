@@ -316,24 +316,32 @@ TEST_F(LocalCopyTest,
 TEST_F(LocalCopyTest, PathsEscapingTheWorkdirAreRefused) {
   std::string outside =
       work_.file("x"); // b's workdir is work/b: ../x would be here
+  // A literal '..' in a copy root is refused when the file is read.
   auto r1 =
       ferry({"run", copy_workflow("esc", b_dir(), "a:ckpt", "b:../x", "")});
-  EXPECT_EQ(r1.exit_code, 1) << r1.out << r1.err;
-  auto s1 = stage(status(run_id(r1)), "copy");
-  EXPECT_EQ(s1["state"], "failed");
-  EXPECT_NE(s1.value("error", "").find("escapes the workdir"),
-            std::string::npos)
-      << s1.dump(2);
+  EXPECT_EQ(r1.exit_code, 2) << r1.out << r1.err;
+  EXPECT_NE(r1.err.find("'../x' has a '..' component"), std::string::npos)
+      << r1.err;
   EXPECT_FALSE(testing::exists(outside));
 
-  auto r2 = ferry({"run", copy_workflow("esc2", b_dir(), "a:ckpt/config.json",
-                                        "b:../../etc/x", "")});
+  // One built from a host-written stage output (review N1) when the copy starts.
+  std::string wf = write_workflow(
+      "name: esc2\nhosts:\n  a: {workdir: " + a_dir() + "}\n  b: {workdir: " +
+          b_dir() +
+          "}\nstages:\n  name:\n    host: a\n    outputs: [dir]\n"
+          "    run: echo dir=../x >> \"$FERRY_OUTPUT\"\n"
+          "  copy:\n    kind: copy\n    needs: name\n    from: a:ckpt\n"
+          "    to: b:${{ stages.name.outputs.dir }}\n    keep_local: "
+          "local/${{ stages.name.outputs.dir }}\n",
+      "esc2.yaml");
+  auto r2 = ferry({"run", wf});
   EXPECT_EQ(r2.exit_code, 1) << r2.out << r2.err;
   auto s2 = stage(status(run_id(r2)), "copy");
-  EXPECT_NE(s2.value("error", "").find("escapes the workdir"),
+  EXPECT_EQ(s2["state"], "failed");
+  EXPECT_NE(s2.value("error", "").find("has a '..' component"),
             std::string::npos)
       << s2.dump(2);
-  EXPECT_FALSE(testing::exists("/etc/x.ferry-part"));
+  EXPECT_FALSE(testing::exists(outside));
 
   testing::write_text(work_.file("secret"), "not for copying");
   auto r3 = ferry(
@@ -443,28 +451,54 @@ TEST_F(LocalCopyTest, ASourceThatChangesDuringTheCopyFailsItAndPublishesNothing)
   EXPECT_FALSE(testing::exists(b_dir() + "/one.bin"));
 }
 
-// A folder copy leaves the destination holding exactly the source's files (review
-// F10): a single-file checkpoint left from an earlier copy would otherwise sit
-// beside the new sharded one, and an eval prefers model.safetensors. The stale
-// files are removed from the destination and keep_local and named in the output.
-TEST_F(LocalCopyTest, AFolderCopyRemovesStaleFilesAndNamesThem) {
-  ::mkdir((b_dir() + "/incoming").c_str(), 0755);
-  ::mkdir(dest().c_str(), 0755);
-  ::mkdir((dest() + "/old").c_str(), 0755);
-  testing::write_text(dest() + "/model.safetensors", "old weights");
-  testing::write_text(dest() + "/old/optimizer.bin", "old state");
-  ::mkdir(work_.file("local").c_str(), 0755);
-  ::mkdir(keep().c_str(), 0755);
-  testing::write_text(keep() + "/model.safetensors", "old weights");
+// A folder copy over an earlier ferry copy removes the files that copy wrote and
+// the source no longer has (review F10): a single-file checkpoint would otherwise
+// sit beside the new sharded one, and be the one an eval loads. Files ferry never
+// wrote there (a user's notes, a host's .ferry journals) stay (review N1). Both
+// are named, in the destination and in keep_local.
+TEST_F(LocalCopyTest, AFolderCopyRemovesOnlyTheEarlierCopysStaleFilesAndNamesWhatItLeaves) {
+  std::string old = a_dir() + "/old-ckpt";
+  ::mkdir(old.c_str(), 0755);
+  ::mkdir((old + "/old").c_str(), 0755);
+  testing::write_text(old + "/model.safetensors", "old weights");
+  testing::write_text(old + "/old/optimizer.bin", "old state");
+  auto first = ferry({"run", copy_workflow("old", b_dir(), "a:old-ckpt")});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  for (const std::string& dir : {dest(), keep()}) {
+    testing::write_text(dir + "/notes.txt", "mine");
+    ::mkdir((dir + "/.ferry").c_str(), 0755);
+    testing::write_text(dir + "/.ferry/spec.json", "{}");
+  }
+
   auto r = ferry({"run", copy_workflow("stale", b_dir())});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const std::string& dir : {dest(), keep()}) {
+    EXPECT_FALSE(testing::exists(dir + "/model.safetensors")) << dir;
+    EXPECT_FALSE(testing::exists(dir + "/old/optimizer.bin")) << dir;
+    EXPECT_EQ(testing::read_text(dir + "/notes.txt"), "mine") << dir;
+    EXPECT_EQ(testing::read_text(dir + "/.ferry/spec.json"), "{}") << dir;
+    ::unlink((dir + "/notes.txt").c_str());
+    EXPECT_EQ(::system(("rm -r '" + dir + "/.ferry'").c_str()), 0);
+  }
   EXPECT_EQ(compare_trees(source(), dest()), "");
   EXPECT_EQ(compare_trees(source(), keep()), "");
-  EXPECT_FALSE(testing::exists(dest() + "/model.safetensors"));
-  EXPECT_FALSE(testing::exists(dest() + "/old/optimizer.bin"));
-  EXPECT_FALSE(testing::exists(keep() + "/model.safetensors"));
   EXPECT_NE(r.out.find("removed 2 file(s) from b:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("model.safetensors, old/optimizer.bin"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("left 1 file(s) in b:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("did not bring (not removed): notes.txt"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("left 1 file(s) in keep_local"), std::string::npos) << r.out;
+}
+
+// A folder copy into the host's workdir itself would mix the copy with the
+// host's own files and ferry's journals: refused, before anything is written.
+TEST_F(LocalCopyTest, AFolderCopyIntoTheWorkdirRootIsRefused) {
+  testing::write_text(b_dir() + "/notes.txt", "mine");
+  auto r = ferry({"run", copy_workflow("root", b_dir(), "a:ckpt", "b:.", "")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage(status(run_id(r)), "copy");
+  EXPECT_NE(s.value("error", "").find("a folder of its own"), std::string::npos) << s.dump(2);
+  EXPECT_EQ(testing::read_text(b_dir() + "/notes.txt"), "mine");
+  EXPECT_FALSE(testing::exists(b_dir() + "/" + files_[0].rel));
 }
 
 // Two copies into one destination (review F8: they shared DEST.ferry-part, so one

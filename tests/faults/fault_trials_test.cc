@@ -7,8 +7,11 @@
 //     job lives on, and `ferry resume` finishes the run once the host is back;
 //  c. the state database locked for 20 s while jobs run: nothing is killed, each
 //     exit code is recorded once;
-//  d. a sharded checkpoint copied over a destination holding older weights files:
-//     they are removed and named, and the eval scores the new checkpoint;
+//  d. a sharded checkpoint copied over a destination holding older weights files
+//     of an earlier ferry copy: they are removed and named, a user's notes stay,
+//     and the eval scores the new checkpoint;
+//  d2. a checkpoint copied into a user's own folder: every file ferry did not
+//     write stays and is named, and the eval refuses the two checkpoints there;
 //  e. two copies into one destination at once: they take turns, both end whole;
 //  f. a host back after its give_up: the job that outlived it is stopped before
 //     the next attempt starts, so the stage never runs twice at once;
@@ -28,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <set>
 
@@ -300,28 +304,36 @@ TEST_F(FaultTrialsTest, ADatabaseLockHeldTwentySecondsKillsNoJobAndRecordsEachEx
   add(o);
 }
 
-// d. A sharded checkpoint copied over a destination that holds an older one's
-//    weights files: a single-file model.safetensors (which the loader prefers to
-//    the index) and an extra shard. Both are removed and named, the destination
-//    holds exactly the source's files, and the eval there scores the new weights:
-//    the same τ as an eval of the source itself.
+// d. A sharded checkpoint copied over a destination that an earlier ferry copy
+//    filled with older weights files: a single-file model.safetensors (which the
+//    loader would take) and an extra shard. Both are removed and named; a user's
+//    notes there stay; the destination holds the source's files and the notes,
+//    and the eval there scores the new weights: the same τ as an eval of the source.
 TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluated) {
-  const std::string src = workdir("h1") + "/ckpt", dst = workdir("h2") + "/models/drafter";
+  const std::string src = workdir("h1") + "/ckpt", old = workdir("h1") + "/old-ckpt",
+                    dst = workdir("h2") + "/models/drafter";
   auto tiny = [&](std::vector<std::string> args) {
     args.insert(args.begin(), testing::bin_dir() + "/ferry-tiny-models");
     auto r = testing::run_process(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
   };
-  ASSERT_EQ(testing::run_process({"mkdir", "-p", workdir("h1"), dst}).exit_code, 0);
+  ASSERT_EQ(testing::run_process({"mkdir", "-p", workdir("h1"), old}).exit_code, 0);
   tiny({"suite", "--out", workdir("h2")});  // the oracle target, prompts, and a drafter that never agrees
   // The new checkpoint: the drafter that agrees with the oracle target, in 2 shards.
   tiny({"drafter", "--out", src, "--kind", "agree", "--target-vocab", "64", "--hidden", "96", "--heads", "6", "--mask",
         "63", "--target-layer-ids", "1,2", "--shards", "2"});
-  // The old one at the destination: the disagreeing drafter, one file, and a shard of a 3-shard save.
-  ASSERT_EQ(testing::run_process({"sh", "-c", "cp " + workdir("h2") + "/oracle-disagree/* '" + dst + "'/ && cp '" + dst +
-                                                  "/model.safetensors' '" + dst + "/model-00003-of-00003.safetensors'"})
+  // The old one, copied to the destination by ferry first: the disagreeing drafter,
+  // one file, and a shard of a 3-shard save.
+  ASSERT_EQ(testing::run_process({"sh", "-c", "cp " + workdir("h2") + "/oracle-disagree/* '" + old + "'/ && cp '" + old +
+                                                  "/model.safetensors' '" + old + "/model-00003-of-00003.safetensors'"})
                 .exit_code,
             0);
+  std::string seed = write_workflow("name: seed\nhosts:\n" + host_entry(0) + host_entry(1) +
+                                    "stages:\n  ship:\n    kind: copy\n    from: h1:old-ckpt\n"
+                                    "    to: h2:models/drafter\n    route: relay\n");
+  auto seeded = ferry({"run", seed}, kRunTimeoutS);
+  ASSERT_EQ(seeded.exit_code, 0) << seeded.out << seeded.err;
+  write_text(dst + "/notes.txt", "the user's own");
   auto eval = [](const std::string& name, const std::string& host, const std::string& at, const std::string& drafter) {
     return "  " + name + ":\n    kind: eval\n" + (host.empty() ? "" : "    host: " + host + "\n") + "    target: " + at +
            "oracle-target\n    drafter: " + drafter + "\n    reference: " + at + "oracle-disagree\n    prompts: " + at +
@@ -335,9 +347,12 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
   auto r = ferry({"run", wf}, kRunTimeoutS);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto st = status("stale-1");
-  std::string differs = testing::run_process({"diff", "-r", "-x", ".ferry-complete", src, dst}).out;
+  std::string differs =
+      testing::run_process({"diff", "-r", "-x", ".ferry-complete", "-x", ".ferry-files", "-x", "notes.txt", src, dst}).out;
   bool gone = !exists(dst + "/model.safetensors") && !exists(dst + "/model-00003-of-00003.safetensors");
+  bool notes_kept = read_text(dst + "/notes.txt") == "the user's own";
   EXPECT_TRUE(gone);
+  EXPECT_TRUE(notes_kept);
   EXPECT_EQ(differs, "");
   auto removed = details("stale-1", "ship", "copy.stale_removed");
   std::string named;
@@ -347,6 +362,9 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
   bool logged = r.out.find("model-00003-of-00003.safetensors") != std::string::npos &&
                 r.out.find("model.safetensors") != std::string::npos && r.out.find("removed 2 file(s)") != std::string::npos;
   EXPECT_TRUE(logged) << r.out;
+  auto left = details("stale-1", "ship", "copy.left");
+  bool left_named = left.size() == 1 && left[0].value("files", nlohmann::json()) == nlohmann::json::array({"notes.txt"});
+  EXPECT_TRUE(left_named) << nlohmann::json(left).dump();
   auto tau = [&](const char* s) { return stage(st, s).value("metrics", nlohmann::json::object()).value("tau", -1.0); };
   auto stale_tau = stage(st, "there").value("metrics", nlohmann::json::object()).value("reference_tau", -1.0);
   EXPECT_GT(tau("source"), 0) << st.dump(2);
@@ -358,11 +376,62 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
   Outcome o;
 
   o.trial = "stale shard in the destination";
-  o.succeeded = r.exit_code == 0 && gone && logged && tau("there") == tau("source") && stale_tau < tau("source");
+  o.succeeded = r.exit_code == 0 && gone && notes_kept && logged && left_named && tau("there") == tau("source") &&
+                stale_tau < tau("source");
   o.identical = differs.empty();
   o.tau = tau("there");
-  o.figure = "removed and named: " + named + "; τ there " + fixed(tau("there"), 4) + " = source's " +
+  o.figure = "removed and named: " + named + "; left: notes.txt; τ there " + fixed(tau("there"), 4) + " = source's " +
              fixed(tau("source"), 4) + " (old weights: " + fixed(stale_tau, 4) + ")";
+  add(o);
+}
+
+// d2. A checkpoint copied into a folder that holds a user's own files, a host's
+//     `.ferry` journals and the user's own older model.safetensors (none written by
+//     ferry): every one of them survives, bit for bit, and is named as left; the
+//     eval there refuses the folder that now holds two checkpoints rather than
+//     score the wrong one.
+TEST_F(FaultTrialsTest, AFolderCopyIntoAUsersFolderKeepsEveryFileItDidNotWrite) {
+  const std::string src = workdir("h1") + "/ckpt", dst = workdir("h2") + "/mine";
+  ASSERT_EQ(testing::run_process({"mkdir", "-p", workdir("h1"), dst + "/.ferry/jobs/x", dst + "/runs"}).exit_code, 0);
+  auto tiny = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), testing::bin_dir() + "/ferry-tiny-models");
+    auto r = testing::run_process(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  };
+  tiny({"suite", "--out", workdir("h2")});
+  tiny({"drafter", "--out", src, "--kind", "agree", "--target-vocab", "64", "--hidden", "96", "--heads", "6", "--mask",
+        "63", "--target-layer-ids", "1,2", "--shards", "2"});
+  const std::map<std::string, std::string> own = {{"notes.txt", "my notes"},
+                                                  {"runs/config.yaml", "lr: 3e-4"},
+                                                  {".ferry/jobs/x/spec.json", "{}"}};
+  for (const auto& [rel, text] : own) write_text(dst + "/" + rel, text);
+  ASSERT_EQ(testing::run_process({"cp", workdir("h2") + "/oracle-disagree/model.safetensors", dst + "/"}).exit_code, 0);
+  std::string stray = read_text(dst + "/model.safetensors");
+  std::string wf = write_workflow(
+      "name: mine\nhosts:\n" + host_entry(0) + host_entry(1) +
+      "stages:\n  ship:\n    kind: copy\n    from: h1:ckpt\n    to: h2:mine\n    route: relay\n"
+      "  there:\n    kind: eval\n    host: h2\n    needs: ship\n    target: oracle-target\n    drafter: mine\n"
+      "    prompts: oracle-prompts.jsonl\n    max_new_tokens: 16\n    threads: 1\n");
+  auto r = ferry({"run", wf}, kRunTimeoutS);
+  EXPECT_EQ(r.exit_code, 1) << "the eval must refuse the folder: " << r.out << r.err;
+  auto st = status("mine-1");
+  bool kept = read_text(dst + "/model.safetensors") == stray;
+  for (const auto& [rel, text] : own) kept = kept && read_text(dst + "/" + rel) == text;
+  EXPECT_TRUE(kept);
+  auto left = details("mine-1", "ship", "copy.left");
+  nlohmann::json named = left.empty() ? nlohmann::json() : left[0].value("files", nlohmann::json());
+  bool left_named = named == nlohmann::json::array({"model.safetensors", "notes.txt", "runs/config.yaml"});
+  EXPECT_TRUE(left_named) << nlohmann::json(left).dump();
+  std::string why = stage(st, "there").value("error", "");
+  bool refused = stage(st, "ship").value("state", "") == "succeeded" &&
+                 stage(st, "there").value("state", "") == "failed" && why.find("holds both") != std::string::npos;
+  EXPECT_TRUE(refused) << st.dump(2);
+
+  Outcome o;
+  o.trial = "copy into a user's own folder";
+  o.succeeded = kept && left_named && refused;
+  o.figure = std::to_string(own.size() + 1) + " own files kept and named (" + named.dump() +
+             "); the eval refused the two checkpoints: " + why.substr(0, 80);
   add(o);
 }
 
