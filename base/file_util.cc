@@ -29,7 +29,7 @@ bool write_all(int fd, const std::string& data) {
 
 }  // namespace
 
-Result<std::string> read_file(const std::string& path) {
+Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.ok()) return errno_status("open " + path, errno);
   std::string out;
@@ -41,6 +41,9 @@ Result<std::string> read_file(const std::string& path) {
       return errno_status("read " + path, errno);
     }
     if (n == 0) break;
+    if (static_cast<size_t>(n) > max_bytes - out.size()) {
+      return invalid_argument(path + ": larger than " + std::to_string(max_bytes) + " bytes");
+    }
     out.append(buf, static_cast<size_t>(n));
   }
   return out;

@@ -3,13 +3,16 @@
 // new one, never half of it), mkdir -p. Any thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/status.h"
 
 namespace ferry {
 
-Result<std::string> read_file(const std::string& path);
+/// The whole file; past `max_bytes` an invalid_argument naming the path and the cap
+/// (files from elsewhere: a model's tokenizer or config must not fill memory).
+Result<std::string> read_file(const std::string& path, size_t max_bytes = SIZE_MAX);
 /// Writes `data` to `path` atomically: a fresh, exclusively created temp file
 /// beside it (mode `mode`, symlinks never followed), fsync, rename, fsync dir.
 /// `durable` false skips both fsyncs: for bookkeeping whose loss in a crash only

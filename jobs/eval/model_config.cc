@@ -1,24 +1,34 @@
 #include "jobs/eval/model_config.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <cstdint>
 
 #include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "base/json_depth.h"
+#include "jobs/tokenizer/utf8.h"
 
 namespace ferry::eval {
 namespace {
 
 using nlohmann::json;
 
+// Bounds on what a config.json may ask for: far past every real model (Qwen3.5-397B has
+// 60 layers, hidden 4096; vocabularies reach 262k), and short of the sizes whose tables
+// alone would fill memory or whose loops would run for hours before a weight is read.
+constexpr size_t kMaxConfigBytes = 16 << 20;  // real ones are a few KiB
+constexpr int64_t kMaxLayers = 1024;          // num_hidden_layers, num_target_layers
+constexpr int64_t kMaxBlockSize = 1024;       // a DFlash block (real: 16)
+constexpr int64_t kMaxVocab = 1 << 24;        // the tokenizer's id bound too
+constexpr int64_t kMaxWidth = 1 << 20;        // hidden and intermediate sizes, heads, head dims
+
 Result<json> read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return errno_status(path + ": cannot open", errno);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  json j = json::parse(buf.str(), nullptr, /*allow_exceptions=*/false);
+  auto text = read_file(path, kMaxConfigBytes);
+  if (!text.ok()) return text.status();
+  FERRY_RETURN_IF_ERROR(check_json_depth(*text, path));
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument(path + ": invalid JSON");
   if (!j.is_object()) return invalid_argument(path + ": expected a JSON object");
   return j;
@@ -33,24 +43,32 @@ Status get_int(const json& j, const std::string& path, const char* key, int64_t*
   return Status();
 }
 
-Status get_positive(const json& j, const std::string& path, const char* key, int64_t* out) {
+Status check_at_most(const std::string& path, const char* key, int64_t value, int64_t max) {
+  if (value <= max) return Status();
+  return invalid_argument(path + ": '" + key + "' is " + std::to_string(value) + "; at most " + std::to_string(max) +
+                          " is supported");
+}
+
+Status get_positive(const json& j, const std::string& path, const char* key, int64_t* out, int64_t max) {
   FERRY_RETURN_IF_ERROR(get_int(j, path, key, out, true));
   if (*out <= 0) return invalid_argument(path + ": '" + key + "' must be positive");
-  return Status();
+  return check_at_most(path, key, *out, max);
 }
 
 Status parse_qwen3(const json& j, const std::string& path, Qwen3Config* c) {
   c->path = path;
   if (j.contains("model_type") && j["model_type"].is_string()) c->model_type = j["model_type"].get<std::string>();
-  FERRY_RETURN_IF_ERROR(get_positive(j, path, "hidden_size", &c->hidden_size));
-  FERRY_RETURN_IF_ERROR(get_positive(j, path, "intermediate_size", &c->intermediate_size));
-  FERRY_RETURN_IF_ERROR(get_positive(j, path, "num_hidden_layers", &c->num_hidden_layers));
-  FERRY_RETURN_IF_ERROR(get_positive(j, path, "num_attention_heads", &c->num_attention_heads));
+  FERRY_RETURN_IF_ERROR(get_positive(j, path, "hidden_size", &c->hidden_size, kMaxWidth));
+  FERRY_RETURN_IF_ERROR(get_positive(j, path, "intermediate_size", &c->intermediate_size, kMaxWidth));
+  FERRY_RETURN_IF_ERROR(get_positive(j, path, "num_hidden_layers", &c->num_hidden_layers, kMaxLayers));
+  FERRY_RETURN_IF_ERROR(get_positive(j, path, "num_attention_heads", &c->num_attention_heads, kMaxWidth));
   c->num_key_value_heads = c->num_attention_heads;
   FERRY_RETURN_IF_ERROR(get_int(j, path, "num_key_value_heads", &c->num_key_value_heads, false));
   FERRY_RETURN_IF_ERROR(get_int(j, path, "vocab_size", &c->vocab_size, false));
+  FERRY_RETURN_IF_ERROR(check_at_most(path, "vocab_size", c->vocab_size, kMaxVocab));
   c->head_dim = c->hidden_size / c->num_attention_heads;
   FERRY_RETURN_IF_ERROR(get_int(j, path, "head_dim", &c->head_dim, false));
+  FERRY_RETURN_IF_ERROR(check_at_most(path, "head_dim", c->head_dim, kMaxWidth));
   if (c->num_key_value_heads <= 0 || c->num_attention_heads % c->num_key_value_heads != 0) {
     return invalid_argument(path + ": num_attention_heads (" + std::to_string(c->num_attention_heads) +
                             ") must be a multiple of num_key_value_heads (" +
@@ -126,8 +144,10 @@ Result<std::vector<size_t>> layer_kinds(const json& j, const std::string& path, 
     if (it == allowed.end()) {
       std::string names;
       for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
-      return invalid_argument(path + ": layer_types[" + std::to_string(i) + "] is " + t.dump() +
-                              "; only " + names + " layers are supported");
+      const std::string found = t.is_string() ? "'" + tokenizer::utf8_shown(t.get<std::string>()) + "'"
+                                              : std::string("a value of type ") + t.type_name();
+      return invalid_argument(path + ": layer_types[" + std::to_string(i) + "] is " + found + "; only " + names +
+                              " layers are supported");
     }
     kinds.push_back(static_cast<size_t>(it - allowed.begin()));
   }
@@ -269,12 +289,13 @@ Result<Qwen35Config> load_qwen35_config(const std::string& folder) {
                             std::to_string(c.text.head_dim) + "; it must be even and positive");
   }
 
-  FERRY_RETURN_IF_ERROR(get_positive(*text, path, "linear_num_key_heads", &c.linear_num_key_heads));
-  FERRY_RETURN_IF_ERROR(get_positive(*text, path, "linear_num_value_heads", &c.linear_num_value_heads));
-  FERRY_RETURN_IF_ERROR(get_positive(*text, path, "linear_key_head_dim", &c.linear_key_head_dim));
-  FERRY_RETURN_IF_ERROR(get_positive(*text, path, "linear_value_head_dim", &c.linear_value_head_dim));
+  FERRY_RETURN_IF_ERROR(get_positive(*text, path, "linear_num_key_heads", &c.linear_num_key_heads, kMaxWidth));
+  FERRY_RETURN_IF_ERROR(get_positive(*text, path, "linear_num_value_heads", &c.linear_num_value_heads, kMaxWidth));
+  FERRY_RETURN_IF_ERROR(get_positive(*text, path, "linear_key_head_dim", &c.linear_key_head_dim, kMaxWidth));
+  FERRY_RETURN_IF_ERROR(get_positive(*text, path, "linear_value_head_dim", &c.linear_value_head_dim, kMaxWidth));
   FERRY_RETURN_IF_ERROR(get_int(*text, path, "linear_conv_kernel_dim", &c.linear_conv_kernel_dim, false));
   if (c.linear_conv_kernel_dim < 1) return invalid_argument(path + ": 'linear_conv_kernel_dim' must be positive");
+  FERRY_RETURN_IF_ERROR(check_at_most(path, "linear_conv_kernel_dim", c.linear_conv_kernel_dim, kMaxWidth));
   if (c.linear_num_value_heads % c.linear_num_key_heads != 0) {
     return invalid_argument(path + ": linear_num_value_heads (" + std::to_string(c.linear_num_value_heads) +
                             ") must be a multiple of linear_num_key_heads (" +
@@ -303,12 +324,13 @@ Result<DFlashConfig> load_dflash_config(const std::string& folder) {
   }
   for (size_t k : *kinds) c.sliding_layer.push_back(k == 1);
   if (std::count(c.sliding_layer.begin(), c.sliding_layer.end(), true) > 0) {
-    FERRY_RETURN_IF_ERROR(get_positive(*j, path, "sliding_window", &c.sliding_window));
+    FERRY_RETURN_IF_ERROR(get_positive(*j, path, "sliding_window", &c.sliding_window, INT64_MAX));
   } else {
     c.sliding_layer.assign(static_cast<size_t>(c.model.num_hidden_layers), false);
   }
-  FERRY_RETURN_IF_ERROR(get_positive(*j, path, "block_size", &c.block_size));
+  FERRY_RETURN_IF_ERROR(get_positive(*j, path, "block_size", &c.block_size, kMaxBlockSize));
   FERRY_RETURN_IF_ERROR(get_int(*j, path, "num_target_layers", &c.num_target_layers, false));
+  FERRY_RETURN_IF_ERROR(check_at_most(path, "num_target_layers", c.num_target_layers, kMaxLayers));
   const json empty = json::object();
   const json& dc = j->contains("dflash_config") && (*j)["dflash_config"].is_object() ? (*j)["dflash_config"] : empty;
   if (dc.contains("mask_token_id")) {

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
+
 namespace ferry::eval {
 namespace {
 
@@ -14,12 +16,33 @@ using tokenizer::ChatMessage;
 const char* const kForms[] = {"input_ids", "text", "prompt", "messages", "turns"};
 // Enough to fix a file in one pass without flooding the terminal.
 constexpr size_t kMaxErrorsReported = 50;
+// Far past any context window's worth of text or ids; a longer line is refused unread.
+constexpr size_t kMaxLineBytes = 16 << 20;
+
+// The next line of `in` (without its '\n') into *line; false at the end of the file. A
+// line past kMaxLineBytes is skipped to its end and *too_long set, not held in memory.
+bool next_line(std::istream& in, std::string* line, bool* too_long) {
+  std::streambuf* buf = in.rdbuf();
+  line->clear();
+  *too_long = false;
+  int c = buf->sbumpc();
+  if (c == std::char_traits<char>::eof()) return false;
+  for (; c != std::char_traits<char>::eof() && c != '\n'; c = buf->sbumpc()) {
+    if (line->size() < kMaxLineBytes) {
+      line->push_back(static_cast<char>(c));
+    } else {
+      *too_long = true;
+    }
+  }
+  return true;
+}
 
 Result<std::vector<int64_t>> ids_of(const json& v, int64_t vocab_size) {
   if (!v.is_array()) return invalid_argument("must be a list of token ids");
   std::vector<int64_t> ids;
   for (const auto& x : v) {
-    if (!x.is_number_integer()) return invalid_argument("must hold integers, found " + x.dump());
+    if (!x.is_number_integer())
+      return invalid_argument(std::string("must hold integers, found a value of type ") + x.type_name());
     int64_t id = x.get<int64_t>();
     if (id < 0 || id >= vocab_size) {
       return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary (" +
@@ -82,11 +105,21 @@ Result<std::vector<Prompt>> load_prompts(const std::string& path, int64_t vocab_
     if (errors.size() < kMaxErrorsReported) errors.push_back(what);
   };
   std::string text;
+  bool too_long = false;
   int line = 0;
-  while (std::getline(in, text)) {
+  while (next_line(in, &text, &too_long)) {
     ++line;
-    const std::string where = path + ":" + std::to_string(line) + ": ";
+    const std::string at = path + ":" + std::to_string(line);
+    const std::string where = at + ": ";
+    if (too_long) {
+      bad(where + "longer than " + std::to_string(kMaxLineBytes) + " bytes");
+      continue;
+    }
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (Status deep = check_json_depth(text, at); !deep.ok()) {
+      bad(deep.message());
+      continue;
+    }
     json j;
     try {
       j = json::parse(text);

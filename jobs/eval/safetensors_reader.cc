@@ -9,17 +9,22 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "base/file_util.h"
+#include "base/json_depth.h"
+
 namespace ferry::eval {
 namespace {
 
-// A header longer than this is refused rather than parsed (real ones are < 1 MiB).
-constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
+// A header longer than this is refused rather than parsed (real ones are < 1 MiB; a
+// 100 MiB one parsed to a DOM of gigabytes).
+constexpr uint64_t kMaxHeaderBytes = 16ull << 20;
+// model.safetensors.index.json: one line per tensor, real ones well under 1 MiB.
+constexpr size_t kMaxIndexBytes = 16 << 20;
 
 bool is_dir(const std::string& path) {
   struct stat st;
@@ -204,6 +209,7 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
   }
   file->data_start_ = 8 + static_cast<size_t>(header_len);
   const char* header_text = reinterpret_cast<const char*>(file->file_->data() + 8);
+  FERRY_RETURN_IF_ERROR(check_json_depth(std::string_view(header_text, header_len), path + ": safetensors header"));
   nlohmann::json header = nlohmann::json::parse(header_text, header_text + header_len,
                                                 nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object()) {
@@ -351,11 +357,10 @@ Result<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::open(const
   }
 
   ckpt->sharded_ = true;
-  std::ifstream in(index);
-  if (!in) return errno_status(index + ": cannot open", errno);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(buf.str(), nullptr, /*allow_exceptions=*/false);
+  auto text = read_file(index, kMaxIndexBytes);
+  if (!text.ok()) return text.status();
+  FERRY_RETURN_IF_ERROR(check_json_depth(*text, index));
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument(index + ": invalid JSON");
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
     return invalid_argument(index + ": missing object 'weight_map'");

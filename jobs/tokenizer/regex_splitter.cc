@@ -1,9 +1,25 @@
 #include "jobs/tokenizer/regex_splitter.h"
 
+#include <cstdint>
+
 #include <unicode/regex.h>
 #include <unicode/unistr.h>
+#include <unicode/utf16.h>
+
+#include "jobs/tokenizer/utf8.h"
 
 namespace ferry::tokenizer {
+namespace {
+
+// ICU counts match time in steps of ten thousand engine operations (0.2 ms each here),
+// from the matcher's last reset; each match starts with one (find(from)), so this is per
+// match: about a second, far past a real pre-tokenizer's need (a match is one word; 8 MB
+// of text splits in 1 s in all) and short of a backtracking blow-up's hours.
+constexpr int32_t kMatchTimeLimit = 5000;
+// The backtracking stack (heap, not the thread's stack): ICU's default, made explicit.
+constexpr int32_t kMatchStackBytes = 8 << 20;
+
+}  // namespace
 
 struct RegexSplitter::Impl {
   std::unique_ptr<icu::RegexPattern> pattern;
@@ -48,17 +64,22 @@ Result<std::unique_ptr<RegexSplitter>> RegexSplitter::create(const std::string& 
   impl->pattern.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(icu_pattern),
                                                  literal ? UREGEX_LITERAL : 0, parse_error, status));
   if (U_FAILURE(status)) {
-    return invalid_argument("split regex '" + pattern + "': " + u_errorName(status) + " at offset " +
+    return invalid_argument("split regex '" + utf8_shown(pattern) + "': " + u_errorName(status) + " at offset " +
                             std::to_string(parse_error.offset));
   }
   impl->matcher.reset(impl->pattern->matcher(status));
-  if (U_FAILURE(status)) return invalid_argument("split regex '" + pattern + "': " + u_errorName(status));
+  if (U_SUCCESS(status)) impl->matcher->setTimeLimit(kMatchTimeLimit, status);
+  if (U_SUCCESS(status)) impl->matcher->setStackLimit(kMatchStackBytes, status);
+  if (U_FAILURE(status)) return invalid_argument("split regex '" + utf8_shown(pattern) + "': " + u_errorName(status));
   return std::unique_ptr<RegexSplitter>(new RegexSplitter(std::move(impl), icu_pattern, behavior));
 }
 
-void RegexSplitter::split(std::string_view text, std::vector<std::string_view>* out) {
+Status RegexSplitter::split(std::string_view text, std::vector<std::string_view>* out) {
   // ICU matches fastest over UTF-16; match offsets are mapped back to UTF-8 by walking
   // both encodings forward together (matches come in increasing order).
+  if (text.size() > static_cast<size_t>(INT32_MAX)) {
+    return invalid_argument("text of " + std::to_string(text.size()) + " bytes is past the 2 GiB a split can take");
+  }
   icu::UnicodeString& u = impl_->utf16;
   u = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
   const char16_t* units = u.getBuffer();
@@ -82,11 +103,18 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view>* 
   UErrorCode status = U_ZERO_ERROR;
   icu::RegexMatcher& m = *impl_->matcher;
   m.reset(u);
+  const size_t first = out->size();
+  const int32_t length16 = u.length();
   size_t last_end = 0;
-  while (m.find()) {
+  int32_t from = 0;
+  // find(from) resets the matcher, and with it ICU's time count: find() would count
+  // across all the matches of the text and time out on a long one.
+  while (from <= length16 && m.find(from, status)) {
     int32_t s16 = m.start(status);
     int32_t e16 = m.end(status);
     if (U_FAILURE(status)) break;
+    // Past an empty match by one code point, as find() does.
+    from = e16 > s16 ? e16 : e16 + (e16 + 1 < length16 && U16_IS_LEAD(units[e16]) ? 2 : 1);
     advance_to(s16);
     size_t s8 = u8_pos;
     advance_to(e16);
@@ -95,7 +123,13 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view>* 
     if (behavior_ == SplitBehavior::kIsolated && e8 > s8) out->push_back(text.substr(s8, e8 - s8));
     last_end = e8;
   }
+  if (U_FAILURE(status)) {  // U_REGEX_TIME_OUT, U_REGEX_STACK_OVERFLOW: not the end of the text
+    out->resize(first);
+    return invalid_argument("split regex '" + utf8_shown(icu_pattern_) + "': " + u_errorName(status) + " after byte " +
+                            std::to_string(u8_pos) + " of " + std::to_string(text.size()));
+  }
   if (last_end < text.size()) out->push_back(text.substr(last_end));
+  return Status();
 }
 
 }  // namespace ferry::tokenizer

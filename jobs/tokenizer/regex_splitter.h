@@ -5,6 +5,10 @@
 // ICU's documentation gives `\s` as [\t\n\f\r\p{Z}] (without them), so `\s`/`\S` are
 // spelled out as `\p{White_Space}`/`\P{White_Space}` rather than left to that reading.
 //
+// The pattern comes from the file, so a match is bounded in time and backtracking memory
+// (kMatchTimeLimit, kMatchStackBytes): a catastrophic pattern such as `(a+)+b` fails the
+// split with ICU's error rather than hanging, and no error is taken for the end of text.
+//
 // Not thread-safe: a splitter keeps its matcher between calls; one per thread.
 #pragma once
 
@@ -27,8 +31,9 @@ class RegexSplitter {
                                                        SplitBehavior behavior);
   ~RegexSplitter();
 
-  /// Appends to `out` the pieces of `text` (valid UTF-8), as byte ranges into it.
-  void split(std::string_view text, std::vector<std::string_view>* out);
+  /// Appends to `out` the pieces of `text` (valid UTF-8), as byte ranges into it. A match
+  /// past the time or memory bound, or text past 2 GiB, is an error (nothing appended).
+  Status split(std::string_view text, std::vector<std::string_view>* out);
 
   /// The pattern as given to ICU (after the dialect rewrite), for error messages and tests.
   const std::string& icu_pattern() const { return icu_pattern_; }

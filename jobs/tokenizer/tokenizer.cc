@@ -1,12 +1,11 @@
 #include "jobs/tokenizer/tokenizer.h"
 
-#include <cerrno>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
+#include "base/file_util.h"
+#include "base/json_depth.h"
 #include "jobs/tokenizer/byte_level.h"
 #include "jobs/tokenizer/nfc_normalizer.h"
 #include "jobs/tokenizer/utf8.h"
@@ -19,6 +18,12 @@ using json = nlohmann::json;
 // Ids index tables of that size: a corrupt file must not ask for gigabytes. The largest
 // real vocabularies are a few hundred thousand.
 constexpr int64_t kMaxTokenId = 1 << 24;
+// Ids below the largest that no entry uses still get a table row each, so a file may leave
+// only this many unused: one added token at id 16,000,000 must not cost a gigabyte. (A
+// vocabulary cut down for tests keeps its added tokens at their real ids: about 150k gaps.)
+constexpr int64_t kMaxUnusedIds = 1 << 18;
+// Qwen3's tokenizer.json is 11 MB; the largest real ones about 35 MB.
+constexpr size_t kMaxFileBytes = 64 << 20;
 
 // GPT-2's pre-tokenizer regex: what `ByteLevel` splits with when its `use_regex` is true.
 constexpr const char* kGpt2Pattern =
@@ -87,7 +92,7 @@ class Loader {
       }
       return Status();
     }
-    return fail("normalizer", "type '" + type + "' is not supported (supported: NFC, Sequence of NFC)");
+    return fail("normalizer", "type '" + utf8_shown(type) + "' is not supported (supported: NFC, Sequence of NFC)");
   }
 
   Status pre_tokenizer(const json& j, std::vector<std::unique_ptr<RegexSplitter>>* splitters, bool* byte_level) const {
@@ -111,7 +116,8 @@ class Loader {
       }
       return Status();
     }
-    return fail("pre_tokenizer", "type '" + type + "' is not supported (supported: Sequence, Split, ByteLevel)");
+    return fail("pre_tokenizer",
+                "type '" + utf8_shown(type) + "' is not supported (supported: Sequence, Split, ByteLevel)");
   }
 
   Status split(const json& j, std::vector<std::unique_ptr<RegexSplitter>>* splitters) const {
@@ -123,7 +129,8 @@ class Loader {
     } else if (behavior == "Removed") {
       b = SplitBehavior::kRemoved;
     } else {
-      return fail("pre_tokenizer", "Split behavior '" + behavior + "' is not supported (supported: Isolated, Removed)");
+      return fail("pre_tokenizer",
+                  "Split behavior '" + utf8_shown(behavior) + "' is not supported (supported: Isolated, Removed)");
     }
     const json& p = j.contains("pattern") ? j["pattern"] : json();
     bool literal;
@@ -146,7 +153,7 @@ class Loader {
   Status model(const json& j, const BpeTables& tables, std::unordered_map<std::string, int32_t>* vocab,
                std::vector<std::pair<std::string, std::string>>* merges) const {
     std::string type = type_of(j);
-    if (type != "BPE") return fail("model", "type '" + type + "' is not supported (supported: BPE)");
+    if (type != "BPE") return fail("model", "type '" + utf8_shown(type) + "' is not supported (supported: BPE)");
     if (j.contains("dropout") && !j["dropout"].is_null()) return fail("model", "BPE dropout is not supported");
     if (flag(j, "byte_fallback")) return fail("model", "BPE byte_fallback is not supported");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
@@ -159,7 +166,7 @@ class Loader {
     vocab->reserve(tables.vocab.size());
     for (const auto& [text, id] : tables.vocab) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxTokenId) {
-        return fail("model", "vocab entry '" + text + "' has no valid id");
+        return fail("model", "vocab entry '" + utf8_shown(text) + "' has no valid id");
       }
       (*vocab)[text] = id.get<int32_t>();
     }
@@ -172,7 +179,7 @@ class Loader {
       } else if (m.is_string()) {
         const std::string& s = m.get_ref<const std::string&>();
         size_t space = s.find(' ', 1);
-        if (space == std::string::npos) return fail("model", "merge '" + s + "' is not two tokens");
+        if (space == std::string::npos) return fail("model", "merge '" + utf8_shown(s) + "' is not two tokens");
         merges->emplace_back(s.substr(0, space), s.substr(space + 1));
       } else {
         return fail("model", "merge #" + std::to_string(merges->size()) + " is not a pair of strings");
@@ -184,13 +191,14 @@ class Loader {
   Status decoder(const json& j) const {
     std::string type = type_of(j);
     if (type == "ByteLevel") return Status();
-    return fail("decoder", "type '" + (j.is_null() ? std::string("null") : type) +
+    return fail("decoder", "type '" + (j.is_null() ? std::string("null") : utf8_shown(type)) +
                                "' is not supported (supported: ByteLevel)");
   }
 
   Status post_processor(const json& j) const {
     if (j.is_null() || type_of(j) == "ByteLevel") return Status();  // ByteLevel only trims offsets
-    return fail("post_processor", "type '" + type_of(j) + "' is not supported (supported: ByteLevel, none)");
+    return fail("post_processor",
+                "type '" + utf8_shown(type_of(j)) + "' is not supported (supported: ByteLevel, none)");
   }
 
   Status added_tokens(const json& j, std::vector<AddedToken>* out) const {
@@ -203,9 +211,9 @@ class Loader {
       }
       std::string content = t["content"].get<std::string>();
       int64_t id = t["id"].get<int64_t>();
-      if (id < 0 || id >= kMaxTokenId) return fail("added_tokens", "'" + content + "' has no valid id");
+      if (id < 0 || id >= kMaxTokenId) return fail("added_tokens", "'" + utf8_shown(content) + "' has no valid id");
       for (const char* key : {"single_word", "lstrip", "rstrip"}) {
-        if (flag(t, key)) return fail("added_tokens", "'" + content + "': " + key + " is not supported");
+        if (flag(t, key)) return fail("added_tokens", "'" + utf8_shown(content) + "': " + key + " is not supported");
       }
       out->push_back({static_cast<int32_t>(id), content, flag(t, "special")});
     }
@@ -219,14 +227,15 @@ class Loader {
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return errno_status(path + ": cannot open", errno);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return from_json(text.str(), path);
+  auto text = read_file(path, kMaxFileBytes);
+  if (!text.ok()) return text.status();
+  return from_json(*text, path);
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(const std::string& json_text, const std::string& where) {
+  // Real files nest 5 deep; the bound keeps the walks below, one call per Sequence
+  // level, far from the stack's end.
+  FERRY_RETURN_IF_ERROR(check_json_depth(json_text, where));
   BpeTables tables;
   json j = parse_tokenizer_json(json_text, &tables);
   if (j.is_discarded() || !j.is_object()) return invalid_argument(where + ": not a JSON object");
@@ -258,11 +267,16 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(const std::string& json_
   int32_t size = 0;
   for (const auto& [text, id] : vocab) size = std::max(size, id + 1);
   for (const auto& a : added) size = std::max(size, a.id + 1);
+  if (size - static_cast<int64_t>(vocab.size() + added.size()) > kMaxUnusedIds) {
+    return load.fail("added_tokens", "ids reach " + std::to_string(size - 1) + " with only " +
+                                         std::to_string(vocab.size() + added.size()) + " tokens (at most " +
+                                         std::to_string(kMaxUnusedIds) + " ids may go unused)");
+  }
   t->pieces_.assign(size, std::string());
   t->bytes_.assign(size, std::string());
   for (const auto& [text, id] : vocab) {
     auto bytes = byte_level_decode(text);
-    if (!bytes) return load.fail("model", "vocab entry '" + text + "' is not byte-level text");
+    if (!bytes) return load.fail("model", "vocab entry '" + utf8_shown(text) + "' is not byte-level text");
     t->pieces_[id] = text;
     t->bytes_[id] = std::move(*bytes);
   }
@@ -286,23 +300,24 @@ Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text) {
       ids.push_back(piece.id);
     } else if (nfc_ && !is_nfc(piece.text)) {
       std::string normalized = nfc(piece.text);
-      encode_plain(normalized, &ids);
+      FERRY_RETURN_IF_ERROR(encode_plain(normalized, &ids));
     } else {
-      encode_plain(piece.text, &ids);
+      FERRY_RETURN_IF_ERROR(encode_plain(piece.text, &ids));
     }
   }
   return ids;
 }
 
-void Tokenizer::encode_plain(std::string_view text, std::vector<int32_t>* out) {
+Status Tokenizer::encode_plain(std::string_view text, std::vector<int32_t>* out) {
   scratch_a_.clear();
   scratch_a_.push_back(text);
   for (auto& splitter : splitters_) {
     scratch_b_.clear();
-    for (std::string_view piece : scratch_a_) splitter->split(piece, &scratch_b_);
+    for (std::string_view piece : scratch_a_) FERRY_RETURN_IF_ERROR(splitter->split(piece, &scratch_b_));
     scratch_a_.swap(scratch_b_);
   }
   for (std::string_view word : scratch_a_) bpe_->encode_word(word, out);
+  return Status();
 }
 
 std::string Tokenizer::decode_bytes(const std::vector<int32_t>& ids) const {

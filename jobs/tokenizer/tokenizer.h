@@ -26,10 +26,11 @@ class Tokenizer {
  public:
   /// Parses tokenizer.json's text; `where` names it in errors.
   static Result<std::unique_ptr<Tokenizer>> from_json(const std::string& json_text, const std::string& where);
-  /// Reads `path` (a tokenizer.json).
+  /// Reads `path` (a tokenizer.json, at most 64 MiB).
   static Result<std::unique_ptr<Tokenizer>> from_file(const std::string& path);
 
-  /// Token ids of `text`; invalid UTF-8 is refused with the byte offset.
+  /// Token ids of `text`; invalid UTF-8 is refused with the byte offset, and a split regex
+  /// past its time or memory bound fails the encode (never a shorter piece list).
   Result<std::vector<int32_t>> encode(std::string_view text);
 
   /// The bytes the ids stand for (may end inside a character); unknown ids are skipped.
@@ -48,7 +49,7 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
-  void encode_plain(std::string_view text, std::vector<int32_t>* out);
+  Status encode_plain(std::string_view text, std::vector<int32_t>* out);
 
   bool nfc_ = false;
   std::vector<std::unique_ptr<RegexSplitter>> splitters_;  // applied in order

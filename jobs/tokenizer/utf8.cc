@@ -106,4 +106,9 @@ std::string utf8_lossy(std::string_view s) {
   return out;
 }
 
+std::string utf8_shown(std::string_view s) {
+  constexpr size_t kShownBytes = 80;
+  return s.size() > kShownBytes ? utf8_lossy(s.substr(0, kShownBytes)) + "..." : utf8_lossy(s);
+}
+
 }  // namespace ferry::tokenizer

@@ -22,4 +22,8 @@ std::string utf8_encode(char32_t cp);
 /// `s` with each invalid sequence replaced by U+FFFD, as Hugging Face's decode does.
 std::string utf8_lossy(std::string_view s);
 
+/// The start of `s` for an error message: its first 80 bytes, made valid, and "..." when
+/// cut (a string from a file may be megabytes).
+std::string utf8_shown(std::string_view s);
+
 }  // namespace ferry::tokenizer

@@ -5,6 +5,7 @@
 // vocabulary with Qwen3.5's \p{M} pre-tokenizer regex) is made here and checked the same
 // way. Unsupported types and invalid UTF-8 are refused by name.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -44,6 +45,24 @@ class TokenizerTest : public ::testing::Test {
   }
 
   static json qwen3_json() { return json::parse(read(testing::qwen3_tokenizer_json())); }
+
+  // Qwen3's file cut to its first 1,000 tokens and the merges among them (its added
+  // tokens kept): loads fast, so a test changes one thing and sees what that does.
+  static json small_qwen3() {
+    json base = qwen3_json();
+    json vocab = json::object();
+    for (const auto& [text, id] : base["model"]["vocab"].items()) {
+      if (id.get<int>() < 1000) vocab[text] = id;
+    }
+    json merges = json::array();
+    for (const auto& m : base["model"]["merges"]) {
+      std::string a = m[0], b = m[1];
+      if (vocab.contains(a) && vocab.contains(b) && vocab.contains(a + b)) merges.push_back(m);
+    }
+    base["model"]["vocab"] = vocab;
+    base["model"]["merges"] = merges;
+    return base;
+  }
 
   static std::unique_ptr<Tokenizer> load(const json& j) {
     auto t = Tokenizer::from_json(j.dump(), "test tokenizer.json");
@@ -162,23 +181,12 @@ TEST_F(TokenizerTest, UnsupportedTypesAreRefusedByName) {
       {"/added_tokens/0/id", -1, "added_tokens: '<|endoftext|>' has no valid id"},
       {"/added_tokens/0/id", 1LL << 40, "added_tokens: '<|endoftext|>' has no valid id"},
       {"/model/vocab/hello", 1LL << 40, "model: vocab entry 'hello' has no valid id"},
+      // Below the id bound, but its table rows would cost a gigabyte for one token.
+      {"/added_tokens/0/id", 16000000, "added_tokens: ids reach 16000000 with only 1026 tokens"},
       {"/model/merges/0", json::array({"Ġ"}), "merge #0 is not a pair of strings"},
       {"/model/merges/0", "nospace", "merge 'nospace' is not two tokens"},
   };
-  // Qwen3's file cut to its first 1,000 tokens and the merges among them: loads fast,
-  // and the unchanged file must load, so each refusal comes from its one change.
-  json base = qwen3_json();
-  json vocab = json::object();
-  for (const auto& [text, id] : base["model"]["vocab"].items()) {
-    if (id.get<int>() < 1000) vocab[text] = id;
-  }
-  json merges = json::array();
-  for (const auto& m : base["model"]["merges"]) {
-    std::string a = m[0], b = m[1];
-    if (vocab.contains(a) && vocab.contains(b) && vocab.contains(a + b)) merges.push_back(m);
-  }
-  base["model"]["vocab"] = vocab;
-  base["model"]["merges"] = merges;
+  json base = small_qwen3();
   ASSERT_TRUE(Tokenizer::from_json(base.dump(), "x/tokenizer.json").ok());
   for (const auto& c : cases) {
     json j = base;
@@ -188,6 +196,62 @@ TEST_F(TokenizerTest, UnsupportedTypesAreRefusedByName) {
     EXPECT_NE(t.status().message().find(c.expected), std::string::npos) << t.status().message();
     EXPECT_EQ(t.status().message().rfind("x/tokenizer.json: ", 0), 0u) << t.status().message();
   }
+}
+
+// A tokenizer.json comes with the model, from wherever the model came from: what it can
+// ask for is bounded, and past a bound it is an error, never a crash, a hang or other ids.
+
+TEST_F(TokenizerTest, ADeeplyNestedSequenceIsRefusedBeforeItIsWalked) {
+  // 200,000 Sequence normalizers inside each other (3.6 MB): walked one level per call,
+  // this overflowed the stack.
+  constexpr int kLevels = 200000;
+  std::string deep;
+  for (int i = 0; i < kLevels; ++i) deep += R"({"type":"Sequence","normalizers":[)";
+  deep += R"({"type":"NFC"})";
+  for (int i = 0; i < kLevels; ++i) deep += "]}";
+  json j = small_qwen3();
+  j["normalizer"] = "DEEP";
+  std::string text = j.dump();
+  text.replace(text.find(R"("DEEP")"), 6, deep);
+  auto t = Tokenizer::from_json(text, "x/tokenizer.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.status().message(), "x/tokenizer.json: nested deeper than 64 levels");
+}
+
+TEST_F(TokenizerTest, ACatastrophicSplitRegexFailsTheEncodeInsteadOfHanging) {
+  // (a+)+b backtracks 2^60 ways over 60 'a's: ICU's time limit ends the match.
+  json j = small_qwen3();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a+)+b";
+  auto t = load(j);
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(t->encode("ab aab").ok());
+  auto ids = t->encode(std::string(60, 'a'));
+  ASSERT_FALSE(ids.ok());
+  EXPECT_NE(ids.status().message().find("split regex '(a+)+b': U_REGEX_TIME_OUT"), std::string::npos)
+      << ids.status().message();
+}
+
+TEST_F(TokenizerTest, TheRegexTimeLimitIsPerMatchNotPerText) {
+  // 12 MB of short words: 6M matches, about 1.5 s of matching in all, each far inside the
+  // limit. Counted across the text (ICU's count runs from the matcher's reset) it timed out.
+  auto t = load(small_qwen3());
+  ASSERT_NE(t, nullptr);
+  std::string text;
+  for (int i = 0; i < 3000000; ++i) text += "ab, ";
+  auto ids = t->encode(text);
+  ASSERT_TRUE(ids.ok()) << ids.status().message();
+  EXPECT_GE(ids->size(), 6000000u);
+}
+
+TEST_F(TokenizerTest, ATokenizerFileOver64MiBIsRefused) {
+  ferry::testing::TempDir dir;
+  const std::string path = dir.path() + "/tokenizer.json";
+  ferry::testing::write_text(path, "{}");
+  ASSERT_EQ(::truncate(path.c_str(), (64 << 20) + 1), 0);
+  auto t = Tokenizer::from_file(path);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), path + ": larger than 67108864 bytes");
 }
 
 }  // namespace
