@@ -95,8 +95,9 @@ Status AgentPeer::send(const std::string& op, const nlohmann::json& args, std::s
   f.header = args;
   f.header["op"] = op;
   f.body = std::move(body);  // the prefix counts it; it is written as is, never copied
-  std::string prefix = protocol::encode_frame_prefix(f);
-  Status s = child_->write_all(prefix.data(), prefix.size(), timeout_ms);
+  auto prefix = protocol::encode_frame_prefix_checked(f);
+  if (!prefix.ok()) return prefix.status();
+  Status s = child_->write_all(prefix->data(), prefix->size(), timeout_ms);
   if (s.ok() && !f.body.empty()) s = child_->write_all(f.body.data(), f.body.size(), timeout_ms);
   if (!s.ok()) return broken("the link to the agent broke (" + s.message() + ")");
   return Status();
