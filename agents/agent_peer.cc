@@ -7,17 +7,24 @@ namespace {
 
 constexpr size_t kDiagnosisLines = 3;
 constexpr int kCloseGraceMs = 2000;
+/// A login rc that prints more than this before the agent starts is a setup to fix,
+/// not a greeting to skip.
+constexpr size_t kMaxBeforeMarkerBytes = 64 * 1024;
 
 }  // namespace
 
-Result<std::unique_ptr<AgentPeer>> AgentPeer::start(const std::vector<std::string>& argv, int hello_timeout_ms) {
+Result<std::unique_ptr<AgentPeer>> AgentPeer::start(const std::vector<std::string>& argv, int hello_timeout_ms,
+                                                    const std::string& ready_marker) {
   ChildProcess::Options options;
   options.capture_stderr = true;
   auto child = ChildProcess::spawn(argv, options);
   if (!child.ok()) return child.status();
   std::unique_ptr<AgentPeer> peer(new AgentPeer(std::move(child).value()));
-  auto hello = peer->call("hello", nlohmann::json::object(), hello_timeout_ms);
+  FERRY_RETURN_IF_ERROR(peer->send("hello", nlohmann::json::object(), {}, hello_timeout_ms));
+  if (!ready_marker.empty()) FERRY_RETURN_IF_ERROR(peer->skip_to_marker(ready_marker, hello_timeout_ms));
+  auto hello = peer->receive(hello_timeout_ms);
   if (!hello.ok()) return hello.status();
+  if (hello->type == protocol::FrameType::kError) return protocol::status_from_error_frame(*hello);
   uint32_t version = hello->header.value("protocol", 0u);
   if (version != protocol::kProtocolVersion) {
     return failed_precondition("the agent there speaks protocol " + std::to_string(version) + ", this one " +
@@ -53,6 +60,33 @@ Status AgentPeer::broken(const std::string& what) {
   return unavailable(what + (why.empty() ? "" : ": " + why));
 }
 
+// Reads stdout up to the end of the line that holds `marker`; the bytes after it are
+// the agent's first frames. The rc's last words may lack a newline and share the line.
+Status AgentPeer::skip_to_marker(const std::string& marker, int timeout_ms) {
+  std::string seen;
+  int64_t deadline = mono_ms() + timeout_ms;
+  for (;;) {
+    size_t at = seen.find(marker);
+    size_t eol = at == std::string::npos ? std::string::npos : seen.find('\n', at);
+    if (eol != std::string::npos) {
+      decoder_.feed(seen.data() + eol + 1, seen.size() - eol - 1);
+      return Status();
+    }
+    if (seen.size() > kMaxBeforeMarkerBytes) {
+      if (child_) child_->finish(kCloseGraceMs);
+      return invalid_argument("the remote login shell printed more than " + std::to_string(kMaxBeforeMarkerBytes) +
+                              " bytes before the agent started (" + seen.substr(0, 256) +
+                              "...): make its rc quiet when not interactive (e.g. `[[ $- == *i* ]] || return` at the "
+                              "top of ~/.bashrc)");
+    }
+    int64_t left = deadline - mono_ms();
+    if (left <= 0) return broken("no answer from the agent start command in " + std::to_string(timeout_ms / 1000) + " s");
+    auto got = child_->read_some(buf_.data(), buf_.size(), static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (!got.ok()) return broken("the link to the agent closed before it started");
+    seen.append(buf_.data(), *got);
+  }
+}
+
 Status AgentPeer::send(const std::string& op, const nlohmann::json& args, std::string body, int timeout_ms) {
   if (!child_) return unavailable("closed");
   protocol::Frame f;
@@ -61,8 +95,9 @@ Status AgentPeer::send(const std::string& op, const nlohmann::json& args, std::s
   f.header = args;
   f.header["op"] = op;
   f.body = std::move(body);  // the prefix counts it; it is written as is, never copied
-  std::string prefix = protocol::encode_frame_prefix(f);
-  Status s = child_->write_all(prefix.data(), prefix.size(), timeout_ms);
+  auto prefix = protocol::encode_frame_prefix_checked(f);
+  if (!prefix.ok()) return prefix.status();
+  Status s = child_->write_all(prefix->data(), prefix->size(), timeout_ms);
   if (s.ok() && !f.body.empty()) s = child_->write_all(f.body.data(), f.body.size(), timeout_ms);
   if (!s.ok()) return broken("the link to the agent broke (" + s.message() + ")");
   return Status();

@@ -23,7 +23,10 @@ namespace ferry {
 class AgentPeer {
  public:
   /// Runs `argv`, says hello within `hello_timeout_ms` and checks the protocol version.
-  static Result<std::unique_ptr<AgentPeer>> start(const std::vector<std::string>& argv, int hello_timeout_ms);
+  /// With a `ready_marker`, the frames start only after the first line holding it:
+  /// what comes before (a login rc's greeting on the remote stdout) is skipped.
+  static Result<std::unique_ptr<AgentPeer>> start(const std::vector<std::string>& argv, int hello_timeout_ms,
+                                                  const std::string& ready_marker = "");
 
   /// Writes one request; its reply comes back from receive() in order.
   Status send(const std::string& op, const nlohmann::json& args, std::string body, int timeout_ms);
@@ -42,6 +45,7 @@ class AgentPeer {
  private:
   explicit AgentPeer(std::unique_ptr<ChildProcess> child) : child_(std::move(child)) {}
   Status broken(const std::string& what);
+  Status skip_to_marker(const std::string& marker, int timeout_ms);
 
   std::unique_ptr<ChildProcess> child_;
   protocol::FrameDecoder decoder_;

@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
+#include "base/shell_quote.h"
 #include "protocol/body_buffers.h"
 #include "transfer/chunk_files.h"
 
@@ -27,6 +28,8 @@ namespace ferry {
 namespace {
 
 constexpr int64_t kMaxLogRead = 1 << 20;
+/// Linux's MAX_ARG_STRLEN: the longest one exec argument or NAME=value may be.
+constexpr size_t kMaxExecStringBytes = 128 * 1024;
 constexpr double kHeartbeatEveryS = 5.0;
 constexpr double kStopOlderAttemptS = 10.0;  // for a killed attempt's supervisor to record its end
 constexpr int kPipeBytes = 1 << 20;     // F_SETPIPE_SZ for stdin/stdout (the default max for a user)
@@ -177,6 +180,12 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
     for (auto& [k, v] : args["env"].items()) {
       if (!v.is_string()) return invalid_argument("env value of '" + k + "' must be a string");
       spec.env[k] = v.get<std::string>();
+      // exec(2) refuses a longer NAME=value (Linux MAX_ARG_STRLEN): say so now, by name.
+      if (k.size() + 1 + spec.env[k].size() >= kMaxExecStringBytes) {
+        return invalid_argument("job.start: env '" + k + "' is " + std::to_string(spec.env[k].size()) +
+                                " bytes; a process's environment variable holds less than " +
+                                std::to_string(kMaxExecStringBytes) + " (Linux): pass so large a value in a file");
+      }
     }
   }
   JobPaths paths = job_paths(workdir_, *job, *attempt);
@@ -231,6 +240,12 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
                               {"timeout_s", spec.timeout_s}, {"env", spec.env}};
   // The job's env may hold secrets: the spec is the user's alone.
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump(), 0600));
+  if (spec.command.size() >= kMaxExecStringBytes) {
+    // Too long for one exec argument: the shell reads it from a file instead.
+    std::string file = paths.attempt_dir + "/command.sh";
+    FERRY_RETURN_IF_ERROR(write_file_atomic(file, spec.command, 0600));
+    spec.command = ". " + shell_quote(file);
+  }
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(*attempt) + " " + *token));
   spec.start_lock_fd = lock->fd();
   auto pid = launch_detached(paths, spec);

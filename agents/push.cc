@@ -187,7 +187,7 @@ Result<std::unique_ptr<AgentPeer>> Pusher::connect(int stream) {
   double backoff = kBackoffInitialS;
   for (int tries = 1;; ++tries) {
     if (stopping()) return cancelled("stopping");
-    auto peer = AgentPeer::start(argv, kHelloTimeoutMs);
+    auto peer = AgentPeer::start(argv, kHelloTimeoutMs, kPushAgentReady);
     if (peer.ok()) {
       if (tries > 1 || ever_connected_)
         say("ferry-push: stream " + std::to_string(stream + 1) + " reached " + dest_name());
@@ -555,13 +555,18 @@ std::vector<std::string> push_ssh_command(const PushSpec& spec, const std::strin
   std::vector<std::string> argv = {spec.ssh};
   // OpenSSH finds ~/.ssh through the password database, not $HOME: when the two
   // differ (a host whose sessions get their own HOME) name the config in $HOME.
-  if (!home.empty() && home != account_home && path_exists(home + "/.ssh/config")) {
+  // An account /etc/passwd lacks (LDAP, SSSD) gets no -F: we cannot tell where ssh
+  // looks, and -F would make it skip /etc/ssh/ssh_config (host-based auth, GSSAPI).
+  if (!home.empty() && !account_home.empty() && home != account_home && path_exists(home + "/.ssh/config")) {
     argv.insert(argv.end(), {"-F", home + "/.ssh/config"});
   }
   for (const std::string& o :
        std::vector<std::string>{"BatchMode=yes", "ConnectTimeout=" + std::to_string(kSshConnectTimeoutS),
                                 "ServerAliveInterval=" + std::to_string(kSshAliveEveryS),
-                                "ServerAliveCountMax=" + std::to_string(kSshAliveCount), "ClearAllForwardings=yes"}) {
+                                "ServerAliveCountMax=" + std::to_string(kSshAliveCount), "ClearAllForwardings=yes",
+                                // Checkpoints go only to a destination whose key is known, whatever
+                                // the source's ssh_config says (accept-new, no).
+                                "StrictHostKeyChecking=yes"}) {
     argv.insert(argv.end(), {"-o", o});
   }
   argv.insert(argv.end(), {"-T", "-x", "-a"});
@@ -569,7 +574,8 @@ std::vector<std::string> push_ssh_command(const PushSpec& spec, const std::strin
   if (!spec.user.empty()) argv.insert(argv.end(), {"-l", spec.user});
   argv.insert(argv.end(),
               {"--", spec.address,
-               "exec " + shell_quote(spec.dest_agent) + " serve --workdir " + shell_quote(spec.dest_workdir)});
+               "printf '" + std::string(kPushAgentReady) + "\\n' && exec " + shell_quote(spec.dest_agent) +
+                   " serve --workdir " + shell_quote(spec.dest_workdir)});
   return argv;
 }
 

@@ -40,8 +40,12 @@ struct PushResult {
   int64_t bytes_total = 0;
 };
 
+/// What the destination prints just before its agent starts: the frames follow
+/// it, and whatever a login rc printed before it is skipped.
+inline constexpr char kPushAgentReady[] = "FERRY-PUSH-READY";
+
 /// The ssh command line of one stream. `home` is $HOME, `account_home` the
-/// password database's home of this user.
+/// password database's home of this user ("" when it has no entry there).
 std::vector<std::string> push_ssh_command(const PushSpec& spec, const std::string& home,
                                           const std::string& account_home);
 

@@ -4,6 +4,7 @@
 // the job's progress and its last words. io thread only, like any StageEnv.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -29,12 +30,15 @@ class LogTapEnv : public StageEnv {
   }
   Status append_log(const std::string& bytes) override {
     FERRY_RETURN_IF_ERROR(env_.append_log(bytes));
-    partial_ += bytes;
+    // Only the new bytes are searched: a log of `\r` progress and no newline costs
+    // its length once, not once per read.
     size_t start = 0;
-    for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
-      on_line_(partial_.substr(start, nl - start));
+    for (size_t nl; (nl = bytes.find('\n', start)) != std::string::npos; start = nl + 1) {
+      keep(bytes, start, nl);
+      on_line_(partial_);
+      partial_.clear();
     }
-    partial_.erase(0, start);
+    keep(bytes, start, bytes.size());
     return Status();
   }
   int64_t log_size() override { return env_.log_size(); }
@@ -48,8 +52,16 @@ class LogTapEnv : public StageEnv {
   StageEnv& env_;
 
  private:
+  /// A line longer than this is handed over cut to its first kMaxLineBytes: the
+  /// readers look for short progress lines, and the coordinator's memory stays bounded.
+  static constexpr size_t kMaxLineBytes = 64 * 1024;
+
+  void keep(const std::string& bytes, size_t from, size_t to) {
+    partial_.append(bytes, from, std::min(to - from, kMaxLineBytes - partial_.size()));
+  }
+
   std::function<void(const std::string&)> on_line_;
-  std::string partial_;  // a line the log read cut in two
+  std::string partial_;  // a line the log read cut in two (at most kMaxLineBytes)
 };
 
 }  // namespace ferry

@@ -74,10 +74,13 @@ int cmd_run(const Common& c, const RunOptions& o) {
     std::string host = st.kind == workflow::StageKind::kCopy ? st.from.host + "→" + st.to.host : st.host;
     seeds.push_back({st.name, workflow::stage_kind_name(st.kind), host});
   }
-  auto run = (*store)->create_run(wf->name, path, wf->source, params, seeds);
-  if (!run.ok()) return fail(run.status());
-  auto lock = RunLock::take((*store)->path(), run->id);  // before anyone can `resume last` it
+  // The lock is named by the uid, so it is taken before the run is committed and
+  // no `resume last` can come in between.
+  std::string uid = new_run_uid();
+  auto lock = RunLock::take((*store)->path(), wf->name, uid);
   if (!lock.ok()) return fail(lock.status());
+  auto run = (*store)->create_run(wf->name, path, wf->source, params, seeds, uid);
+  if (!run.ok()) return fail(run.status());
   return drive(**store, *lock, std::move(*wf), std::move(*run), o.json, false);
 }
 
@@ -100,7 +103,7 @@ int cmd_resume(const Common& c, const RunRef& o) {
   auto found = (*store)->find_run(o.run);
   if (!found.ok()) return fail(found.status());
   // One coordinator per run: the lock, then the run as it stands under the lock.
-  auto lock = RunLock::take((*store)->path(), found->id);
+  auto lock = RunLock::take((*store)->path(), found->id, found->uid);
   if (!lock.ok()) {
     std::cerr << "ferry: " << lock.status().message() << " (process " << found->coordinator_pid << ")\n";
     return kExitFailed;
@@ -143,7 +146,7 @@ int cmd_cancel(const Common& c, const RunRef& o) {
   }
   // A live coordinator holds the run's lock and reads the flag; else we drive the
   // cancel ourselves, under the lock, so no coordinator starts meanwhile.
-  auto lock = RunLock::take((*store)->path(), run->id);
+  auto lock = RunLock::take((*store)->path(), run->id, run->uid);
   Status s = (*store)->request_cancel(run->id);
   if (!s.ok()) return fail(s);
   if (!lock.ok()) {

@@ -238,7 +238,14 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
       out.swap(queue_);
     }
     for (auto& p : out) {
-      std::string prefix = protocol::encode_frame_prefix(p.frame);
+      auto encoded = protocol::encode_frame_prefix_checked(p.frame);
+      if (!encoded.ok()) {
+        // Too large to send (a user's value in a header): that call fails, the link stays.
+        Status why(encoded.status().code(), "host '" + host_ + "': " + encoded.status().message());
+        boost::asio::post(io_, [fn = std::move(p.fn), why] { fn(why); });
+        continue;
+      }
+      std::string prefix = std::move(encoded).value();
       in_flight[p.frame.request_id] = std::move(p.fn);
       if (p.frame.header.contains("op") && p.frame.header["op"].is_string()) {
         in_flight_op[p.frame.request_id] = p.frame.header["op"].get<std::string>();

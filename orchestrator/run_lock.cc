@@ -9,12 +9,12 @@ namespace {
 constexpr int kProbeGraceMs = 300;
 }  // namespace
 
-std::string RunLock::path_for(const std::string& db_path, const std::string& run_id) {
-  return dirname_of(db_path) + "/locks/" + run_id + ".lock";
+std::string RunLock::path_for(const std::string& db_path, const std::string& run_id, const std::string& run_uid) {
+  return dirname_of(db_path) + "/locks/" + (run_uid.empty() ? run_id : run_uid) + ".lock";
 }
 
-Result<FileLock> RunLock::take(const std::string& db_path, const std::string& run_id) {
-  std::string path = path_for(db_path, run_id);
+Result<FileLock> RunLock::take(const std::string& db_path, const std::string& run_id, const std::string& run_uid) {
+  std::string path = path_for(db_path, run_id, run_uid);
   FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(path)));
   auto lock = FileLock::try_take(path, kProbeGraceMs);
   if (!lock.ok() && lock.status().code() == StatusCode::kFailedPrecondition) {
@@ -23,8 +23,9 @@ Result<FileLock> RunLock::take(const std::string& db_path, const std::string& ru
   return lock;
 }
 
-std::optional<bool> RunLock::held(const std::string& db_path, const std::string& run_id) {
-  return FileLock::held_elsewhere(path_for(db_path, run_id));
+std::optional<bool> RunLock::held(const std::string& db_path, const std::string& run_id,
+                                  const std::string& run_uid) {
+  return FileLock::held_elsewhere(path_for(db_path, run_id, run_uid));
 }
 
 }  // namespace ferry

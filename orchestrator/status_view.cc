@@ -120,7 +120,7 @@ std::string local_time(int64_t ms, const char* format) {
 }
 
 bool coordinator_alive(const RunRecord& run, const std::string& db_path) {
-  auto held = RunLock::held(db_path, run.id);
+  auto held = RunLock::held(db_path, run.id, run.uid);
   if (held.has_value()) return *held;
   if (run.coordinator_pid <= 0) return false;
   return ::kill(run.coordinator_pid, 0) == 0 || errno == EPERM;

@@ -156,16 +156,6 @@ nlohmann::json parse_json(const std::string& s) {
   return j.is_discarded() ? nlohmann::json() : j;
 }
 
-// 8 characters of [0-9a-z]: 41 bits, so two coordinators that count the same
-// run id ("train-3") collide on a host only by a 1-in-10^12 chance.
-std::string new_run_uid() {
-  static const char kAlphabet[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-  std::random_device rd;
-  std::string uid;
-  for (int i = 0; i < 8; ++i) uid += kAlphabet[rd() % 36];
-  return uid;
-}
-
 // A state column back to its enum; a name no version wrote is a damaged file.
 RunState run_state_column(const std::string& name) {
   auto s = parse_run_state(name);
@@ -295,9 +285,18 @@ Status Store::add_event(const std::string& run_id, const std::string& stage, con
   });
 }
 
+std::string new_run_uid() {
+  static const char kAlphabet[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::random_device rd;
+  std::string uid;
+  for (int i = 0; i < 8; ++i) uid += kAlphabet[rd() % 36];
+  return uid;
+}
+
 Result<RunRecord> Store::create_run(const std::string& name, const std::string& workflow_path,
                                     const std::string& workflow_source, const nlohmann::json& params,
-                                    const std::vector<StageSeed>& stages) {
+                                    const std::vector<StageSeed>& stages, std::string uid) {
+  if (uid.empty()) uid = new_run_uid();
   return write_retrying(patience_ms_, "create run", [&]() -> Result<RunRecord> {
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement ins(*db_,
@@ -311,7 +310,6 @@ Result<RunRecord> Store::create_run(const std::string& name, const std::string& 
     ins.exec();
     int64_t seq = db_->getLastInsertRowid();
     std::string id = name + "-" + std::to_string(seq);
-    std::string uid = new_run_uid();
     SQLite::Statement upd(*db_, "UPDATE runs SET id=?, uid=? WHERE seq=?");
     upd.bind(1, id);
     upd.bind(2, uid);

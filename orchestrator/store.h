@@ -93,6 +93,10 @@ struct StageSeed {  // what a new run knows of each stage
   std::string name, kind, host;
 };
 
+/// A run's uid: 8 characters of [0-9a-z] (41 bits), so two coordinators that count
+/// the same run id ("train-3") collide on a host only by a 1-in-10^12 chance.
+std::string new_run_uid();
+
 class Store {
  public:
   ~Store();
@@ -101,9 +105,10 @@ class Store {
   /// so it stays fast beside a live run. Fails if the file does not exist.
   static Result<std::unique_ptr<Store>> open_read_only(const std::string& path);
 
+  /// `uid` as new_run_uid() makes it; a fresh one when empty.
   Result<RunRecord> create_run(const std::string& name, const std::string& workflow_path,
                                const std::string& workflow_source, const nlohmann::json& params,
-                               const std::vector<StageSeed>& stages);
+                               const std::vector<StageSeed>& stages, std::string uid = "");
   /// By id ("hello-3"), or "last" for the newest run.
   Result<RunRecord> find_run(const std::string& id);
   Result<std::vector<RunRecord>> list_runs(int limit);

@@ -28,8 +28,16 @@ bool valid_type(uint8_t t) { return t >= 1 && t <= 4; }
 Status restore_body_field(Frame* frame) {
   auto it = frame->header.find(kBodyField);
   if (it == frame->header.end()) return Status();
-  if (!it->is_string() || it->get<std::string>().empty()) return invalid_argument("frame names a bad body field");
-  std::string key = it->get<std::string>();
+  // An array names several fields, which ride as one JSON object (move_fields_to_body).
+  bool several = it->is_array() && !it->empty();
+  if (several) {
+    for (const auto& k : *it) {
+      if (!k.is_string() || k.get<std::string>().empty()) return invalid_argument("frame names a bad body field");
+    }
+  } else if (!it->is_string() || it->get<std::string>().empty()) {
+    return invalid_argument("frame names a bad body field");
+  }
+  std::string key = several ? (*it)[0].get<std::string>() : it->get<std::string>();
   // It joins the header, so the header's depth bound is its bound too.
   if (json_nesting_depth(frame->body) >= kMaxHeaderDepth) {
     return invalid_argument("frame body field '" + key + "' nested deeper than " + std::to_string(kMaxHeaderDepth) +
@@ -37,10 +45,29 @@ Status restore_body_field(Frame* frame) {
   }
   nlohmann::json value = nlohmann::json::parse(frame->body, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return invalid_argument("frame body is not the JSON of its field '" + key + "'");
+  if (several) {
+    if (!value.is_object()) return invalid_argument("frame body is not the object of its fields");
+    nlohmann::json keys = std::move(*it);
+    frame->header.erase(kBodyField);
+    for (const auto& k : keys) {
+      auto v = value.find(k.get<std::string>());
+      if (v == value.end()) return invalid_argument("frame body lacks its field '" + k.get<std::string>() + "'");
+      frame->header[k.get<std::string>()] = std::move(*v);
+    }
+    std::string().swap(frame->body);
+    return Status();
+  }
   frame->header.erase(it);
   frame->header[key] = std::move(value);
   std::string().swap(frame->body);
   return Status();
+}
+
+Status fits_in_body(const std::string& body, const std::string& what) {
+  size_t room = kMaxFrameBytes - kMaxHeaderBytes;
+  if (body.size() <= room) return Status();
+  return failed_precondition(what + " is too large for one message: " + std::to_string(body.size()) +
+                             " bytes of JSON, at most " + std::to_string(room));
 }
 
 }  // namespace
@@ -52,10 +79,22 @@ std::string encode_frame(const Frame& frame) {
 }
 
 std::string encode_frame_prefix(const Frame& frame) {
+  auto out = encode_frame_prefix_checked(frame);
+  assert(out.ok());
+  return out.ok() ? std::move(out).value() : std::string();
+}
+
+Result<std::string> encode_frame_prefix_checked(const Frame& frame) {
   std::string header = frame.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  assert(header.size() <= kMaxHeaderBytes);
   size_t length = kFixedBytes + header.size() + frame.body.size();
-  assert(length <= kMaxFrameBytes);
+  if (header.size() > kMaxHeaderBytes || length > kMaxFrameBytes) {
+    auto op = frame.header.find("op");
+    std::string name = op != frame.header.end() && op->is_string() ? "'" + op->get<std::string>() + "' " : "";
+    return invalid_argument("the " + name + "message is too large to send: " + std::to_string(header.size()) +
+                            " bytes of header (at most " + std::to_string(kMaxHeaderBytes) + ") and " +
+                            std::to_string(frame.body.size()) + " of body (at most " +
+                            std::to_string(kMaxFrameBytes - kMaxHeaderBytes) + ")");
+  }
   std::string out;
   out.reserve(4 + kFixedBytes + header.size());
   put_u32(out, static_cast<uint32_t>(length));
@@ -193,13 +232,24 @@ Result<std::string> move_field_to_body(nlohmann::json* header, const std::string
   auto it = header->find(key);
   if (it == header->end()) return invalid_argument("no field '" + key + "' to send in the body");
   std::string body = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  size_t room = kMaxFrameBytes - kMaxHeaderBytes;
-  if (body.size() > room) {
-    return failed_precondition(what + " is too large for one message: " + std::to_string(body.size()) +
-                               " bytes of JSON, at most " + std::to_string(room));
-  }
+  FERRY_RETURN_IF_ERROR(fits_in_body(body, what));
   header->erase(it);
   (*header)[kBodyField] = key;
+  return body;
+}
+
+Result<std::string> move_fields_to_body(nlohmann::json* header, const std::vector<std::string>& keys,
+                                        const std::string& what) {
+  nlohmann::json fields = nlohmann::json::object();
+  for (const std::string& k : keys) {
+    auto it = header->find(k);
+    if (it == header->end()) return invalid_argument("no field '" + k + "' to send in the body");
+    fields[k] = *it;
+  }
+  std::string body = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  FERRY_RETURN_IF_ERROR(fits_in_body(body, what));
+  for (const std::string& k : keys) header->erase(k);
+  (*header)[kBodyField] = keys;
   return body;
 }
 

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -53,6 +54,10 @@ std::string encode_frame(const Frame& frame);
 /// Everything of the encoded frame before its body: write this, then frame.body,
 /// and a multi-MiB body is never copied.
 std::string encode_frame_prefix(const Frame& frame);
+/// The same for a frame whose size this side does not control (a request built
+/// from the user's values): kInvalidArgument naming the op and the sizes when the
+/// header or the whole is over its cap, so that one call fails and not the link.
+Result<std::string> encode_frame_prefix_checked(const Frame& frame);
 
 /// Incremental decoder: bytes in, whole frames out. After an error the stream is
 /// unusable (the peer must close the connection).
@@ -105,6 +110,11 @@ inline constexpr char kBodyField[] = "body_field";
 /// send with it and sets header["body_field"] = key. Fails with a message naming
 /// `what` when the list is larger than a frame's body may be (64 MiB of JSON).
 Result<std::string> move_field_to_body(nlohmann::json* header, const std::string& key, const std::string& what);
+
+/// The same for several scalar fields at once (a job's command and env): they ride
+/// as one JSON object, and header["body_field"] lists their names.
+Result<std::string> move_fields_to_body(nlohmann::json* header, const std::vector<std::string>& keys,
+                                        const std::string& what);
 
 /// Convenience builders.
 Frame make_request(uint32_t id, const std::string& op, nlohmann::json args = nlohmann::json::object(),

@@ -5,7 +5,10 @@
 namespace ferry::workflow {
 namespace {
 
-enum class Ctx { kPlain, kSingle, kDouble, kSubst };  // kSubst: $( … ) inside double quotes
+// kSubst: $( … ) inside double quotes. kBackquote: `…`, whose end is the next
+// unescaped backquote whatever quotes stand between, so a value's own backquote
+// ends it (bash in POSIX mode then runs what follows).
+enum class Ctx { kPlain, kSingle, kDouble, kSubst, kBackquote };
 
 struct Heredoc {
   std::string delim;
@@ -42,6 +45,14 @@ Heredoc read_heredoc_word(const std::string& s, size_t& i) {
   return h;
 }
 
+// Whether s[i] begins a word, where a `#` begins a comment: after a blank or an
+// operator.
+bool starts_word(const std::string& s, size_t i) {
+  if (i == 0) return true;
+  char p = s[i - 1];
+  return std::isspace(static_cast<unsigned char>(p)) || p == ';' || p == '&' || p == '|' || p == '(' || p == ')';
+}
+
 }  // namespace
 
 std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
@@ -59,6 +70,7 @@ std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
     if (at_template(i)) {
       if (ctx == Ctx::kSingle) out.push_back({i, "single quotes"});
       if (ctx == Ctx::kDouble) out.push_back({i, "double quotes"});
+      if (ctx == Ctx::kBackquote) out.push_back({i, "backquotes"});
       i = skip_template(i);
       continue;
     }
@@ -70,6 +82,16 @@ std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
     }
     if (c == '\\') {
       i += 2;
+      continue;
+    }
+    if (ctx == Ctx::kBackquote) {
+      if (c == '`') stack.pop_back();
+      ++i;
+      continue;
+    }
+    if (c == '`') {
+      stack.push_back(Ctx::kBackquote);
+      ++i;
       continue;
     }
     if (ctx == Ctx::kDouble) {
@@ -89,8 +111,14 @@ std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
       stack.push_back(Ctx::kDouble);
     } else if (c == ')' && ctx == Ctx::kSubst) {
       stack.pop_back();
-    } else if (c == '#' && (i == 0 || std::isspace(static_cast<unsigned char>(s[i - 1])))) {
-      while (i < s.size() && s[i] != '\n') ++i;
+    } else if (c == '#' && starts_word(s, i)) {
+      // A value's newline would end the comment and run its next line.
+      for (; i < s.size() && s[i] != '\n'; ++i) {
+        if (at_template(i)) {
+          out.push_back({i, "a comment"});
+          i = skip_template(i) - 1;
+        }
+      }
       continue;
     } else if (c == '<' && s.compare(i, 2, "<<") == 0 && s.compare(i, 3, "<<<") != 0) {
       i += 2;

@@ -50,9 +50,10 @@ class Checker {
       size_t end = t.value.find("}}", u.offset);
       std::string expr = t.value.substr(u.offset, end == std::string::npos ? std::string::npos : end + 2 - u.offset);
       int k = static_cast<int>(std::count(t.value.begin(), t.value.begin() + static_cast<long>(u.offset), '\n'));
-      std::string fix = u.where == "a here-document"
-                            ? "pass it to the command as a bare argument or through the stage's env instead"
-                            : "write it bare, outside the quotes (ferry quotes the value as one word)";
+      std::string fix = u.where == "a here-document" ? "pass it to the command as a bare argument or through the stage's env instead"
+                        : u.where == "backquotes"   ? "write $( … ) instead, where the value stands as a bare word"
+                        : u.where == "a comment"    ? "take it out of the comment"
+                                                    : "write it bare, outside the quotes (ferry quotes the value as one word)";
       d_.error(place_of(t, k, expr), field + ": " + expr + " stands inside " + u.where +
                                          ", where a value could run commands (ferry's quoting holds only for a "
                                          "bare word): " + fix);

@@ -1,5 +1,6 @@
 #include "jobs/command/command_stage.h"
 
+#include <boost/asio/post.hpp>
 #include <chrono>
 
 namespace ferry {
@@ -49,8 +50,20 @@ void CommandStage::send_start() {
   nlohmann::json args = {{"job", spec_.job},         {"attempt", spec_.attempt}, {"token", spec_.token},
                          {"command", spec_.command}, {"env", spec_.env},         {"cwd", spec_.cwd},
                          {"timeout_s", spec_.timeout_s}};
+  // The command and env are the user's, of any size (a long heredoc, a param in
+  // env): they ride in the body, which holds 64 MiB, not the 1 MiB header.
+  auto body = protocol::move_fields_to_body(&args, {"command", "env"}, "the command and env of " + spec_.job);
   auto self = shared_from_this();
-  env_.call_agent(spec_.host, "job.start", args, [self](Result<protocol::Frame> r) {
+  if (!body.ok()) {
+    boost::asio::post(env_.io(), [self, why = body.status().message()] {
+      StageOutcome o;
+      o.error = why;
+      self->finish(o);
+    });
+    return;
+  }
+  // Lane 0 is the link call_agent uses.
+  env_.call_agent_lane(spec_.host, 0, "job.start", args, std::move(body).value(), [self](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) {
       if (r.status().code() == StatusCode::kUnavailable || r.status().code() == StatusCode::kDeadlineExceeded) {

@@ -101,7 +101,8 @@ TEST(PushSshCommandTest, StartsTheDestinationAgentQuotedAndInBatchMode) {
   auto argv = push_ssh_command(spec_for_tests(), home.path(), home.path());
   ASSERT_GE(argv.size(), 4u);
   EXPECT_EQ(argv.front(), "ssh");
-  EXPECT_EQ(argv.back(), "exec '/w 2/.ferry/bin/ferry-agent-abc' serve --workdir '/w 2/it'\\''s'");
+  EXPECT_EQ(argv.back(),
+            "printf 'FERRY-PUSH-READY\\n' && exec '/w 2/.ferry/bin/ferry-agent-abc' serve --workdir '/w 2/it'\\''s'");
   EXPECT_EQ(argv[argv.size() - 2], "198.18.0.6");
   EXPECT_EQ(argv[argv.size() - 3], "--");
   EXPECT_NE(std::find(argv.begin(), argv.end(), "BatchMode=yes"), argv.end());
@@ -130,6 +131,26 @@ TEST(PushSshCommandTest, NamesTheConfigInHomeOnlyWhenSshWouldNotFindIt) {
   auto l = std::find(argv.begin(), argv.end(), "-l");
   ASSERT_NE(l, argv.end());
   EXPECT_EQ(*(l + 1), "ml");
+}
+
+// Review N10: an account the password file lacks (LDAP, SSSD) gets no -F, which
+// would make ssh skip /etc/ssh/ssh_config.
+TEST(PushSshCommandTest, AnAccountMissingFromThePasswordFileGetsNoConfigFlag) {
+  testing::TempDir home;
+  ::mkdir((home.path() + "/.ssh").c_str(), 0700);
+  testing::write_text(home.path() + "/.ssh/config", "Host *\n  User root\n");
+  auto argv = push_ssh_command(spec_for_tests(), home.path(), "");
+  EXPECT_EQ(std::find(argv.begin(), argv.end(), "-F"), argv.end());
+}
+
+// Review F23: the source's own ssh_config may say accept-new or no; the push pins it.
+TEST(PushSshCommandTest, SshCommandPinsHostKeyChecking) {
+  testing::TempDir home;
+  auto argv = push_ssh_command(spec_for_tests(), home.path(), home.path());
+  auto o = std::find(argv.begin(), argv.end(), "StrictHostKeyChecking=yes");
+  ASSERT_NE(o, argv.end());
+  EXPECT_EQ(*(o - 1), "-o");
+  EXPECT_LT(o - argv.begin(), std::find(argv.begin(), argv.end(), "--") - argv.begin()) << "an option, not a word";
 }
 
 // `ferry-agent push` for real, with `ssh` replaced by a script that skips the
@@ -237,6 +258,21 @@ TEST_F(LocalPushTest, ASourceRewrittenDuringThePushFailsItAndPublishesNothing) {
   EXPECT_NE(r.out.find("changed during the copy (modified)"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.out.find(src), std::string::npos) << r.out;
   EXPECT_FALSE(testing::exists(dest_dir() + "/one.bin")) << "a torn file was published";
+}
+
+// A destination whose login rc prints to stdout before the remote command runs
+// (a greeting, a `conda activate` note, one without its newline): the push skips
+// it and the folder still arrives whole.
+TEST_F(LocalPushTest, ALoginRcThatPrintsToStdoutDoesNotBreakThePush) {
+  write_ssh("while [ \"$1\" != -- ]; do shift; done\nshift 2\n"
+            "echo 'Welcome to h2'\nprintf 'conda: base activated'\nexec sh -c \"$1\"\n");
+  auto r = push(2);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const auto& f : files_) {
+    EXPECT_EQ(testing::read_text(dest_dir() + "/in/ckpt/" + f.rel), testing::read_text(src_dir() + "/ckpt/" + f.rel))
+        << f.rel;
+  }
+  EXPECT_TRUE(testing::exists(dest_dir() + "/in/ckpt/.ferry-complete"));
 }
 
 TEST_F(LocalPushTest, LoginRefusedEndsAtOnceWithAMessageNamingBothHosts) {

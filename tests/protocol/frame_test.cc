@@ -184,6 +184,37 @@ TEST(FrameTest, AListOfAHundredThousandEntriesRidesInTheBodyAndComesBackInTheHea
   EXPECT_TRUE((*got)->body.empty());
 }
 
+// Review N8: a job's command and env, of any size the body holds, ride together
+// and come back into the header where the agent reads them.
+TEST(FrameTest, SeveralFieldsRideInTheBodyAndComeBackInTheHeader) {
+  nlohmann::json env = {{"BIG", std::string(2 << 20, 'v')}, {"SMALL", "s"}};
+  std::string command = "cat <<'EOF'\n" + std::string(3 << 20, 'c') + "\nEOF\n";
+  nlohmann::json header = {{"op", "job.start"}, {"job", "r.s"}, {"command", command}, {"env", env}};
+  auto body = move_fields_to_body(&header, {"command", "env"}, "the command and env of r.s");
+  ASSERT_TRUE(body.ok()) << body.status().message();
+  Frame f = make_request(3, "job.start", header, *body);
+  std::string bytes = encode_frame(f);
+  EXPECT_LT(bytes.size() - f.body.size(), 200u) << "only the small fields stay in the header";
+  FrameDecoder d;
+  d.feed(bytes.data(), bytes.size());
+  auto got = d.next();
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->header["command"], command);
+  EXPECT_EQ((*got)->header["env"], env);
+  EXPECT_EQ((*got)->header["job"], "r.s");
+  EXPECT_FALSE((*got)->header.contains(kBodyField));
+}
+
+TEST(FrameTest, AHeaderOverItsCapIsRefusedNamingTheOpAndSize) {
+  Frame f = make_request(4, "job.start", {{"env", {{"BIG", std::string(2 << 20, 'v')}}}});
+  auto prefix = encode_frame_prefix_checked(f);
+  ASSERT_FALSE(prefix.ok());
+  EXPECT_EQ(prefix.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(prefix.status().message().find("'job.start'"), std::string::npos) << prefix.status().message();
+  EXPECT_NE(prefix.status().message().find("2097"), std::string::npos) << prefix.status().message();
+}
+
 TEST(FrameTest, AListTooLargeForABodyIsRefusedWithItsName) {
   nlohmann::json header = {{"chunks", std::string(kMaxFrameBytes, 'x')}};
   auto body = move_field_to_body(&header, "chunks", "the chunk hashes of big.bin");

@@ -6,6 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "tests/support/process.h"
+#include "workflows/template.h"
+
 #include "workflows/parser.h"
 
 namespace ferry::workflow {
@@ -21,7 +26,8 @@ TEST(ShellContextTest, BareWordsAreSafe) {
   EXPECT_TRUE(wheres("echo ${{ params.x }} > out; cp ${{ params.a }} ${{ params.b }}").empty());
   EXPECT_TRUE(wheres("echo \"$(cat ${{ params.f }})\"").empty()) << "inside $( ) inside quotes is a word again";
   EXPECT_TRUE(wheres("echo it\\'s ${{ params.x }}").empty()) << "an escaped quote opens nothing";
-  EXPECT_TRUE(wheres("# say \"${{ params.x }}\" here\necho ok").empty()) << "a comment";
+  EXPECT_TRUE(wheres("echo a#${{ params.x }}").empty()) << "a # inside a word starts no comment";
+  EXPECT_TRUE(wheres("echo '`' ${{ params.x }} \\`").empty()) << "quoted and escaped backquotes open nothing";
   EXPECT_TRUE(wheres("cat <<'EOF'\n${{ params.x }}\nEOF\n").empty()) << "a quoted here-document does not expand";
 }
 
@@ -32,6 +38,66 @@ TEST(ShellContextTest, QuotesAndExpandingHereDocumentsAreFound) {
   EXPECT_EQ(wheres("cat <<EOF > f\nhi ${{ params.x }}\nEOF\necho ${{ params.y }}"),
             std::vector<std::string>{"a here-document@17"});
   EXPECT_EQ(wheres("cat <<-END\n\t${{ params.x }}\n\tEND\n"), std::vector<std::string>{"a here-document@12"});
+}
+
+// Review N5: inside `…` a value's backquote ends the substitution early; in a #
+// comment a value's newline ends the comment.
+TEST(ShellContextTest, TemplatesInBackquotesAndCommentsAreRefused) {
+  EXPECT_EQ(wheres("echo `echo ${{ params.x }}`"), std::vector<std::string>{"backquotes@11"});
+  EXPECT_EQ(wheres("echo \"`cat ${{ params.x }}`\""), std::vector<std::string>{"backquotes@11"});
+  EXPECT_EQ(wheres("echo hi # ${{ params.note }}"), std::vector<std::string>{"a comment@10"});
+  EXPECT_EQ(wheres("echo hi;# ${{ params.note }}\necho ${{ params.y }}"), std::vector<std::string>{"a comment@10"});
+  EXPECT_EQ(wheres("# say \"${{ params.x }}\" here\necho ok"), std::vector<std::string>{"a comment@7"});
+  EXPECT_TRUE(wheres("echo $(echo ${{ params.x }}) `date` ${{ params.y }}").empty()) << "$( ) and after `…`";
+
+  Diagnostics d("wf.yaml");
+  parse_workflow_collecting("wf.yaml",
+                            "name: q\nparams:\n  x: a\nstages:\n  s:\n    run: |\n      echo `echo ${{ params.x }}`\n"
+                            "      echo hi # ${{ params.x }}\n",
+                            &d);
+  std::string text = d.to_string();
+  EXPECT_NE(text.find("wf.yaml:7:18: stage 's' run: ${{ params.x }} stands inside backquotes"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("wf.yaml:8:17: stage 's' run: ${{ params.x }} stands inside a comment"), std::string::npos)
+      << text;
+}
+
+// The shells themselves, with the value of the review's trial: quoted by ferry, it
+// runs nothing as a bare word, and the backquoted form the validator refuses does
+// run it under `bash --posix` (RHEL's /bin/sh). So is the comment form under sh.
+TEST(ShellContextTest, AHostileValueRunsNoCommandWhereTheValidatorAllowsIt) {
+  if (std::system("command -v bash >/dev/null 2>&1") != 0) GTEST_SKIP() << "no bash here";
+  testing::TempDir dir;
+  const std::string mark = dir.file("ran");
+  auto render = [&](const std::string& run, const std::string& value) {
+    auto r = expand_template(run, [&](const Reference&) -> Result<std::string> { return value; }, true);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : std::string();
+  };
+  auto ran = [&](const std::vector<std::string>& shell, const std::string& cmd) {
+    ::unlink(mark.c_str());
+    std::vector<std::string> argv = shell;
+    argv.push_back(cmd);
+    testing::run_process(argv, {}, 30);
+    return testing::exists(mark);
+  };
+  // The review's values; the temp path has no blanks or quotes to quote.
+  const std::string tick = "a`;touch " + mark + ";`b";
+  const std::string line = "x\ntouch " + mark + " #";
+  const std::vector<std::string> posix = {"bash", "--posix", "-c"}, sh = {"/bin/sh", "-c"};
+
+  const std::string bare = "echo $(echo ${{ params.x }}) ${{ params.x }}";
+  ASSERT_TRUE(wheres(bare).empty());
+  EXPECT_FALSE(ran(posix, render(bare, tick)));
+  EXPECT_FALSE(ran(posix, render(bare, line)));
+  EXPECT_FALSE(ran(sh, render(bare, line)));
+
+  const std::string backquoted = "echo `echo ${{ params.x }}`";
+  ASSERT_FALSE(wheres(backquoted).empty());
+  EXPECT_TRUE(ran(posix, render(backquoted, tick))) << "why backquotes are refused";
+  const std::string comment = "echo hi # ${{ params.x }}";
+  ASSERT_FALSE(wheres(comment).empty());
+  EXPECT_TRUE(ran(sh, render(comment, line))) << "why comments are refused";
 }
 
 TEST(ShellContextTest, ValidateRefusesATemplateInsideQuotesAtItsPlace) {
