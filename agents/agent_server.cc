@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -466,7 +467,11 @@ int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s, LaneListener* 
     if (r < 0 && errno != EINTR) return 1;
     double now = mono_s();
     // A lane's failure to start is the lane's: it falls back to an exec of its own.
-    if (r > 0 && lanes && (p[1].revents & POLLIN)) (void)lanes->accept_one(workdir_, idle_exit_s);
+    // A refused peer is said on stderr, which the coordinator keeps with the link.
+    if (r > 0 && lanes && (p[1].revents & POLLIN)) {
+      Status s = lanes->accept_one(workdir_, idle_exit_s);
+      if (!s.ok()) std::fprintf(stderr, "ferry-agent: %s\n", s.message().c_str());
+    }
     if (r > 0 && p[0].revents != 0) {
       // Straight into the decoder: a chunk's body is read in place, never copied.
       auto [dst, room] = decoder.prepare(kReadBytes);

@@ -213,6 +213,24 @@ TEST_F(AgentServerTest, TimeoutKillsTheWholeProcessGroup) {
       << "background child " << bg << " survived the timeout";
 }
 
+// Review F15: whoever can write .ferry/bin (a shared workdir) can replace the agent
+// binary; the real `ferry-agent serve` refuses such a workdir by name.
+TEST(AgentServeTest, AWorkdirWhoseAgentFolderOthersCanWriteIsRefusedByName) {
+  TempDir dir;
+  const std::string bin = dir.file("work/.ferry/bin");
+  ASSERT_TRUE(make_dirs(bin).ok());
+  ASSERT_EQ(::chmod(bin.c_str(), 0777), 0);
+  const std::string agent = testing::bin_dir() + "/ferry-agent";
+  auto r = testing::run_process({agent, "serve", "--workdir", dir.file("work")}, {}, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(bin + " is writable by group or others"), std::string::npos) << r.err;
+  ASSERT_EQ(::chmod(bin.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(dir.file("work/.ferry").c_str(), 65534, 65534), 0) << "the test runs as root";
+  r = testing::run_process({agent, "serve", "--workdir", dir.file("work")}, {}, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(dir.file("work/.ferry") + " is owned by uid 65534"), std::string::npos) << r.err;
+}
+
 TEST_F(AgentServerTest, CancelMarksTheJobCancelled) {
   start("r.c", 1, "t", "sleep 300");
   auto r = call("job.cancel", {{"job", "r.c"}, {"attempt", 1}, {"token", "t"}, {"hard", false}});
