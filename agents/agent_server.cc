@@ -16,6 +16,7 @@
 
 #include "agents/detached_job.h"
 #include "agents/host_probe.h"
+#include "agents/job_cgroup.h"
 #include "agents/job_journal.h"
 #include "agents/lane_listener.h"
 #include "base/clock.h"
@@ -186,8 +187,14 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   // mid-start sends job.start again through a new agent): the second waits here
   // and then finds the first one's attempt, which it re-attaches to.
   FERRY_RETURN_IF_ERROR(make_dirs(paths.job_dir));
-  auto lock = FileLock::take(paths.lock());
-  if (!lock.ok()) return lock.status();
+  // Bounded: a first start stuck on the host (a hung file system) must not hang
+  // this agent too; the coordinator retries an unavailable start.
+  auto lock = FileLock::try_take(paths.lock(), start_lock_wait_ms_);
+  if (!lock.ok()) {
+    if (lock.status().code() != StatusCode::kFailedPrecondition) return lock.status();
+    return unavailable("job " + *job + ": another start of it has held " + paths.lock() + " for " +
+                       std::to_string(start_lock_wait_ms_ / 1000) + " s; try again later");
+  }
   // Newest attempt wins: an older or competing token is refused, the same one is a re-attach.
   auto current = read_file(paths.current());
   int fenced = 0;
@@ -247,7 +254,10 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
 
 Status AgentServer::stop_attempt(const JobPaths& older) {
   auto rec = read_job_record(older);
-  if (!rec.ok() || rec->state != "running") return Status();
+  if (!rec.ok()) return Status();
+  // What an attempt that ended left running in its cgroup (a daemon, a setsid'd
+  // child) goes too: it could still write where the new attempt writes.
+  if (rec->state != "running") return rec->cgroup.empty() ? Status() : job_cgroup_kill(rec->cgroup, kStopOlderAttemptS * 1000);
   FERRY_RETURN_IF_ERROR(signal_job(older, /*hard=*/true));
   // Its supervisor reaps the group and records the exit at once; wait for that.
   auto until = mono_s() + kStopOlderAttemptS;
