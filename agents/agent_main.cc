@@ -21,6 +21,7 @@
 #include "base/chunk_memory.h"
 #include "base/file_hash.h"
 #include "base/file_util.h"
+#include "base/private_dir.h"
 #include "transfer/push_progress.h"
 
 namespace {
@@ -126,6 +127,9 @@ int main(int argc, char** argv) {
       if (::getcwd(cwd, sizeof cwd)) workdir = ferry::join_path(cwd, workdir);
     }
     auto s = ferry::make_dirs(workdir);
+    // Binaries, the lanes socket and job journals live under it: refuse a folder
+    // others could write (review F15), whoever started us.
+    if (s.ok()) s = ferry::check_agent_dirs(workdir);
     if (!s.ok()) {
       std::fprintf(stderr, "ferry-agent: %s\n", s.message().c_str());
       return 1;

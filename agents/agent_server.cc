@@ -10,11 +10,13 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
 #include "agents/detached_job.h"
 #include "agents/host_probe.h"
+#include "agents/job_cgroup.h"
 #include "agents/job_journal.h"
 #include "agents/lane_listener.h"
 #include "base/clock.h"
@@ -193,8 +195,14 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   // mid-start sends job.start again through a new agent): the second waits here
   // and then finds the first one's attempt, which it re-attaches to.
   FERRY_RETURN_IF_ERROR(make_dirs(paths.job_dir));
-  auto lock = FileLock::take(paths.lock());
-  if (!lock.ok()) return lock.status();
+  // Bounded: a first start stuck on the host (a hung file system) must not hang
+  // this agent too; the coordinator retries an unavailable start.
+  auto lock = FileLock::try_take(paths.lock(), start_lock_wait_ms_);
+  if (!lock.ok()) {
+    if (lock.status().code() != StatusCode::kFailedPrecondition) return lock.status();
+    return unavailable("job " + *job + ": another start of it has held " + paths.lock() + " for " +
+                       std::to_string(start_lock_wait_ms_ / 1000) + " s; try again later");
+  }
   // Newest attempt wins: an older or competing token is refused, the same one is a re-attach.
   auto current = read_file(paths.current());
   int fenced = 0;
@@ -260,7 +268,10 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
 
 Status AgentServer::stop_attempt(const JobPaths& older) {
   auto rec = read_job_record(older);
-  if (!rec.ok() || rec->state != "running") return Status();
+  if (!rec.ok()) return Status();
+  // What an attempt that ended left running in its cgroup (a daemon, a setsid'd
+  // child) goes too: it could still write where the new attempt writes.
+  if (rec->state != "running") return rec->cgroup.empty() ? Status() : job_cgroup_kill(rec->cgroup, kStopOlderAttemptS * 1000);
   FERRY_RETURN_IF_ERROR(signal_job(older, /*hard=*/true));
   // Its supervisor reaps the group and records the exit at once; wait for that.
   auto until = mono_s() + kStopOlderAttemptS;
@@ -484,7 +495,11 @@ int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s, LaneListener* 
     if (r < 0 && errno != EINTR) return 1;
     double now = mono_s();
     // A lane's failure to start is the lane's: it falls back to an exec of its own.
-    if (r > 0 && lanes && (p[1].revents & POLLIN)) (void)lanes->accept_one(workdir_, idle_exit_s);
+    // A refused peer is said on stderr, which the coordinator keeps with the link.
+    if (r > 0 && lanes && (p[1].revents & POLLIN)) {
+      Status s = lanes->accept_one(workdir_, idle_exit_s);
+      if (!s.ok()) std::fprintf(stderr, "ferry-agent: %s\n", s.message().c_str());
+    }
     if (r > 0 && p[0].revents != 0) {
       // Straight into the decoder: a chunk's body is read in place, never copied.
       auto [dst, room] = decoder.prepare(kReadBytes);

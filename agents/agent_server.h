@@ -60,13 +60,18 @@ class AgentServer {
   /// With `lanes`, also accepts data lanes on its socket meanwhile (lane_listener.h).
   int serve(int in_fd, int out_fd, double idle_exit_s = 120, LaneListener* lanes = nullptr);
 
+  /// How long job.start waits for another start of the same job (default 30 s)
+  /// before it answers unavailable. Tests shorten it.
+  void set_start_lock_wait_ms(int ms) { start_lock_wait_ms_ = ms; }
+
  private:
   class Output;
   protocol::Frame dispatch(const protocol::Frame& request);
   Result<nlohmann::json> hello();
   Result<nlohmann::json> job_start(const nlohmann::json& args);
   Result<nlohmann::json> job_status(const nlohmann::json& args);
-  /// Stops an older attempt of a job if it still runs, and waits until it is gone.
+  /// Stops an older attempt of a job if it still runs, and waits until it is gone;
+  /// kills what an ended one left in its cgroup.
   Status stop_attempt(const JobPaths& older);
   Result<nlohmann::json> job_cancel(const nlohmann::json& args);
   Result<nlohmann::json> log_read(const nlohmann::json& args, std::string* body);
@@ -78,6 +83,7 @@ class AgentServer {
   /// Checks the attempt's token against the journal; returns its paths.
   Result<JobPaths> attempt_with_token(const nlohmann::json& args);
   std::string resolve(const std::string& path) const;
+  int start_lock_wait_ms_ = 30000;
 
   std::string workdir_;
 };

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "agents/job_cgroup.h"
 #include "base/clock.h"
 #include "base/file_util.h"
 
@@ -19,6 +20,7 @@ namespace {
 // Where the supervisor keeps the job folder's start lock until pid.json is written.
 constexpr int kStartLockFd = 4;
 constexpr int kExitRecordTries = 10;  // a second apart
+constexpr int kCgroupKillWaitMs = 5000;
 
 void write_fd_all(int fd, const std::string& s) {
   size_t off = 0;
@@ -31,8 +33,10 @@ void write_fd_all(int fd, const std::string& s) {
 }
 
 // Runs in the grandchild: becomes the job. Never returns.
-[[noreturn]] void exec_job(const JobPaths& paths, const LaunchSpec& spec) {
+[[noreturn]] void exec_job(const JobPaths& paths, const LaunchSpec& spec, const std::string& cgroup) {
   ::setpgid(0, 0);
+  // Joined before exec (the supervisor moves us too), so every descendant is inside.
+  if (!cgroup.empty()) (void)job_cgroup_join(cgroup, 0);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -85,19 +89,36 @@ void write_fd_all(int fd, const std::string& s) {
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, nullptr);
 
+  // A cgroup of the attempt's own, so a fence or a cancel reaches what escapes the
+  // process group (setsid, daemons). The supervisor stays outside it: it must
+  // outlive the kill to record the exit.
+  std::string cgroup, cgroup_note;
+  auto made = job_cgroup_create("ferry-job-" + std::to_string(::getpid()) + "-" + std::to_string(now_ms()));
+  if (made.ok()) cgroup = *made;
+  else cgroup_note = made.status().message();
   pid_t job = ::fork();
   if (job < 0) _exit(1);
   if (job == 0) {
     ::close(report_fd);
-    exec_job(paths, spec);
+    exec_job(paths, spec, cgroup);
   }
   ::setpgid(job, job);  // both sides set it, so no signal can race ahead of it
+  if (!cgroup.empty()) {
+    Status joined = job_cgroup_join(cgroup, job);
+    if (!joined.ok()) {
+      ::rmdir(cgroup.c_str());
+      cgroup.clear();
+      cgroup_note = joined.message();
+    }
+  }
   nlohmann::json pid = {{"pid", job},
                         {"supervisor", ::getpid()},
                         {"started_ms", now_ms()},
                         {"pid_start", process_start_ticks(job)},
                         {"supervisor_start", process_start_ticks(::getpid())},
-                        {"boot_id", boot_id()}};
+                        {"boot_id", boot_id()},
+                        {"cgroup", cgroup},
+                        {"cgroup_note", cgroup_note}};
   if (!write_file_atomic(paths.pid(), pid.dump()).ok()) {
     ::kill(-job, SIGKILL);
     _exit(1);
@@ -133,7 +154,14 @@ void write_fd_all(int fd, const std::string& s) {
   }
   bool cancelled = path_exists(paths.cancel());
   // A timed-out or cancelled job leaves nothing behind in its group.
-  if (timed_out || cancelled) ::kill(-job, SIGKILL);
+  if (timed_out || cancelled) {
+    ::kill(-job, SIGKILL);
+    if (!cgroup.empty()) (void)job_cgroup_kill(cgroup, kCgroupKillWaitMs);
+  } else if (!cgroup.empty()) {
+    // What the job left running (a daemon of its own) stays, in its cgroup, until
+    // a newer attempt's fence; an empty cgroup goes now.
+    job_cgroup_remove_if_empty(cgroup);
+  }
   nlohmann::json exit = {{"timed_out", timed_out}, {"cancelled", cancelled}, {"ended_ms", now_ms()}};
   if (WIFEXITED(wstatus)) {
     exit["exit_code"] = WEXITSTATUS(wstatus);
@@ -214,6 +242,7 @@ Status signal_job(const JobPaths& paths, bool hard) {
   if (rec->pid <= 1) return data_loss("job record " + paths.pid() + " names pid " + std::to_string(rec->pid));
   if (!path_exists(paths.cancel())) FERRY_RETURN_IF_ERROR(write_file_atomic(paths.cancel(), "cancel\n"));
   if (::kill(-rec->pid, hard ? SIGKILL : SIGTERM) != 0 && errno != ESRCH) return errno_status("kill", errno);
+  if (hard && !rec->cgroup.empty()) return job_cgroup_kill(rec->cgroup, kCgroupKillWaitMs);
   return Status();
 }
 

@@ -33,7 +33,8 @@ nlohmann::json JobRecord::to_json() const {
   return {{"state", state},         {"pid", pid},         {"exit_code", exit_code},
           {"signal", signal},       {"timed_out", timed_out}, {"cancelled", cancelled},
           {"started_ms", started_ms}, {"ended_ms", ended_ms}, {"log_size", log_size},
-          {"outputs", outputs}};
+          {"outputs", outputs}, {"contained_by", cgroup.empty() ? "process group" : "cgroup"},
+          {"containment_note", cgroup_note}};
 }
 
 nlohmann::json parse_outputs(const std::string& text) {
@@ -95,6 +96,8 @@ Result<JobRecord> read_job_record(const JobPaths& paths) {
   int supervisor = pid_json.value("supervisor", 0);
   std::string boot = pid_json.value("boot_id", std::string());
   r.started_ms = pid_json.value("started_ms", int64_t{0});
+  if (pid_json.contains("cgroup") && pid_json["cgroup"].is_string()) r.cgroup = pid_json["cgroup"];
+  if (pid_json.contains("cgroup_note") && pid_json["cgroup_note"].is_string()) r.cgroup_note = pid_json["cgroup_note"];
   struct stat st;
   if (::stat(paths.log().c_str(), &st) == 0) r.log_size = st.st_size;
   auto exit_text = read_file(paths.exit());

@@ -51,6 +51,8 @@ struct JobRecord {
   int64_t started_ms = 0;
   int64_t ended_ms = 0;
   int64_t log_size = 0;
+  std::string cgroup;       // the attempt's cgroup folder, "" when it has none
+  std::string cgroup_note;  // why it has none (job_cgroup.h): only its process group is stopped
   nlohmann::json outputs = nlohmann::json::object();
   nlohmann::json to_json() const;
 };

@@ -12,6 +12,7 @@
 
 #include "agents/agent_server.h"
 #include "base/file_util.h"
+#include "base/private_dir.h"
 
 namespace ferry {
 namespace {
@@ -38,8 +39,9 @@ Status LaneListener::listen(const std::string& path) {
                             " bytes: " + path);
   }
   const std::string dir = dirname_of(path);
-  FERRY_RETURN_IF_ERROR(make_dirs(dir));
-  (void)::chmod(dir.c_str(), 0700);
+  // In a shared workdir another user could own or open this folder and rebind the
+  // socket: lanes would then talk to their agent (review N7).
+  FERRY_RETURN_IF_ERROR(make_owner_only_dir(dir).with_context("lanes socket folder"));
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return internal_error("socket: " + errno_text());
   sockaddr_un addr{};
@@ -48,7 +50,10 @@ Status LaneListener::listen(const std::string& path) {
   // Take the path over: a socket left there belongs to an agent whose coordinator
   // is gone (or to a concurrent one of the same binary and workdir, serving alike).
   ::unlink(path.c_str());
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0) {
+  mode_t old_umask = ::umask(077);  // the socket the owner's only, whatever the caller's umask
+  bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::umask(old_umask);
+  if (!bound || ::listen(fd, 64) != 0) {
     Status s = unavailable("cannot listen on " + path + ": " + errno_text());
     ::close(fd);
     return s;
@@ -68,6 +73,16 @@ Status LaneListener::accept_one(const std::string& workdir, double idle_exit_s) 
   if (conn < 0) {
     if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) return Status();
     return internal_error("accept on " + path_ + ": " + errno_text());
+  }
+  // Only this user's processes (sshd's streamlocal forward runs as the user) may
+  // start an agent here; the folder's mode alone would be one mistake from open.
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != ::getuid()) {
+    Status s = permission_denied("lanes socket " + path_ + ": refused a connection from uid " +
+                                 std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) + ")");
+    ::close(conn);
+    return s;
   }
   int bytes = kLaneSocketBytes;
   // Past net.core.[rw]mem_max when allowed (CAP_NET_ADMIN), else up to it.

@@ -9,7 +9,8 @@
 // Each accepted connection is served by a fresh process (double fork, so nothing is
 // left to reap) speaking the same frame protocol as stdin/stdout, with the same
 // workdir: a lane behaves exactly like a lane whose agent was started by exec.
-// The socket lives in a 0700 directory. Binding takes the path over from an older
+// The socket (0700) lives in a folder that must be the user's own with mode 0700
+// (it is refused otherwise), and a peer of another uid is refused. Binding takes the path over from an older
 // agent (one whose coordinator vanished); the destructor removes the path only if
 // it is still ours. Single-threaded, like the agent.
 #pragma once
@@ -30,12 +31,14 @@ class LaneListener {
   LaneListener(const LaneListener&) = delete;
   LaneListener& operator=(const LaneListener&) = delete;
 
-  /// Binds and listens on `path` (creating its directory 0700).
+  /// Binds and listens on `path`, creating its folder 0700; kPermissionDenied
+  /// naming the folder when it is not the user's own with mode 0700.
   Status listen(const std::string& path);
   /// The listening fd, -1 when not listening.
   int fd() const { return fd_; }
   /// Accepts one pending connection and hands it to a new process that serves it
-  /// with a fresh AgentServer on `workdir`. Errors are the accept's only.
+  /// with a fresh AgentServer on `workdir`. Errors are the accept's, and
+  /// kPermissionDenied for a peer of another uid (closed unserved).
   Status accept_one(const std::string& workdir, double idle_exit_s);
 
  private:

@@ -300,7 +300,11 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
   FERRY_RETURN_IF_ERROR(claim_dest(dest, owner, /*beginning=*/true));
   ReceiveState state;
   struct stat st;
-  if (!expected_file_hash.empty() && ::stat(dest.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == size) {
+  // Reused only if it is a plain file of ours that others cannot write: a symlink
+  // or another user's file (a shared folder) could change after the check, and the
+  // eval worker is run from here (review N7).
+  if (!expected_file_hash.empty() && ::lstat(dest.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_uid == ::geteuid() && (st.st_mode & 022) == 0 && st.st_size == size) {
     auto hashes = hash_chunks(dest, chunk_size, {});
     if (hashes.ok()) {
       std::vector<std::string> list;

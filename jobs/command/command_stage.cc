@@ -90,8 +90,12 @@ void CommandStage::send_start() {
       self->env_.note("attempt " + h["stopped_attempt"].dump() + " was still running on " + self->spec_.host +
                       "; stopped it before starting attempt " + std::to_string(self->spec_.attempt));
     }
-    self->env_.record_event(reattached ? "attempt.reattached" : "attempt.launched",
-                            {{"host", self->spec_.host}, {"pid", h.value("pid", 0)}, {"attempt", self->spec_.attempt}});
+    // Whether a cancel or a newer attempt reaches what the job starts with setsid
+    // (a cgroup) or only its process group, and why (review F6).
+    nlohmann::json launched = {{"host", self->spec_.host}, {"pid", h.value("pid", 0)}, {"attempt", self->spec_.attempt}};
+    if (h.contains("contained_by")) launched["contained_by"] = h["contained_by"];
+    if (h.value("containment_note", std::string()) != "") launched["containment_note"] = h["containment_note"];
+    self->env_.record_event(reattached ? "attempt.reattached" : "attempt.launched", launched);
     if (self->cancel_requested_) self->cancel(self->cancel_hard_);
     self->poll();
   });

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "base/file_hash.h"
@@ -80,6 +81,28 @@ std::string remote_agent_path(const std::string& workdir, const std::string& has
   std::string base = workdir.empty() ? "." : workdir;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   return base + "/" + kRemoteAgentDir + "/ferry-agent-" + hash_hex;
+}
+
+std::string agent_dirs_check_command(const std::string& workdir) {
+  std::string dirs;
+  for (const char* sub : {"", "/.ferry", "/.ferry/bin"}) dirs += " " + shell_quote(workdir + sub);
+  // ls's mode string: the 6th letter is the group's write bit, the 9th the others'.
+  return std::string("set -f; u=$(id -u); for d in") + dirs +
+         "; do [ -e \"$d\" ] || continue; set -- $(ls -ldnL \"$d\"); case \"$1\" in ?????w*|????????w*) ;; "
+         "*) [ \"$3\" = \"$u\" ] && continue;; esac; printf '" +
+         kAgentUnsafe + "%s %s %s\\n' \"$1\" \"$3\" \"$d\"; exit 0; done; set +f";
+}
+
+Status agent_dirs_refusal(const std::string& host, const std::string& marker_line) {
+  std::string rest = trim(marker_line.substr(std::strlen(kAgentUnsafe)));
+  size_t a = rest.find(' ');
+  size_t b = a == std::string::npos ? a : rest.find(' ', a + 1);
+  if (b == std::string::npos) return permission_denied(host + ": unsafe agent folder: " + rest);
+  std::string mode = rest.substr(0, a), uid = rest.substr(a + 1, b - a - 1), dir = rest.substr(b + 1);
+  return permission_denied(host + ": refusing to run the agent from " + dir + " (mode " + mode + ", owner uid " +
+                           uid + "): it must be owned by the login user and not writable by group or others, "
+                           "or another user could replace the agent ferry runs there; fix it with `chmod go-w " +
+                           dir + "` or use a workdir of your own");
 }
 
 Status verify_remote_agent(SshSession& session, const std::string& remote_path, const std::string& expected_hex) {

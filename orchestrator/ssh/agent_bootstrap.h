@@ -23,6 +23,20 @@ constexpr const char* kRemoteAgentDir = ".ferry/bin";
 constexpr int kAgentUploadTimeoutMs = 120000;
 constexpr int kBootstrapCommandTimeoutMs = 30000;
 
+/// What the agent's start command prints, instead of starting it, when a folder
+/// the binary is trusted through is another user's or open to others (review F15):
+/// "FERRY-AGENT-UNSAFE <ls mode> <owner uid> <folder>".
+constexpr char kAgentUnsafe[] = "FERRY-AGENT-UNSAFE ";
+
+/// A shell fragment for the start command: checks `workdir`, its .ferry and
+/// .ferry/bin (those that exist, parents first, symlinks followed) and prints the
+/// kAgentUnsafe line and exits for the first that is not owned by the login user
+/// or is writable by group or others. POSIX sh and `ls -ldnL` only.
+std::string agent_dirs_check_command(const std::string& workdir);
+
+/// The kPermissionDenied error for a kAgentUnsafe line from host `host`.
+Status agent_dirs_refusal(const std::string& host, const std::string& marker_line);
+
 /// "<workdir>/.ferry/bin/ferry-agent-<hash_hex>"; workdir "" means the login dir.
 std::string remote_agent_path(const std::string& workdir, const std::string& hash_hex);
 

@@ -30,7 +30,7 @@ std::string SshTransport::remote_stderr() const { return channel_ ? channel_->st
 namespace {
 
 // The start command prints "FERRY-AGENT-READY <absolute workdir>" before the agent
-// takes over the channel, or FERRY-AGENT-MISSING.
+// takes over the channel, or FERRY-AGENT-MISSING, or kAgentUnsafe (agent_bootstrap.h).
 constexpr char kAgentReady[] = "FERRY-AGENT-READY ";
 constexpr char kAgentMissing[] = "FERRY-AGENT-MISSING\n";
 constexpr int kMarkerTimeoutMs = 30000;
@@ -66,7 +66,7 @@ Status SshTransport::open() {
   // Only the main link listens for lanes; the shell names the absolute path.
   std::string serve = shell_quote(remote_agent_path_) + " serve --workdir " + shell_quote(workdir);
   if (lanes_ && !data_lane_) serve += " --lanes-socket \"$w\"/" + shell_quote(rel_socket);
-  std::string probe = "if [ -x " + shell_quote(remote_agent_path_) + " ]; then w=$(cd " + shell_quote(workdir) +
+  std::string probe = agent_dirs_check_command(workdir) + "; if [ -x " + shell_quote(remote_agent_path_) + " ]; then w=$(cd " + shell_quote(workdir) +
                       " && pwd) && printf 'FERRY-AGENT-READY %s\\n' \"$w\" && exec " + serve +
                       "; else printf 'FERRY-AGENT-MISSING\\n'; fi";
   FERRY_RETURN_IF_ERROR(start_command(probe));
@@ -74,6 +74,10 @@ Status SshTransport::open() {
   if (!marker.ok()) {
     close();
     return marker.status();
+  }
+  if (marker->rfind(kAgentUnsafe, 0) == 0) {
+    close();
+    return agent_dirs_refusal(describe(), *marker);
   }
   if (*marker == kAgentMissing) {
     // Missing: install it over the same session, then start it the same way.
@@ -89,6 +93,10 @@ Status SshTransport::open() {
     if (!marker.ok()) {
       close();
       return marker.status();
+    }
+    if (marker->rfind(kAgentUnsafe, 0) == 0) {
+      close();
+      return agent_dirs_refusal(describe(), *marker);
     }
     if (*marker == kAgentMissing) {
       close();
@@ -152,7 +160,7 @@ Result<std::string> SshTransport::read_marker() {
       continue;
     }
     // The rc's last words may lack a newline and share the marker's line.
-    for (const char* marker : {kAgentReady, kAgentMissing}) {
+    for (const char* marker : {kAgentReady, kAgentMissing, kAgentUnsafe}) {
       size_t at = line.find(marker);
       if (at != std::string::npos) return line.substr(at);
     }

@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <future>
 #include <cstdlib>
 #include <thread>
 
 #include "agents/job_journal.h"
+#include "base/file_lock.h"
 #include "base/file_util.h"
 #include "tests/support/process.h"
 #include "transfer/chunk_files.h"
@@ -147,6 +149,74 @@ TEST_F(AgentServerTest, ANewerAttemptStopsTheOlderOneBeforeItStarts) {
   wait_exit("r.f", 2, "two");
 }
 
+// Review F6: a trainer that calls setsid() (or daemonizes) leaves the process
+// group the fence kills. Each attempt gets a cgroup of its own where the host
+// lets the agent make one, and stopping the attempt kills all of it.
+class EscapedProcessTest : public AgentServerTest {
+ protected:
+  // Starts an attempt whose shell leaves a `sleep` in a new session behind it and
+  // returns that sleep's pid, once it runs outside the job's process group.
+  pid_t start_with_escapee(const std::string& job, int attempt, const std::string& token) {
+    std::string file = dir_.file(job + "-" + std::to_string(attempt) + ".escaped");
+    auto reply = start(job, attempt, token,
+                       "setsid sh -c 'echo $$ > \"" + file + "\"; exec sleep 300' & exec sleep 300");
+    if (reply.value("contained_by", "") != "cgroup") {
+      skip_reason_ = "NO CGROUP ON THIS HOST: a job that calls setsid() survives a fence here (" +
+                     reply.value("containment_note", std::string("?")) + ")";
+      return 0;
+    }
+    EXPECT_TRUE(wait_until([&] { return !testing::read_text(file).empty(); }, std::chrono::seconds(10)));
+    pid_t escaped = std::atoi(testing::read_text(file).c_str());
+    EXPECT_TRUE(testing::process_running(escaped));
+    EXPECT_NE(::getpgid(escaped), reply.value("pid", 0)) << "the sleep must have left the job's group";
+    return escaped;
+  }
+  std::string skip_reason_;
+};
+
+TEST_F(EscapedProcessTest, ANewerAttemptLeavesNoProcessOfTheOldOneAlive) {
+  pid_t escaped = start_with_escapee("r.e", 1, "one");
+  if (escaped == 0) GTEST_SKIP() << skip_reason_;
+  ASSERT_GT(escaped, 1);
+  auto second = start("r.e", 2, "two", "exec sleep 300");
+  EXPECT_EQ(second["stopped_attempt"], 1) << second.dump();
+  EXPECT_FALSE(testing::process_running(escaped)) << "pid " << escaped << " of attempt 1 outlived the fence";
+  auto r = call("job.cancel", {{"job", "r.e"}, {"attempt", 2}, {"token", "two"}, {"hard", true}});
+  EXPECT_TRUE(r.ok());
+  wait_exit("r.e", 2, "two");
+}
+
+TEST_F(EscapedProcessTest, ACancelLeavesNoProcessOfTheAttemptAlive) {
+  pid_t escaped = start_with_escapee("r.c", 1, "one");
+  if (escaped == 0) GTEST_SKIP() << skip_reason_;
+  ASSERT_GT(escaped, 1);
+  auto r = call("job.cancel", {{"job", "r.c"}, {"attempt", 1}, {"token", "one"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto done = wait_exit("r.c", 1, "one");
+  EXPECT_EQ(done["cancelled"], true) << done.dump();
+  EXPECT_FALSE(testing::process_running(escaped)) << "pid " << escaped << " outlived the cancel";
+}
+
+// Review F6: job.start waited forever for a start of the same job stuck on the
+// host; now it answers unavailable (the coordinator retries) after a deadline.
+TEST_F(AgentServerTest, AStartStuckOnTheJobLockGivesUpAfterItsDeadline) {
+  JobPaths paths = job_paths(dir_.path(), "r.l", 1);
+  ASSERT_TRUE(make_dirs(paths.job_dir).ok());
+  auto held = FileLock::take(paths.lock());
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  server_.set_start_lock_wait_ms(300);
+  auto answer = std::async(std::launch::async, [&] {
+    return call("job.start", {{"job", "r.l"}, {"attempt", 1}, {"token", "one"}, {"command", "true"}});
+  });
+  bool answered = answer.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  *held = FileLock();  // lets a start that ignores its deadline finish, so the test ends
+  ASSERT_TRUE(answered) << "job.start still waits on " << paths.lock();
+  auto r = answer.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().message();
+  EXPECT_NE(r.status().message().find(paths.lock()), std::string::npos) << r.status().message();
+}
+
 // One job.start never launches two processes (review F6): two agents on one
 // workdir (a coordinator that lost the link mid-start sent the start again
 // through a second agent) start the same attempt at the same moment.
@@ -211,6 +281,24 @@ TEST_F(AgentServerTest, TimeoutKillsTheWholeProcessGroup) {
   pid_t bg = std::stoi(testing::read_text(pidfile));
   EXPECT_TRUE(wait_until([&] { return !testing::process_running(bg); }, std::chrono::seconds(10)))
       << "background child " << bg << " survived the timeout";
+}
+
+// Review F15: whoever can write .ferry/bin (a shared workdir) can replace the agent
+// binary; the real `ferry-agent serve` refuses such a workdir by name.
+TEST(AgentServeTest, AWorkdirWhoseAgentFolderOthersCanWriteIsRefusedByName) {
+  TempDir dir;
+  const std::string bin = dir.file("work/.ferry/bin");
+  ASSERT_TRUE(make_dirs(bin).ok());
+  ASSERT_EQ(::chmod(bin.c_str(), 0777), 0);
+  const std::string agent = testing::bin_dir() + "/ferry-agent";
+  auto r = testing::run_process({agent, "serve", "--workdir", dir.file("work")}, {}, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(bin + " is writable by group or others"), std::string::npos) << r.err;
+  ASSERT_EQ(::chmod(bin.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(dir.file("work/.ferry").c_str(), 65534, 65534), 0) << "the test runs as root";
+  r = testing::run_process({agent, "serve", "--workdir", dir.file("work")}, {}, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(dir.file("work/.ferry") + " is owned by uid 65534"), std::string::npos) << r.err;
 }
 
 TEST_F(AgentServerTest, CancelMarksTheJobCancelled) {

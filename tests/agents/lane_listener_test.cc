@@ -5,7 +5,9 @@
 #include "agents/lane_listener.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <gtest/gtest.h>
+#include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -109,6 +111,73 @@ TEST(LaneListenerTest, APathTooLongForASocketIsRefusedByName) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("longer than"), std::string::npos) << s.message();
   EXPECT_EQ(l.fd(), -1);
+}
+
+// Review N7: in a shared workdir another user could own or open the socket's
+// folder and rebind the socket, so the coordinator's lanes would talk to them.
+TEST(LaneListenerTest, AFolderNotOwnedOrOpenToOthersIsRefused) {
+  testing::TempDir dir;
+  const std::string open_dir = dir.file("open/run");
+  ASSERT_TRUE(make_dirs(open_dir).ok());
+  ASSERT_EQ(::chmod(open_dir.c_str(), 0777), 0);
+  const std::string real = dir.file("real");
+  ASSERT_EQ(::mkdir(real.c_str(), 0700), 0);
+  ASSERT_TRUE(make_dirs(dir.file("linked")).ok());
+  ASSERT_EQ(::symlink(real.c_str(), dir.file("linked/run").c_str()), 0);
+  const std::string foreign = dir.file("foreign/run");
+  ASSERT_TRUE(make_dirs(foreign).ok());
+  ASSERT_EQ(::chmod(foreign.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(foreign.c_str(), 65534, 65534), 0) << "the test runs as root";
+  for (const std::string& folder : {open_dir, dir.file("linked/run"), foreign}) {
+    LaneListener l;
+    Status s = l.listen(folder + "/lanes.sock");
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << folder << ": " << s.message();
+    EXPECT_NE(s.message().find(folder), std::string::npos) << s.message();
+    EXPECT_EQ(l.fd(), -1);
+    EXPECT_FALSE(testing::exists(folder + "/lanes.sock")) << "nothing bound in " << folder;
+  }
+  // A folder the listener makes itself is 0700 and the socket the owner's only, whatever the umask.
+  mode_t old = ::umask(0);
+  LaneListener fresh;
+  Status s = fresh.listen(dir.file("fresh/run/lanes.sock"));
+  ::umask(old);
+  ASSERT_TRUE(s.ok()) << s.message();
+  struct stat st {};
+  ASSERT_EQ(::lstat(dir.file("fresh/run").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::lstat(dir.file("fresh/run/lanes.sock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u);
+}
+
+TEST(LaneListenerTest, APeerOfAnotherUidIsRefused) {
+  testing::TempDir dir;
+  const std::string workdir = dir.file("work");
+  const std::string sock = workdir + "/.ferry/run/lanes.sock";
+  ASSERT_TRUE(make_dirs(workdir).ok());
+  LaneListener l;
+  ASSERT_TRUE(l.listen(sock).ok());
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The peer's effective uid becomes nobody's (what SO_PEERCRED reports) while its
+    // file system uid stays root's, so the 0700 folder alone cannot keep it out:
+    // what a group member gets from a UPG umask, or any user from a lax folder.
+    ::signal(SIGPIPE, SIG_IGN);  // a refused peer's write meets a closed socket
+    if (::setresuid(-1, 65534, -1) != 0) _exit(3);
+    ::setfsuid(0);
+    if (::geteuid() != 65534) _exit(3);
+    int fd = connect_unix(sock);
+    if (fd < 0) _exit(4);
+    protocol::Frame hello = ask(fd, fd, 1, "hello", nlohmann::json::object());
+    _exit(hello.type == protocol::FrameType::kReply ? 0 : 1);
+  }
+  Status s = l.accept_one(workdir, 5);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << "0: another uid's hello was served; 3: setresuid failed; 4: no connect";
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s.message();
+  EXPECT_NE(s.message().find("uid 65534"), std::string::npos) << s.message();
 }
 
 }  // namespace

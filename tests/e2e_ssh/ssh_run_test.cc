@@ -274,5 +274,31 @@ TEST_F(SshRunTest, HostsCheckReportsAgentsAndTheReachabilityMatrix) {
   EXPECT_EQ(reach["h2->h1"], false) << j.dump(2);
 }
 
+// Review F15: whoever can write a host's .ferry/bin can replace the agent that
+// every later run executes as the user. `hosts check` and a run refuse to start
+// it there, naming the folder, and nothing of the stage runs.
+TEST_F(SshRunTest, AnAgentFolderOthersCanWriteIsRefusedByName) {
+  const std::string bin = workdir("h1") + "/.ferry/bin";
+  ASSERT_EQ(std::system(("mkdir -p '" + bin + "' && chmod 0777 '" + bin + "'").c_str()), 0);
+  std::string wf = write_workflow("name: shared\nhosts:\n" + host_entry(0, {{"give_up", "20s"}}) +
+                                  "stages:\n  a:\n    host: h1\n    run: echo should-not-run > ran.txt\n");
+  auto check = ferry({"hosts", "check", wf, "--json"}, kRunTimeoutS);
+  EXPECT_NE(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("refusing to run the agent from " + bin), std::string::npos) << check.out << check.err;
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = ferry({"run", wf}, kRunTimeoutS);
+  auto took = std::chrono::duration_cast<seconds>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto a = stage(status("shared-1"), "a");
+  EXPECT_EQ(a["state"], "failed") << a.dump(2);
+  std::string error = a.value("error", std::string());
+  EXPECT_NE(error.find(bin + " (mode drwxrwxrwx"), std::string::npos) << error;
+  EXPECT_NE(error.find("chmod go-w"), std::string::npos) << "says how to fix it: " << error;
+  EXPECT_LT(took, 15) << "an unsafe folder is final: it must not be retried until give_up";
+  EXPECT_FALSE(exists(workdir("h1") + "/ran.txt"));
+  EXPECT_EQ(std::system(("[ -z \"$(ls -A '" + bin + "')\" ]").c_str()), 0) << "nothing was uploaded into " << bin;
+}
+
 }  // namespace
 }  // namespace ferry::e2e

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
@@ -66,6 +67,48 @@ TEST(ReceiveCommitTest, ACommitWithNoPartFailsWhenTheDestinationHoldsOtherBytes)
   Status again = receive_commit(dest, kChunk, hashes, &bad);
   EXPECT_FALSE(again.ok());
   EXPECT_NE(again.message().find(".ferry-part"), std::string::npos) << again.message();
+}
+
+// Review N7: an identical destination is reused without a copy, and the eval
+// worker is then run from it; a symlink there (to bytes another user can change)
+// or a file others can write is received afresh instead.
+TEST(ReceiveBeginTest, AnIdenticalDestinationIsReusedOnlyIfItIsAPlainFileOfOurs) {
+  testing::TempDir dir;
+  const std::string data = "0123456789abcdef-tail";
+  std::vector<std::string> hashes;
+  for (size_t off = 0; off < data.size(); off += kChunk) hashes.push_back(chunk_hash(data.substr(off, kChunk)));
+  std::string file_hash;
+  for (const auto& h : hashes) file_hash += h;
+  file_hash = xxh128_hex(file_hash.data(), file_hash.size());
+  const int64_t size = static_cast<int64_t>(data.size());
+
+  const std::string plain = dir.file("plain.bin");
+  testing::write_text(plain, data);
+  ASSERT_EQ(::chmod(plain.c_str(), 0755), 0);
+  auto reused = receive_begin(plain, size, kChunk, 0755, file_hash);
+  ASSERT_TRUE(reused.ok()) << reused.status().message();
+  EXPECT_TRUE(reused->complete) << "a plain file of ours with the same bytes is reused";
+
+  const std::string target = dir.file("elsewhere.bin");
+  testing::write_text(target, data);
+  ASSERT_EQ(::symlink(target.c_str(), dir.file("linked.bin").c_str()), 0);
+  auto linked = receive_begin(dir.file("linked.bin"), size, kChunk, 0755, file_hash);
+  ASSERT_TRUE(linked.ok()) << linked.status().message();
+  EXPECT_FALSE(linked->complete) << "a symlink is never reused";
+
+  const std::string open = dir.file("open.bin");
+  testing::write_text(open, data);
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  auto opened = receive_begin(open, size, kChunk, 0755, file_hash);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_FALSE(opened->complete) << "a file others can write is never reused";
+
+  const std::string foreign = dir.file("foreign.bin");
+  testing::write_text(foreign, data);
+  ASSERT_EQ(::chown(foreign.c_str(), 65534, 65534), 0) << "the test runs as root";
+  auto theirs = receive_begin(foreign, size, kChunk, 0755, file_hash);
+  ASSERT_TRUE(theirs.ok()) << theirs.status().message();
+  EXPECT_FALSE(theirs->complete) << "another user's file is never reused";
 }
 
 TEST(ReceiveCommitTest, ACommitWithNothingReceivedFails) {

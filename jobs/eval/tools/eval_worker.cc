@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -34,10 +35,15 @@ void make_parent_dirs(const std::string& path) {
 }
 
 // Temp + rename: a reader finds the result absent or whole, never half-written.
+// The temp name is unpredictable and created afresh (never through a symlink or
+// into a file another user planted), and the result, which holds prompts and
+// responses, is the user's only (review N7).
 bool write_atomically(const std::string& path, const std::string& text) {
   make_parent_dirs(path);
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".tmp.%d.%08x", static_cast<int>(::getpid()), std::random_device()());
+  std::string tmp = path + suffix;
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   size_t off = 0;
   while (off < text.size()) {
@@ -45,13 +51,16 @@ bool write_atomically(const std::string& path, const std::string& text) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
+      ::unlink(tmp.c_str());
       return false;
     }
     off += static_cast<size_t>(n);
   }
   bool ok = ::fsync(fd) == 0;
   ok = ::close(fd) == 0 && ok;
-  return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+  ok = ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) ::unlink(tmp.c_str());
+  return ok;
 }
 
 std::string cpu_flags_line() {
