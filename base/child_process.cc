@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +45,22 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The environment is built before fork: the child may only make async-signal-safe calls.
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    bool replaced = false;
+    for (const auto& add : options.env) {
+      size_t name_end = add.find('=') + 1;  // 0 (no name) when there is no '='
+      replaced = replaced || (name_end > 0 && entry.compare(0, name_end, add, 0, name_end) == 0);
+    }
+    if (!replaced) env_text.push_back(std::move(entry));
+  }
+  env_text.insert(env_text.end(), options.env.begin(), options.env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
@@ -54,9 +71,15 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     if (options.capture_stderr) ::dup2(err[1], 2);
+    if (options.stderr_to_stdout) ::dup2(out[1], 2);
     if (options.own_process_group) ::setpgid(0, 0);
+    // A parent gone before the prctl would leave it unheard: check after.
+    if (options.die_with_parent && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)) _exit(127);
     ::signal(SIGPIPE, SIG_DFL);
-    ::execvp(args[0], args.data());
+    sigset_t none;  // a mask the spawning thread had must not keep SIGTERM from it
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execvpe(args[0], args.data(), envp.data());
     int e = errno;
     ssize_t ignored = ::write(exec_err[1], &e, sizeof e);
     (void)ignored;

@@ -1,7 +1,8 @@
 // ChildProcess: a program we start with its stdin and stdout on pipes to us,
 // and optionally its stderr on a third (kept for messages). Used to run an agent
 // over pipes: `ferry-agent serve` for a local host (orchestrator/local_transport.h)
-// and `ssh HOST ferry-agent serve` for a direct copy (agents/push.h).
+// and `ssh HOST ferry-agent serve` for a direct copy (agents/push.h); and the
+// eval worker for an eval in the coordinator (jobs/eval_stage.h).
 //
 // The destructor closes the pipes, gives the child a moment to exit on EOF and
 // then kills it, and reaps it: no zombie, no leaked fd. One thread uses an object.
@@ -22,6 +23,9 @@ class ChildProcess {
   struct Options {
     bool capture_stderr = false;     // else the child inherits ours
     bool own_process_group = false;  // keep terminal signals (Ctrl-C) away from it
+    bool stderr_to_stdout = false;   // one stream of its lines, in the order written
+    bool die_with_parent = false;    // SIGKILL when the spawning thread ends (PR_SET_PDEATHSIG)
+    std::vector<std::string> env;    // NAME=VALUE set for it on top of ours
   };
 
   /// Starts argv[0] (looked up in $PATH when it has no '/') with argv.

@@ -1,16 +1,21 @@
-// EvalStage: the drafter eval inside the coordinator, on a worker thread of its
-// own (never the io thread), through the eval plugin (eval_plugin.h).
+// EvalStage: the drafter eval of a stage without `host:`, on the coordinator's
+// machine, run as a `ferry-eval worker` child process (jobs/eval/tools/eval_worker.h)
+// in a process group of its own, never inside the coordinator: a stage `timeout`
+// or a cancel stops it wherever it is stuck (a tokenizer's regex, a blocking
+// read, a huge load), and a crash there (SIGBUS on a checkpoint truncated while
+// mapped, a stack overflow on a hostile file) fails the stage, not the run.
 //
-// The worker posts progress lines and the result back to the io executor; cancel
-// raises a flag the engine checks between steps. τ and friends become the
-// stage's metrics and outputs; the progress lines and the readable report are
-// appended to the stage's log, so `ferry logs RUN STAGE` shows them (as for an eval
-// on a host); a failed gate fails the stage.
-// io thread only, except the worker.
+// The worker's output (progress lines marked kEvalProgressPrefix, then the
+// readable report) is appended to the stage's log as it comes, the marked lines
+// are also notes for the person watching; its result file becomes the outcome
+// exactly as for an eval on a host (jobs/eval_outcome.h). Cancel: SIGTERM to the
+// group (the engine stops between steps and reports), `hard` or timeout: SIGKILL.
+// The worker dies with the coordinator (PR_SET_PDEATHSIG).
+// io thread only, except the thread that reads the worker's output.
 #pragma once
 
-#include <atomic>
 #include <memory>
+#include <string>
 
 #include "jobs/stage_runner.h"
 
@@ -18,20 +23,29 @@ namespace ferry {
 
 class EvalStage : public StageRunner, public std::enable_shared_from_this<EvalStage> {
  public:
-  /// `spec`: the plugin's spec JSON (eval_plugin_api.h), paths already resolved.
-  EvalStage(StageEnv& env, nlohmann::json spec);
+  /// `spec`: the plugin's spec JSON (eval_plugin_api.h), paths already resolved;
+  /// `worker`: the ferry-eval binary to run (local_eval_worker_path()).
+  EvalStage(StageEnv& env, nlohmann::json spec, std::string worker);
+  ~EvalStage() override;
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
 
  private:
-  void finish(const std::string& result_json);
+  struct Worker;  // the child, shared with the reading thread
+  struct Exit;    // how it ended, and its result file's text
+  void on_lines(const std::vector<std::string>& lines);
+  void on_exit(const Exit& e);
+  void finish(StageOutcome o);
 
   StageEnv& env_;
   nlohmann::json spec_;
+  std::string worker_path_;
   std::function<void(StageOutcome)> done_;
-  std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<Worker> worker_;
+  std::string last_line_;  // the worker's last line, for an error when it leaves no result
+  bool cancelled_ = false;
   bool finished_ = false;
-  bool log_failed_ = false;  // a progress line could not be appended to the log
+  bool log_failed_ = false;  // a line could not be appended to the log
 };
 
 }  // namespace ferry

@@ -3,6 +3,7 @@
 #include "jobs/command/command_stage.h"
 #include "jobs/copy/copy_stage.h"
 #include "jobs/eval_remote/remote_eval_factory.h"
+#include "jobs/eval_remote/remote_eval_stage.h"
 #include "jobs/eval_stage.h"
 #include "jobs/watch/checkpoint_watch_stage.h"
 
@@ -48,12 +49,12 @@ std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStage
                                          const AttemptId& id) {
   if (e.watch) return std::make_shared<CheckpointWatchStage>(env, stage.host, e, id);
   if (!stage.host.empty()) return make_remote_eval_stage(stage.host, e, env, id);
-  // In the coordinator: paths on the coordinator, relative to the workflow file like keep_local.
+  // On the coordinator's machine, in a worker child: paths relative to the workflow file like keep_local.
   EvalStageSpec local = e;
   for (std::string* path : {&local.target, &local.drafter, &local.reference, &local.prompts, &local.tokenizer}) {
     if (!path->empty()) *path = env.local_path(*path);
   }
-  return std::make_shared<EvalStage>(env, eval_engine_json(local));
+  return std::make_shared<EvalStage>(env, eval_engine_json(local), local_eval_worker_path());
 }
 
 }  // namespace

@@ -506,8 +506,8 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
 }
 
 // A command's job, and an eval's worker on a host, are killed by their supervisor
-// at `timeout`; a copy and an eval in this process are timed here: the attempt is
-// cancelled hard and ends timed_out.
+// at `timeout`; a copy and an eval on this machine (a worker child, killed by the
+// hard cancel) are timed here: the attempt is cancelled hard and ends timed_out.
 void Scheduler::arm_timeout(StageSlot& st, int attempt) {
   const Stage& s = *st.spec;
   bool job_enforces = s.kind == StageKind::kCommand || (s.kind == StageKind::kEval && !s.host.empty());

@@ -1,8 +1,18 @@
-// The eval stage end to end: `ferry run` loads the eval plugin, runs the engine on
-// a worker thread, records τ as metrics and outputs, appends the report to the
-// stage's log, and fails the stage when the gate says so. The models are the
-// engine's own deterministic tiny ones (ferry-tiny-models), made by the test.
+// The eval stage end to end: `ferry run` runs the engine as a worker child
+// (`ferry-eval worker`), records τ as metrics and outputs, appends the report to the
+// stage's log, and fails the stage when the gate says so; a worker stuck or
+// crashing ends its stage, never the coordinator. The models are the engine's own
+// deterministic tiny ones (ferry-tiny-models), made by the test.
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -100,6 +110,121 @@ TEST_F(EvalStageTest, PromptFormatAndTokenizerReachTheEngine) {
   EXPECT_NE(raw.find("vocabulary (64) is not byte-level"), std::string::npos) << raw;
   std::string named = stage_error("    tokenizer: oracle-agree\n");
   EXPECT_NE(named.find("oracle-agree/tokenizer.json: no such file"), std::string::npos) << named;
+}
+
+// A tokenizer.json whose Split regex (a+)+b backtracks for ages on a run of 'a's
+// with no 'b'; the rest is the least the loader takes: a byte-level BPE of the 256
+// byte tokens (GPT-2's byte-to-character map) and no merges.
+std::string catastrophic_tokenizer() {
+  nlohmann::json vocab = nlohmann::json::object();
+  int shifted = 0;
+  for (int b = 0; b < 256; ++b) {
+    bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+    unsigned cp = printable ? b : 256 + shifted++;
+    std::string ch = cp < 0x80 ? std::string(1, static_cast<char>(cp))
+                               : std::string{static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+    vocab[ch] = b;
+  }
+  nlohmann::json split = {{"type", "Split"}, {"pattern", {{"Regex", "(a+)+b"}}}, {"behavior", "Isolated"}, {"invert", false}};
+  nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
+  return nlohmann::json{{"normalizer", nullptr},
+                        {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {split, byte_level}}}},
+                        {"decoder", {{"type", "ByteLevel"}}},
+                        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}}
+      .dump();
+}
+
+// Whether some process has `fifo` open for reading: a writer's non-blocking open
+// fails with ENXIO when none has.
+bool fifo_has_reader(const std::string& fifo) {
+  int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
+}
+
+// `timeout` stops an eval on the coordinator's machine wherever it is stuck: in
+// the tokenizer's regex, and (stuck without the tokenizer, should the regex ever
+// be cut short by a time limit) in a read of a prompts FIFO nobody writes. The
+// run ends within the timeout and a few seconds, and ferry exits as it does for
+// any failed run.
+TEST_F(EvalStageTest, TimeoutStopsAnInProcessEvalStuckInTheTokenizer) {
+  // A target whose vocabulary holds the tokenizer's 256 ids, and a drafter for it.
+  for (auto args : std::vector<std::vector<std::string>>{{"target", "--out", dir_.file("byte-target"), "--vocab", "300"},
+                                                         {"drafter", "--out", dir_.file("byte-drafter"), "--target-vocab", "300"}}) {
+    args.insert(args.begin(), testing::bin_dir() + "/ferry-tiny-models");
+    auto made = testing::run_process(args);
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  ::mkdir(dir_.file("catastrophic").c_str(), 0755);
+  write_text(dir_.file("catastrophic/tokenizer.json"), catastrophic_tokenizer());
+  write_text(dir_.file("a-prompts.jsonl"), "{\"prompt\": \"" + std::string(60, 'a') + "\"}\n");
+  const std::string fifo = dir_.file("fifo-prompts.jsonl");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Long enough for the worker to start and load on a busy machine (7.5 s seen on 2 shared cores).
+  constexpr int kTimeoutS = 20;
+  const std::string common = "    kind: eval\n    target: byte-target\n    drafter: byte-drafter\n"
+                             "    max_new_tokens: 4\n    threads: 1\n    timeout: " + std::to_string(kTimeoutS) + "s\n";
+  std::string path = dir_.file("wf-stuck.yaml");
+  write_text(path, "name: stuck\nstages:\n  regex:\n" + common +
+                       "    prompts: a-prompts.jsonl\n    prompt_format: raw\n    tokenizer: catastrophic\n"
+                       "  fifo:\n" + common + "    prompts: fifo-prompts.jsonl\n");
+  auto t0 = std::chrono::steady_clock::now();
+  // Past the bound, the process is killed (and the exit code says so).
+  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", path},
+                                {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}, 3 * kTimeoutS);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_LT(took, kTimeoutS + 5) << r.out << r.err;
+  auto st = nlohmann::json::parse(ferry({"status", "stuck-1", "--json"}).out, nullptr, false);
+  ASSERT_TRUE(st.is_object());
+  for (const auto& stage : st["stages"]) {
+    SCOPED_TRACE(stage.dump());
+    if (stage["name"] == "fifo") {
+      EXPECT_EQ(stage["state"], "timed_out");
+    } else {
+      // Timed out in the regex today; a tokenizer with a regex time limit fails it sooner.
+      EXPECT_TRUE(stage["state"] == "timed_out" || stage["state"] == "failed");
+    }
+  }
+  // Each got where it was meant to stick: past the tokenizer's load to the prompts'
+  // encoding, and past the models' load to the prompts' read.
+  std::string regex_log = ferry({"logs", "stuck-1", "regex"}).out;
+  EXPECT_NE(regex_log.find("prompt format raw"), std::string::npos) << regex_log;
+  std::string fifo_log = ferry({"logs", "stuck-1", "fifo"}).out;
+  EXPECT_NE(fifo_log.find("loading drafter"), std::string::npos) << fifo_log;
+  EXPECT_FALSE(fifo_has_reader(fifo)) << "the stuck worker still runs";
+}
+
+// A checkpoint cut short while the eval has it mapped (a trainer rewriting it in
+// place) raises SIGBUS in whoever reads it: the worker, so the stage fails and says
+// why, and ferry exits 1 as for any failed stage, not 135. The prompts are a FIFO,
+// opened only after every model is loaded: the test truncates the target's weights
+// then, before the first forward touches them.
+TEST_F(EvalStageTest, ACheckpointTruncatedDuringTheEvalFailsTheStageNotTheCoordinator) {
+  const std::string fifo = dir_.file("fifo-prompts.jsonl");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string path = dir_.file("wf-bus.yaml");
+  write_text(path, "name: bus\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n"
+                   "    drafter: oracle-agree\n    prompts: fifo-prompts.jsonl\n    max_new_tokens: 16\n"
+                   "    threads: 1\n");
+  pid_t pid = testing::spawn_process({testing::bin_dir() + "/ferry", "run", path},
+                                     {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}, dir_.file("run.log"));
+  // Our end opens once the engine holds the reader's (blocked in its open until then);
+  // kept open, so the engine's read waits for the prompts.
+  int fd = -1;
+  ASSERT_TRUE(testing::wait_until([&] { return (fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0; },
+                                  std::chrono::seconds(120)))
+      << read_text(dir_.file("run.log"));
+  ASSERT_EQ(::truncate(dir_.file("oracle-target/model.safetensors").c_str(), 0), 0) << std::strerror(errno);
+  std::string prompts = read_text(dir_.file("oracle-prompts.jsonl"));
+  ASSERT_EQ(::write(fd, prompts.data(), prompts.size()), static_cast<ssize_t>(prompts.size()));
+  ::close(fd);
+  EXPECT_EQ(testing::wait_process(pid, 120), 1) << read_text(dir_.file("run.log"));
+  auto st = nlohmann::json::parse(ferry({"status", "bus-1", "--json"}).out, nullptr, false);
+  ASSERT_TRUE(st.is_object());
+  auto stage = st["stages"][0];
+  EXPECT_EQ(stage["state"], "failed");
+  EXPECT_NE(stage["error"].get<std::string>().find("Bus error"), std::string::npos) << stage.dump();
 }
 
 }  // namespace
