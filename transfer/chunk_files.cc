@@ -166,6 +166,8 @@ bool is_bookkeeping(const std::string& name) {
   return name == kCompleteMarker;
 }
 
+}  // namespace
+
 // Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates), the
 // only names JSON, and so a listing, carries without changing them.
 bool is_utf8(const std::string& s) {
@@ -184,6 +186,8 @@ bool is_utf8(const std::string& s) {
   }
   return true;
 }
+
+namespace {
 
 void list_dir(const std::string& root, const std::string& rel, nlohmann::json& files, Status& status) {
   std::string dir = rel.empty() ? root : root + "/" + rel;

@@ -31,6 +31,10 @@ namespace ferry {
 inline constexpr const char* kCompleteMarker = ".ferry-complete";
 inline constexpr int64_t kMaxChunkBytes = 32 << 20;
 
+/// Whether `s` is well-formed UTF-8 (RFC 3629): the only names JSON, and so a
+/// listing, carries without changing them.
+bool is_utf8(const std::string& s);
+
 /// A file's modification time in nanoseconds (with its inode, its version).
 int64_t file_mtime_ns(const struct stat& st);
 
