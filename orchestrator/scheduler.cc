@@ -108,6 +108,10 @@ class Scheduler::AttemptEnv : public StageEnv {
     auto it = s_.stages_.find(stage);
     return it == s_.stages_.end() ? "" : state_name(it->second->state);
   }
+  int64_t stage_started_ms(const std::string& stage) override {
+    auto it = s_.stages_.find(stage);
+    return it == s_.stages_.end() ? 0 : it->second->started_ms;
+  }
   std::vector<nlohmann::json> recorded_events(const std::string& type) override {
     std::vector<nlohmann::json> out;
     auto events = s_.store_.events(s_.run_.id, stage_);
@@ -377,6 +381,7 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
         w.stage = s.watch.stage;
         w.pattern = s.watch.pattern;
         w.marker = s.watch.marker;
+        w.fail_on_error = s.watch.fail_on_error;
         FERRY_RETURN_IF_ERROR(get(s.watch.from.path, false, &w.copy.from));
         w.copy.from_host = s.watch.from.host;
         w.copy.to_host = s.host;
