@@ -508,7 +508,9 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
 // cancelled hard and ends timed_out.
 void Scheduler::arm_timeout(StageSlot& st, int attempt) {
   const Stage& s = *st.spec;
-  bool job_enforces = s.kind == StageKind::kCommand || (s.kind == StageKind::kEval && !s.host.empty());
+  // A watching eval's jobs (copies, a worker per checkpoint) are its parts: the whole is timed here.
+  bool job_enforces = s.kind == StageKind::kCommand ||
+                      (s.kind == StageKind::kEval && !s.host.empty() && s.watch.stage.empty());
   if (s.timeout_s <= 0 || job_enforces || !st.runner) return;
   int64_t left_ms = static_cast<int64_t>(s.timeout_s * 1000) - (now_ms() - st.started_ms);
   st.timeout_timer = std::make_unique<boost::asio::steady_timer>(io_);

@@ -232,5 +232,18 @@ TEST_F(CheckpointWatchTest, ASameNameRewriteIsEvaluatedAgain) {
   EXPECT_GT(reports[1]["candidate"]["tau"].get<double>(), 1.5);
 }
 
+// `timeout` bounds the whole watch, not only each checkpoint's worker: a trainer that
+// never completes a checkpoint does not hold the eval past it.
+TEST_F(CheckpointWatchTest, TimeoutEndsAWatch) {
+  const std::string go = work_.file("go");
+  const std::string wf = write_workflow({"while [ ! -e " + go + " ]; do sleep 0.1; done"}, "", "    timeout: 3s\n");
+  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  bool timed_out = testing::wait_until([&] { return stage_state("eval") == "timed_out"; }, std::chrono::seconds(30));
+  write_text(go, "");
+  EXPECT_TRUE(timed_out) << stage_state("eval") << "\n" << testing::read_text(work_.file("run.log"));
+  EXPECT_NE(testing::wait_process(coordinator, 60), 0);
+  EXPECT_EQ(stage_state("eval"), "timed_out");
+}
+
 }  // namespace
 }  // namespace ferry
