@@ -121,7 +121,6 @@ void CheckpointWatchStage::poll() {
   // Read before listing: a checkpoint the trainer wrote just before it ended is in the listing.
   if (polls_since_followed_ended_ < 0 && ended(env_.stage_state(watch_.stage))) {
     polls_since_followed_ended_ = 0;
-    followed_ended_ms_ = mono_ms();
   }
   pages_ = nlohmann::json::array();
   list_page("");
@@ -191,7 +190,7 @@ void CheckpointWatchStage::on_listing(const nlohmann::json& folders) {
 void CheckpointWatchStage::work_or_wait() {
   if (cancelled_) return poll();  // which ends the stage as cancelled
   if (!queue_.empty()) return copy_next();
-  const bool settled = scan_.incomplete().empty() || mono_ms() - followed_ended_ms_ >= kWatchFinalMs;
+  const bool settled = scan_.incomplete().empty() || polls_since_followed_ended_ >= kWatchFinalPolls;
   if (polls_since_followed_ended_ > 0 && settled) {
     if (!scan_.incomplete().empty()) env_.record_event("watch.incomplete", {{"checkpoints", scan_.incomplete()}});
     return finish(final_outcome());

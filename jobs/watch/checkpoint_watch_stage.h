@@ -34,10 +34,11 @@
 namespace ferry {
 
 inline constexpr int kWatchPollMs = 500;
-/// How long after the followed stage ended a half-written checkpoint may take to
-/// settle (the completion rule's span and two listings) before it is reported
-/// incomplete and the stage ends.
-inline constexpr int64_t kWatchFinalMs = kStableMs + 2 * kWatchPollMs;
+/// Listings after the followed stage ended that wait for a half-written checkpoint
+/// to settle (the completion rule's polls over its span, and one more) before it is
+/// reported incomplete and the stage ends. Counted in listings, not time: a long
+/// eval in between takes none of them.
+inline constexpr int kWatchFinalPolls = kStablePolls + static_cast<int>(kStableMs / kWatchPollMs) + 1;
 /// A listing page's size (fs.scan max_entries): about 2 MiB of JSON.
 inline constexpr int64_t kWatchPageEntries = 20000;
 /// Allowance for the trainer host's clock against the coordinator's, measured at
@@ -97,7 +98,6 @@ class CheckpointWatchStage : public StageRunner, public std::enable_shared_from_
   StageOutcome last_eval_;
   bool have_eval_ = false;
   int polls_since_followed_ended_ = -1;  // -1: the followed stage is still going
-  int64_t followed_ended_ms_ = 0;         // mono_ms when it was first seen ended
   bool busy_ = false;  // a copy or an eval is under way
   bool cancelled_ = false;
   bool finished_ = false;
