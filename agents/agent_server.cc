@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "agents/checkpoint_listing.h"
 #include "agents/detached_job.h"
 #include "agents/host_probe.h"
 #include "agents/job_cgroup.h"
@@ -340,6 +341,16 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
     auto listing = list_source(*path);
     if (!listing.ok()) return listing.status();
     return in_body(std::move(listing).value(), "files", "the listing of " + *path, body);
+  }
+  if (op == "fs.scan") {
+    auto path = data_path(a, "path");
+    if (!path.ok()) return path.status();
+    auto pattern = arg<std::string>(a, "pattern");
+    if (!pattern.ok()) return pattern.status();
+    auto listing = list_checkpoints(*path, *pattern, a.value("after", std::string()),
+                                    a.value("max_entries", kMaxScanPageEntries));
+    if (!listing.ok()) return listing.status();
+    return in_body(std::move(listing).value(), "folders", "the checkpoint listing of " + *path, body);
   }
   if (op == "fs.read") {
     auto path = data_path(a, "path");

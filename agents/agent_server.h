@@ -20,6 +20,8 @@
 //   host.info  {}                                   → cores, memory, free disk, GPUs
 //   net.probe  {address, port, timeout_ms}          → {reachable, ms, error}
 //   fs.list    {path}                               → {type, files: [{path, size, mode, mtime_ns, ino}]}
+//   fs.scan    {path, pattern, after?, max_entries?} → {now_ns, folders, next}: a checkpoint
+//              watch's shallow, paged listing (checkpoint_listing.h)
 //   fs.read    {path, offset, length}               → {hash}, body = bytes
 //   fs.hash    {path, chunk_size, indices?}         → {chunks: {index: hash}}
 //   recv.begin {dest, size, chunk_size, mode, file_hash?} → {complete, have: {index: hash}}
@@ -27,7 +29,7 @@
 //   recv.commit {dest, chunk_size, chunks: [hash]}  → {committed, bad?: [index]}
 //   recv.prepare_dir / recv.finish_dir {path, manifest_hash?, prune?}, body = kept files
 // (see chunk_files.h for the receiver's guarantees)
-// The lists that grow with the data (fs.list files, fs.hash indices and chunks,
+// The lists that grow with the data (fs.list files, fs.scan folders, fs.hash indices and chunks,
 // recv.begin have, recv.commit chunks and bad) ride in the frame body as JSON
 // (protocol::move_field_to_body): a folder of 100,000 files or a file of 64 GiB
 // meets no header cap; the decoder puts each back where it is shown above.

@@ -46,6 +46,7 @@ class LogTapEnv : public StageEnv {
   void note(const std::string& line) override { env_.note(line); }
   void set_progress(nlohmann::json progress) override { env_.set_progress(std::move(progress)); }
   std::string stage_state(const std::string& stage) override { return env_.stage_state(stage); }
+  int64_t stage_started_ms(const std::string& stage) override { return env_.stage_started_ms(stage); }
   std::vector<nlohmann::json> recorded_events(const std::string& type) override { return env_.recorded_events(type); }
 
  protected:

@@ -79,6 +79,9 @@ class StageEnv {
   /// The state of another stage of this run ("pending", "running", "succeeded"...;
   /// "" when unknown): a watching eval ends once the stage it follows has.
   virtual std::string stage_state(const std::string& /*stage*/) { return ""; }
+  /// When another stage's newest attempt started (ms since the epoch, this clock; 0
+  /// when it has not): a watching eval ignores checkpoints older than that.
+  virtual int64_t stage_started_ms(const std::string& /*stage*/) { return 0; }
   /// The details of this stage's recorded events of `type`, oldest first, over all its
   /// attempts: what a resumed stage has already done.
   virtual std::vector<nlohmann::json> recorded_events(const std::string& /*type*/) { return {}; }

@@ -52,6 +52,7 @@ struct WatchSpec {
   std::string stage;  // the training stage followed
   std::string pattern = "checkpoint-*";
   std::string marker;  // "" = weights present and files stable (checkpoint_scan.h)
+  bool fail_on_error = false;  // a checkpoint's failed copy or eval fails the stage (else: watch.skipped)
   // from_host, from: the trainer's checkpoint folder; to_host: the eval's host, and
   // the route facts. A checkpoint's copy adds its name to from and goes to drafter/NAME.
   CopyStageSpec copy;

@@ -108,6 +108,10 @@ class Scheduler::AttemptEnv : public StageEnv {
     auto it = s_.stages_.find(stage);
     return it == s_.stages_.end() ? "" : state_name(it->second->state);
   }
+  int64_t stage_started_ms(const std::string& stage) override {
+    auto it = s_.stages_.find(stage);
+    return it == s_.stages_.end() ? 0 : it->second->started_ms;
+  }
   std::vector<nlohmann::json> recorded_events(const std::string& type) override {
     std::vector<nlohmann::json> out;
     auto events = s_.store_.events(s_.run_.id, stage_);
@@ -384,6 +388,7 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
         w.stage = s.watch.stage;
         w.pattern = s.watch.pattern;
         w.marker = s.watch.marker;
+        w.fail_on_error = s.watch.fail_on_error;
         FERRY_RETURN_IF_ERROR(get(s.watch.from.path, false, &w.copy.from));
         w.copy.from_host = s.watch.from.host;
         w.copy.to_host = s.host;
@@ -510,7 +515,9 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
 // hard cancel) are timed here: the attempt is cancelled hard and ends timed_out.
 void Scheduler::arm_timeout(StageSlot& st, int attempt) {
   const Stage& s = *st.spec;
-  bool job_enforces = s.kind == StageKind::kCommand || (s.kind == StageKind::kEval && !s.host.empty());
+  // A watching eval's jobs (copies, a worker per checkpoint) are its parts: the whole is timed here.
+  bool job_enforces = s.kind == StageKind::kCommand ||
+                      (s.kind == StageKind::kEval && !s.host.empty() && s.watch.stage.empty());
   if (s.timeout_s <= 0 || job_enforces || !st.runner) return;
   int64_t left_ms = static_cast<int64_t>(s.timeout_s * 1000) - (now_ms() - st.started_ms);
   st.timeout_timer = std::make_unique<boost::asio::steady_timer>(io_);

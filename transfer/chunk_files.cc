@@ -156,6 +156,8 @@ nlohmann::json listing_entry(const std::string& rel, const struct stat& st) {
           {"ino", static_cast<int64_t>(st.st_ino)}};
 }
 
+}  // namespace
+
 // Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates), the
 // only names JSON, and so a listing, carries without changing them.
 bool is_utf8(const std::string& s) {
@@ -174,6 +176,8 @@ bool is_utf8(const std::string& s) {
   }
   return true;
 }
+
+namespace {
 
 void list_dir(const std::string& root, const std::string& rel, nlohmann::json& files, Status& status) {
   std::string dir = rel.empty() ? root : root + "/" + rel;

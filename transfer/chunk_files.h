@@ -36,6 +36,9 @@ inline constexpr int64_t kMaxChunkBytes = 32 << 20;
 /// record of copied files), by name: they never travel and are never pruned. A
 /// user's `weights.ferry-partial.bin` is theirs.
 bool is_copy_bookkeeping(const std::string& name);
+/// Whether `s` is well-formed UTF-8 (RFC 3629): the only names JSON, and so a
+/// listing, carries without changing them.
+bool is_utf8(const std::string& s);
 
 /// A file's modification time in nanoseconds (with its inode, its version).
 int64_t file_mtime_ns(const struct stat& st);

@@ -82,6 +82,7 @@ struct CheckpointWatch {
   Endpoint from;                          // HOST:FOLDER holding the checkpoint folders
   std::string pattern = "checkpoint-*";  // their names (fnmatch)
   std::string marker;                     // a file the trainer writes last; "" = the safetensors + stable rule
+  bool fail_on_error = false;             // a checkpoint's failed copy or eval fails the stage
 };
 
 struct Stage {

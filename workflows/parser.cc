@@ -23,7 +23,7 @@ const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local",
 const std::vector<std::string> kEvalKeys = {"target", "drafter", "reference", "prompts", "max_new_tokens",
                                             "block_size", "device", "dtype", "threads", "gate",
                                             "tokenizer", "prompt_format", "watch"};
-const std::vector<std::string> kWatchKeys = {"stage", "from", "pattern", "marker"};
+const std::vector<std::string> kWatchKeys = {"stage", "from", "pattern", "marker", "fail_on_error"};
 const std::vector<std::string> kGateKeys = {"min_tau", "min_ratio_to_reference"};
 
 Location mark_of(const YAML::Node& n) {
@@ -530,6 +530,12 @@ class Parser {
     }
     if (auto y = find(g, "marker")) {
       if (auto t = text(*y, "marker")) w->marker = t->value;
+    }
+    if (auto y = find(g, "fail_on_error")) {
+      if (auto t = text(*y, "fail_on_error")) {
+        if (t->value == "true" || t->value == "false") w->fail_on_error = t->value == "true";
+        else d_.error(loc(*y), what + ": watch 'fail_on_error' must be true or false, got '" + t->value + "'");
+      }
     }
   }
 

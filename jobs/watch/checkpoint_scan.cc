@@ -6,6 +6,20 @@
 
 namespace ferry {
 
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A name the watch may append to its folder: one component, never "." or "..".
+bool plain_name(const std::string& name, const std::string& pattern) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos && ::fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0;
+}
+
+}  // namespace
+
 std::optional<int64_t> step_of(const std::string& name) {
   size_t end = name.size(), begin = end;
   while (begin > 0 && name[begin - 1] >= '0' && name[begin - 1] <= '9') --begin;
@@ -13,33 +27,36 @@ std::optional<int64_t> step_of(const std::string& name) {
   return std::stoll(name.substr(begin));
 }
 
-std::vector<CheckpointFolder> checkpoint_folders(const nlohmann::json& files, const std::string& pattern,
+std::vector<CheckpointFolder> checkpoint_folders(const nlohmann::json& folders, const std::string& pattern,
                                                  const std::string& marker) {
-  std::map<std::string, CheckpointFolder> by_name;
-  std::map<std::string, bool> has_config, has_safetensors;
-  if (!files.is_array()) return {};
-  for (const auto& f : files) {
-    const std::string path = f.value("path", std::string());
-    const size_t slash = path.find('/');
-    if (slash == std::string::npos || slash == 0) continue;  // a file beside the checkpoints
-    const std::string name = path.substr(0, slash), rest = path.substr(slash + 1);
-    if (::fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) != 0) continue;
-    CheckpointFolder& c = by_name[name];
-    c.name = name;
-    c.signature += rest + ":" + std::to_string(f.value("size", int64_t{0})) + ";";
-    if (rest == "config.json") has_config[name] = true;
-    const bool top = rest.find('/') == std::string::npos;
-    const auto ends_with = [&](const char* tail) {
-      std::string t = tail;
-      return rest.size() >= t.size() && rest.compare(rest.size() - t.size(), t.size(), t) == 0;
-    };
-    if (top && (rest == "model.safetensors.index.json" || ends_with(".safetensors"))) has_safetensors[name] = true;
-    if (!marker.empty() && rest == marker) c.has_marker = true;
-  }
   std::vector<CheckpointFolder> out;
-  for (auto& [name, c] : by_name) {
-    c.step = step_of(name);
-    c.has_weights = has_config[name] && has_safetensors[name];
+  if (!folders.is_array()) return out;
+  for (const auto& f : folders) {
+    if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("files") ||
+        !f["files"].is_array()) {
+      continue;
+    }
+    CheckpointFolder c;
+    c.name = f["name"].get<std::string>();
+    if (!plain_name(c.name, pattern)) continue;
+    if (f.contains("mtime_ns") && f["mtime_ns"].is_number_integer()) c.newest_mtime_ns = f["mtime_ns"].get<int64_t>();
+    c.listed_whole = !f.contains("truncated");
+    bool has_config = false, has_safetensors = false;
+    for (const auto& e : f["files"]) {
+      if (!e.is_object() || !e.contains("path") || !e["path"].is_string()) continue;
+      const std::string rest = e["path"].get<std::string>();
+      const int64_t size = e.contains("size") && e["size"].is_number_integer() ? e["size"].get<int64_t>() : 0;
+      const int64_t mtime =
+          e.contains("mtime_ns") && e["mtime_ns"].is_number_integer() ? e["mtime_ns"].get<int64_t>() : 0;
+      c.signature += rest + ":" + std::to_string(size) + ":" + std::to_string(mtime) + ";";
+      c.newest_mtime_ns = std::max(c.newest_mtime_ns, mtime);
+      const bool top = rest.find('/') == std::string::npos;
+      if (rest == "config.json") has_config = true;
+      if (top && (rest == "model.safetensors.index.json" || ends_with(rest, ".safetensors"))) has_safetensors = true;
+      if (!marker.empty() && rest == marker) c.has_marker = true;
+    }
+    c.step = step_of(c.name);
+    c.has_weights = has_config && has_safetensors;
     out.push_back(std::move(c));
   }
   std::stable_sort(out.begin(), out.end(), [](const CheckpointFolder& a, const CheckpointFolder& b) {
@@ -50,23 +67,28 @@ std::vector<CheckpointFolder> checkpoint_folders(const nlohmann::json& files, co
   return out;
 }
 
-std::vector<CheckpointFolder> CheckpointScan::update(const std::vector<CheckpointFolder>& listing) {
+std::vector<CheckpointFolder> CheckpointScan::update(const std::vector<CheckpointFolder>& listing, int64_t now_ms) {
   std::vector<CheckpointFolder> complete;
-  std::map<std::string, std::string> seen;
+  std::map<std::string, Seen> seen;
   incomplete_.clear();
   for (const auto& c : listing) {
-    seen[c.name] = c.signature;
+    Seen s{c.signature, now_ms, 1};
+    auto last = seen_.find(c.name);
+    if (last != seen_.end() && last->second.signature == c.signature) {
+      s = last->second;
+      ++s.polls;
+    }
     bool done = false;
     if (!marker_.empty()) {
       done = c.has_marker;
     } else {
-      auto last = last_signature_.find(c.name);
-      done = c.has_weights && last != last_signature_.end() && last->second == c.signature;
+      done = c.has_weights && s.polls >= kStablePolls && now_ms - s.since_ms >= kStableMs;
     }
-    if (done) complete.push_back(c);
+    if (done && c.listed_whole) complete.push_back(c);
     else incomplete_.push_back(c.name);
+    seen[c.name] = std::move(s);
   }
-  last_signature_ = std::move(seen);
+  seen_ = std::move(seen);
   return complete;
 }
 

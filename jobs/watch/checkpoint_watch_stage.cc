@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "base/clock.h"
+#include "base/file_hash.h"
 #include "jobs/eval_remote/remote_eval_factory.h"
 #include "jobs/log_tap_env.h"
 #include "jobs/stage_factory.h"
@@ -17,7 +19,20 @@ bool ended(const std::string& state) {
   return s && !stage_active(*s);
 }
 
+// One version of a checkpoint: its name and a hash of its files, sizes and mtimes.
+std::string listing_hash(const CheckpointFolder& c) { return xxh128_hex(c.signature.data(), c.signature.size()).substr(0, 12); }
+std::string version(const std::string& name, const std::string& listing) { return name + "\n" + listing; }
+
 }  // namespace
+
+std::string checkpoint_key(const std::string& name) {
+  bool plain = !name.empty() && name.size() <= 64 && name[0] != '.';
+  for (char ch : name) {
+    plain = plain && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                      ch == '_' || ch == '-');
+  }
+  return plain ? name : "ck-" + xxh128_hex(name.data(), name.size()).substr(0, 16);
+}
 
 // The env of one checkpoint's copy or eval: the stage's own (through LogTapEnv, which
 // forwards every call), with every event named
@@ -26,10 +41,14 @@ bool ended(const std::string& state) {
 class CheckpointWatchStage::CheckpointEnv : public LogTapEnv {
  public:
   CheckpointEnv(StageEnv& env, const CheckpointFolder& c, std::string content_hash)
-      : LogTapEnv(env, [](const std::string&) {}), checkpoint_(c), content_hash_(std::move(content_hash)) {}
+      : LogTapEnv(env, [](const std::string&) {}),
+        checkpoint_(c),
+        listing_(listing_hash(c)),
+        content_hash_(std::move(content_hash)) {}
   void record_event(const std::string& type, nlohmann::json detail) override {
     if (!detail.is_object()) detail = nlohmann::json{{"value", detail}};
     detail["checkpoint"] = checkpoint_.name;
+    detail["listing"] = listing_;
     if (type == "eval.report") {
       detail["step"] = checkpoint_.step ? nlohmann::json(*checkpoint_.step) : nlohmann::json();
       detail["content_hash"] = content_hash_;
@@ -52,6 +71,7 @@ class CheckpointWatchStage::CheckpointEnv : public LogTapEnv {
 
  private:
   CheckpointFolder checkpoint_;
+  std::string listing_;
   std::string content_hash_;
   int64_t log_size_ = 0;
 };
@@ -70,18 +90,23 @@ CheckpointWatchStage::~CheckpointWatchStage() = default;
 void CheckpointWatchStage::start(std::function<void(StageOutcome)> done) {
   done_ = std::move(done);
   // What earlier attempts (or this one, before a coordinator crash) already did.
-  for (const auto& d : env_.recorded_events("eval.report")) {
-    std::string name = d.value("checkpoint", std::string());
-    if (name.empty()) continue;
-    done_names_.insert(name);
-    std::string hash = d.value("content_hash", std::string());
-    if (!hash.empty()) done_hashes_.emplace(hash, name);
+  for (const char* type : {"eval.report", "watch.same_content", "watch.skipped"}) {
+    for (const auto& d : env_.recorded_events(type)) {
+      if (!d.is_object() || !d.contains("checkpoint") || !d["checkpoint"].is_string()) continue;
+      const std::string name = d["checkpoint"].get<std::string>();
+      if (d.contains("listing") && d["listing"].is_string()) handled_.insert(version(name, d["listing"].get<std::string>()));
+      else handled_names_.insert(name);
+      if (std::string(type) == "watch.skipped") continue;
+      ++recorded_;
+      if (d.contains("content_hash") && d["content_hash"].is_string() && !d["content_hash"].get<std::string>().empty()) {
+        done_hashes_.emplace(d["content_hash"].get<std::string>(), name);
+      }
+    }
   }
-  for (const auto& d : env_.recorded_events("watch.same_content")) done_names_.insert(d.value("checkpoint", std::string()));
   env_.record_event("watch.started", {{"stage", watch_.stage},
                                       {"from", watch_.copy.from_host + ":" +
                                                    watch_.copy.from},
-                                      {"already_done", done_names_.size()}});
+                                      {"already_done", recorded_}});
   poll();
 }
 
@@ -97,30 +122,67 @@ void CheckpointWatchStage::poll() {
   if (polls_since_followed_ended_ < 0 && ended(env_.stage_state(watch_.stage))) {
     polls_since_followed_ended_ = 0;
   }
-  auto self = shared_from_this();
-  env_.call_agent(watch_.copy.from_host, "fs.list", {{"path", watch_.copy.from}},
-                  [self](Result<protocol::Frame> r) { self->on_listing(std::move(r)); });
+  pages_ = nlohmann::json::array();
+  list_page("");
 }
 
-void CheckpointWatchStage::on_listing(Result<protocol::Frame> r) {
+void CheckpointWatchStage::list_page(const std::string& after) {
+  auto self = shared_from_this();
+  env_.call_agent(watch_.copy.from_host, "fs.scan",
+                  {{"path", watch_.copy.from}, {"pattern", watch_.pattern}, {"after", after},
+                   {"max_entries", kWatchPageEntries}},
+                  [self](Result<protocol::Frame> r) { self->on_page(std::move(r)); });
+}
+
+void CheckpointWatchStage::on_page(Result<protocol::Frame> r) {
   if (finished_) return;
-  nlohmann::json files = nlohmann::json::array();
-  if (r.ok()) {
-    if (r->header.value("type", std::string()) == "dir") files = r->header.value("files", nlohmann::json::array());
-  } else if (r.status().code() == StatusCode::kUnavailable) {
+  if (!r.ok() && r.status().code() == StatusCode::kUnavailable) {
     return wait_then_poll();  // the trainer's host is away for now; the scan resumes when it is back
-  } else if (r.status().code() != StatusCode::kNotFound) {
+  }
+  if (!r.ok() && r.status().code() != StatusCode::kNotFound) {
     StageOutcome o;
-    o.error = "listing " + watch_.copy.from_host + ":" + watch_.copy.from +
-              ": " + r.status().message();
+    o.error = "listing " + watch_.copy.from_host + ":" + watch_.copy.from + ": " + r.status().message();
     return finish(std::move(o));
-  }  // not found: the trainer has not made the folder yet
+  }
+  if (!r.ok()) return on_listing(pages_);  // not found: the trainer has not made the folder yet
+  const nlohmann::json& h = r->header;
+  if (h.contains("now_ns") && h["now_ns"].is_number_integer()) {
+    host_ahead_ms_ = h["now_ns"].get<int64_t>() / 1000000 - now_ms();
+  }
+  if (h.contains("folders") && h["folders"].is_array()) {
+    for (const auto& f : h["folders"]) pages_.push_back(f);
+  }
+  const std::string next = h.contains("next") && h["next"].is_string() ? h["next"].get<std::string>() : "";
+  if (!next.empty() && h.contains("folders") && !h["folders"].empty()) return list_page(next);
+  on_listing(pages_);
+}
+
+void CheckpointWatchStage::on_listing(const nlohmann::json& folders) {
   if (polls_since_followed_ended_ >= 0) ++polls_since_followed_ended_;
-  auto complete = scan_.update(checkpoint_folders(files, watch_.pattern,
-                                                  watch_.marker));
   queue_.clear();
-  for (auto& c : complete) {
-    if (!done_names_.count(c.name)) queue_.push_back(std::move(c));
+  // Checkpoints older than the followed attempt are an earlier run's: never this one's.
+  const int64_t since_ms = env_.stage_started_ms(watch_.stage);
+  if (since_ms == 0 && polls_since_followed_ended_ < 0) return wait_then_poll();  // it has not started yet
+  const int64_t since_ns = (since_ms + host_ahead_ms_ - kWatchClockSlackMs) * 1000000;
+  std::vector<CheckpointFolder> current;
+  std::vector<std::string> newly_ignored;
+  for (auto& c : checkpoint_folders(folders, watch_.pattern, watch_.marker)) {
+    if (since_ms > 0 && c.newest_mtime_ns < since_ns) {
+      if (ignored_.insert(c.name).second) newly_ignored.push_back(c.name);
+      continue;
+    }
+    current.push_back(std::move(c));
+  }
+  if (!newly_ignored.empty()) {
+    env_.record_event("watch.ignored", {{"checkpoints", newly_ignored},
+                                        {"why", "older than the start of the attempt of " + watch_.stage}});
+    env_.note("ignoring " + std::to_string(newly_ignored.size()) + " checkpoint(s) older than " + watch_.stage +
+              "'s attempt (an earlier run's)");
+  }
+  for (auto& c : scan_.update(current, mono_ms())) {
+    if (!handled_.count(version(c.name, listing_hash(c))) && !handled_names_.count(c.name)) {
+      queue_.push_back(std::move(c));
+    }
   }
   work_or_wait();
 }
@@ -145,12 +207,15 @@ void CheckpointWatchStage::wait_then_poll() {
 void CheckpointWatchStage::copy_next() {
   const CheckpointFolder c = queue_.front();
   queue_.erase(queue_.begin());
+  const std::string key = checkpoint_key(c.name);
   CopyStageSpec in = watch_.copy;  // from_host, to_host and the route facts
   in.from += "/" + c.name;
-  in.to = eval_.drafter + "/" + c.name;
+  in.to = eval_.drafter + "/" + key;
   in.route = workflow::CopyRoute::kAuto;
   auto env = std::make_unique<CheckpointEnv>(env_, c, "");
-  auto copy = std::make_shared<CopyStage>(*env, copy_spec(in, *env, AttemptId{id_.job + "." + c.name, id_.attempt, id_.token}));
+  // A version's own job keys: a rewritten checkpoint is a new copy, never the old one re-attached.
+  auto copy = std::make_shared<CopyStage>(
+      *env, copy_spec(in, *env, AttemptId{id_.job + "." + key + "." + listing_hash(c), id_.attempt, id_.token}));
   begin(std::move(copy), std::move(env));
   env_.note("copying " + c.name);
   auto self = shared_from_this();
@@ -158,33 +223,31 @@ void CheckpointWatchStage::copy_next() {
   current_->start([self, c](StageOutcome o) {
     self->busy_ = false;
     if (self->finished_) return;
-    if (o.state != StageOutcome::State::kSucceeded) {
-      o.error = c.name + ": copy: " + o.error;
-      return self->finish(std::move(o));
-    }
+    if (self->cancelled_) return self->poll();  // which ends the stage as cancelled
+    if (o.state != StageOutcome::State::kSucceeded) return self->skip(c, "copy", o.error);
     const std::string hash = o.outputs["manifest_hash"];
     auto same = self->done_hashes_.find(hash);
     if (!hash.empty() && same != self->done_hashes_.end()) {
       self->current_env_->record_event("watch.same_content", {{"same_as", same->second}, {"content_hash", hash}});
       self->env_.note(c.name + " holds the same files as " + same->second + "; not evaluated again");
-      self->done_names_.insert(c.name);
+      self->handled_.insert(version(c.name, listing_hash(c)));
       ++self->same_content_;
       return self->work_or_wait();
     }
-    if (self->cancelled_) return self->poll();
     self->evaluate(c, hash);
   });
 }
 
 void CheckpointWatchStage::evaluate(const CheckpointFolder& c, const std::string& content_hash) {
+  const std::string key = checkpoint_key(c.name);
   EvalStageSpec in = eval_;
-  in.drafter += "/" + c.name;
+  in.drafter += "/" + key;
   in.watch.reset();
   in.min_tau.reset();  // the gate judges the last checkpoint only (final_outcome)
   in.min_ratio_to_reference.reset();
   auto env = std::make_unique<CheckpointEnv>(env_, c, content_hash);
-  auto eval = make_remote_eval_stage(host_, in, *env,
-                                     AttemptId{id_.job + "." + c.name + ".eval", id_.attempt, id_.token});
+  auto eval = make_remote_eval_stage(
+      host_, in, *env, AttemptId{id_.job + "." + key + "." + listing_hash(c) + ".eval", id_.attempt, id_.token});
   begin(std::move(eval), std::move(env));
   env_.note("evaluating " + c.name);
   auto self = shared_from_this();
@@ -192,11 +255,9 @@ void CheckpointWatchStage::evaluate(const CheckpointFolder& c, const std::string
   current_->start([self, c, content_hash](StageOutcome o) {
     self->busy_ = false;
     if (self->finished_) return;
-    if (o.state != StageOutcome::State::kSucceeded) {
-      o.error = c.name + ": " + o.error;
-      return self->finish(std::move(o));
-    }
-    self->done_names_.insert(c.name);
+    if (self->cancelled_) return self->poll();
+    if (o.state != StageOutcome::State::kSucceeded) return self->skip(c, "eval", o.error);
+    self->handled_.insert(version(c.name, listing_hash(c)));
     if (!content_hash.empty()) self->done_hashes_.emplace(content_hash, c.name);
     self->last_eval_ = std::move(o);
     self->have_eval_ = true;
@@ -209,6 +270,24 @@ void CheckpointWatchStage::evaluate(const CheckpointFolder& c, const std::string
     }
     self->work_or_wait();
   });
+}
+
+// One checkpoint's copy or eval failed: by default the watch records why and goes on
+// from a new listing (the trainer may have rotated the rest of the queue away too).
+void CheckpointWatchStage::skip(const CheckpointFolder& c, const std::string& during, const std::string& cause) {
+  if (watch_.fail_on_error) {
+    StageOutcome o;
+    o.error = c.name + ": " + during + ": " + cause;
+    return finish(std::move(o));
+  }
+  env_.record_event("watch.skipped",
+                    {{"checkpoint", c.name}, {"listing", listing_hash(c)}, {"during", during}, {"cause", cause}});
+  env_.note("skipped " + c.name + " (" + during + " failed: " + cause + ")");
+  handled_.insert(version(c.name, listing_hash(c)));
+  ++skipped_;
+  last_skip_ = c.name + ": " + during + ": " + cause;
+  queue_.clear();
+  poll();
 }
 
 void CheckpointWatchStage::begin(std::shared_ptr<StageRunner> runner, std::unique_ptr<CheckpointEnv> env) {
@@ -224,10 +303,13 @@ StageOutcome CheckpointWatchStage::final_outcome() {
   o.metrics["checkpoints_evaluated"] = evaluated_;
   o.metrics["checkpoints_same_content"] = same_content_;
   o.outputs["checkpoints_evaluated"] = std::to_string(evaluated_);
-  if (!have_eval_ && done_names_.empty()) {
+  o.metrics["checkpoints_skipped"] = skipped_;
+  if (!have_eval_ && same_content_ == 0 && recorded_ == 0) {
     o.state = StageOutcome::State::kFailed;
-    o.error = "the followed stage '" + watch_.stage + "' ended with no completed checkpoint in " +
-              watch_.copy.from;
+    o.error = skipped_ > 0 ? "no checkpoint could be evaluated: " + std::to_string(skipped_) + " skipped (last: " +
+                                 last_skip_ + ")"
+                           : "the followed stage '" + watch_.stage + "' ended with no completed checkpoint in " +
+                                 watch_.copy.from;
     return o;
   }
   o.state = StageOutcome::State::kSucceeded;
