@@ -2,12 +2,13 @@
 #   make demo    install what is missing, build, run the demo
 #   make test    install what is missing, build, run every test, then the torch-free
 #                unit and fuzz tests again under ASan + UBSan (make test-sanitize)
+#   make package a Debian package of what `make build` built (BUILD/ferry_VERSION_ARCH.deb)
 BUILD ?= build
 SAN_BUILD ?= build-asan
 TORCH ?= ON
 JOBS  ?= $(shell nproc)
 
-.PHONY: deps build demo test test-unit test-sanitize bench clean
+.PHONY: deps build demo test test-unit test-sanitize bench package clean
 
 deps:
 	scripts/install-deps.sh
@@ -35,6 +36,9 @@ test-sanitize: deps
 # Without root-only testbed tests.
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -LE testbed
+
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 bench: build
 	scripts/install-deps.sh --bench

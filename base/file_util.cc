@@ -142,4 +142,15 @@ std::string self_exe() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+std::string companion_path(const std::string& name) {
+  std::string exe = self_exe();
+  if (exe.empty()) return name;
+  std::string dir = dirname_of(exe);
+  std::string beside = dir + "/" + name;
+  if (::access(beside.c_str(), F_OK) == 0) return beside;
+  std::string installed = dirname_of(dir) + "/lib/ferry/" + name;
+  if (::access(installed.c_str(), F_OK) == 0) return installed;
+  return beside;
+}
+
 }  // namespace ferry

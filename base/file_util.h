@@ -33,5 +33,10 @@ bool has_dotdot_component(const std::string& path);
 Result<std::string> resolve_data_path(const std::string& workdir, const std::string& path);
 /// The absolute path of the running executable ("" if unknown).
 std::string self_exe();
+/// A program or plugin of ferry's own (`ferry-agent`, `ferry-eval`, `libferry-eval.so`):
+/// beside the running executable (a build tree), else in ../lib/ferry from it (an
+/// installed ferry: /usr/bin/ferry and /usr/lib/ferry/). When neither exists, the
+/// path beside the executable, for the error message.
+std::string companion_path(const std::string& name);
 
 }  // namespace ferry

@@ -7,18 +7,15 @@
 #include <mutex>
 #include <string>
 
+#include "base/file_util.h"
+
 namespace ferry {
 namespace {
 
 std::string plugin_path() {
   const char* env = std::getenv("FERRY_EVAL_PLUGIN");
   if (env && *env) return env;
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "libferry-eval.so";
-  buf[n] = 0;
-  std::string exe = buf;
-  return exe.substr(0, exe.rfind('/')) + "/libferry-eval.so";
+  return companion_path("libferry-eval.so");
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ constexpr char kFooter[] =
     "eval: `ferry eval --target D --drafter D --prompts F [...]` runs the drafter eval standalone\n"
     "      (`ferry eval --help`).\n"
     "tokenize: `ferry tokenize --model D [--chat|--chat-no-think] [--json] [TEXT | -]`.\n"
+    "example: ferry run examples/hello/workflow.yaml, then ferry status, ferry logs last prepare, ferry report\n"
     "exit codes: 0 ok, 1 run or gate failed, 2 usage or invalid workflow,\n"
     "            3 not found, 4 internal or state-store error, 130 cancelled\n";
 
@@ -42,6 +43,40 @@ const CLI::App* innermost(const CLI::App& app) {
     at = subs.front();
   }
 }
+
+// Every command's shell-completion words, from its declaration.
+std::vector<CompletionCommand> completion_commands(const CLI::App& app) {
+  std::vector<CompletionCommand> out;
+  std::function<void(const CLI::App&, const std::string&)> walk = [&](const CLI::App& at, const std::string& prefix) {
+    for (const CLI::App* sub : at.get_subcommands({})) {
+      CompletionCommand c;
+      c.path = prefix + sub->get_name();
+      c.argument = "none";
+      for (const CLI::App* inner : sub->get_subcommands({})) c.words.push_back(inner->get_name());
+      for (const CLI::Option* opt : sub->get_options()) {
+        if (!opt->nonpositional()) {
+          if (c.argument != "none") continue;  // the first positional decides
+          const std::string& name = opt->get_name();
+          c.argument = name == "workflow" ? "file" : name == "run" ? "run" : "any";
+          if (name == "shell") {
+            c.words = {"bash", "zsh"};
+            c.argument = "none";
+          }
+          continue;
+        }
+        for (const auto& n : opt->get_snames()) c.flags.push_back("-" + n);
+        for (const auto& n : opt->get_lnames()) c.flags.push_back("--" + n);
+      }
+      out.push_back(c);
+      walk(*sub, c.path + " ");
+    }
+  };
+  walk(app, "");
+  return out;
+}
+
+// The example at the end of a command's --help.
+void example(CLI::App* sub, const std::string& text) { sub->footer("example:\n  " + text); }
 
 }  // namespace
 
@@ -109,6 +144,7 @@ int cli_main(int argc, char** argv) {
       ->allow_extra_args(false);
   run_cmd->add_flag("--json", run.json, "progress to stderr, the finished run as JSON on stdout");
   add_db(run_cmd, &c);
+  example(run_cmd, "ferry run examples/hello/workflow.yaml -p greeting=\"hi there\"");
   run_cmd->callback([&] { action = [&] { return cmd_run(c, run); }; });
 
   RunRef resume;
@@ -117,12 +153,14 @@ int cli_main(int argc, char** argv) {
   resume_cmd->add_option("run", resume.run, "the run id (or 'last')")->required();
   resume_cmd->add_flag("--json", resume.json, "progress to stderr, the finished run as JSON on stdout");
   add_db(resume_cmd, &c);
+  example(resume_cmd, "ferry resume last");
   resume_cmd->callback([&] { action = [&] { return cmd_resume(c, resume); }; });
 
   RunRef cancel;
   auto* cancel_cmd = app.add_subcommand("cancel", "stop RUN (graceful: SIGTERM to running jobs)");
   cancel_cmd->add_option("run", cancel.run, "the run id (or 'last')")->required();
   add_db(cancel_cmd, &c);
+  example(cancel_cmd, "ferry cancel last");
   cancel_cmd->callback([&] { action = [&] { return cmd_cancel(c, cancel); }; });
 
   StatusOptions status;
@@ -134,12 +172,14 @@ int cli_main(int argc, char** argv) {
       ->check(CLI::Range(0.05, 3600.0));
   status_cmd->get_option("--json")->excludes("--watch");
   add_db(status_cmd, &c);
+  example(status_cmd, "ferry status --watch");
   status_cmd->callback([&] { action = [&] { return cmd_status(c, status); }; });
 
   bool runs_json = false;
   auto* runs_cmd = app.add_subcommand("runs", "every run, newest first");
   runs_cmd->add_flag("--json", runs_json, "as JSON");
   add_db(runs_cmd, &c);
+  example(runs_cmd, "ferry runs --json");
   runs_cmd->callback([&] { action = [&] { return cmd_runs(c, runs_json); }; });
 
   LogsOptions logs;
@@ -150,6 +190,7 @@ int cli_main(int argc, char** argv) {
   logs_cmd->add_option("--attempt", logs.attempt, "an earlier attempt (default: the newest)")
       ->check(CLI::PositiveNumber);
   add_db(logs_cmd, &c);
+  example(logs_cmd, "ferry logs last prepare --follow");
   logs_cmd->callback([&] { action = [&] { return cmd_logs(c, logs); }; });
 
   ReportOptions report;
@@ -163,16 +204,19 @@ int cli_main(int argc, char** argv) {
                          "also write every metric as flat rows to FILE: CSV if it ends in .csv, else JSONL; "
                          "'-' for JSONL on stdout");
   add_db(report_cmd, &c);
+  example(report_cmd, "ferry report last -o run.html --metrics run.csv");
   report_cmd->callback([&] { action = [&] { return cmd_report(c, report); }; });
 
   FileOptions validate;
   auto* validate_cmd = app.add_subcommand("validate", "check workflow file F; lists every error as file:line:col");
   validate_cmd->add_option("workflow", validate.workflow, "the workflow file")->required();
   validate_cmd->add_flag("--json", validate.json, "the result (or every error, with its place) as JSON");
+  example(validate_cmd, "ferry validate examples/hello/workflow.yaml");
   validate_cmd->callback([&] { action = [&] { return cmd_validate(validate); }; });
 
   FileOptions hosts;
   auto* hosts_cmd = app.add_subcommand("hosts", "the hosts of a workflow");
+  example(hosts_cmd, "ferry hosts check examples/hello/workflow.yaml");
   hosts_cmd->require_subcommand(1);
   auto* check_cmd = hosts_cmd->add_subcommand(
       "check", "connects to every host as a run would (host key, auth, agent) and reports agent version, cores, "
@@ -180,7 +224,20 @@ int cli_main(int argc, char** argv) {
   check_cmd->add_option("workflow", hosts.workflow, "the workflow file")->required();
   check_cmd->add_flag("--json", hosts.json, "as JSON");
   add_db(check_cmd, &c);
+  example(check_cmd, "ferry hosts check examples/hello/workflow.yaml");
   check_cmd->callback([&] { action = [&] { return cmd_hosts_check(c, hosts); }; });
+
+  std::string shell;
+  auto* completion_cmd = app.add_subcommand("completion", "a shell completion script for ferry on stdout");
+  completion_cmd->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+  example(completion_cmd, "source <(ferry completion bash)   # or put it in ~/.bashrc");
+  completion_cmd->callback([&] { action = [&] { return cmd_completion(shell, completion_commands(app)); }; });
+
+  auto* schema_cmd = app.add_subcommand("schema", "the workflow language as a JSON Schema, for editors "
+                                                  "(yaml-language-server, VS Code's YAML extension)");
+  example(schema_cmd, "ferry schema > ~/.config/ferry-workflow.schema.json   # then, first line of a workflow:\n"
+                      "  # yaml-language-server: $schema=/home/you/.config/ferry-workflow.schema.json");
+  schema_cmd->callback([&] { action = [&] { return cmd_schema(); }; });
 
   app.add_subcommand("eval", "run the drafter eval standalone (`ferry eval --help`)");  // listed; handled above
   app.add_subcommand("tokenize", "the ids and pieces the model's tokenizer makes of a text "

