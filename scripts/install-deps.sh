@@ -18,6 +18,8 @@ packages="build-essential cmake pkg-config git ca-certificates
   libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev sqlite3
   libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libopenblas0-openmp libicu-dev nodejs npm
   openssh-server openssh-client iproute2 procps chromium strace"
+# A one-node Slurm for the `slurm` tests (tests/slurm/slurm_testbed.sh); none starts on install.
+packages="$packages slurmctld slurmd slurm-client munge"
 if [ "${1:-}" = "--bench" ]; then packages="$packages pdsh ansible"; fi
 
 # The tokenizer tests' references, pinned (tests/tokenizer/hf_reference.mjs uses them).
