@@ -20,6 +20,7 @@
 #include "agents/job_cgroup.h"
 #include "agents/job_journal.h"
 #include "agents/lane_listener.h"
+#include "agents/slurm_job.h"
 #include "base/clock.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
@@ -35,6 +36,7 @@ constexpr int64_t kMaxLogRead = 1 << 20;
 constexpr size_t kMaxExecStringBytes = 128 * 1024;
 constexpr double kHeartbeatEveryS = 5.0;
 constexpr double kStopOlderAttemptS = 10.0;  // for a killed attempt's supervisor to record its end
+constexpr double kStopOlderSlurmS = 120.0;  // past a typical KillWait (30 s) and a slow controller
 constexpr int kPipeBytes = 1 << 20;     // F_SETPIPE_SZ for stdin/stdout (the default max for a user)
 constexpr size_t kReadBytes = 1 << 20;  // most bytes one read() may take
 // Job keys carry a random run uid since schema 2, so two coordinators meet here only
@@ -92,7 +94,15 @@ bool write_frame(int fd, const protocol::Frame& frame) {
 
 }  // namespace
 
-AgentServer::AgentServer(std::string workdir) : workdir_(std::move(workdir)) {}
+AgentServer::AgentServer(std::string workdir)
+    : workdir_(std::move(workdir)), slurm_(std::make_unique<SlurmQueue>()) {}
+
+AgentServer::~AgentServer() = default;
+
+Result<JobRecord> AgentServer::read_record(const JobPaths& paths) {
+  if (is_slurm_attempt(paths)) return read_slurm_record(paths, *slurm_);
+  return read_job_record(paths);
+}
 
 std::string AgentServer::resolve(const std::string& path) const { return join_path(workdir_, path); }
 
@@ -123,6 +133,7 @@ protocol::Frame AgentServer::dispatch(const protocol::Frame& request) {
   else if (op == "log.read") r = log_read(request.header, &body);
   else if (op == "fs.stat") r = fs_stat(request.header);
   else if (op == "host.info") r = host_info(workdir_);
+  else if (op == "slurm.info") r = slurm_info();
   else if (op.rfind("fs.", 0) == 0 || op.rfind("recv.", 0) == 0) r = transfer_op(op, request, &body);
   else if (op == "net.probe") r = net_probe(request.header);
   if (!r.ok()) return protocol::make_error(request.request_id, r.status());
@@ -178,6 +189,9 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   spec.cwd = resolve(args.value("cwd", std::string()));
   if (spec.cwd.empty()) spec.cwd = workdir_;
   spec.timeout_s = args.value("timeout_s", 0.0);
+  // A Slurm host's stage: sbatch options; the job is Slurm's, its timeout Slurm's --time.
+  const nlohmann::json slurm = args.value("slurm", nlohmann::json());
+  if (!slurm.is_null() && !slurm.is_object()) return invalid_argument("argument 'slurm' must be an object");
   if (args.contains("env")) {
     if (!args["env"].is_object()) return invalid_argument("argument 'env' must be an object");
     for (auto& [k, v] : args["env"].items()) {
@@ -227,7 +241,13 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
                                  paths.job_dir + ". " + kSharedKeyAdvice);
     }
     if (*attempt == cur_attempt) {
-      auto rec = read_job_record(paths);
+      auto rec = read_record(paths);
+      if (!rec.ok() && is_slurm_attempt(paths)) {
+        // sbatch ran but its answer was never recorded: find the job by its name.
+        auto adopted = adopt_slurm_job(paths);
+        if (!adopted.ok() && adopted.status().code() != StatusCode::kNotFound) return adopted.status();
+        if (adopted.ok()) rec = read_record(paths);
+      }
       if (rec.ok()) {
         nlohmann::json j = rec->to_json();
         j["reattached"] = true;
@@ -247,6 +267,7 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   FERRY_RETURN_IF_ERROR(make_dirs(spec.cwd));
   nlohmann::json spec_json = {{"token", *token}, {"command", spec.command}, {"cwd", spec.cwd},
                               {"timeout_s", spec.timeout_s}, {"env", spec.env}};
+  if (slurm.is_object()) spec_json["slurm"] = slurm;
   // The job's env may hold secrets: the spec is the user's alone.
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump(), 0600));
   if (spec.command.size() >= kMaxExecStringBytes) {
@@ -256,10 +277,16 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
     spec.command = ". " + shell_quote(file);
   }
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(*attempt) + " " + *token));
-  spec.start_lock_fd = lock->fd();
-  auto pid = launch_detached(paths, spec);
-  if (!pid.ok()) return pid.status();
-  auto rec = read_job_record(paths);
+  if (slurm.is_object()) {
+    // Named after the job key (<run>.<uid>.<stage>) and the attempt: how a lost id is found again.
+    auto id = submit_slurm_job(paths, spec, slurm, *job + "." + std::to_string(*attempt));
+    if (!id.ok()) return id.status();
+  } else {
+    spec.start_lock_fd = lock->fd();
+    auto pid = launch_detached(paths, spec);
+    if (!pid.ok()) return pid.status();
+  }
+  auto rec = read_record(paths);
   if (!rec.ok()) return rec.status();
   nlohmann::json j = rec->to_json();
   j["reattached"] = false;
@@ -268,8 +295,9 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
 }
 
 Status AgentServer::stop_attempt(const JobPaths& older) {
-  auto rec = read_job_record(older);
+  auto rec = read_record(older);
   if (!rec.ok()) return Status();
+  if (is_slurm_attempt(older)) return rec->state == "running" ? stop_slurm_attempt(older, rec->slurm_job) : Status();
   // What an attempt that ended left running in its cgroup (a daemon, a setsid'd
   // child) goes too: it could still write where the new attempt writes.
   if (rec->state != "running") return rec->cgroup.empty() ? Status() : job_cgroup_kill(rec->cgroup, kStopOlderAttemptS * 1000);
@@ -284,10 +312,28 @@ Status AgentServer::stop_attempt(const JobPaths& older) {
   return unavailable("attempt " + older.attempt_dir + " is still running after SIGKILL; the new attempt waits");
 }
 
+// Slurm stops the older job; it is gone once Slurm says it no longer runs (asked
+// directly, not from the cached listing), KillWait after the TERM at the latest.
+Status AgentServer::stop_slurm_attempt(const JobPaths& older, const std::string& job_id) {
+  FERRY_RETURN_IF_ERROR(cancel_slurm_job(older, /*hard=*/true));
+  auto sub = read_file(older.slurm());
+  auto j = nlohmann::json::parse(sub.ok() ? *sub : std::string(), nullptr, false);
+  std::string name = j.is_object() ? j.value("name", std::string()) : "";
+  auto until = mono_s() + kStopOlderSlurmS;
+  while (mono_s() < until) {
+    auto st = slurm_->ask(job_id, name);
+    if (!st.ok() && st.status().code() == StatusCode::kNotFound) return Status();
+    if (st.ok() && st->state != "RUNNING" && st->state != "COMPLETING" && st->state != "PENDING") return Status();
+    ::usleep(500 * 1000);
+  }
+  return unavailable("Slurm job " + job_id + " of " + older.attempt_dir +
+                     " still runs after scancel; the new attempt waits");
+}
+
 Result<nlohmann::json> AgentServer::job_status(const nlohmann::json& args) {
   auto paths = attempt_with_token(args);
   if (!paths.ok()) return paths.status();
-  auto rec = read_job_record(*paths);
+  auto rec = read_record(*paths);
   if (!rec.ok()) return rec.status();
   return rec->to_json();
 }
@@ -295,8 +341,12 @@ Result<nlohmann::json> AgentServer::job_status(const nlohmann::json& args) {
 Result<nlohmann::json> AgentServer::job_cancel(const nlohmann::json& args) {
   auto paths = attempt_with_token(args);
   if (!paths.ok()) return paths.status();
-  FERRY_RETURN_IF_ERROR(signal_job(*paths, args.value("hard", false)));
-  auto rec = read_job_record(*paths);
+  if (is_slurm_attempt(*paths)) {
+    FERRY_RETURN_IF_ERROR(cancel_slurm_job(*paths, args.value("hard", false)));
+  } else {
+    FERRY_RETURN_IF_ERROR(signal_job(*paths, args.value("hard", false)));
+  }
+  auto rec = read_record(*paths);
   if (!rec.ok()) return rec.status();
   return rec->to_json();
 }

@@ -11,13 +11,15 @@
 // Ops (header "op"; results in the reply header):
 //   hello      {}                                   → {protocol, version, pid, workdir, hostname}
 //   ping       {}                                   → {now_ms}
-//   job.start  {job, attempt, token, command, env, cwd, timeout_s}
-//                                                    → JobRecord (idempotent for the same token)
+//   job.start  {job, attempt, token, command, env, cwd, timeout_s, slurm?}
+//                                                    → JobRecord (idempotent for the same token);
+//              with `slurm` (sbatch options) the job is submitted to Slurm (slurm_job.h)
 //   job.status {job, attempt, token}                → JobRecord
 //   job.cancel {job, attempt, token, hard}          → JobRecord
 //   log.read   {job, attempt, offset, max}          → {offset, size}, body = bytes
 //   fs.stat    {path}                               → {exists, type, size, mtime_ms, mtime_ns, ino}
 //   host.info  {}                                   → cores, memory, free disk, GPUs
+//   slurm.info {}                                   → {partitions: [...]} from sinfo (slurm_job.h)
 //   net.probe  {address, port, timeout_ms}          → {reachable, ms, error}
 //   fs.list    {path}                               → {type, files: [{path, size, mode, mtime_ns, ino}]}
 //   fs.scan    {path, pattern, after?, max_entries?} → {now_ns, folders, next}: a checkpoint
@@ -39,6 +41,7 @@
 // at once), and starts of one job are serialized by a lock in its folder.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "agents/job_journal.h"
@@ -48,11 +51,13 @@
 namespace ferry {
 
 class LaneListener;
+class SlurmQueue;
 inline constexpr const char* kAgentVersion = kFerryVersion;
 
 class AgentServer {
  public:
   explicit AgentServer(std::string workdir);
+  ~AgentServer();
 
   /// Handles one request frame and returns its reply or error frame.
   protocol::Frame handle(const protocol::Frame& request);
@@ -75,6 +80,9 @@ class AgentServer {
   /// Stops an older attempt of a job if it still runs, and waits until it is gone;
   /// kills what an ended one left in its cgroup.
   Status stop_attempt(const JobPaths& older);
+  Status stop_slurm_attempt(const JobPaths& older, const std::string& job_id);
+  /// The journal's record of an attempt: a detached job's, or a Slurm job's (slurm_job.h).
+  Result<JobRecord> read_record(const JobPaths& paths);
   Result<nlohmann::json> job_cancel(const nlohmann::json& args);
   Result<nlohmann::json> log_read(const nlohmann::json& args, std::string* body);
   Result<nlohmann::json> fs_stat(const nlohmann::json& args);
@@ -88,6 +96,7 @@ class AgentServer {
   int start_lock_wait_ms_ = 30000;
 
   std::string workdir_;
+  std::unique_ptr<SlurmQueue> slurm_;  // one squeue listing for all of this agent's Slurm jobs
 };
 
 }  // namespace ferry

@@ -30,11 +30,21 @@ JobPaths job_paths(const std::string& workdir, const std::string& job, int attem
 }
 
 nlohmann::json JobRecord::to_json() const {
-  return {{"state", state},         {"pid", pid},         {"exit_code", exit_code},
+  nlohmann::json j = {{"state", state},         {"pid", pid},         {"exit_code", exit_code},
           {"signal", signal},       {"timed_out", timed_out}, {"cancelled", cancelled},
           {"started_ms", started_ms}, {"ended_ms", ended_ms}, {"log_size", log_size},
-          {"outputs", outputs}, {"contained_by", cgroup.empty() ? "process group" : "cgroup"},
-          {"containment_note", cgroup_note}};
+          {"outputs", outputs}};
+  if (slurm_job.empty()) {
+    j["contained_by"] = cgroup.empty() ? "process group" : "cgroup";
+    j["containment_note"] = cgroup_note;
+  } else {
+    j["slurm_job"] = slurm_job;
+    j["slurm_state"] = slurm_state;
+    j["slurm_reason"] = slurm_reason;
+    if (!cause.empty()) j["cause"] = cause;
+    if (!cause_note.empty()) j["cause_note"] = cause_note;
+  }
+  return j;
 }
 
 nlohmann::json parse_outputs(const std::string& text) {
@@ -86,6 +96,24 @@ static bool process_alive(int pid, int64_t recorded_start, const std::string& re
   return true;
 }
 
+Result<bool> read_exit_record(const JobPaths& paths, JobRecord* r) {
+  struct stat st;
+  if (::stat(paths.log().c_str(), &st) == 0) r->log_size = st.st_size;
+  auto exit_text = read_file(paths.exit());
+  if (!exit_text.ok()) return false;
+  auto e = nlohmann::json::parse(*exit_text, nullptr, false);
+  if (e.is_discarded()) return data_loss("corrupt " + paths.exit());
+  r->state = "exited";
+  r->exit_code = e.value("exit_code", -1);
+  r->signal = e.value("signal", 0);
+  r->timed_out = e.value("timed_out", false);
+  r->cancelled = e.value("cancelled", false);
+  r->ended_ms = e.value("ended_ms", int64_t{0});
+  auto outputs = read_file(paths.outputs());
+  if (outputs.ok()) r->outputs = parse_outputs(*outputs);
+  return true;
+}
+
 Result<JobRecord> read_job_record(const JobPaths& paths) {
   JobRecord r;
   auto pid_text = read_file(paths.pid());
@@ -98,22 +126,9 @@ Result<JobRecord> read_job_record(const JobPaths& paths) {
   r.started_ms = pid_json.value("started_ms", int64_t{0});
   if (pid_json.contains("cgroup") && pid_json["cgroup"].is_string()) r.cgroup = pid_json["cgroup"];
   if (pid_json.contains("cgroup_note") && pid_json["cgroup_note"].is_string()) r.cgroup_note = pid_json["cgroup_note"];
-  struct stat st;
-  if (::stat(paths.log().c_str(), &st) == 0) r.log_size = st.st_size;
-  auto exit_text = read_file(paths.exit());
-  if (exit_text.ok()) {
-    auto e = nlohmann::json::parse(*exit_text, nullptr, false);
-    if (e.is_discarded()) return data_loss("corrupt " + paths.exit());
-    r.state = "exited";
-    r.exit_code = e.value("exit_code", -1);
-    r.signal = e.value("signal", 0);
-    r.timed_out = e.value("timed_out", false);
-    r.cancelled = e.value("cancelled", false);
-    r.ended_ms = e.value("ended_ms", int64_t{0});
-    auto outputs = read_file(paths.outputs());
-    if (outputs.ok()) r.outputs = parse_outputs(*outputs);
-    return r;
-  }
+  auto exited = read_exit_record(paths, &r);
+  if (!exited.ok()) return exited.status();
+  if (*exited) return r;
   // No exit record: the supervisor (or at least the job) must still be alive.
   if (process_alive(supervisor, pid_json.value("supervisor_start", int64_t{0}), boot) ||
       process_alive(r.pid, pid_json.value("pid_start", int64_t{0}), boot)) {

@@ -10,6 +10,7 @@
 //   <attempt>/outputs        key=value lines the job writes to $FERRY_OUTPUT
 //   <attempt>/cancel         present once a cancel was asked for
 //   <attempt>/exit.json      {"exit_code","signal","timed_out","cancelled","ended_ms"}  temp + rename
+//   <attempt>/submit.json, slurm.json, job.sh, slurm.out, slurm_end.json: a Slurm job's (slurm_job.h)
 // The journal outlives the agent and the coordinator: any later agent reads the
 // job's real fate from it. Plain functions over files; any thread.
 #pragma once
@@ -34,6 +35,12 @@ struct JobPaths {
   std::string outputs() const { return attempt_dir + "/outputs"; }
   std::string cancel() const { return attempt_dir + "/cancel"; }
   std::string exit() const { return attempt_dir + "/exit.json"; }
+  // Slurm attempts only (slurm_job.h).
+  std::string job_script() const { return attempt_dir + "/job.sh"; }
+  std::string submit() const { return attempt_dir + "/submit.json"; }
+  std::string slurm() const { return attempt_dir + "/slurm.json"; }
+  std::string slurm_out() const { return attempt_dir + "/slurm.out"; }
+  std::string slurm_end() const { return attempt_dir + "/slurm_end.json"; }
 };
 
 /// Refuses job names that could escape the jobs folder.
@@ -54,10 +61,16 @@ struct JobRecord {
   std::string cgroup;       // the attempt's cgroup folder, "" when it has none
   std::string cgroup_note;  // why it has none (job_cgroup.h): only its process group is stopped
   nlohmann::json outputs = nlohmann::json::object();
+  // Slurm attempts only: the job id, its state and reason ("PENDING", "Resources"),
+  // and at the end the cause when Slurm ended it (TIMEOUT, NODE_FAIL...) with
+  // the last line Slurm wrote about it.
+  std::string slurm_job, slurm_state, slurm_reason, cause, cause_note;
   nlohmann::json to_json() const;
 };
 
 Result<JobRecord> read_job_record(const JobPaths& paths);
+/// Fills `r` from exit.json (and the log's size, the outputs); false when there is none yet.
+Result<bool> read_exit_record(const JobPaths& paths, JobRecord* r);
 
 /// When a process started, in clock ticks since boot (/proc/PID/stat, field 22):
 /// with the boot's id, what tells a process from a later one that got its pid

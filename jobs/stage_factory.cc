@@ -42,6 +42,7 @@ std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const Comman
   cs.timeout_s = c.timeout_s;
   cs.env = c.env;
   cs.required_outputs = c.required_outputs;
+  cs.slurm = c.slurm;
   return std::make_shared<CommandStage>(env, std::move(cs));
 }
 

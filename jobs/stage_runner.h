@@ -30,6 +30,7 @@ struct StageOutcome {
   State state = State::kFailed;
   int exit_code = -1;  // -1 when there is no process exit (eval, errors)
   std::string error;   // empty on success
+  std::string cause;   // a Slurm job's end when Slurm ended it (TIMEOUT, NODE_FAIL...): `retry_on` may name it
   std::map<std::string, std::string> outputs;
   std::map<std::string, double> metrics;
   nlohmann::json report;  // kind-specific detail (eval report), may be null

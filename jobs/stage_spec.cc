@@ -1,5 +1,7 @@
 #include "jobs/stage_spec.h"
 
+#include <cmath>
+
 namespace ferry {
 
 namespace {
@@ -58,6 +60,20 @@ workflow::StageKind StageSpec::kind() const {
                     spec);
 }
 
+nlohmann::json slurm_submit_json(const workflow::SlurmOptions& o, double timeout_s) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!o.partition.empty()) j["partition"] = o.partition;
+  if (!o.account.empty()) j["account"] = o.account;
+  if (!o.qos.empty()) j["qos"] = o.qos;
+  if (!o.mem.empty()) j["mem"] = o.mem;
+  if (!o.gres.empty()) j["gres"] = o.gres;
+  if (o.cpus > 0) j["cpus"] = o.cpus;
+  double time_s = o.time_s > 0 ? o.time_s : timeout_s;
+  if (time_s > 0) j["time_min"] = static_cast<int64_t>(std::ceil(time_s / 60.0));
+  if (!o.extra.empty()) j["options"] = o.extra;
+  return j;
+}
+
 nlohmann::json StageSpec::stored_json() const {
   nlohmann::json in = {{"kind", workflow::stage_kind_name(kind())}, {"host", host}};
   std::visit(Overloaded{[&](const CommandStageSpec& c) {
@@ -65,6 +81,7 @@ nlohmann::json StageSpec::stored_json() const {
                           in["cwd"] = c.cwd;
                           in["timeout_s"] = c.timeout_s;
                           in["env"] = c.env;
+                          if (!c.slurm.is_null()) in["slurm"] = c.slurm;  // absent before: old runs keep their hash
                         },
                         [&](const CopyStageSpec& c) {
                           put_copy_fields(in, c);

@@ -29,6 +29,9 @@ struct CommandStageSpec {
   double timeout_s = 0;                       // 0 = none
   std::map<std::string, std::string> env;     // the host's, then the stage's, then FERRY_*
   std::vector<std::string> required_outputs;  // declared without a value: the job writes them
+  /// On a `scheduler: slurm` host: the sbatch options the agent submits with
+  /// ({partition, account, qos, mem, gres, cpus, time_min, options}); null = a detached job.
+  nlohmann::json slurm;
 };
 
 struct CopyStageSpec {
@@ -87,6 +90,10 @@ struct StageSpec {
   /// The inputs as the store keeps and hashes them (keys unchanged since schema 1).
   nlohmann::json stored_json() const;
 };
+
+/// The sbatch options a Slurm host's agent gets for a stage: its `slurm:` over the
+/// host's, and `--time` from slurm.time, else the stage's timeout (minutes, rounded up).
+nlohmann::json slurm_submit_json(const workflow::SlurmOptions& options, double timeout_s);
 
 /// The eval engine's spec (eval_plugin_api.h) of an eval stage: what travels
 /// through the plugin's C ABI or to the worker on a host. Paths are left as `spec` has them.

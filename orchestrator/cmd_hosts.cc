@@ -15,6 +15,10 @@ int cmd_hosts_check(const Common& c, const FileOptions& o) {
   else std::cout << render_hosts_check(report);
   for (const auto& h : report["hosts"]) {
     if (!h.value("connected", false)) return kExitFailed;
+    // A Slurm host whose sinfo fails, or a stage naming a partition the cluster lacks.
+    if (h.contains("slurm") && (!h["slurm"].value("ok", false) || !h["slurm"]["unknown_partitions"].empty())) {
+      return kExitFailed;
+    }
   }
   return kExitOk;
 }

@@ -3,12 +3,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 #include "orchestrator/eval_capability.h"
 #include "orchestrator/host_connection.h"
 #include "orchestrator/transport_factory.h"
 #include "orchestrator/workflow_paths.h"
+#include "workflows/slurm_options.h"
 #include "workflows/template.h"
 
 namespace ferry {
@@ -79,6 +81,25 @@ std::string render_eval_row(const nlohmann::json& h) {
   return out.str();
 }
 
+std::string render_slurm_row(const nlohmann::json& s) {
+  std::ostringstream out;
+  if (!s.value("ok", false)) return "slurm: NO — " + s.value("error", std::string("no answer"));
+  out << "slurm: yes — partitions";
+  for (const auto& p : s["partitions"]) {
+    out << " " << p.value("name", std::string()) << (p.value("default", false) ? "*" : "") << " ("
+        << p.value("available", std::string()) << ", " << p.value("nodes", 0) << " node(s), limit "
+        << p.value("time_limit", std::string());
+    std::string gres = p.value("gres", std::string());
+    if (!gres.empty() && gres != "(null)") out << ", " << gres;
+    out << ")";
+  }
+  for (const auto& u : s.value("unknown_partitions", nlohmann::json::array())) {
+    out << "; UNKNOWN PARTITION '" << u.value("partition", std::string()) << "' (stage '"
+        << u.value("stage", std::string()) << "')";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home) {
@@ -116,6 +137,29 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
       });
     }
   };
+  // A Slurm host: sinfo reachable from its agent, its partitions, and the ones the stages name.
+  auto check_slurm = [&](size_t i) {
+    ++pending;
+    conns[i]->call("slurm.info", nlohmann::json::object(), [&, i](Result<protocol::Frame> r) {
+      nlohmann::json s = {{"ok", r.ok()}};
+      if (!r.ok()) {
+        s["error"] = r.status().message();
+      } else {
+        s["partitions"] = r->header.value("partitions", nlohmann::json::array());
+        std::set<std::string> known;
+        for (const auto& p : s["partitions"]) known.insert(p.value("name", std::string()));
+        nlohmann::json unknown = nlohmann::json::array();
+        for (const auto& st : wf.stages) {
+          if (st.host != wf.hosts[i].name) continue;
+          std::string part = workflow::merge_slurm(wf.hosts[i].slurm, st.slurm).partition;
+          if (!part.empty() && !known.count(part)) unknown.push_back({{"stage", st.name}, {"partition", part}});
+        }
+        s["unknown_partitions"] = unknown;
+      }
+      hosts[i]["slurm"] = s;
+      done_one();
+    });
+  };
   for (size_t i = 0; i < wf.hosts.size(); ++i) {
     const auto& h = wf.hosts[i];
     hosts[i] = {{"name", h.name},
@@ -137,6 +181,7 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
         hosts[i]["info"] = r->header;
         hosts[i]["agent"] = conns[i]->hello();
         check_eval(i);
+        if (wf.hosts[i].scheduler == workflow::Scheduler::kSlurm) check_slurm(i);
       } else if (!hosts[i].contains("error")) {
         hosts[i]["error"] = r.status().message();
       }
@@ -199,6 +244,7 @@ std::string render_hosts_check(const nlohmann::json& report) {
     for (const auto& g : info["gpus"]) out << g.value("name", std::string()) << " (" << g.value("memory", std::string()) << ") ";
     out << "\n";
     if (h.contains("eval")) out << "  " << render_eval_row(h) << "\n";
+    if (h.contains("slurm")) out << "  " << render_slurm_row(h["slurm"]) << "\n";
   }
   if (!report["reach"].empty()) {
     out << "reachability (from → to):\n";

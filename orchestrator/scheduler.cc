@@ -22,6 +22,7 @@
 #include "orchestrator/transport_factory.h"
 #include "orchestrator/workflow_paths.h"
 #include "workflows/dag.h"
+#include "workflows/slurm_options.h"
 #include "workflows/template.h"
 
 namespace ferry {
@@ -338,6 +339,10 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
       FERRY_RETURN_IF_ERROR(get(s.cwd, false, &c.cwd));
       c.timeout_s = s.timeout_s;
       FERRY_RETURN_IF_ERROR(job_env(&c.env));
+      const workflow::Host* host = wf_.find_host(s.host);
+      if (host && host->scheduler == workflow::Scheduler::kSlurm) {
+        c.slurm = slurm_submit_json(workflow::merge_slurm(host->slurm, s.slurm), s.timeout_s);
+      }
       for (const auto& o : s.outputs) {
         if (!o.value) c.required_outputs.push_back(o.name);
       }
@@ -577,8 +582,10 @@ void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
   }
   bool retry_allowed = st.attempts_this_run <= s.retries && o.state != StageOutcome::State::kCancelled &&
                        cancel_level_ == 0;
-  if (retry_allowed && !s.retry_on.empty()) {
-    retry_allowed = code && std::find(s.retry_on.begin(), s.retry_on.end(), *code) != s.retry_on.end();
+  if (retry_allowed && !(s.retry_on.empty() && s.retry_on_causes.empty())) {
+    const auto& causes = s.retry_on_causes;
+    retry_allowed = (code && std::find(s.retry_on.begin(), s.retry_on.end(), *code) != s.retry_on.end()) ||
+                    (!o.cause.empty() && std::find(causes.begin(), causes.end(), o.cause) != causes.end());
   }
   if (retry_allowed) {
     double delay = std::min(kMaxRetryBackoffS, s.retry_backoff_s * std::pow(2.0, st.attempts_this_run - 1));

@@ -97,6 +97,17 @@ std::string stage_detail(const StageRecord& s) {
     if (s.progress.contains("route")) p << " via " << s.progress.value("route", std::string());
     d += (d.empty() ? "" : "  ") + p.str();
   }
+  if (s.progress.is_object() && s.progress.contains("slurm_job")) {
+    // A Slurm job: queued with Slurm's reason, or where it runs; its id stays once it ended.
+    std::string job = "slurm job " + s.progress.value("slurm_job", std::string());
+    std::string st = s.progress.value("slurm_state", std::string());
+    std::string reason = s.progress.value("slurm_reason", std::string());
+    if (s.state == StageState::kRunning && st == "PENDING") {
+      job = "queued" + (reason.empty() || reason == "None" ? "" : ": " + reason) + " (" + job + ")";
+    }
+    else if (s.state == StageState::kRunning && !st.empty()) job += " " + st;
+    d += (d.empty() ? "" : "  ") + escape_controls(job);
+  }
   auto tau = s.metrics.find("tau");
   if (tau != s.metrics.end()) {
     std::ostringstream t;

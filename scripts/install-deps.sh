@@ -32,6 +32,8 @@ packages="build-essential cmake pkg-config git ca-certificates dpkg-dev
   libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev sqlite3
   libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libopenblas0-openmp libicu-dev nodejs npm
   openssh-server openssh-client iproute2 procps chromium strace"
+# A one-node Slurm for the `slurm` tests (tests/slurm/slurm_testbed.sh); none starts on install.
+packages="$packages slurmctld slurmd slurm-client munge"
 if [ "$bench" = 1 ]; then packages="$packages pdsh ansible"; fi
 
 # The tests' npm references, pinned (tests/tokenizer/hf_reference.mjs, tests/schema).

@@ -32,6 +32,20 @@ struct Param {
 
 enum class Transport { kLocal, kSsh };
 
+/// Who runs a host's command stages: its agent (none), or Slurm through the agent
+/// on the host, its login node (workflows/README.md, "Slurm").
+enum class Scheduler { kNone, kSlurm };
+
+/// sbatch options: a Slurm host's defaults, a stage's overrides (slurm_options.h).
+struct SlurmOptions {
+  std::string partition, account, qos, mem, gres;
+  int cpus = 0;        // --cpus-per-task; 0 = Slurm's default
+  double time_s = 0;   // --time; 0 = the stage's timeout, else the partition's limit
+  std::vector<std::string> extra;  // more sbatch flags, "--flag" or "--flag=value"
+  Location at;         // of the 'slurm' key; unknown when absent
+  bool given = false;
+};
+
 struct Host {
   std::string name;
   Location at;
@@ -47,6 +61,8 @@ struct Host {
   Text workdir;  // "" = the default for the transport
   std::map<std::string, Text> env;
   double give_up_s = 600;  // stop reconnecting after this long
+  Scheduler scheduler = Scheduler::kNone;
+  SlurmOptions slurm;  // defaults for the host's stages (scheduler slurm)
 };
 
 enum class StageKind { kCommand, kCopy, kEval };
@@ -99,10 +115,13 @@ struct Stage {
   int retries = 0;
   double retry_backoff_s = 1;  // doubles after each failed attempt
   std::vector<int> retry_on;   // empty = retry on any failure
+  /// Slurm ends named in retry_on (TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, CANCELLED).
+  std::vector<std::string> retry_on_causes;
 
   // command
   Text run;
   Text cwd;
+  SlurmOptions slurm;  // on a scheduler: slurm host, over the host's defaults
 
   // copy
   Endpoint from, to;

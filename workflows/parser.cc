@@ -2,12 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "base/ssh_ciphers.h"
 #include "workflows/duration.h"
+#include "workflows/slurm_options.h"
 #include "workflows/validate.h"
 
 namespace ferry::workflow {
@@ -15,10 +17,12 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "params", "hosts", "stages"};
 const std::vector<std::string> kHostKeys = {"transport", "address", "port", "user", "identity", "known_hosts",
-                                            "trust", "ssh_config", "ciphers", "workdir", "env", "give_up", "description"};
+                                            "trust", "ssh_config", "ciphers", "workdir", "env", "give_up", "description",
+                                            "scheduler", "slurm"};
 const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env", "outputs", "timeout",
                                                    "retries", "retry_backoff", "retry_on", "description"};
-const std::vector<std::string> kCommandKeys = {"run", "cwd"};
+const std::vector<std::string> kCommandKeys = {"run", "cwd", "slurm"};
+const std::vector<std::string> kSlurmKeys = {"partition", "time", "cpus", "mem", "gres", "account", "qos", "options"};
 const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
 const std::vector<std::string> kEvalKeys = {"target", "drafter", "reference", "prompts", "max_new_tokens",
                                             "block_size", "device", "dtype", "threads", "gate",
@@ -314,6 +318,15 @@ class Parser {
       if (auto x = find(e, "give_up")) {
         if (auto d = duration(*x, "give_up")) h.give_up_s = *d;
       }
+      if (auto x = find(e, "scheduler")) {
+        if (auto t = one_of(*x, "scheduler", {"none", "slurm"})) h.scheduler = *t == "slurm" ? Scheduler::kSlurm : Scheduler::kNone;
+      }
+      if (auto x = find(e, "slurm")) {
+        parse_slurm(*x, key_at(e, "slurm"), what, &h.slurm);
+        if (h.scheduler != Scheduler::kSlurm) {
+          d_.error(key_at(e, "slurm"), what + " has 'slurm' options but no 'scheduler: slurm'");
+        }
+      }
       if (h.transport == Transport::kSsh && h.address.empty()) {
         d_.error(h.at, what + " uses transport ssh but has no 'address'");
       }
@@ -323,6 +336,54 @@ class Parser {
         }
       }
       wf->hosts.push_back(h);
+    }
+  }
+
+  // An exit code, or a Slurm end by name (slurm_options.h).
+  void retry_on_item(const YAML::Node& item, Stage* s) {
+    if (item.IsScalar() && !item.Scalar().empty() && std::isalpha(static_cast<unsigned char>(item.Scalar()[0]))) {
+      const auto& causes = slurm_retry_causes();
+      if (auto c = one_of(item, "retry_on", causes)) s->retry_on_causes.push_back(*c);
+      return;
+    }
+    if (auto c = integer(item, "retry_on", 0, 255)) s->retry_on.push_back(static_cast<int>(*c));
+  }
+
+  // `slurm:` of a host (its stages' defaults) or of a stage: sbatch options.
+  void parse_slurm(const YAML::Node& n, Location key, const std::string& what, SlurmOptions* o) {
+    o->given = true;
+    o->at = key;
+    if (!expect_map(n, "slurm")) return;
+    for (const auto& [k, k_at, v] : entries_of(n, kSlurmKeys, "'slurm' of " + what)) {
+      if (k == "cpus") {
+        if (auto c = integer(v, "slurm.cpus", 1, 100000)) o->cpus = static_cast<int>(*c);
+      } else if (k == "time") {
+        if (auto d = duration(v, "slurm.time")) o->time_s = *d;
+      } else if (k == "options") {
+        auto add = [&](const YAML::Node& item) {
+          auto f = scalar(item, "slurm.options");
+          if (!f) return;
+          std::string problem = slurm_extra_problem(*f);
+          if (problem.empty()) o->extra.push_back(*f);
+          else d_.error(loc(item), what + ": slurm.options: " + problem);
+        };
+        if (v.IsSequence()) {
+          for (const auto& item : v) add(item);
+        } else {
+          add(v);
+        }
+      } else if (auto s = scalar(v, "slurm." + k)) {
+        std::string problem = slurm_value_problem(k, *s);
+        if (!problem.empty()) {
+          d_.error(loc(v), what + ": slurm." + k + " " + problem);
+          continue;
+        }
+        if (k == "partition") o->partition = *s;
+        else if (k == "account") o->account = *s;
+        else if (k == "qos") o->qos = *s;
+        else if (k == "mem") o->mem = *s;
+        else if (k == "gres") o->gres = *s;
+      }
     }
   }
 
@@ -436,13 +497,12 @@ class Parser {
       }
       if (auto x = find(e, "retry_on")) {
         if (x->IsSequence()) {
-          for (const auto& item : *x) {
-            if (auto c = integer(item, "retry_on", 0, 255)) s.retry_on.push_back(static_cast<int>(*c));
-          }
-        } else if (auto c = integer(*x, "retry_on", 0, 255)) {
-          s.retry_on.push_back(static_cast<int>(*c));
+          for (const auto& item : *x) retry_on_item(item, &s);
+        } else {
+          retry_on_item(*x, &s);
         }
       }
+      if (auto x = find(e, "slurm")) parse_slurm(*x, key_at(e, "slurm"), what, &s.slurm);
       if (auto x = find(e, "run")) {
         if (auto t = text(*x, "run")) s.run = *t;
       }

@@ -158,9 +158,22 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
         d.error(s.host_at, what + " runs on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
       }
     }
+    const Host* on = wf.find_host(s.host);
+    const bool slurm_host = on && on->scheduler == Scheduler::kSlurm;
+    if (s.slurm.given && on && !slurm_host) {
+      d.error(s.slurm.at, what + " has 'slurm' options but its host '" + s.host + "' has no 'scheduler: slurm'");
+    }
+    if (!s.retry_on_causes.empty() && on && !slurm_host) {
+      d.error(s.at, what + ": retry_on names " + s.retry_on_causes[0] + ", a Slurm end, but its host '" + s.host +
+                        "' has no 'scheduler: slurm'");
+    }
     if (s.kind == StageKind::kEval && !s.host.empty() && !wf.find_host(s.host)) {
       // An eval without 'host' runs in the coordinator; with one, on that host.
       d.error(s.host_at, what + " evaluates on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
+    }
+    if (s.kind == StageKind::kEval && slurm_host) {
+      d.error(s.host_at, what + ": an eval on a 'scheduler: slurm' host is not supported yet; evaluate on another "
+                                "host (copy the checkpoint there) or in the coordinator");
     }
     if (s.kind == StageKind::kCopy) {
       for (const Endpoint* e : {&s.from, &s.to}) {

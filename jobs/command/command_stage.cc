@@ -50,6 +50,7 @@ void CommandStage::send_start() {
   nlohmann::json args = {{"job", spec_.job},         {"attempt", spec_.attempt}, {"token", spec_.token},
                          {"command", spec_.command}, {"env", spec_.env},         {"cwd", spec_.cwd},
                          {"timeout_s", spec_.timeout_s}};
+  if (!spec_.slurm.is_null()) args["slurm"] = spec_.slurm;
   // The command and env are the user's, of any size (a long heredoc, a param in
   // env): they ride in the body, which holds 64 MiB, not the 1 MiB header.
   auto body = protocol::move_fields_to_body(&args, {"command", "env"}, "the command and env of " + spec_.job);
@@ -72,6 +73,7 @@ void CommandStage::send_start() {
       }
       StageOutcome o;
       o.error = r.status().message();
+      if (!self->spec_.slurm.is_null()) o.error = "on Slurm host '" + self->spec_.host + "': " + o.error;
       self->finish(o);
       return;
     }
@@ -90,11 +92,13 @@ void CommandStage::send_start() {
       self->env_.note("attempt " + h["stopped_attempt"].dump() + " was still running on " + self->spec_.host +
                       "; stopped it before starting attempt " + std::to_string(self->spec_.attempt));
     }
+    nlohmann::json launched = {{"host", self->spec_.host}, {"pid", h.value("pid", 0)}, {"attempt", self->spec_.attempt}};
     // Whether a cancel or a newer attempt reaches what the job starts with setsid
     // (a cgroup) or only its process group, and why (review F6).
-    nlohmann::json launched = {{"host", self->spec_.host}, {"pid", h.value("pid", 0)}, {"attempt", self->spec_.attempt}};
     if (h.contains("contained_by")) launched["contained_by"] = h["contained_by"];
     if (h.value("containment_note", std::string()) != "") launched["containment_note"] = h["containment_note"];
+    // The Slurm job id goes into the store with the first answer, before anything else can fail.
+    if (h.contains("slurm_job")) launched["slurm_job"] = h["slurm_job"];
     self->env_.record_event(reattached ? "attempt.reattached" : "attempt.launched", launched);
     if (self->cancel_requested_) self->cancel(self->cancel_hard_);
     self->poll();
@@ -163,6 +167,7 @@ void CommandStage::poll() {
 
 void CommandStage::on_status(const nlohmann::json& rec) {
   std::string state = rec.value("state", std::string());
+  if (rec.contains("slurm_job")) show_slurm(rec);
   if (state == "running") {
     if (cancel_requested_) cancel(cancel_hard_);  // re-sent until the job is gone: a drop may have eaten it
     after(kPollMs, [self = shared_from_this()] { self->poll(); });
@@ -171,6 +176,10 @@ void CommandStage::on_status(const nlohmann::json& rec) {
   StageOutcome o;
   if (state == "lost") {
     o.error = "the job's supervisor on host '" + spec_.host + "' died without recording an exit code";
+    if (rec.contains("slurm_job")) {
+      o.error = "Slurm job " + rec.value("slurm_job", std::string()) + " ended without its exit record";
+      o.cause = "LOST";
+    }
     finish(o);
     return;
   }
@@ -182,6 +191,11 @@ void CommandStage::on_status(const nlohmann::json& rec) {
     const nlohmann::json outputs = rec.value("outputs", nlohmann::json::object());
     for (auto& [k, v] : outputs.items()) {
       if (v.is_string()) o.outputs[k] = v.get<std::string>();
+    }
+    const std::string cause = rec.value("cause", std::string());
+    if (!cause.empty()) {
+      self->finish(self->slurm_outcome(rec, o));
+      return;
     }
     if (rec.value("timed_out", false)) {
       o.state = StageOutcome::State::kTimedOut;
@@ -204,6 +218,54 @@ void CommandStage::on_status(const nlohmann::json& rec) {
     }
     self->finish(o);
   });
+}
+
+// A Slurm job's end that Slurm caused: the cause is the stage's error and what
+// `retry_on` matches; the exit code (if the script lived to record one) stays.
+StageOutcome CommandStage::slurm_outcome(const nlohmann::json& rec, StageOutcome o) {
+  o.cause = rec.value("cause", std::string());
+  const std::string job = "Slurm job " + rec.value("slurm_job", std::string());
+  const std::string note = rec.value("cause_note", std::string());
+  o.state = StageOutcome::State::kFailed;
+  if (o.cause == "TIMEOUT") {
+    o.state = StageOutcome::State::kTimedOut;
+    o.error = job + " hit its time limit (--time";
+    if (spec_.slurm.contains("time_min")) o.error += "=" + spec_.slurm["time_min"].dump();
+    o.error += ", Slurm TIMEOUT)";
+  } else if (o.cause == "CANCELLED" && rec.value("cancelled", false)) {
+    o.state = StageOutcome::State::kCancelled;
+    o.error = "cancelled (" + job + " scancelled)";
+  } else if (o.cause == "CANCELLED") {
+    o.error = job + " was cancelled by Slurm or an administrator, not by ferry (CANCELLED)";
+  } else if (o.cause == "OUT_OF_MEMORY") {
+    o.error = job + " ran out of memory (Slurm OUT_OF_MEMORY; raise slurm.mem)";
+  } else if (o.cause == "NODE_FAIL" || o.cause == "BOOT_FAIL") {
+    o.error = job + "'s node failed (Slurm " + o.cause + ")";
+  } else if (o.cause == "PREEMPTED") {
+    o.error = job + " was preempted (Slurm PREEMPTED)";
+  } else if (o.cause == "LOST") {
+    o.error = job + " is gone from Slurm without an exit record (LOST)";
+  } else {
+    o.error = job + " ended " + o.cause;
+  }
+  if (!note.empty()) o.error += ": " + note;
+  return o;
+}
+
+// Where the job stands in Slurm, for `ferry status`: queued with Slurm's reason, or running.
+void CommandStage::show_slurm(const nlohmann::json& rec) {
+  nlohmann::json p = {{"slurm_job", rec.value("slurm_job", std::string())},
+                      {"slurm_state", rec.value("slurm_state", std::string())},
+                      {"slurm_reason", rec.value("slurm_reason", std::string())}};
+  if (p == shown_slurm_) return;
+  shown_slurm_ = p;
+  env_.set_progress(p);
+  const std::string st = p["slurm_state"], reason = p["slurm_reason"];
+  if (st == "PENDING") {
+    env_.note("queued in Slurm as job " + p["slurm_job"].get<std::string>() +
+              (reason.empty() || reason == "None" ? "" : ": " + reason));
+  }
+  if (st == "RUNNING") env_.note("Slurm job " + p["slurm_job"].get<std::string>() + " running");
 }
 
 void CommandStage::cancel(bool hard) {

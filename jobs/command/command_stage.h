@@ -26,6 +26,7 @@ struct CommandSpec {
   std::string cwd;
   double timeout_s = 0;
   std::vector<std::string> required_outputs;  // must appear in $FERRY_OUTPUT
+  nlohmann::json slurm;  // sbatch options on a Slurm host (stage_spec.h); null = a detached job
 };
 
 class CommandStage : public StageRunner, public std::enable_shared_from_this<CommandStage> {
@@ -46,6 +47,8 @@ class CommandStage : public StageRunner, public std::enable_shared_from_this<Com
   void on_unavailable(const Status& s, std::function<void()> retry);
   void after(int ms, std::function<void()> fn);
   void finish(StageOutcome outcome);
+  StageOutcome slurm_outcome(const nlohmann::json& rec, StageOutcome o);
+  void show_slurm(const nlohmann::json& rec);
 
   StageEnv& env_;
   CommandSpec spec_;
@@ -56,6 +59,7 @@ class CommandStage : public StageRunner, public std::enable_shared_from_this<Com
   bool cancel_requested_ = false;
   bool cancel_hard_ = false;
   int64_t disconnected_since_ = 0;
+  nlohmann::json shown_slurm_;  // the Slurm state last put in progress
 };
 
 }  // namespace ferry

@@ -2,6 +2,7 @@
 // are filled in, and -p overrides are applied. Malformed input is covered by
 // malformed_test.cc and the corpus beside it.
 #include "workflows/parser.h"
+#include "workflows/slurm_options.h"
 
 #include <gtest/gtest.h>
 
@@ -308,6 +309,48 @@ TEST_F(ParserTest, TemplatesMayUseOutputsOfIndirectNeeds) {
   parse_ok(
       "name: n\nstages:\n  a:\n    run: x\n    outputs: [o]\n  b:\n    run: x\n    needs: a\n"
       "  c:\n    run: echo ${{ stages.a.outputs.o }}\n    needs: b\n");
+}
+
+TEST_F(ParserTest, SlurmHostAndStageOptionsAndNamedRetryCauses) {
+  Workflow wf = parse_ok(R"(name: sl
+hosts:
+  cluster:
+    transport: ssh
+    address: login1
+    scheduler: slurm
+    slurm: {partition: gpu, account: proj42, options: [--constraint=h100]}
+stages:
+  train:
+    run: python train.py
+    timeout: 90m
+    retries: 2
+    retry_on: [75, TIMEOUT, NODE_FAIL]
+    slurm:
+      partition: gpu-long
+      cpus: 8
+      mem: 64G
+      gres: gpu:a100:2
+      qos: high
+      time: 2h
+      options: --exclusive
+)");
+  const Host& h = wf.hosts[0];
+  EXPECT_EQ(h.scheduler, Scheduler::kSlurm);
+  EXPECT_EQ(h.slurm.partition, "gpu");
+  EXPECT_EQ(h.slurm.extra, std::vector<std::string>{"--constraint=h100"});
+  const Stage& s = wf.stages[0];
+  EXPECT_EQ(s.retry_on, std::vector<int>{75});
+  EXPECT_EQ(s.retry_on_causes, (std::vector<std::string>{"TIMEOUT", "NODE_FAIL"}));
+  EXPECT_EQ(s.slurm.partition, "gpu-long");
+  EXPECT_EQ(s.slurm.cpus, 8);
+  EXPECT_EQ(s.slurm.mem, "64G");
+  EXPECT_EQ(s.slurm.gres, "gpu:a100:2");
+  EXPECT_EQ(s.slurm.time_s, 7200);
+  EXPECT_EQ(s.slurm.at.line, 14);
+  SlurmOptions m = merge_slurm(h.slurm, s.slurm);
+  EXPECT_EQ(m.partition, "gpu-long");
+  EXPECT_EQ(m.account, "proj42");
+  EXPECT_EQ(m.extra, (std::vector<std::string>{"--constraint=h100", "--exclusive"}));
 }
 
 TEST_F(ParserTest, HelloExampleIsValid) {

@@ -1,0 +1,407 @@
+#include "agents/slurm_job.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <ctime>
+
+#include "base/child_process.h"
+#include "base/clock.h"
+#include "base/file_util.h"
+#include "base/shell_quote.h"
+
+namespace ferry {
+namespace {
+
+constexpr int64_t kMaxToolOutput = 4 << 20;
+constexpr time_t kRecancelS = 30;
+constexpr int64_t kSettleMs = 30 * 1000;  // after the exit record, how long to wait for Slurm's end state
+
+struct ToolRun {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+// Runs a Slurm client with a deadline of its own: they hang for seconds when
+// slurmctld is down. kFailedPrecondition when the program is not there at all.
+Result<ToolRun> run_tool(const std::vector<std::string>& argv, double timeout_s) {
+  ChildProcess::Options o;
+  o.capture_stderr = true;
+  o.own_process_group = true;
+  auto child = ChildProcess::spawn(argv, o);
+  if (!child.ok()) {
+    return failed_precondition("this host has no Slurm client: '" + argv[0] + "' could not run (" +
+                               child.status().message() + "); install Slurm's client tools or put them on the "
+                               "agent's PATH");
+  }
+  ToolRun run;
+  const double until = mono_s() + timeout_s;
+  char buf[65536];
+  bool timed_out = false;
+  for (;;) {
+    double left = until - mono_s();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    auto n = (*child)->read_some(buf, sizeof buf, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
+    if (!n.ok()) break;  // closed its output: done
+    if (static_cast<int64_t>(run.out.size()) < kMaxToolOutput) run.out.append(buf, *n);
+  }
+  int st = (*child)->finish(timed_out ? 0 : 2000);
+  run.err = trim((*child)->stderr_tail());
+  if (timed_out) {
+    return unavailable("'" + argv[0] + "' did not answer within " + std::to_string(static_cast<int>(timeout_s)) +
+                       "s (is slurmctld up?)");
+  }
+  run.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  return run;
+}
+
+// A client's -o "%a|%b|..." output: one row of fields per line.
+std::vector<std::vector<std::string>> table(const std::string& out) {
+  std::vector<std::vector<std::string>> rows;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t end = out.find('\n', pos);
+    if (end == std::string::npos) end = out.size();
+    std::string line = out.substr(pos, end - pos);
+    pos = end + 1;
+    std::vector<std::string> f;
+    for (size_t a = 0;;) {
+      size_t b = line.find('|', a);
+      f.push_back(line.substr(a, b == std::string::npos ? std::string::npos : b - a));
+      if (b == std::string::npos) break;
+      a = b + 1;
+    }
+    rows.push_back(std::move(f));
+  }
+  return rows;
+}
+
+bool shell_name(const std::string& k) {
+  if (k.empty() || std::isdigit(static_cast<unsigned char>(k[0]))) return false;
+  for (char c : k) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+// States in which the job may still run or start; anything else is its end.
+bool active(const std::string& state) {
+  for (const char* s : {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "RUNNING",
+                        "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "RESV_DEL_HOLD"}) {
+    if (state == s) return true;
+  }
+  return false;
+}
+
+// The cause a Slurm end adds to an exit code; "" for a plain end.
+std::string cause_of(const std::string& state) {
+  if (state.empty() || state == "COMPLETED" || state == "FAILED") return "";
+  return state;
+}
+
+std::string last_line(const std::string& path) {
+  auto text = read_file(path);
+  if (!text.ok()) return "";
+  std::string t = trim(*text);
+  size_t nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+// scontrol's one-line form: "JobId=7 JobName=x ... JobState=TIMEOUT Reason=TimeLimit ...".
+std::string field(const std::string& line, const std::string& key) {
+  size_t at = 0;
+  while ((at = line.find(key + "=", at)) != std::string::npos) {
+    if (at == 0 || line[at - 1] == ' ') {
+      size_t start = at + key.size() + 1;
+      size_t end = line.find(' ', start);
+      return line.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    }
+    at += key.size();
+  }
+  return "";
+}
+
+struct Submitted {
+  std::string id, name;
+};
+
+Result<Submitted> read_submitted(const JobPaths& paths) {
+  auto text = read_file(paths.slurm());
+  if (!text.ok()) return not_found("the Slurm submission of " + paths.attempt_dir + " was never recorded");
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return data_loss("corrupt " + paths.slurm());
+  Submitted s{j.value("job_id", std::string()), j.value("name", std::string())};
+  if (s.id.empty()) return data_loss(paths.slurm() + " names no job id");
+  return s;
+}
+
+Status record_end(const JobPaths& paths, const SlurmState& st) {
+  return write_file_atomic(paths.slurm_end(), nlohmann::json{{"state", st.state}, {"reason", st.reason}}.dump());
+}
+
+void fill_end(const JobPaths& paths, const SlurmState& st, JobRecord* r) {
+  r->state = "exited";
+  r->slurm_state = st.state;
+  r->slurm_reason = st.reason;
+  r->cause = cause_of(st.state);
+  r->timed_out = st.state == "TIMEOUT";
+  r->cancelled = r->cancelled || path_exists(paths.cancel());
+  if (!r->cause.empty()) r->cause_note = last_line(paths.slurm_out());
+}
+
+}  // namespace
+
+SlurmState SlurmQueue::state(const std::string& id, const std::string& name) {
+  const double now = mono_s();
+  auto [it, added] = jobs_.try_emplace(name);
+  if (added || it->second.id != id) {
+    it->second = Entry();
+    it->second.id = id;
+    it->second.first_asked = now;
+  }
+  it->second.asked = now;
+  if (now - last_poll_ >= kPollS) refresh();
+  const Entry& e = it->second;
+  if (last_poll_ < e.first_asked) return {};  // no listing since the first question
+  if (e.seen == last_poll_) return e.st;      // in the latest listing (or that listing failed)
+  return {"GONE", ""};  // a listing without it: Slurm forgot the job, or its id is another's now
+}
+
+void SlurmQueue::refresh() {
+  const double now = mono_s();
+  last_poll_ = now;
+  std::string names;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (now - it->second.asked > kForgetS) {
+      it = jobs_.erase(it);
+      continue;
+    }
+    names += (names.empty() ? "" : ",") + it->first;
+    ++it;
+  }
+  if (names.empty()) return;
+  ++polls_;
+  auto run = run_tool({"squeue", "-h", "-t", "all", "--name=" + names, "-o", "%i|%T|%r|%j"}, kToolTimeoutS);
+  if (!run.ok() || run->rc != 0) {
+    // Keep what we knew: a controller down for a while is no job's end. Not gone either.
+    for (auto& [name, e] : jobs_) e.seen = std::max(e.seen, now);
+    return;
+  }
+  for (const auto& f : table(run->out)) {
+    if (f.size() != 4) continue;
+    auto it = jobs_.find(f[3]);
+    if (it == jobs_.end() || it->second.id != f[0]) continue;  // a reused id is another job
+    it->second.seen = now;
+    it->second.st = {f[1], f[2]};
+  }
+}
+
+Result<SlurmState> SlurmQueue::ask(const std::string& id, const std::string& name) {
+  auto run = run_tool({"scontrol", "-o", "show", "job", id}, kToolTimeoutS);
+  if (!run.ok()) return run.status();
+  if (run->rc != 0) {
+    if (run->err.find("Invalid job id") != std::string::npos) return not_found("Slurm does not know job " + id);
+    return unavailable("scontrol show job " + id + ": " + run->err);
+  }
+  std::string line = trim(run->out);
+  if (field(line, "JobName") != name) {
+    return not_found("Slurm job " + id + " is now '" + field(line, "JobName") + "', not '" + name +
+                     "' (its id was reused)");
+  }
+  return SlurmState{field(line, "JobState"), field(line, "Reason")};
+}
+
+bool is_slurm_attempt(const JobPaths& paths) { return path_exists(paths.submit()); }
+
+Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, const std::string& what) {
+  std::string s =
+      "#!/bin/sh\n"
+      "# Generated by ferry for " + what + ". Slurm runs a copy of this file, so the job's\n"
+      "# folder comes as $1. exit.json there (temp + rename) is the record ferry reads.\n"
+      "d=\"$1\"\n"
+      "record() {\n"
+      "  printf '{\"exit_code\":%d,\"signal\":%d,\"timed_out\":false,\"cancelled\":%s,\"ended_ms\":%s}\\n' "
+      "\"$1\" \"$2\" \"$3\" \"$(date +%s%3N)\" >\"$d/exit.json.tmp\" && mv -f \"$d/exit.json.tmp\" \"$d/exit.json\"\n"
+      "}\n"
+      "cancelled() { if [ -e \"$d/cancel\" ]; then echo true; else echo false; fi; }\n"
+      "if ! cd " + shell_quote(spec.cwd) + " 2>>\"$d/log\"; then\n"
+      "  echo \"ferry: cannot enter " + spec.cwd + "\" >>\"$d/log\"; record 126 0 \"$(cancelled)\"; exit 126\n"
+      "fi\n";
+  for (const auto& [k, v] : spec.env) {
+    if (!shell_name(k)) return invalid_argument("env name '" + k + "' is not a shell variable name");
+    s += "export " + k + "=" + shell_quote(v) + "\n";
+  }
+  s += "export FERRY_OUTPUT=\"$d/outputs\"\n"
+       "/bin/sh -c " + shell_quote(spec.command) + " >>\"$d/log\" 2>&1 </dev/null &\n"
+       "child=$!\n"
+       "# scancel and the time limit TERM the whole job; pass it on and still record the end.\n"
+       "trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT HUP\n"
+       "wait \"$child\"; rc=$?\n"
+       "while kill -0 \"$child\" 2>/dev/null; do wait \"$child\"; rc=$?; done\n"
+       "sig=0; if [ \"$rc\" -gt 128 ]; then sig=$((rc - 128)); fi\n"
+       "record \"$rc\" \"$sig\" \"$(cancelled)\"\n"
+       "exit \"$rc\"\n";
+  return s;
+}
+
+Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& spec, const nlohmann::json& slurm,
+                                     const std::string& name) {
+  auto script = slurm_script(paths, spec, "job " + name);
+  if (!script.ok()) return script.status();
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.job_script(), *script, 0700));
+  std::vector<std::string> argv = {"sbatch",         "--parsable",  "--job-name=" + name, "--output=" + paths.slurm_out(),
+                                   "--open-mode=append", "--no-requeue", "--chdir=" + paths.attempt_dir};
+  for (const char* k : {"partition", "account", "qos", "mem", "gres"}) {
+    std::string v = slurm.value(k, std::string());
+    if (!v.empty()) argv.push_back("--" + std::string(k) + "=" + v);
+  }
+  if (slurm.value("cpus", 0) > 0) argv.push_back("--cpus-per-task=" + std::to_string(slurm.value("cpus", 0)));
+  if (slurm.value("time_min", 0) > 0) argv.push_back("--time=" + std::to_string(slurm.value("time_min", 0)));
+  for (const auto& o : slurm.value("options", std::vector<std::string>{})) argv.push_back(o);
+  argv.push_back(paths.job_script());
+  argv.push_back(paths.attempt_dir);
+  // Before sbatch: a submission whose answer is lost can still be found by this name.
+  FERRY_RETURN_IF_ERROR(
+      write_file_atomic(paths.submit(), nlohmann::json{{"name", name}, {"submitted_ms", now_ms()}}.dump()));
+  auto run = run_tool(argv, SlurmQueue::kToolTimeoutS);
+  if (!run.ok() && run.status().code() == StatusCode::kUnavailable) return run.status();  // adopted by name later
+  if (!run.ok() || run->rc != 0) {
+    (void)::unlink(paths.submit().c_str());  // nothing was submitted: the next start submits afresh
+    if (!run.ok()) return run.status();
+    return failed_precondition("sbatch refused the job: " + (run->err.empty() ? "exit " + std::to_string(run->rc)
+                                                                               : run->err));
+  }
+  std::string out = trim(run->out);
+  std::string id = out.substr(0, out.find(';'));
+  if (id.empty() || id.find_first_not_of("0123456789_") != std::string::npos) {
+    return internal_error("sbatch answered '" + out.substr(0, 80) + "' instead of a job id");
+  }
+  Status recorded = write_file_atomic(paths.slurm(), nlohmann::json{{"job_id", id}, {"name", name}}.dump());
+  if (!recorded.ok()) {
+    (void)run_tool({"scancel", id}, SlurmQueue::kToolTimeoutS);  // never a job nobody can find
+    (void)::unlink(paths.submit().c_str());
+    return recorded;
+  }
+  return id;
+}
+
+Result<std::string> adopt_slurm_job(const JobPaths& paths) {
+  auto text = read_file(paths.submit());
+  if (!text.ok()) return not_found("no Slurm submission in " + paths.attempt_dir);
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  std::string name = j.is_object() ? j.value("name", std::string()) : "";
+  if (name.empty()) return data_loss("corrupt " + paths.submit());
+  auto run = run_tool({"squeue", "-h", "-t", "all", "--name=" + name, "-o", "%i"}, SlurmQueue::kToolTimeoutS);
+  if (!run.ok()) return run.status();
+  if (run->rc != 0) return unavailable("squeue: " + run->err);
+  std::string id = trim(run->out);
+  if (id.empty() || id.find('\n') != std::string::npos) {
+    (void)::unlink(paths.submit().c_str());
+    return not_found("Slurm has no job named " + name);
+  }
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.slurm(), nlohmann::json{{"job_id", id}, {"name", name}}.dump()));
+  return id;
+}
+
+Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue) {
+  auto sub = read_submitted(paths);
+  if (!sub.ok()) return sub.status();
+  JobRecord r;
+  r.slurm_job = sub->id;
+  auto exited = read_exit_record(paths, &r);
+  if (!exited.ok()) return exited.status();
+  auto end_text = read_file(paths.slurm_end());
+  if (end_text.ok()) {  // settled once; Slurm may have forgotten the job since
+    auto e = nlohmann::json::parse(*end_text, nullptr, false);
+    if (e.is_discarded()) return data_loss("corrupt " + paths.slurm_end());
+    fill_end(paths, {e.value("state", std::string()), e.value("reason", std::string())}, &r);
+    if (!*exited) r.state = r.cause.empty() ? "lost" : "exited";
+    return r;
+  }
+  SlurmState st = queue.state(sub->id, sub->name);
+  bool forgotten = false;  // Slurm no longer knows the job (past MinJobAge, or lost)
+  if (st.state == "GONE") {
+    auto asked = queue.ask(sub->id, sub->name);
+    forgotten = !asked.ok() && asked.status().code() == StatusCode::kNotFound;
+    st = asked.ok() ? *asked : forgotten ? SlurmState{"LOST", asked.status().message()} : SlurmState{};
+  }
+  if (*exited) {
+    // The script recorded its end; Slurm's own end says whether it ended the job (time
+    // limit, cancel). Slurm settles a moment after the script: wait for the listing
+    // to say so, but not past kSettleMs (a controller that does not answer).
+    const bool settled = (!st.state.empty() && !active(st.state)) || now_ms() - r.ended_ms > kSettleMs;
+    if (!settled) {
+      r.state = "running";
+      r.slurm_state = st.state.empty() ? "COMPLETING" : st.state;
+      return r;
+    }
+    SlurmState end = st;
+    if (forgotten || end.state.empty() || active(end.state)) end = {r.exit_code == 0 ? "COMPLETED" : "FAILED", ""};
+    FERRY_RETURN_IF_ERROR(record_end(paths, end));
+    fill_end(paths, end, &r);
+    return r;
+  }
+  if (st.state.empty() || active(st.state)) {
+    r.state = "running";
+    r.slurm_state = st.state.empty() ? "SUBMITTED" : st.state;
+    r.slurm_reason = st.reason;
+    return r;
+  }
+  // Ended without an exit record (killed before its script could write one), unless it lands just now.
+  exited = read_exit_record(paths, &r);
+  if (!exited.ok()) return exited.status();
+  if (*exited) return read_slurm_record(paths, queue);
+  FERRY_RETURN_IF_ERROR(record_end(paths, st));
+  fill_end(paths, st, &r);
+  if (r.cause.empty()) r.cause = "LOST";  // COMPLETED or FAILED, yet its script never recorded an end
+  return r;
+}
+
+Result<nlohmann::json> slurm_info() {
+  auto run = run_tool({"sinfo", "-h", "-o", "%P|%a|%l|%D|%G"}, SlurmQueue::kToolTimeoutS);
+  if (!run.ok()) return run.status();
+  if (run->rc != 0) return unavailable("sinfo: " + (run->err.empty() ? "exit " + std::to_string(run->rc) : run->err));
+  nlohmann::json parts = nlohmann::json::array();
+  for (auto f : table(run->out)) {
+    if (f.size() != 5 || f[0].empty()) continue;
+    bool is_default = f[0].back() == '*';
+    if (is_default) f[0].pop_back();
+    parts.push_back({{"name", f[0]}, {"default", is_default}, {"available", f[1]}, {"time_limit", f[2]},
+                     {"nodes", std::atoi(f[3].c_str())}, {"gres", f[4]}});
+  }
+  return nlohmann::json{{"partitions", parts}};
+}
+
+Status cancel_slurm_job(const JobPaths& paths, bool hard) {
+  auto sub = read_submitted(paths);
+  if (!sub.ok()) return sub.status();
+  if (path_exists(paths.exit()) || path_exists(paths.slurm_end())) return Status();
+  // The coordinator repeats a cancel on every poll until the job is gone: scancel
+  // once, and again only if the job outlived kRecancelS (a scancel that got lost).
+  struct stat st;
+  if (::stat(paths.cancel().c_str(), &st) == 0 && ::time(nullptr) - st.st_mtime < kRecancelS) return Status();
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.cancel(), "cancel\n"));
+  // Hard or not, scancel: Slurm itself sends TERM, then KILL after its KillWait, to every step.
+  (void)hard;
+  auto run = run_tool({"scancel", sub->id}, SlurmQueue::kToolTimeoutS);
+  if (!run.ok()) return run.status();
+  if (run->rc != 0 && run->err.find("already completing or completed") == std::string::npos &&
+      run->err.find("Invalid job id") == std::string::npos) {
+    return unavailable("scancel " + sub->id + ": " + run->err);
+  }
+  return Status();
+}
+
+}  // namespace ferry

@@ -1,0 +1,99 @@
+// SlurmJob: an agent job started as a Slurm batch job instead of a detached
+// process, for hosts with `scheduler: slurm` (the agent runs on the login node).
+//
+// The job folder is the same journal as a detached job's (job_journal.h), on a
+// filesystem the compute nodes share. Extra files in <attempt>/:
+//   job.sh          the generated batch script: cd, env, the stage's command with
+//                   stdout+stderr appended to `log`, then exit.json by temp + rename
+//   submit.json     {"name","submitted_ms"}: written before sbatch runs, so a
+//                   submission whose id was never recorded can be found by name
+//   slurm.json      {"job_id","name"}: written as soon as sbatch answers
+//   slurm.out       Slurm's own messages (time limit, node failure)
+//   slurm_end.json  {"state","reason"}: how Slurm saw the end, asked once
+// exit.json is the exit code's only source (no accounting needed); Slurm's state
+// adds the cause (TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, CANCELLED) and
+// says whether a job killed before its script could write exit.json has ended.
+//
+// SlurmQueue caches one `squeue` listing for every Slurm job the agent was asked
+// about, refreshed at most every kPollS whatever the number of jobs, so the
+// coordinator's 200 ms status polls never reach slurmctld. Jobs are matched by
+// id *and* name: an id reused after a controller crash reads as another job.
+// Call from the agent's request thread only.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/detached_job.h"
+#include "agents/job_journal.h"
+#include "base/status.h"
+
+namespace ferry {
+
+/// Where a job stands in Slurm ("" state: not seen by Slurm).
+struct SlurmState {
+  std::string state;   // PENDING, RUNNING, COMPLETED, TIMEOUT...
+  std::string reason;  // Slurm's %r: Resources, Priority, TimeLimit...
+};
+
+class SlurmQueue {
+ public:
+  static constexpr double kPollS = 5.0;        // at most one squeue per this long
+  static constexpr double kForgetS = 60.0;     // stop listing a job nobody asked about
+  static constexpr double kToolTimeoutS = 30;  // a client hangs ~9 s when slurmctld is down
+
+  /// The cached state of job `id` named `name`, refreshing the cache when it is older than
+  /// kPollS: "" before a listing has seen it, "GONE" when a listing since the first question
+  /// did not have it (Slurm forgot it, or the id now names another job).
+  SlurmState state(const std::string& id, const std::string& name);
+  /// Asks Slurm about one job now (scontrol): for a job's end and for jobs squeue no longer lists.
+  /// kNotFound when Slurm does not know the id, or knows it under another name.
+  Result<SlurmState> ask(const std::string& id, const std::string& name);
+  /// How many squeue listings this object ran (tests, the bench).
+  int polls() const { return polls_; }
+
+ private:
+  void refresh();
+  struct Entry {
+    std::string id;
+    double asked = 0;        // mono_s of the last question
+    double first_asked = 0;  // a listing older than this says nothing of the job
+    double seen = 0;         // mono_s of the listing it was last in
+    SlurmState st;
+  };
+  std::map<std::string, Entry> jobs_;  // by name
+  double last_poll_ = -1e9;
+  int polls_ = 0;
+};
+
+/// The batch script of an attempt (see above); `spec.env` keys must be shell names.
+Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, const std::string& what);
+
+/// Writes job.sh and submit.json, runs sbatch with the `slurm` options
+/// ({partition, account, qos, mem, gres, cpus, time_min, options}), records slurm.json.
+/// On refusal nothing of the submission is left: a retry submits afresh.
+Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& spec, const nlohmann::json& slurm,
+                                     const std::string& name);
+
+/// True when the attempt was handed to Slurm (submit.json exists).
+bool is_slurm_attempt(const JobPaths& paths);
+
+/// A submission without slurm.json (the agent died between sbatch and the record):
+/// finds its job by name and records it. kNotFound when Slurm has none.
+Result<std::string> adopt_slurm_job(const JobPaths& paths);
+
+/// The journal's record of a Slurm attempt: "running" (with slurm_state/slurm_reason),
+/// "exited" (exit code from exit.json; cause from Slurm), or "lost".
+Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue);
+
+/// For `ferry hosts check`: sinfo's partitions
+/// {partitions: [{name, default, available, time_limit, nodes, gres}]}; an error when Slurm cannot be asked.
+Result<nlohmann::json> slurm_info();
+
+/// Marks the attempt cancelled and runs scancel (hard or not: Slurm escalates to KILL after its KillWait).
+Status cancel_slurm_job(const JobPaths& paths, bool hard);
+
+}  // namespace ferry

@@ -1,0 +1,305 @@
+// Stages on a `scheduler: slurm` host, end to end: the real `ferry` and agent
+// (transport local: this machine is the login node) against a real one-node Slurm
+// that each test starts (tests/slurm/slurm_testbed.sh) and stops by pid. Every
+// Slurm command the agent runs goes through a shim that logs it, so the tests can
+// count submissions and polls.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/process.h"
+
+namespace ferry {
+namespace {
+
+using testing::exists;
+using testing::read_text;
+using testing::wait_until;
+using testing::write_text;
+
+const char kTestbed[] = FERRY_SOURCE_DIR "/tests/slurm/slurm_testbed.sh";
+
+class SlurmRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "SLURM TESTS SKIPPED: they need root (slurmd, munged)";
+    // Ports of our own, so runs in other build trees never meet this cluster.
+    int port = 17000 + 2 * (::getpid() % 2000);
+    std::map<std::string, std::string> env = {{"SLURMCTLD_PORT", std::to_string(port)},
+                                              {"SLURMD_PORT", std::to_string(port + 1)},
+                                              {"KILL_WAIT", "2"}};
+    auto up = testing::run_process({kTestbed, "up", cluster_.path()}, env, 60);
+    started_ = true;
+    if (up.exit_code != 0) {
+      GTEST_SKIP() << "SLURM TESTS SKIPPED: the one-node Slurm did not start (" << up.exit_code << "): " << up.err
+                   << read_text(cluster_.file("log/slurmctld.log")).substr(0, 2000);
+    }
+    shims_ = work_.path() + "/shims";
+    ::mkdir(shims_.c_str(), 0755);
+    for (const char* tool : {"sbatch", "squeue", "scontrol", "scancel", "sinfo"}) {
+      std::string path = shims_ + "/" + tool;
+      write_text(path, "#!/bin/sh\necho \"" + std::string(tool) + " $*\" >> " + calls_file() + "\nexec /usr/bin/" +
+                           tool + " \"$@\"\n");
+      ::chmod(path.c_str(), 0755);
+    }
+  }
+  void TearDown() override {
+    if (started_) testing::run_process({kTestbed, "down", cluster_.path()}, {}, 60);
+  }
+
+  std::string calls_file() const { return work_.path() + "/slurm-calls.log"; }
+  int calls(const std::string& tool) const {
+    std::string log = read_text(calls_file());
+    int n = 0;
+    for (size_t at = 0; (at = log.find(tool + " ", at)) != std::string::npos; at += tool.size()) {
+      if (at == 0 || log[at - 1] == '\n') ++n;
+    }
+    return n;
+  }
+  std::map<std::string, std::string> env() const {
+    return {{"FERRY_HOME", home_.path()},
+            {"NO_COLOR", "1"},
+            {"SLURM_CONF", cluster_.file("slurm.conf")},
+            {"PATH", shims_ + ":" + std::string(::getenv("PATH") ? ::getenv("PATH") : "/usr/bin:/bin")}};
+  }
+  testing::ProcessResult ferry(std::vector<std::string> args, std::map<std::string, std::string> extra = {}) {
+    args.insert(args.begin(), testing::bin_dir() + "/ferry");
+    auto e = env();
+    for (auto& [k, v] : extra) e[k] = v;
+    return testing::run_process(args, e, 240);
+  }
+  pid_t ferry_bg(const std::vector<std::string>& args, const std::string& log) {
+    std::vector<std::string> argv = {testing::bin_dir() + "/ferry"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::spawn_process(argv, env(), work_.file(log));
+  }
+  std::string workflow(const std::string& stages) {
+    std::string path = work_.file("wf.yaml");
+    write_text(path, "name: sl\nhosts:\n  cluster:\n    scheduler: slurm\nstages:\n" + stages);
+    return path;
+  }
+  nlohmann::json status(const std::string& run) {
+    auto r = ferry({"status", run, "--json"});
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+    return j;
+  }
+  static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
+    for (const auto& s : st["stages"]) {
+      if (s["name"] == name) return s;
+    }
+    return nlohmann::json();
+  }
+  std::string sql(const std::string& query) {
+    return testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"), query}).out;
+  }
+  std::string host_dir() const { return home_.path() + "/hosts/cluster/"; }
+  std::string squeue_state(const std::string& id) {
+    auto r = testing::run_process({"squeue", "-h", "-t", "all", "-j", id, "-o", "%T"},
+                                  {{"SLURM_CONF", cluster_.file("slurm.conf")}});
+    while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
+    return r.out;
+  }
+
+  testing::TempDir cluster_;
+  testing::TempDir home_;
+  testing::TempDir work_;
+  std::string shims_;
+  bool started_ = false;
+};
+
+TEST_F(SlurmRunTest, SubmitsRunsTwoStagesAtOnceAndRecordsTheExitCodeOnce) {
+  auto wf = workflow(R"(  a:
+    run: |
+      touch a.started; echo "a in slurm job $SLURM_JOB_ID"
+      for i in $(seq 600); do [ -f b.started ] && break; sleep 0.1; done
+      [ -f b.started ] && echo answer=42 >> "$FERRY_OUTPUT"
+    outputs: [answer]
+  b:
+    run: |
+      touch b.started
+      for i in $(seq 600); do [ -f a.started ] && break; sleep 0.1; done
+      [ -f a.started ]
+  c:
+    needs: [a, b]
+    run: echo got ${{ stages.a.outputs.answer }}; exit 3
+)");
+  auto r = ferry({"run", wf});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto st = status("sl-1");
+  EXPECT_EQ(stage(st, "a")["state"], "succeeded") << st.dump();
+  EXPECT_EQ(stage(st, "b")["state"], "succeeded") << "a and b must run at the same time: " << st.dump();
+  EXPECT_EQ(stage(st, "c")["state"], "failed");
+  EXPECT_EQ(stage(st, "c")["exit_code"], 3);
+  EXPECT_EQ(calls("sbatch"), 3) << read_text(calls_file());
+  auto logs = ferry({"logs", "sl-1", "a"});
+  EXPECT_NE(logs.out.find("a in slurm job "), std::string::npos) << logs.out;
+  EXPECT_EQ(ferry({"logs", "sl-1", "c"}).out, "got 42\n");
+  // The Slurm job id is in the store with the launch, and Slurm ran the job under ferry's name.
+  std::string id = sql("SELECT json_extract(detail,'$.slurm_job') FROM events WHERE run_id='sl-1' AND stage='c' "
+                       "AND type='attempt.launched'");
+  while (!id.empty() && id.back() == '\n') id.pop_back();
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(squeue_state(id), "FAILED");
+  auto name = testing::run_process({"squeue", "-h", "-t", "all", "-j", id, "-o", "%j"},
+                                   {{"SLURM_CONF", cluster_.file("slurm.conf")}});
+  EXPECT_NE(name.out.find("sl-1."), std::string::npos) << name.out;
+  EXPECT_NE(name.out.find(".c.1"), std::string::npos) << name.out;
+  EXPECT_EQ(sql("SELECT count(*) FROM events WHERE run_id='sl-1' AND stage='c' AND type='attempt.finished'"), "1\n");
+}
+
+TEST_F(SlurmRunTest, PendingJobShowsQueuedWithSlurmsReason) {
+  std::string release = work_.file("release");
+  auto wf = workflow(R"(  hog:
+    run: while [ ! -f )" + release + R"( ]; do sleep 0.1; done
+    slurm: {gres: "gpu:2"}
+  waiter:
+    run: echo "waited; CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+    slurm: {gres: "gpu:1"}
+)");
+  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
+  std::string detail;
+  bool queued = wait_until(
+      [&] {
+        detail = ferry({"status", "sl-1"}).out;
+        return detail.find("queued: Resources") != std::string::npos;
+      },
+      std::chrono::seconds(60));
+  write_text(release, "go");
+  EXPECT_TRUE(queued) << detail << read_text(work_.file("run.log"));
+  EXPECT_EQ(testing::wait_process(coordinator, 120), 0) << read_text(work_.file("run.log"));
+  EXPECT_NE(ferry({"logs", "sl-1", "waiter"}).out.find("waited; CUDA_VISIBLE_DEVICES=0"), std::string::npos);
+}
+
+TEST_F(SlurmRunTest, CancelRunsScancelAndTheStageEndsCancelled) {
+  auto wf = workflow(R"(  sleepy:
+    run: echo started; sleep 300
+)");
+  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
+  ASSERT_TRUE(wait_until([&] { return ferry({"logs", "sl-1", "sleepy"}).out.find("started") != std::string::npos; },
+                         std::chrono::seconds(60)))
+      << read_text(work_.file("run.log"));
+  auto c = ferry({"cancel", "sl-1"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(testing::wait_process(coordinator, 60), 130) << read_text(work_.file("run.log"));
+  EXPECT_EQ(calls("scancel"), 1) << read_text(calls_file());
+  EXPECT_EQ(squeue_state("1"), "CANCELLED");
+  auto st = stage(status("sl-1"), "sleepy");
+  EXPECT_EQ(st["state"], "cancelled") << st.dump();
+}
+
+TEST_F(SlurmRunTest, CancelledBySlurmNotFerryIsRetriedWhenRetryOnNamesIt) {
+  // The first attempt is scancelled from inside (as an administrator would): ferry
+  // did not ask for it, so it is a failure with cause CANCELLED, which retry_on names.
+  auto wf = workflow(R"(  selfcancel:
+    run: |
+      if [ ! -f once ]; then touch once; scancel "$SLURM_JOB_ID"; sleep 60; fi
+      echo second
+    retries: 2
+    retry_backoff: 10ms
+    retry_on: [CANCELLED]
+)");
+  auto r = ferry({"run", wf});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto st = stage(status("sl-1"), "selfcancel");
+  EXPECT_EQ(st["state"], "succeeded") << st.dump();
+  EXPECT_EQ(st["attempt"], 2);
+  std::string first = sql("SELECT error FROM attempts WHERE run_id='sl-1' AND stage='selfcancel' AND attempt=1");
+  EXPECT_NE(first.find("not by ferry (CANCELLED)"), std::string::npos) << first;
+}
+
+TEST_F(SlurmRunTest, TimeoutBecomesSlurmTimeLimitAndEndsTimedOut) {
+  auto wf = workflow(R"(  slow:
+    run: echo started; sleep 600
+    timeout: 1m
+)");
+  auto r = ferry({"run", wf});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(read_text(calls_file()).find("--time=1 "), std::string::npos) << read_text(calls_file());
+  auto st = stage(status("sl-1"), "slow");
+  EXPECT_EQ(st["state"], "timed_out") << st.dump();
+  EXPECT_NE(st.value("error", std::string()).find("TIMEOUT"), std::string::npos) << st.dump();
+  EXPECT_EQ(squeue_state("1"), "TIMEOUT");
+}
+
+TEST_F(SlurmRunTest, ResumeAfterSigkillReattachesToTheSameJob) {
+  std::string release = work_.file("release");
+  auto wf = workflow(R"(  long:
+    run: |
+      echo started
+      while [ ! -f )" + release + R"( ]; do sleep 0.1; done
+      echo finished; exit 4
+)");
+  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
+  ASSERT_TRUE(wait_until([&] { return ferry({"logs", "sl-1", "long"}).out.find("started") != std::string::npos; },
+                         std::chrono::seconds(60)))
+      << read_text(work_.file("run.log"));
+  ::kill(coordinator, SIGKILL);
+  testing::wait_process(coordinator);
+  EXPECT_EQ(squeue_state("1"), "RUNNING") << "the job died with its coordinator";
+  write_text(release, "go");
+  auto r = ferry({"resume", "sl-1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto st = stage(status("sl-1"), "long");
+  EXPECT_EQ(st["state"], "failed");
+  EXPECT_EQ(st["exit_code"], 4);
+  EXPECT_EQ(st["attempt"], 1) << "re-attached, not submitted again";
+  EXPECT_EQ(calls("sbatch"), 1) << read_text(calls_file());
+  EXPECT_EQ(sql("SELECT count(*) FROM events WHERE run_id='sl-1' AND stage='long' AND type='attempt.reattached'"),
+            "1\n");
+  EXPECT_EQ(sql("SELECT count(*) FROM events WHERE run_id='sl-1' AND stage='long' AND type='attempt.finished'"),
+            "1\n");
+  EXPECT_EQ(ferry({"logs", "sl-1", "long"}).out, "started\nfinished\n");
+}
+
+TEST_F(SlurmRunTest, SbatchRefusalFailsTheStageByNameAndRecordsNoJob) {
+  auto wf = workflow(R"(  nowhere:
+    run: echo never
+    slurm: {partition: nosuchpartition}
+)");
+  auto r = ferry({"run", wf});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto st = stage(status("sl-1"), "nowhere");
+  EXPECT_EQ(st["state"], "failed");
+  std::string error = st.value("error", std::string());
+  EXPECT_NE(error.find("sbatch refused the job"), std::string::npos) << error;
+  EXPECT_NE(error.find("invalid partition"), std::string::npos) << error;
+  EXPECT_NE((r.out + r.err).find("nowhere"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(sql("SELECT count(*) FROM events WHERE run_id='sl-1' AND json_extract(detail,'$.slurm_job') IS NOT NULL"),
+            "0\n");
+  EXPECT_EQ(testing::run_process({"sh", "-c", "ls " + host_dir() + ".ferry/jobs/*/1/ | sort | tr '\\n' ' '"}).out,
+            "job.sh spec.json ") << "a refused submission leaves no submit.json or slurm.json";
+}
+
+TEST_F(SlurmRunTest, LoginNodeWithoutSlurmIsAClearError) {
+  auto wf = workflow(R"(  nojob:
+    run: echo never
+)");
+  auto r = ferry({"run", wf}, {{"PATH", "/nonexistent"}});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto st = stage(status("sl-1"), "nojob");
+  EXPECT_NE(st.value("error", std::string()).find("this host has no Slurm client: 'sbatch'"), std::string::npos)
+      << st.dump();
+}
+
+TEST_F(SlurmRunTest, HostsCheckListsPartitionsAndFlagsAnUnknownOne) {
+  auto wf = workflow(R"(  train:
+    run: echo hi
+    slurm: {partition: gpu-long}
+  ok:
+    run: echo hi
+    slurm: {partition: short}
+)");
+  auto r = ferry({"hosts", "check", wf});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("slurm: yes — partitions debug* (up, 1 node(s), limit infinite, gpu:2)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("short (up"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("UNKNOWN PARTITION 'gpu-long' (stage 'train')"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("'short' (stage"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,104 @@
+#include "workflows/slurm_options.h"
+
+#include <cctype>
+
+namespace ferry::workflow {
+namespace {
+
+bool plain_word(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+  }
+  return true;
+}
+
+bool digits(const std::string& s) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+// Flags whose job ferry does itself: a user's value would break tracking or resume.
+const char* const kOwnedFlags[] = {"--job-name", "-J",      "--output",     "-o",        "--error",   "-e",
+                                   "--open-mode", "--parsable", "--wrap",   "--chdir",   "-D",        "--requeue",
+                                   "--no-requeue", "--array", "-a",         "--wait",    "-W",        "--comment",
+                                   "--export",     "--input",  "-i",        "--test-only", "--hold",  "-H"};
+
+}  // namespace
+
+const std::vector<std::string>& slurm_retry_causes() {
+  static const std::vector<std::string> causes = {"TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+                                                  "CANCELLED", "BOOT_FAIL", "LOST"};
+  return causes;
+}
+
+std::string slurm_value_problem(const std::string& key, const std::string& value) {
+  if (key == "partition" || key == "account" || key == "qos") {
+    return plain_word(value) ? "" : "must be a plain name (letters, digits, '_', '-', '.'), got '" + value + "'";
+  }
+  if (key == "mem") {
+    std::string n = value;
+    if (!n.empty() && std::string("KMGTkmgt").find(n.back()) != std::string::npos) n.pop_back();
+    return digits(n) ? "" : "must be a size like 4000, 512M, 16G or 1T, got '" + value + "'";
+  }
+  if (key == "gres") {
+    // name, name:count or name:type:count; several separated by ','.
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t end = value.find(',', start);
+      std::string one = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      std::vector<std::string> parts;
+      size_t p = 0;
+      for (;;) {
+        size_t c = one.find(':', p);
+        parts.push_back(one.substr(p, c == std::string::npos ? std::string::npos : c - p));
+        if (c == std::string::npos) break;
+        p = c + 1;
+      }
+      bool ok = parts.size() <= 3 && plain_word(parts[0]);
+      if (ok && parts.size() == 2) ok = digits(parts[1]) || plain_word(parts[1]);
+      if (ok && parts.size() == 3) ok = plain_word(parts[1]) && digits(parts[2]);
+      if (!ok) return "must be like gpu:1, gpu:a100:2 or gpu, got '" + value + "'";
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    return "";
+  }
+  return "is not a slurm option";
+}
+
+std::string slurm_extra_problem(const std::string& flag) {
+  if (flag.size() < 2 || flag[0] != '-') return "must be an sbatch flag like --constraint=h100, got '" + flag + "'";
+  for (char c : flag) {
+    if (c == '\n' || c == '\r' || c == '\0') return "must be one line, got '" + flag + "'";
+  }
+  std::string name = flag.substr(0, flag.find('='));
+  if (flag[1] != '-') name = flag.substr(0, 2);  // -Jname, -o file
+  for (const char* owned : kOwnedFlags) {
+    if (name == owned) {
+      return "sets " + name + ", which ferry sets itself (the job's name, output and folder are how it finds the job "
+             "again); leave it out";
+    }
+  }
+  return "";
+}
+
+SlurmOptions merge_slurm(const SlurmOptions& host, const SlurmOptions& stage) {
+  SlurmOptions m = host;
+  if (!stage.partition.empty()) m.partition = stage.partition;
+  if (!stage.account.empty()) m.account = stage.account;
+  if (!stage.qos.empty()) m.qos = stage.qos;
+  if (!stage.mem.empty()) m.mem = stage.mem;
+  if (!stage.gres.empty()) m.gres = stage.gres;
+  if (stage.cpus > 0) m.cpus = stage.cpus;
+  if (stage.time_s > 0) m.time_s = stage.time_s;
+  m.extra.insert(m.extra.end(), stage.extra.begin(), stage.extra.end());
+  m.given = host.given || stage.given;
+  if (stage.given) m.at = stage.at;
+  return m;
+}
+
+}  // namespace ferry::workflow
