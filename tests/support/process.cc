@@ -52,7 +52,9 @@ ProcessResult run_process(const std::vector<std::string>& argv_in, const std::ma
                           int timeout_s) {
   ProcessResult r;
   int out[2], err[2];
-  if (pipe(out) != 0 || pipe(err) != 0) return r;
+  // Close-on-exec: the child gets them as 1 and 2 only, so a daemon it starts does
+  // not hold a stray write end that keeps this read waiting.
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return r;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
