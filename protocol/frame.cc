@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/peer_json.h"
 #include "protocol/body_buffers.h"
 
 namespace ferry::protocol {
@@ -23,27 +24,6 @@ uint32_t get_u32(const char* p) {
 
 bool valid_type(uint8_t t) { return t >= 1 && t <= 4; }
 
-// How deep arrays and objects nest in JSON text (brackets inside strings do not
-// count), without building anything: the check runs before the parser.
-int nesting_depth(const char* p, size_t n) {
-  int depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < n; ++i) {
-    char c = p[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 // A field that rode in the body goes back into the header (move_field_to_body).
 Status restore_body_field(Frame* frame) {
   auto it = frame->header.find(kBodyField);
@@ -51,7 +31,7 @@ Status restore_body_field(Frame* frame) {
   if (!it->is_string() || it->get<std::string>().empty()) return invalid_argument("frame names a bad body field");
   std::string key = it->get<std::string>();
   // It joins the header, so the header's depth bound is its bound too.
-  if (nesting_depth(frame->body.data(), frame->body.size()) >= kMaxHeaderDepth) {
+  if (json_nesting_depth(frame->body.data(), frame->body.size()) >= kMaxHeaderDepth) {
     return invalid_argument("frame body field '" + key + "' nested deeper than " + std::to_string(kMaxHeaderDepth) +
                             " levels");
   }
@@ -179,7 +159,7 @@ Result<std::optional<Frame>> FrameDecoder::next() {
   const char* header = p + 4 + kFixedBytes;
   if (header_len == 0) {
     frame.header = nlohmann::json::object();
-  } else if (nesting_depth(header, header_len) > kMaxHeaderDepth) {
+  } else if (json_nesting_depth(header, header_len) > kMaxHeaderDepth) {
     failed_ = true;
     return invalid_argument("frame header nested deeper than " + std::to_string(kMaxHeaderDepth) + " levels");
   } else {
