@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "base/peer_json.h"
+
 namespace ferry {
 
 std::optional<int64_t> step_of(const std::string& name) {
@@ -19,14 +21,14 @@ std::vector<CheckpointFolder> checkpoint_folders(const nlohmann::json& files, co
   std::map<std::string, bool> has_config, has_safetensors;
   if (!files.is_array()) return {};
   for (const auto& f : files) {
-    const std::string path = f.value("path", std::string());
+    const std::string path = str_field(f, "path");  // the host's word: any shape reads as nothing
     const size_t slash = path.find('/');
     if (slash == std::string::npos || slash == 0) continue;  // a file beside the checkpoints
     const std::string name = path.substr(0, slash), rest = path.substr(slash + 1);
     if (::fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) != 0) continue;
     CheckpointFolder& c = by_name[name];
     c.name = name;
-    c.signature += rest + ":" + std::to_string(f.value("size", int64_t{0})) + ";";
+    c.signature += rest + ":" + std::to_string(int_field(f, "size")) + ";";
     if (rest == "config.json") has_config[name] = true;
     const bool top = rest.find('/') == std::string::npos;
     const auto ends_with = [&](const char* tail) {
