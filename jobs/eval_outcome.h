@@ -2,7 +2,10 @@
 // the same whether the engine ran in the coordinator (eval_stage.h) or on a host
 // (eval_remote/remote_eval_stage.h): τ and friends become metrics and outputs, the
 // report is recorded as the eval.report event, a failed gate fails the stage.
-// io thread (it writes through the StageEnv).
+// The result is the host's word: JSON that is malformed, nested too deep, of the
+// wrong types or without a gate verdict fails the stage with a message naming the
+// field (never an exception, never a pass), and only a bounded part of the report
+// is stored. io thread (it writes through the StageEnv).
 #pragma once
 
 #include <string>
@@ -10,6 +13,15 @@
 #include "jobs/stage_runner.h"
 
 namespace ferry {
+
+/// What the eval.report event keeps of a report (the rest is dropped, and the
+/// report's "dropped" field says what): its first responses, and at most this many
+/// bytes in all.
+inline constexpr size_t kMaxStoredResponses = 1000;
+inline constexpr size_t kMaxStoredReportBytes = 32u << 20;
+/// Metrics kept per eval, and the length of a metric's name.
+inline constexpr size_t kMaxMetrics = 256;
+inline constexpr size_t kMaxMetricNameBytes = 100;
 
 /// `append_text`: also append the readable report to the stage's log (a worker on
 /// a host printed it into the job's log already). `cancelled`: the stage asked the

@@ -260,7 +260,15 @@ int cli_main(int argc, char** argv) {
     return kExitUsage;
   }
   if (c.db.empty()) c.db = Store::default_path();
-  return action ? action() : kExitUsage;
+  if (!action) return kExitUsage;
+  // The last line of defence: a command that meets data it cannot read (a stored
+  // report or a host's answer of an odd shape) says so and exits, never terminates.
+  try {
+    return action();
+  } catch (const std::exception& e) {
+    std::cerr << "ferry: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
 }
 
 }  // namespace ferry::cli

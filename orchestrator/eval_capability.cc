@@ -8,6 +8,7 @@
 #include "jobs/command/command_stage.h"
 #include "jobs/eval_remote/host_file_upload.h"
 #include "jobs/eval_remote/remote_eval_stage.h"
+#include "base/peer_json.h"
 #include "base/shell_quote.h"
 
 namespace ferry {
@@ -96,10 +97,10 @@ void EvalCapabilityCheck::run_check(const std::string& worker_dest) {
     std::istringstream lines(self->log_);
     std::string line, last;
     while (std::getline(lines, line)) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_object() && j.contains("libtorch") && o.exit_code == 0) {
-        j["can_run"] = true;
-        return self->finish(j);
+      auto j = parse_peer_json(line, "the eval worker's check");  // a host's line: bounded depth
+      if (j.ok() && j->is_object() && j->contains("libtorch") && o.exit_code == 0) {
+        (*j)["can_run"] = true;
+        return self->finish(std::move(*j));
       }
       if (!line.empty()) last = line;
     }

@@ -6,10 +6,13 @@
 #include <set>
 #include <sstream>
 
+#include "base/peer_json.h"
+#include "base/terminal_text.h"
 #include "orchestrator/eval_capability.h"
 #include "orchestrator/host_connection.h"
 #include "orchestrator/transport_factory.h"
 #include "orchestrator/workflow_paths.h"
+#include "transfer/copy_plan.h"
 #include "workflows/slurm_options.h"
 #include "workflows/template.h"
 
@@ -57,26 +60,32 @@ std::vector<std::string> eval_targets_on(const workflow::Workflow& wf, const std
   return out;
 }
 
+// Host strings reach the terminal shown, not obeyed (base/terminal_text.h).
+std::string shown(const nlohmann::json& j, const char* key, const std::string& fallback = "") {
+  return escape_controls(str_field(j, key, fallback));
+}
+
 std::string render_eval_row(const nlohmann::json& h) {
-  const auto& e = h["eval"];
+  const auto& e = obj_field(h, "eval");
   std::ostringstream out;
-  if (!e.value("can_run", false)) {
-    out << "evals: NO — " << e.value("why", std::string("unknown"));
-    if (e.contains("fix")) out << "; fix: " << e["fix"].get<std::string>();
+  if (!bool_field(e, "can_run")) {
+    out << "evals: NO — " << shown(e, "why", "unknown");
+    if (e.contains("fix")) out << "; fix: " << shown(e, "fix");
     return out.str();
   }
-  out << "evals: yes — libtorch " << e.value("libtorch", std::string("?")) << ", CPU";
-  for (const auto& f : e.value("cpu_flags", nlohmann::json::array())) out << " " << f.get<std::string>();
-  out << (e.value("bf16", false) ? " (BF16 in hardware)" : " (no BF16 in hardware: bfloat16 evals run slowly)") << ", "
-      << e.value("cores", 0) << " cores, " << e.value("cuda_devices", 0) << " CUDA device(s)";
-  double mem = h["info"].value("mem_total_bytes", 0.0);
-  for (const auto& m : h.value("eval_models", nlohmann::json::array())) {
-    double bytes = m.value("bytes", 0.0);
+  out << "evals: yes — libtorch " << shown(e, "libtorch", "?") << ", CPU";
+  for (const auto& f : arr_field(e, "cpu_flags")) {
+    if (f.is_string()) out << " " << escape_controls(f.get<std::string>());
+  }
+  out << (bool_field(e, "bf16") ? " (BF16 in hardware)" : " (no BF16 in hardware: bfloat16 evals run slowly)") << ", "
+      << int_field(e, "cores") << " cores, " << int_field(e, "cuda_devices") << " CUDA device(s)";
+  double mem = num_field(obj_field(h, "info"), "mem_total_bytes");
+  for (const auto& m : arr_field(h, "eval_models")) {
+    double bytes = num_field(m, "bytes");
     std::ostringstream size;
     size << std::fixed << std::setprecision(1) << bytes / (1024.0 * 1024) << " MiB";
-    out << "; model " << m.value("path", std::string()) << " " << (bytes < (1 << 30) ? size.str() : gib(bytes))
-        << " of " << gib(mem) << " memory"
-        << (bytes > mem ? " — DOES NOT FIT" : "");
+    out << "; model " << shown(m, "path") << " " << (bytes < (1 << 30) ? size.str() : gib(bytes)) << " of " << gib(mem)
+        << " memory" << (bytes > mem ? " — DOES NOT FIT" : "");
   }
   return out.str();
 }
@@ -129,9 +138,7 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
       ++pending;
       conns[i]->call("fs.list", {{"path", target}}, [&, i, target](Result<protocol::Frame> r) {
         if (r.ok()) {
-          int64_t bytes = 0;
-          for (const auto& f : r->header.value("files", nlohmann::json::array())) bytes += f.value("size", int64_t{0});
-          hosts[i]["eval_models"].push_back({{"path", target}, {"bytes", bytes}});
+          hosts[i]["eval_models"].push_back({{"path", target}, {"bytes", listed_bytes(r->header)}});
         }
         done_one();
       });
@@ -199,7 +206,7 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
       conns[i]->call("net.probe", args, [&, from_name, to_name = to.name](Result<protocol::Frame> r) {
         nlohmann::json row = {{"from", from_name}, {"to", to_name}};
         if (r.ok()) {
-          row["reachable"] = r->header.value("reachable", false);
+          row["reachable"] = bool_field(r->header, "reachable");
           if (r->header.contains("error")) row["error"] = r->header["error"];
         } else {
           row["reachable"] = nullptr;  // unknown: the source host itself is not reachable
@@ -228,31 +235,33 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
 
 std::string render_hosts_check(const nlohmann::json& report) {
   std::ostringstream out;
-  for (const auto& h : report["hosts"]) {
-    out << h["name"].get<std::string>() << " (" << h["transport"].get<std::string>()
-        << (h["address"].get<std::string>().empty() ? "" : " " + h["address"].get<std::string>()) << "): ";
-    if (!h.value("connected", false)) {
-      out << "UNREACHABLE — " << h.value("error", std::string("no answer")) << "\n";
+  for (const auto& h : arr_field(report, "hosts")) {
+    const std::string address = shown(h, "address");
+    out << shown(h, "name") << " (" << shown(h, "transport") << (address.empty() ? "" : " " + address) << "): ";
+    if (!bool_field(h, "connected")) {
+      out << "UNREACHABLE — " << shown(h, "error", "no answer") << "\n";
       continue;
     }
-    const auto& info = h["info"];
-    out << "ok, agent " << h["agent"].value("version", std::string("?")) << " on " << info.value("hostname", std::string("?"))
-        << ", " << info.value("cores", 0) << " cores, " << gib(info.value("mem_available_bytes", 0.0)) << " of "
-        << gib(info.value("mem_total_bytes", 0.0)) << " memory free, " << gib(info.value("disk_free_bytes", 0.0))
-        << " free in " << info.value("workdir", std::string()) << ", ";
-    if (info["gpus"].empty()) out << "no GPU";
-    for (const auto& g : info["gpus"]) out << g.value("name", std::string()) << " (" << g.value("memory", std::string()) << ") ";
+    const auto& info = obj_field(h, "info");
+    out << "ok, agent " << shown(obj_field(h, "agent"), "version", "?") << " on " << shown(info, "hostname", "?") << ", "
+        << int_field(info, "cores") << " cores, " << gib(num_field(info, "mem_available_bytes")) << " of "
+        << gib(num_field(info, "mem_total_bytes")) << " memory free, " << gib(num_field(info, "disk_free_bytes"))
+        << " free in " << shown(info, "workdir") << ", ";
+    const auto& gpus = arr_field(info, "gpus");
+    if (gpus.empty()) out << "no GPU";
+    for (const auto& g : gpus) out << shown(g, "name") << " (" << shown(g, "memory") << ") ";
     out << "\n";
     if (h.contains("eval")) out << "  " << render_eval_row(h) << "\n";
     if (h.contains("slurm")) out << "  " << render_slurm_row(h["slurm"]) << "\n";
   }
-  if (!report["reach"].empty()) {
+  const auto& reach = arr_field(report, "reach");
+  if (!reach.empty()) {
     out << "reachability (from → to):\n";
-    for (const auto& r : report["reach"]) {
-      std::string verdict = r["reachable"].is_null() ? "unknown" : r["reachable"].get<bool>() ? "reaches" : "cannot reach";
-      out << "  " << r["from"].get<std::string>() << " " << verdict << " " << r["to"].get<std::string>();
-      if (r.contains("error") && !r["reachable"].is_boolean()) out << " (" << r["error"].get<std::string>() << ")";
-      else if (r.contains("error")) out << " (" << r["error"].get<std::string>() << ")";
+    for (const auto& r : reach) {
+      const auto& reachable = any_field(r, "reachable");
+      std::string verdict = !reachable.is_boolean() ? "unknown" : reachable.get<bool>() ? "reaches" : "cannot reach";
+      out << "  " << shown(r, "from") << " " << verdict << " " << shown(r, "to");
+      if (!str_field(r, "error").empty()) out << " (" << shown(r, "error") << ")";
       out << "\n";
     }
   }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "base/peer_json.h"
 #include "protocol/frame.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_manifest.h"
@@ -208,6 +209,15 @@ int64_t queue_missing_chunks(CopyFile* f, int64_t chunk_size, const std::functio
     }
   }
   return there;
+}
+
+int64_t listed_bytes(const nlohmann::json& reply) {
+  int64_t total = 0;
+  for (const auto& f : arr_field(reply, "files")) {
+    const int64_t size = std::max<int64_t>(0, int_field(f, "size"));
+    total = size > std::numeric_limits<int64_t>::max() - total ? std::numeric_limits<int64_t>::max() : total + size;
+  }
+  return total;
 }
 
 std::map<int64_t, std::string> chunk_map_from_json(const nlohmann::json& j) {

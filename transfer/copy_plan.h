@@ -126,6 +126,10 @@ std::vector<int64_t> held_indices(std::initializer_list<const std::map<int64_t, 
 int64_t queue_missing_chunks(CopyFile* f, int64_t chunk_size, const std::function<bool(int64_t)>& lacks,
                              const std::function<void(int64_t)>& queue);
 
+/// The bytes the files of an fs.list reply hold, read defensively (a host's word):
+/// sizes that are not non-negative integers count 0, and the sum saturates.
+int64_t listed_bytes(const nlohmann::json& reply);
+
 /// {index: hash} as the agent's replies carry it (fs.hash "chunks", recv.begin "have").
 std::map<int64_t, std::string> chunk_map_from_json(const nlohmann::json& j);
 nlohmann::json chunk_map_to_json(const std::map<int64_t, std::string>& m);

@@ -4,6 +4,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "base/peer_json.h"
 #include "protocol/frame.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_plan.h"
@@ -58,11 +59,10 @@ void HostFileUpload::begin() {
       if (transient(r.status())) return self->retry([self] { self->begin(); });
       return self->finish(r.status());
     }
-    if (r->header.value("complete", false)) return self->finish(Status());  // already there
+    if (bool_field(r->header, "complete")) return self->finish(Status());  // already there
     self->have_.assign(self->hashes_.size(), false);  // what the host's part file holds now
-    for (auto& [k, h] : r->header.value("have", nlohmann::json::object()).items()) {
-      size_t i = static_cast<size_t>(std::stoll(k));
-      if (i < self->hashes_.size() && h == self->hashes_[i]) self->have_[i] = true;
+    for (auto& [i, h] : chunk_map_from_json(obj_field(r->header, "have"))) {
+      if (i >= 0 && static_cast<size_t>(i) < self->hashes_.size() && h == self->hashes_[i]) self->have_[i] = true;
     }
     self->send(0);
   });
@@ -104,13 +104,14 @@ void HostFileUpload::commit() {
       if (transient(r.status())) return self->retry([self] { self->begin(); });
       return self->begin_again(r.status());
     }
-    if (!r->header.value("committed", false)) {
+    if (!bool_field(r->header, "committed")) {
       // Chunks that went bad on the host's disk: send them again, a few times.
       if (++self->recommits_ > kMaxRecommits) {
         return self->finish(data_loss("uploading " + self->file_.dest + ": " +
-                                      r->header.value("error", std::string("chunks failed verification"))));
+                                      str_field(r->header, "error", "chunks failed verification")));
       }
-      for (int64_t i : r->header.value("bad", std::vector<int64_t>{})) {
+      for (const auto& bad : arr_field(r->header, "bad")) {
+        const int64_t i = bad.is_number_integer() ? bad.get<int64_t>() : -1;
         if (i >= 0 && static_cast<size_t>(i) < self->have_.size()) self->have_[static_cast<size_t>(i)] = false;
       }
       return self->send(0);

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <boost/asio/steady_timer.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
+#include "base/peer_json.h"
 #include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/eval_outcome.h"
@@ -15,6 +17,7 @@
 #include "jobs/eval_remote/host_file_upload.h"
 #include "jobs/log_tap_env.h"
 #include "transfer/chunk_files.h"
+#include "transfer/copy_plan.h"
 
 namespace ferry {
 namespace {
@@ -104,7 +107,7 @@ void RemoteEvalStage::check_memory() {
     self->ship_prompts();
   };
   env_.call_agent(spec_.host, "host.info", nlohmann::json::object(), [host_memory, one_done](Result<protocol::Frame> r) {
-    if (r.ok()) *host_memory = r->header.value("mem_total_bytes", int64_t{0});
+    if (r.ok()) *host_memory = int_field(r->header, "mem_total_bytes");
     one_done();
   });
   for (const char* key : {"target", "drafter", "reference"}) {
@@ -114,11 +117,8 @@ void RemoteEvalStage::check_memory() {
     env_.call_agent(spec_.host, "fs.list", {{"path", path}},
                     [total, listed, one_done, key = std::string(key)](Result<protocol::Frame> r) {
                       if (r.ok()) {
-                        int64_t bytes = 0;
-                        for (const auto& f : r->header.value("files", nlohmann::json::array())) {
-                          bytes += f.value("size", int64_t{0});
-                        }
-                        *total += bytes;
+                        const int64_t bytes = listed_bytes(r->header);
+                        *total = std::min(*total, INT64_MAX - bytes) + bytes;  // saturates
                         listed->push_back(key + " " + gib_text(bytes));
                       }
                       one_done();
@@ -188,8 +188,15 @@ void RemoteEvalStage::on_job_done(StageOutcome o) {
       }
       return self->fail("reading the eval result on " + self->spec_.host + ": " + r.status().message());
     }
-    if (!r->header.value("exists", false)) return self->fail(self->cannot_run_reason(self->job_outcome_));
-    self->read_result(r->header.value("size", int64_t{0}), "");
+    if (!bool_field(r->header, "exists")) return self->fail(self->cannot_run_reason(self->job_outcome_));
+    const int64_t size = int_field(r->header, "size", -1);
+    if (size < 0) return self->fail("the eval result on " + self->spec_.host + " has no size (a bad fs.stat reply)");
+    if (size > kMaxResultBytes) {
+      return self->fail("the eval result on " + self->spec_.host + " is " + std::to_string(size) +
+                        " bytes, more than the " + std::to_string(kMaxResultBytes >> 20) +
+                        " MiB an eval result may hold (" + self->result_path_ + ")");
+    }
+    self->read_result(size, "");
   });
 }
 
@@ -213,7 +220,15 @@ void RemoteEvalStage::read_result(int64_t size, std::string sofar) {
       }
       return self->fail("reading the eval result on " + self->spec_.host + ": " + r.status().message());
     }
-    if (xxh128_hex(r->body.data(), r->body.size()) != r->header.value("hash", std::string())) {
+    // Each read must bring 1..len bytes: an empty one would never end, a longer one
+    // would outgrow the size checked above.
+    const int64_t len = std::min(kResultPiece, size - static_cast<int64_t>(sofar.size()));
+    if (r->body.empty() || static_cast<int64_t>(r->body.size()) > len) {
+      return self->fail("reading the eval result on " + self->spec_.host + ": asked for " + std::to_string(len) +
+                        " bytes at offset " + std::to_string(sofar.size()) + ", got " +
+                        std::to_string(r->body.size()) + " (was it truncated while read?)");
+    }
+    if (xxh128_hex(r->body.data(), r->body.size()) != str_field(r->header, "hash")) {
       return self->fail("the eval result read from " + self->spec_.host + " does not match its hash");
     }
     sofar += r->body;

@@ -63,6 +63,9 @@ class RemoteEvalStage : public StageRunner, public std::enable_shared_from_this<
   static constexpr int kRetryMs = 1000;
   static constexpr size_t kLogTailLines = 20;
   static constexpr int64_t kResultPiece = 8 << 20;
+  /// A result past this is refused before any of it is read (the engine's reports
+  /// are a few MiB with thousands of responses).
+  static constexpr int64_t kMaxResultBytes = int64_t{256} << 20;
 
  private:
   void install_worker();

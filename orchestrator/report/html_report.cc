@@ -1,5 +1,6 @@
 #include "orchestrator/report/html_report.h"
 
+#include "base/peer_json.h"
 #include "orchestrator/report/html_escape.h"
 #include "orchestrator/report/svg_chart.h"
 #include "orchestrator/report/timeline_chart.h"
@@ -14,7 +15,7 @@ constexpr const char* kCandidateColor = "#3b7dd8";
 constexpr const char* kReferenceColor = "#e08a2c";
 
 // Every fetch forbidden: the page is whole as written, and a test can tell if not.
-constexpr const char* kPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+constexpr const char* kPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'";
 
 constexpr const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1000px;color:#222;padding:0 12px}
@@ -40,11 +41,6 @@ std::string str(const json& j, const char* key) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
-double dbl(const json& j, const char* key, double fallback = 0) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
 std::string clock(int64_t ms) { return ms <= 0 ? "-" : local_time(ms, "%Y-%m-%d %H:%M:%S"); }
 
 std::string seconds(double ms) { return format_number(ms / 1000.0, "%.1f") + " s"; }
@@ -66,7 +62,7 @@ std::string state_cell(const std::string& state) {
 
 std::string header(const json& run, int64_t generated_ms) {
   std::string s = "<h1>ferry run " + e(str(run, "id")) + "</h1>";
-  int64_t created = run.value("created_ms", int64_t{0}), ended = run.value("ended_ms", int64_t{0});
+  int64_t created = int_field(run, "created_ms"), ended = int_field(run, "ended_ms");
   s += "<div class=\"sub\">workflow <code>" + e(str(run, "workflow")) + "</code> · <span class=\"state-" +
        e(str(run, "state")) + "\">" + e(str(run, "state")) + "</span> · started " + e(clock(created));
   if (ended > 0) s += " · took " + e(seconds(static_cast<double>(ended - created)));
@@ -80,15 +76,15 @@ std::string stages_section(const json& run, int64_t generated_ms) {
   s += "<table><tr><th>stage</th><th>kind</th><th>host</th><th>state</th><th class=\"num\">attempts</th>"
        "<th class=\"num\">drops</th><th class=\"num\">duration</th><th>result</th></tr>";
   for (const auto& st : run["stages"]) {
-    int64_t started = st.value("started_ms", int64_t{0}), ended = st.value("ended_ms", int64_t{0});
+    int64_t started = int_field(st, "started_ms"), ended = int_field(st, "ended_ms");
     std::string result = str(st, "error");
     if (st.contains("exit_code") && st["exit_code"].is_number()) {
       result = "exit " + st["exit_code"].dump() + (result.empty() ? "" : ": " + result);
     }
     s += "<tr><td>" + e(str(st, "name")) + "</td><td>" + e(str(st, "kind")) + "</td><td>" + e(str(st, "host")) +
          "</td>" + state_cell(str(st, "state")) + "<td class=\"num\">" +
-         std::to_string(st.value("attempts", json::array()).size()) + "</td><td class=\"num\">" +
-         std::to_string(st.value("drops", json::array()).size()) + "</td><td class=\"num\">" +
+         std::to_string(arr_field(st, "attempts").size()) + "</td><td class=\"num\">" +
+         std::to_string(arr_field(st, "drops").size()) + "</td><td class=\"num\">" +
          (started > 0 && ended > 0 ? e(seconds(static_cast<double>(ended - started))) : "-") + "</td><td>" + e(result) +
          "</td></tr>";
   }
@@ -122,7 +118,7 @@ std::string tau_curve(const json& evals) {
   double i = 0;
   for (const auto& p : evals) {
     double x = all_steps ? p["step"].get<double>() : ++i;
-    cand.points.push_back({x, dbl(p, "tau")});
+    cand.points.push_back({x, num_field(p, "tau")});
     if (p["reference_tau"].is_number()) ref.points.push_back({x, p["reference_tau"].get<double>()});
   }
   ChartFrame f;
@@ -150,9 +146,9 @@ ChartSeries indexed_series(const std::string& name, const char* color, const jso
 // The candidate's series for one field of a DecodeRun, and the reference's if it ran.
 std::vector<ChartSeries> both_runs(const json& ev, const char* field) {
   std::vector<ChartSeries> out = {
-      indexed_series("candidate", kCandidateColor, ev.value("candidate", json::object()).value(field, json()))};
-  const json ref = ev.value("reference_run", json());
-  if (ref.is_object()) out.push_back(indexed_series("reference", kReferenceColor, ref.value(field, json())));
+      indexed_series("candidate", kCandidateColor, any_field(obj_field(ev, "candidate"), field))};
+  const json ref = any_field(ev, "reference_run");
+  if (ref.is_object()) out.push_back(indexed_series("reference", kReferenceColor, any_field(ref, field)));
   return out;
 }
 
@@ -179,14 +175,14 @@ std::string acceptance_charts(const json& ev) {
 std::string diff_section(const json& diff) {
   if (!diff.is_object()) return "";
   std::string s = "<h3>Drafter vs reference</h3><table><tr><th>config field</th><th>candidate</th><th>reference</th></tr>";
-  for (const auto& f : diff.value("fields", json::array())) {
-    bool differs = f.value("differs", false);
+  for (const auto& f : arr_field(diff, "fields")) {
+    bool differs = bool_field(f, "differs");
     s += std::string("<tr") + (differs ? " class=\"differs\"" : "") + "><td>" + e(str(f, "name")) + "</td><td>" +
          e(str(f, "candidate")) + "</td><td>" + e(str(f, "reference")) + "</td></tr>";
   }
   s += "</table><table><tr><th>tensor</th><th>issue</th><th>candidate</th><th>reference</th>"
        "<th class=\"num\">relative distance</th></tr>";
-  for (const auto& t : diff.value("tensors", json::array())) {
+  for (const auto& t : arr_field(diff, "tensors")) {
     std::string issue = str(t, "issue");
     s += std::string("<tr") + (issue.empty() || issue == "none" ? "" : " class=\"differs\"") + "><td>" +
          e(str(t, "name")) + "</td><td>" + e(issue) + "</td><td>" + e(str(t, "candidate")) + "</td><td>" +
@@ -222,10 +218,10 @@ std::string marked_response(const json& r) {
 }
 
 std::string responses_section(const json& ev) {
-  const json rs = ev.value("responses", json::array());
+  const json rs = arr_field(ev, "responses");
   if (rs.empty()) return "";
   const json ref_taus = ev.contains("reference_run") && ev["reference_run"].is_object()
-                            ? ev["reference_run"].value("response_taus", json::array())
+                            ? arr_field(ev["reference_run"], "response_taus")
                             : json::array();
   std::string s = "<h3>Per prompt</h3><p class=\"sub\">highlighted: tokens that came from accepted drafts</p>"
                   "<table id=\"responses\"><tr><th class=\"num\">line</th><th class=\"num\">τ</th>"
@@ -236,7 +232,7 @@ std::string responses_section(const json& ev) {
                            ? (r["matches_baseline"].get<bool>() ? "yes" : "NO")
                            : "-";
     s += "<tr class=\"response\"><td class=\"num\">" + e(str(r, "line")) + "</td><td class=\"num\">" +
-         format_number(dbl(r, "tau"), "%.2f") + "</td><td class=\"num\">" +
+         format_number(num_field(r, "tau"), "%.2f") + "</td><td class=\"num\">" +
          (i < ref_taus.size() && ref_taus[i].is_number() ? format_number(ref_taus[i].get<double>(), "%.2f") : "-") +
          "</td><td>" + same + "</td><td class=\"text\">" + marked_response(r) + "</td></tr>";
   }
@@ -248,21 +244,21 @@ std::string eval_section(const json& report) {
   const json& ev = report["eval"];
   if (evals.empty() || !ev.is_object()) return "";
   std::string s = "<h2>Eval</h2>";
-  const json cand = ev.value("candidate", json::object());
-  s += "<div class=\"cards\">" + card(format_number(dbl(cand, "tau"), "%.3f"), "τ candidate");
+  const json cand = obj_field(ev, "candidate");
+  s += "<div class=\"cards\">" + card(format_number(num_field(cand, "tau"), "%.3f"), "τ candidate");
   if (ev.contains("reference_run") && ev["reference_run"].is_object()) {
-    s += card(format_number(dbl(ev["reference_run"], "tau"), "%.3f"), "τ reference");
+    s += card(format_number(num_field(ev["reference_run"], "tau"), "%.3f"), "τ reference");
   }
   if (ev.contains("ratio_to_reference") && ev["ratio_to_reference"].is_number()) {
     s += card(format_number(ev["ratio_to_reference"].get<double>(), "%.3f"), "ratio to reference");
   }
-  if (dbl(ev, "speedup") > 0) s += card(format_number(dbl(ev, "speedup"), "%.2f") + "×", "speedup over plain decoding");
-  if (dbl(ev, "reference_speedup") > 0) {
-    s += card(format_number(dbl(ev, "reference_speedup"), "%.2f") + "×", "reference speedup");
+  if (num_field(ev, "speedup") > 0) s += card(format_number(num_field(ev, "speedup"), "%.2f") + "×", "speedup over plain decoding");
+  if (num_field(ev, "reference_speedup") > 0) {
+    s += card(format_number(num_field(ev, "reference_speedup"), "%.2f") + "×", "reference speedup");
   }
   s += card(std::to_string(evals.size()), evals.size() == 1 ? "checkpoint evaluated" : "checkpoints evaluated");
   s += "</div>";
-  bool passed = ev.value("gate_passed", true);
+  bool passed = bool_field(ev, "gate_passed");
   s += std::string("<p>gate: <span class=\"") + (passed ? "gate-pass\">passed" : "gate-fail\">FAILED") + "</span>" +
        (str(ev, "gate_message").empty() ? "" : " — " + e(str(ev, "gate_message"))) + "</p>";
   s += tau_curve(evals);
@@ -270,20 +266,20 @@ std::string eval_section(const json& report) {
        "<th class=\"num\">speedup</th><th>gate</th></tr>";
   for (const auto& p : evals) {
     s += "<tr class=\"checkpoint\"><td class=\"num\">" + e(str(p, "step")) + "</td><td>" + e(str(p, "drafter")) +
-         "</td><td class=\"num\">" + format_number(dbl(p, "tau"), "%.3f") + "</td><td class=\"num\">" +
+         "</td><td class=\"num\">" + format_number(num_field(p, "tau"), "%.3f") + "</td><td class=\"num\">" +
          (p["reference_tau"].is_number() ? format_number(p["reference_tau"].get<double>(), "%.3f") : "-") +
-         "</td><td class=\"num\">" + format_number(dbl(p, "speedup"), "%.2f") + "×</td><td>" +
-         (p.value("gate_passed", true) ? "passed" : "failed") + "</td></tr>";
+         "</td><td class=\"num\">" + format_number(num_field(p, "speedup"), "%.2f") + "×</td><td>" +
+         (bool_field(p, "gate_passed") ? "passed" : "failed") + "</td></tr>";
   }
   s += "</table>";
-  s += "<h3>Newest eval (stage " + e(report.value("eval_stage", std::string())) + ", drafter <code>" +
+  s += "<h3>Newest eval (stage " + e(str_field(report, "eval_stage")) + ", drafter <code>" +
        e(str(ev, "drafter")) + "</code>)</h3>";
   s += acceptance_charts(ev);
   s += "<p class=\"sub\">target <code>" + e(str(ev, "target")) + "</code> (" + e(str(ev, "target_architecture")) +
        "), reference <code>" + e(str(ev, "reference")) + "</code>, " + e(str(ev, "prompt_count")) +
        " prompts, block " + e(str(ev, "block_size")) + ", up to " + e(str(ev, "max_new_tokens")) + " new tokens, " +
        e(str(ev, "dtype")) + " on " + e(str(ev, "device")) + "</p>";
-  s += diff_section(ev.value("diff", json()));
+  s += diff_section(any_field(ev, "diff"));
   s += responses_section(ev);
   return s;
 }
@@ -292,14 +288,14 @@ std::string eval_section(const json& report) {
 
 std::string render_html_report(const json& report) {
   const json& run = report["run"];
-  const int64_t generated = report.value("generated_ms", int64_t{0});
+  const int64_t generated = int_field(report, "generated_ms");
   std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   s += std::string("<meta http-equiv=\"Content-Security-Policy\" content=\"") + kPolicy + "\">";
   s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   s += "<title>ferry report " + e(str(run, "id")) + "</title><style>" + kStyle + "</style></head><body>\n";
   s += header(run, generated);
   s += stages_section(run, generated);
-  s += copies_section(report.value("copies", json::array()));
+  s += copies_section(arr_field(report, "copies"));
   s += eval_section(report);
   s += "\n</body></html>\n";
   return s;

@@ -29,8 +29,12 @@ std::vector<MetricRow> metric_rows(const nlohmann::json& report) {
   return rows;
 }
 
-// RFC 4180: quoted when it holds a comma, quote or line break.
-std::string csv_field(const std::string& s) {
+// RFC 4180: quoted when it holds a comma, quote or line break. A cell a
+// spreadsheet would run as a formula (= + - @, or a tab or CR first) gets a
+// leading ' (OWASP's CSV injection advice): names come from hosts.
+std::string csv_field(const std::string& cell) {
+  const bool formula = !cell.empty() && std::string("=+-@\t\r").find(cell[0]) != std::string::npos;
+  const std::string s = formula ? "'" + cell : cell;
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);

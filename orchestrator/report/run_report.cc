@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 
+#include "base/peer_json.h"
 #include "jobs/states.h"
 #include "orchestrator/status_view.h"
 
@@ -20,19 +21,14 @@ nlohmann::json attempt_json(const AttemptRecord& a) {
           {"error", a.error}};
 }
 
-double number_or(const nlohmann::json& j, const char* key, double fallback) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
 // One copy stage: what its last copy.started said (route, why, size) and what it measured.
 nlohmann::json copy_json(const StageRecord& s, const std::vector<EventRecord>& events) {
   nlohmann::json c = {{"stage", s.name}, {"state", state_name(s.state)}, {"attempts", s.attempt}, {"route", ""}, {"reason", ""}};
   for (const auto& e : events) {
     if (e.type != "copy.started") continue;
-    c["route"] = e.detail.value("route", std::string());
-    c["reason"] = e.detail.value("reason", std::string());
-    c["files"] = e.detail.value("files", 0);
+    c["route"] = str_field(e.detail, "route");
+    c["reason"] = str_field(e.detail, "reason");
+    c["files"] = int_field(e.detail, "files");
   }
   auto metric = [&](const char* k) {
     auto it = s.metrics.find(k);
@@ -50,21 +46,21 @@ std::vector<nlohmann::json> checkpoint_copies(const StageRecord& s, const std::v
   std::vector<nlohmann::json> out;
   std::map<std::string, nlohmann::json> started;
   for (const auto& e : events) {
-    const std::string checkpoint = e.detail.value("checkpoint", std::string());
+    const std::string checkpoint = str_field(e.detail, "checkpoint");
     if (checkpoint.empty()) continue;
     if (e.type == "copy.started") started[checkpoint] = e.detail;
     if (e.type != "copy.finished") continue;
     const nlohmann::json& st = started[checkpoint];
-    const double sent = number_or(e.detail, "bytes_sent", 0), secs = number_or(e.detail, "seconds", 0);
+    const double sent = num_field(e.detail, "bytes_sent", 0), secs = num_field(e.detail, "seconds", 0);
     out.push_back({{"stage", s.name + " · " + checkpoint},
-                   {"state", e.detail.value("state", std::string())},
-                   {"attempts", e.detail.value("attempt", 0)},
-                   {"route", st.value("route", std::string())},
-                   {"reason", st.value("reason", std::string())},
-                   {"files", st.value("files", 0)},
-                   {"bytes_total", number_or(st, "bytes", sent)},
+                   {"state", str_field(e.detail, "state")},
+                   {"attempts", int_field(e.detail, "attempt")},
+                   {"route", str_field(st, "route")},
+                   {"reason", str_field(st, "reason")},
+                   {"files", int_field(st, "files")},
+                   {"bytes_total", num_field(st, "bytes", sent)},
                    {"bytes_sent", sent},
-                   {"bytes_resent", number_or(e.detail, "bytes_resent", 0)},
+                   {"bytes_resent", num_field(e.detail, "bytes_resent", 0)},
                    {"bytes_already_there", nullptr},
                    {"seconds", secs},
                    {"mib_per_s", secs > 0 ? nlohmann::json(sent / secs / (1 << 20)) : nlohmann::json()}});
@@ -77,7 +73,7 @@ std::vector<nlohmann::json> checkpoint_copies(const StageRecord& s, const std::v
 std::optional<int64_t> checkpoint_step(const nlohmann::json& detail) {
   auto step = detail.find("step");
   if (step != detail.end() && step->is_number_integer()) return step->get<int64_t>();
-  std::string path = detail.value("drafter", std::string());
+  std::string path = str_field(detail, "drafter");
   static const std::regex kStepInPath(R"((?:^|/)(?:checkpoint|step)[-_]([0-9]{1,15})(?:/|$))");
   std::smatch m;
   if (std::regex_search(path, m, kStepInPath)) return std::stoll(m[1].str());
@@ -114,8 +110,8 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
     for (const auto& a : *attempts) att.push_back(attempt_json(a));
     for (const auto& e : mine) {
       if (e.type == "host.disconnected") {
-        drops.push_back({{"ts_ms", e.ts_ms}, {"host", e.detail.value("host", std::string())},
-                         {"why", e.detail.value("why", std::string())}});
+        drops.push_back({{"ts_ms", e.ts_ms}, {"host", str_field(e.detail, "host")},
+                         {"why", str_field(e.detail, "why")}});
       } else if (e.type == "host.reconnected" && !drops.empty() && !drops.back().contains("reconnected_ms")) {
         drops.back()["reconnected_ms"] = e.ts_ms;
       }
@@ -124,7 +120,7 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
     stage_rows[i]["drops"] = drops;
     nlohmann::json evaluated = nlohmann::json::array();  // when each eval's report came in (a watch has several)
     for (const auto& e : mine) {
-      if (e.type == "eval.report") evaluated.push_back({{"ts_ms", e.ts_ms}, {"checkpoint", e.detail.value("checkpoint", std::string())}});
+      if (e.type == "eval.report") evaluated.push_back({{"ts_ms", e.ts_ms}, {"checkpoint", str_field(e.detail, "checkpoint")}});
     }
     stage_rows[i]["evaluated"] = evaluated;
     if (s.kind == "copy") copies.push_back(copy_json(s, mine));
@@ -133,20 +129,20 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
       if (e.type != "eval.report" || !e.detail.is_object()) continue;
       const auto& d = e.detail;
       nlohmann::json point = {{"stage", s.name},
-                              {"attempt", d.value("attempt", 0)},
+                              {"attempt", int_field(d, "attempt")},
                               {"ts_ms", e.ts_ms},
-                              {"drafter", d.value("drafter", std::string())},
-                              {"reference", d.value("reference", std::string())},
-                              {"tau", number_or(d.value("candidate", nlohmann::json::object()), "tau", 0)},
-                              {"gate_passed", d.value("gate_passed", true)}};
+                              {"drafter", str_field(d, "drafter")},
+                              {"reference", str_field(d, "reference")},
+                              {"tau", num_field(obj_field(d, "candidate"), "tau", 0)},
+                              {"gate_passed", bool_field(d, "gate_passed")}};
       auto step = checkpoint_step(d);
       point["step"] = step ? nlohmann::json(*step) : nlohmann::json();
       if (d.contains("reference_run") && d["reference_run"].is_object()) {
-        point["reference_tau"] = number_or(d["reference_run"], "tau", 0);
+        point["reference_tau"] = num_field(d["reference_run"], "tau", 0);
       } else {
         point["reference_tau"] = nullptr;
       }
-      point["speedup"] = number_or(d, "speedup", 0);
+      point["speedup"] = num_field(d, "speedup", 0);
       point["ratio_to_reference"] = d.contains("ratio_to_reference") ? d["ratio_to_reference"] : nlohmann::json();
       if (d.contains("content_hash")) point["content_hash"] = d["content_hash"];
       evals.push_back(point);

@@ -7,21 +7,30 @@
 // never ends), and runs the shell command LYING_AGENT_ON_READ (when set) once, as
 // the first fs.read passes (a source that changes during the copy), or the first
 // request of the op LYING_AGENT_ON_OP when that is set (a destination agent: the
-// first recv.write of a direct push). For any other
-// workdir it simply becomes the real agent.
+// first recv.write of a direct push). With LYING_AGENT_EMPTY_READS set, every
+// fs.read reply comes back with an empty body and the empty body's hash (a reader
+// that never advances). For any other workdir it simply becomes the real agent.
 // Everything else passes untouched.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/file_hash.h"
 #include "protocol/frame.h"
 
 namespace {
+
+// Ids of fs.read requests not answered yet (LYING_AGENT_EMPTY_READS): the request
+// thread adds them, the reply loop takes them.
+std::mutex reads_mu;
+std::set<uint32_t> reads;
 
 bool write_all(int fd, const std::string& s) {
   size_t done = 0;
@@ -67,6 +76,7 @@ int main(int argc, char** argv) {
   const std::string hold_op = env_or_empty("LYING_AGENT_HOLD_OP");
   const std::string on_read = env_or_empty("LYING_AGENT_ON_READ");
   const std::string on_op = env_or_empty("LYING_AGENT_ON_OP").empty() ? "fs.read" : env_or_empty("LYING_AGENT_ON_OP");
+  const bool empty_reads = !env_or_empty("LYING_AGENT_EMPTY_READS").empty();
   int to_child[2], from_child[2];
   if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) return 1;
   pid_t child = ::fork();
@@ -81,13 +91,13 @@ int main(int argc, char** argv) {
   ::close(to_child[0]);
   ::close(from_child[1]);
   // Requests go to the real agent as they are, but for the held op.
-  std::thread forward([in = to_child[1], hold_op, on_read, on_op] {
+  std::thread forward([in = to_child[1], hold_op, on_read, on_op, empty_reads] {
     char buf[1 << 16];
     ferry::protocol::FrameDecoder requests;
     for (;;) {
       ssize_t n = ::read(0, buf, sizeof buf);
       if (n <= 0) break;
-      if (hold_op.empty() && on_read.empty()) {
+      if (hold_op.empty() && on_read.empty() && !empty_reads) {
         if (!write_all(in, std::string(buf, static_cast<size_t>(n)))) break;
         continue;
       }
@@ -97,6 +107,10 @@ int main(int argc, char** argv) {
         if (!frame.ok() || !frame->has_value()) break;
         std::string op = (**frame).header.value("op", "");
         if (!hold_op.empty() && op == hold_op) continue;
+        if (empty_reads && op == "fs.read") {
+          std::lock_guard<std::mutex> lock(reads_mu);
+          reads.insert((**frame).request_id);
+        }
         static bool ran = false;
         if (!on_read.empty() && op == on_op && !ran) {
           ran = true;
@@ -119,6 +133,13 @@ int main(int argc, char** argv) {
       auto frame = decoder.next();
       if (!frame.ok() || !frame->has_value()) break;
       ferry::protocol::Frame f = std::move(**frame);
+      if (empty_reads && f.type == ferry::protocol::FrameType::kReply) {
+        std::lock_guard<std::mutex> lock(reads_mu);
+        if (reads.erase(f.request_id) > 0) {
+          f.body.clear();
+          f.header["hash"] = ferry::xxh128_hex(f.body.data(), 0);
+        }
+      }
       if (!lie.empty() && f.type == ferry::protocol::FrameType::kReply && f.header.contains("files") &&
           f.header["files"].is_array()) {
         nlohmann::json entry = {{"path", lie}, {"size", 0}, {"mode", 0644}};

@@ -126,5 +126,26 @@ stages:
   EXPECT_NE(shown.find("running"), std::string::npos) << shown;
 }
 
+// A stored eval report whose fields have other types (an old or hostile host's
+// result, review 3 N6): `ferry report` writes the page and shows the eval as what
+// it is, a report without a verdict, instead of aborting on a type error.
+TEST_F(CliTest, ReportOfAMalformedStoredEvalWritesThePage) {
+  auto r = ferry({"run", workflow("name: odd\nstages:\n  s:\n    run: 'true'\n")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string detail =
+      R"({"attempt":"one","drafter":7,"candidate":"x","reference_run":{"response_taus":5,"tau":"2"},)"
+      R"("gate_passed":1,"diff":{"fields":[1,"a"],"tensors":{}},"responses":"many"})";
+  auto put = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"),
+                                   "INSERT INTO events(run_id, stage, ts_ms, type, detail) VALUES "
+                                   "('odd-1', 's', 1, 'eval.report', '" + detail + "')"});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  auto page = ferry({"report", "odd-1", "-o", work_.file("odd.html")});
+  EXPECT_EQ(page.exit_code, 0) << page.out << page.err;  // not 128+SIGABRT (terminate)
+  std::string html = read_text(work_.file("odd.html"));
+  EXPECT_NE(html.find("gate-fail"), std::string::npos) << "no verdict is no pass\n" << html;
+  auto json = ferry({"report", "odd-1", "--json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+}
+
 }  // namespace
 }  // namespace ferry

@@ -32,6 +32,19 @@ TEST(HtmlEscapeTest, MarkupQuotesAndBadBytesCannotLeaveTheText) {
   EXPECT_EQ(report::html_escape(std::string("a\xff" "b\x01" "c\xe2\x82", 7)), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
+// F5..FF start no UTF-8 sequence (nor do C0, C1 and a lone continuation byte):
+// each is replaced, and the bytes after it are judged on their own.
+TEST(HtmlEscapeTest, LeadBytesF5ToFFAreReplaced) {
+  const std::string kBad = "\xEF\xBF\xBD";
+  for (int lead = 0xF5; lead <= 0xFF; ++lead) {
+    SCOPED_TRACE(lead);
+    std::string in = std::string(1, static_cast<char>(lead)) + "\x80\x80\x80";
+    EXPECT_EQ(report::html_escape(in), kBad + kBad + kBad + kBad);
+  }
+  EXPECT_EQ(report::html_escape("\xC0\xAF\xC1\xBF\x80"), kBad + kBad + kBad + kBad + kBad);
+  EXPECT_EQ(report::html_escape("\xF4\x8F\xBF\xBF"), "\xF4\x8F\xBF\xBF") << "U+10FFFF stays";
+}
+
 TEST(NiceTicksTest, RoundStepsCoverTheRange) {
   EXPECT_EQ(report::nice_ticks(0, 2.7, 5), (std::vector<double>{0, 1, 2, 3}));
   EXPECT_EQ(report::nice_ticks(0, 1000, 4), (std::vector<double>{0, 500, 1000}));
@@ -154,6 +167,38 @@ TEST_F(RunReportTest, MetricsExportHasStageMetricsAndTauPerStep) {
   EXPECT_EQ(lines, count(csv, "\n") - 1) << "the same rows, less the header";
   auto first = json::parse(jsonl.substr(0, jsonl.find('\n')));
   EXPECT_EQ(first["run"], "wf-1");
+}
+
+// Metric names come from hosts: a cell a spreadsheet would run as a formula is
+// text with a leading ' (and still quoted where RFC 4180 needs it).
+TEST_F(RunReportTest, MetricsExportNeutralizesFormulaCells) {
+  ASSERT_TRUE(store_->set_metrics("wf-1", "ship", {{"=HYPERLINK(\"http://x\",\"y\")", 1}, {"@SUM(A1)", 2},
+                                                   {"+1", 3}, {"-1", 4}, {"plain", 5}}).ok());
+  auto r = report::collect_run_report(*store_, "wf-1");
+  ASSERT_TRUE(r.ok());
+  const std::string csv = report::metrics_csv(*r);
+  EXPECT_NE(csv.find("\nwf-1,ship,,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nwf-1,ship,,'@SUM(A1),2\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nwf-1,ship,,'+1,3\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nwf-1,ship,,'-1,4\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nwf-1,ship,,plain,5\n"), std::string::npos) << csv;
+}
+
+// A stored eval whose fields have other types is shown, not thrown: it counts as
+// an eval without a verdict (failed), its odd parts as empty.
+TEST_F(RunReportTest, AMalformedStoredEvalIsShownAsFailedNotThrown) {
+  ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report",
+                                {{"attempt", "one"}, {"drafter", 7}, {"candidate", "x"}, {"gate_passed", 1},
+                                 {"reference_run", {{"response_taus", 5}, {"tau", "2"}}},
+                                 {"diff", {{"fields", {1, "a"}}, {"tensors", json::object()}}}, {"responses", "many"}})
+                  .ok());
+  auto r = report::collect_run_report(*store_, "wf-1");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ((*r)["evals"].size(), 4u);
+  EXPECT_EQ((*r)["evals"][3]["gate_passed"], false) << "no boolean verdict is no pass";
+  std::string page;
+  EXPECT_NO_THROW(page = report::render_html_report(*r));
+  EXPECT_NE(page.find("gate-fail"), std::string::npos);
 }
 
 TEST_F(RunReportTest, UnknownRunIsNotFound) {

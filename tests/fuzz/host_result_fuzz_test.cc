@@ -1,0 +1,248 @@
+// The readers of what hosts answer beyond the copy path (review 3, N2 and the F2
+// residual): an eval worker's result (jobs/eval_outcome.h), the replies an upload
+// to a host reads (HostFileUpload: recv.begin, recv.write, recv.commit), the
+// listing a checkpoint watch groups (checkpoint_scan.h) and the report `ferry hosts
+// check` prints (hosts_check.h). Each mutated input ends in an outcome or an
+// error, never an exception, a crash or a call left waiting.
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "base/peer_json.h"
+#include "base/terminal_text.h"
+#include "jobs/eval_outcome.h"
+#include "jobs/eval_remote/host_file_upload.h"
+#include "jobs/watch/checkpoint_scan.h"
+#include "orchestrator/hosts_check.h"
+#include "protocol/frame.h"
+#include "tests/fuzz/random_input.h"
+#include "tests/support/process.h"
+
+namespace ferry::fuzz {
+namespace {
+
+// A StageEnv whose agent answers each call with the next scripted reply, on the io
+// thread; records what the code under test records.
+class ScriptedEnv : public StageEnv {
+ public:
+  using Script = std::function<Result<protocol::Frame>(const std::string& op, const nlohmann::json& args)>;
+  explicit ScriptedEnv(Script script) : script_(std::move(script)) {}
+  boost::asio::io_context& io() override { return io_; }
+  void call_agent(const std::string& host, const std::string& op, nlohmann::json args, ReplyFn fn) override {
+    call_agent_lane(host, 0, op, std::move(args), "", std::move(fn));
+  }
+  void call_agent_lane(const std::string&, int, const std::string& op, nlohmann::json args, std::string,
+                       ReplyFn fn) override {
+    ++calls;
+    auto reply = script_(op, args);
+    boost::asio::post(io_, [fn = std::move(fn), reply = std::move(reply)]() mutable { fn(std::move(reply)); });
+  }
+  std::string local_path(const std::string& path) override { return path; }
+  void record_event(const std::string& type, nlohmann::json detail) override {
+    events.emplace_back(type, detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  Status append_log(const std::string& bytes) override {
+    log += bytes;
+    return Status();
+  }
+  int64_t log_size() override { return static_cast<int64_t>(log.size()); }
+  void set_disconnected(int64_t) override {}
+  void note(const std::string&) override {}
+  void set_progress(nlohmann::json) override {}
+
+  int calls = 0;
+  std::string log;
+  std::vector<std::pair<std::string, std::string>> events;
+
+ private:
+  boost::asio::io_context io_;
+  Script script_;
+};
+
+// JSON as a reply header can hold it: the frame decoder refuses deeper nesting
+// (protocol/frame.h), so these readers never see it; discarded otherwise.
+nlohmann::json header_json(const std::string& text) {
+  if (json_nesting_depth(text) > protocol::kMaxHeaderDepth) return nlohmann::json::value_t::discarded;
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+// A worker's result as the engine writes it (eval_plugin_api.h), cut to its shape.
+nlohmann::json result_seed() {
+  return {{"ok", true},
+          {"text", "DFlash drafter eval\n"},
+          {"metrics", {{"tau", 3.5}, {"reference_tau", 1.5}, {"speedup", 2.0}, {"acceptance_rate_1", 0.9}}},
+          {"gate_passed", true},
+          {"gate_message", ""},
+          {"report",
+           {{"drafter", "ckpt"},
+            {"candidate", {{"tau", 3.5}, {"acceptance_histogram", {0, 1, 2}}}},
+            {"responses", {{{"line", 1}, {"tau", 3.5}, {"text", "hi"}}}}}}};
+}
+
+TEST(HostResultFuzzTest, MutatedEvalResultsBecomeAnOutcomeNeverAnException) {
+  const nlohmann::json seed = result_seed();
+  const std::vector<std::string> wires = {seed.dump(), R"({"ok":false,"error":"no model"})"};
+  FuzzPlan plan = fuzz_plan(4000);
+  int succeeded = 0, failed = 0;
+  for (int round = plan.first; round < plan.end; ++round) {
+    RoundGuard guard("HostResultFuzzTest.eval_outcome", plan.seed, round);
+    Mutator m(plan.seed, round);
+    std::string text = m.chance(70) ? wire_text(m.mutate_json(seed)) : m.mutate_bytes(wires[m.below(2)], wires);
+    ScriptedEnv env([](const std::string&, const nlohmann::json&) -> Result<protocol::Frame> { return protocol::Frame(); });
+    try {
+      StageOutcome o = eval_outcome(text, /*cancelled=*/m.chance(10), /*append_text=*/true, env);
+      if (o.state == StageOutcome::State::kSucceeded) {
+        ++succeeded;
+        ASSERT_EQ(env.events.size(), 1u);
+        EXPECT_LE(env.events[0].second.size(), kMaxStoredReportBytes + 1024);
+        for (const auto& [name, value] : o.metrics) {
+          EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"),
+                    std::string::npos)
+              << name;
+        }
+      } else {
+        ++failed;
+        EXPECT_FALSE(o.error.empty());
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "eval_outcome threw: " << e.what();
+    }
+    if (failed_in_round(plan, round)) break;
+  }
+  if (full_run(plan)) {
+    EXPECT_GT(succeeded, 100);
+    EXPECT_GT(failed, 100);
+  }
+  std::printf("eval results taken %d, failed %d\n", succeeded, failed);
+}
+
+// A report past the stored bounds keeps its figures and says what it dropped.
+TEST(HostResultFuzzTest, AHugeReportIsStoredBoundedAndSaysWhatWasDropped) {
+  nlohmann::json r = result_seed();
+  auto& responses = r["report"]["responses"];
+  for (size_t i = 0; i < kMaxStoredResponses + 5; ++i) responses.push_back({{"line", i}, {"text", "x"}});
+  ScriptedEnv env([](const std::string&, const nlohmann::json&) -> Result<protocol::Frame> { return protocol::Frame(); });
+  StageOutcome o = eval_outcome(r.dump(), false, false, env);
+  ASSERT_EQ(o.state, StageOutcome::State::kSucceeded) << o.error;
+  EXPECT_EQ(o.report["responses"].size(), kMaxStoredResponses);
+  EXPECT_EQ(o.report["dropped"]["responses"], 6);
+  // Past the byte bound the per-prompt parts go, the figures stay.
+  r["report"]["responses"] = {{{"text", std::string(kMaxStoredReportBytes, 'y')}}};
+  r["report"]["speedup"] = 2.5;
+  o = eval_outcome(r.dump(), false, false, env);
+  ASSERT_EQ(o.state, StageOutcome::State::kSucceeded) << o.error;
+  EXPECT_FALSE(o.report.contains("responses"));
+  EXPECT_EQ(o.report["speedup"], 2.5);
+  EXPECT_EQ(o.report["dropped"]["responses"], "all");
+}
+
+// HostFileUpload against an agent whose every answer is mutated: the upload ends
+// (done called once) with success or an error, within a bounded number of calls.
+TEST(HostResultFuzzTest, AnUploadEndsOnMutatedRepliesWithAnAnswer) {
+  testing::TempDir dir;
+  const std::string local = dir.file("worker");
+  testing::write_text(local, std::string(3 * 1000, 'w'));
+  const std::vector<nlohmann::json> seeds = {
+      {{"complete", false}, {"have", {{"0", "h0"}}}},
+      {{"complete", true}},
+      {{"ok", true}},
+      {{"committed", false}, {"bad", {0}}, {"error", "chunk 0 differs"}},
+      {{"committed", true}},
+  };
+  FuzzPlan plan = fuzz_plan(3000);
+  int ok = 0, refused = 0;
+  for (int round = plan.first; round < plan.end; ++round) {
+    RoundGuard guard("HostResultFuzzTest.upload", plan.seed, round);
+    Mutator m(plan.seed, round);
+    ScriptedEnv env([&](const std::string& op, const nlohmann::json&) -> Result<protocol::Frame> {
+      if (m.chance(3)) return data_loss("scripted failure of " + op);  // not transient: no retry timer
+      protocol::Frame f;
+      f.type = protocol::FrameType::kReply;
+      const nlohmann::json& seed = op == "recv.begin" ? seeds[m.below(2)] : op == "recv.write" ? seeds[2] : seeds[3 + m.below(2)];
+      auto parsed = header_json(wire_text(m.chance(60) ? m.mutate_json(seed) : seed));
+      if (parsed.is_object()) f.header = std::move(parsed);
+      return f;
+    });
+    int answers = 0;
+    Status end;
+    try {
+      auto upload = std::make_shared<HostFileUpload>(env, HostFile{local, "h", "dest", 0644});
+      upload->start([&](Status s, int64_t) {
+        ++answers;
+        end = s;
+      });
+      env.io().run();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "the upload threw: " << e.what();
+    }
+    EXPECT_EQ(answers, 1);
+    EXPECT_LT(env.calls, 100);
+    end.ok() ? ++ok : ++refused;
+    if (failed_in_round(plan, round)) break;
+  }
+  std::printf("uploads done %d, refused %d\n", ok, refused);
+}
+
+TEST(HostResultFuzzTest, MutatedListingsGroupIntoCheckpointsWithoutThrowing) {
+  // An fs.scan answer's folders (agents/checkpoint_listing.h).
+  const nlohmann::json seed = {
+      {{"name", "checkpoint-100"},
+       {"mtime_ns", 1},
+       {"files", {{{"path", "config.json"}, {"size", 10}, {"mtime_ns", 2}},
+                  {{"path", "model.safetensors"}, {"size", 4096}, {"mtime_ns", 3}}}}},
+      {{"name", "checkpoint-200"}, {"mtime_ns", 4}, {"files", {{{"path", "DONE"}, {"size", 0}, {"mtime_ns", 5}}}}}};
+  FuzzPlan plan = fuzz_plan(4000);
+  for (int round = plan.first; round < plan.end; ++round) {
+    RoundGuard guard("HostResultFuzzTest.checkpoints", plan.seed, round);
+    Mutator m(plan.seed, round);
+    auto files = header_json(wire_text(m.mutate_json(seed)));
+    if (files.is_discarded()) continue;
+    try {
+      CheckpointScan scan(m.chance(50) ? "DONE" : "");
+      for (int i = 0; i < 4; ++i) {
+        for (const auto& c : scan.update(checkpoint_folders(files, "checkpoint-*", "DONE"), 1000 * i)) {
+          EXPECT_FALSE(c.name.empty());
+        }
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "checkpoint_folders threw: " << e.what();
+    }
+    if (failed_in_round(plan, round)) break;
+  }
+}
+
+TEST(HostResultFuzzTest, MutatedHostsCheckReportsRenderWithoutThrowingOrControls) {
+  const nlohmann::json seed = {
+      {"hosts",
+       {{{"name", "gpu"}, {"transport", "ssh"}, {"address", "198.18.0.2"}, {"connected", true},
+         {"agent", {{"version", "0.1"}}},
+         {"info",
+          {{"hostname", "gpu1"}, {"cores", 8}, {"mem_total_bytes", 1e10}, {"mem_available_bytes", 5e9},
+           {"disk_free_bytes", 1e11}, {"workdir", "/w"}, {"gpus", {{{"name", "H200"}, {"memory", "141 GiB"}}}}}},
+         {"eval",
+          {{"can_run", true}, {"libtorch", "1.13"}, {"cpu_flags", {"avx512f"}}, {"bf16", true}, {"cores", 8},
+           {"cuda_devices", 1}}},
+         {"eval_models", {{{"path", "m"}, {"bytes", 1e9}}}}},
+        {{"name", "b"}, {"transport", "local"}, {"address", ""}, {"connected", false}, {"error", "no"}}}},
+      {"reach", {{{"from", "gpu"}, {"to", "b"}, {"reachable", false}, {"error", "refused"}}}}};
+  FuzzPlan plan = fuzz_plan(4000);
+  for (int round = plan.first; round < plan.end; ++round) {
+    RoundGuard guard("HostResultFuzzTest.hosts_check", plan.seed, round);
+    Mutator m(plan.seed, round);
+    auto report = header_json(wire_text(m.mutate_json(seed)));
+    if (report.is_discarded()) continue;
+    try {
+      std::string text = render_hosts_check(report);
+      for (char c : text) {
+        EXPECT_TRUE(c == '\n' || c == '\t' || (static_cast<unsigned char>(c) >= 0x20 && c != 0x7F)) << escape_controls(text);
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "render_hosts_check threw: " << e.what();
+    }
+    if (failed_in_round(plan, round)) break;
+  }
+}
+
+}  // namespace
+}  // namespace ferry::fuzz
