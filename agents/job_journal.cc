@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "base/capped_log.h"
 #include "base/file_util.h"
 
 namespace ferry {
@@ -98,8 +99,7 @@ Result<JobRecord> read_job_record(const JobPaths& paths) {
   r.started_ms = pid_json.value("started_ms", int64_t{0});
   if (pid_json.contains("cgroup") && pid_json["cgroup"].is_string()) r.cgroup = pid_json["cgroup"];
   if (pid_json.contains("cgroup_note") && pid_json["cgroup_note"].is_string()) r.cgroup_note = pid_json["cgroup_note"];
-  struct stat st;
-  if (::stat(paths.log().c_str(), &st) == 0) r.log_size = st.st_size;
+  r.log_size = capped_log_size(paths.log());
   auto exit_text = read_file(paths.exit());
   if (exit_text.ok()) {
     auto e = nlohmann::json::parse(*exit_text, nullptr, false);
