@@ -21,6 +21,7 @@
 #include "agents/job_journal.h"
 #include "agents/lane_listener.h"
 #include "agents/slurm_job.h"
+#include "base/capped_log.h"
 #include "base/clock.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
@@ -32,6 +33,7 @@ namespace ferry {
 namespace {
 
 constexpr int64_t kMaxLogRead = 1 << 20;
+constexpr int64_t kMinLogMaxBytes = 4096;  // the workflow asks for at least 1M
 /// Linux's MAX_ARG_STRLEN: the longest one exec argument or NAME=value may be.
 constexpr size_t kMaxExecStringBytes = 128 * 1024;
 constexpr double kHeartbeatEveryS = 5.0;
@@ -192,6 +194,13 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   // A Slurm host's stage: sbatch options; the job is Slurm's, its timeout Slurm's --time.
   const nlohmann::json slurm = args.value("slurm", nlohmann::json());
   if (!slurm.is_null() && !slurm.is_object()) return invalid_argument("argument 'slurm' must be an object");
+  if (args.contains("log_max")) {
+    if (!args["log_max"].is_number_integer() || args["log_max"].get<int64_t>() < kMinLogMaxBytes) {
+      return invalid_argument("job.start: 'log_max' must be an integer of at least " +
+                              std::to_string(kMinLogMaxBytes) + " bytes");
+    }
+    spec.log_max = args["log_max"].get<int64_t>();
+  }
   if (args.contains("env")) {
     if (!args["env"].is_object()) return invalid_argument("argument 'env' must be an object");
     for (auto& [k, v] : args["env"].items()) {
@@ -266,7 +275,7 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   FERRY_RETURN_IF_ERROR(make_dirs(paths.attempt_dir));
   FERRY_RETURN_IF_ERROR(make_dirs(spec.cwd));
   nlohmann::json spec_json = {{"token", *token}, {"command", spec.command}, {"cwd", spec.cwd},
-                              {"timeout_s", spec.timeout_s}, {"env", spec.env}};
+                              {"timeout_s", spec.timeout_s}, {"log_max", spec.log_max}, {"env", spec.env}};
   if (slurm.is_object()) spec_json["slurm"] = slurm;
   // The job's env may hold secrets: the spec is the user's alone.
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump(), 0600));
@@ -361,19 +370,14 @@ Result<nlohmann::json> AgentServer::log_read(const nlohmann::json& args, std::st
   int64_t max = std::min<int64_t>(args.value("max", kMaxLogRead), kMaxLogRead);
   if (offset < 0 || max < 0) return invalid_argument("negative offset or max");
   JobPaths paths = job_paths(workdir_, *job, *attempt);
-  int fd = ::open(paths.log().c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return nlohmann::json{{"offset", offset}, {"size", 0}};
-    return errno_status("open " + paths.log(), errno);
-  }
-  struct stat st;
-  ::fstat(fd, &st);
-  body->resize(static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(max, st.st_size - offset))));
-  ssize_t n = body->empty() ? 0 : ::pread(fd, body->data(), body->size(), offset);
-  ::close(fd);
-  if (n < 0) return errno_status("read " + paths.log(), errno);
-  body->resize(static_cast<size_t>(n));
-  return nlohmann::json{{"offset", offset}, {"size", static_cast<int64_t>(st.st_size)}};
+  // Offsets count every byte the job wrote, so they hold across the log's rotation;
+  // bytes that were dropped are skipped over and counted (capped_log.h).
+  auto read = read_capped_log(paths.log(), offset, max);
+  if (!read.ok()) return read.status();
+  *body = std::move(read->bytes);
+  nlohmann::json reply = {{"offset", read->offset}, {"size", read->size}};
+  if (read->dropped > 0) reply["dropped"] = read->dropped;
+  return reply;
 }
 
 Result<std::string> AgentServer::data_path(const nlohmann::json& args, const char* key) const {

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,8 +13,10 @@
 #include <limits>
 
 #include "agents/job_cgroup.h"
+#include "base/capped_log.h"
 #include "base/clock.h"
 #include "base/file_util.h"
+#include "base/unique_fd.h"
 
 namespace ferry {
 namespace {
@@ -21,6 +25,8 @@ namespace {
 constexpr int kStartLockFd = 4;
 constexpr int kExitRecordTries = 10;  // a second apart
 constexpr int kCgroupKillWaitMs = 5000;
+constexpr int kLogPipeBytes = 1 << 20;
+constexpr size_t kLogReadBytes = 256 << 10;
 
 void write_fd_all(int fd, const std::string& s) {
   size_t off = 0;
@@ -32,8 +38,23 @@ void write_fd_all(int fd, const std::string& s) {
   }
 }
 
-// Runs in the grandchild: becomes the job. Never returns.
-[[noreturn]] void exec_job(const JobPaths& paths, const LaunchSpec& spec, const std::string& cgroup) {
+// Moves what the pipe holds into the log; false at end of file, or when a
+// non-blocking pipe is empty (errno EAGAIN). A log that cannot be written (disk
+// full) loses those bytes, marked as dropped, rather than stalling the job.
+bool forward_log(int fd, CappedLogWriter* log, std::string* buf) {
+  ssize_t n = ::read(fd, buf->data(), buf->size());
+  if (n < 0 && errno == EINTR) return true;
+  if (n <= 0) {
+    if (n == 0) errno = 0;
+    return false;
+  }
+  int64_t before = log->size();
+  if (!log->append(buf->data(), static_cast<size_t>(n)).ok()) (void)log->skip(before + n - log->size());
+  return true;
+}
+
+// Runs in the grandchild: becomes the job, its stdout and stderr on `out`. Never returns.
+[[noreturn]] void exec_job(const LaunchSpec& spec, const JobPaths& paths, const std::string& cgroup, int out) {
   ::setpgid(0, 0);
   // Joined before exec (the supervisor moves us too), so every descendant is inside.
   if (!cgroup.empty()) (void)job_cgroup_join(cgroup, 0);
@@ -42,12 +63,11 @@ void write_fd_all(int fd, const std::string& s) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   ::signal(SIGPIPE, SIG_DFL);
   ::signal(SIGHUP, SIG_DFL);
-  int log = ::open(paths.log().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   int devnull = ::open("/dev/null", O_RDONLY);
-  if (log < 0 || devnull < 0) _exit(126);
+  if (out < 0 || devnull < 0) _exit(126);
   ::dup2(devnull, 0);
-  ::dup2(log, 1);
-  ::dup2(log, 2);
+  ::dup2(out, 1);
+  ::dup2(out, 2);
   if (::chdir(spec.cwd.c_str()) != 0) {
     std::string msg = "ferry: cannot enter " + spec.cwd + ": " + std::strerror(errno) + "\n";
     write_fd_all(2, msg);
@@ -96,12 +116,20 @@ void write_fd_all(int fd, const std::string& s) {
   auto made = job_cgroup_create("ferry-job-" + std::to_string(::getpid()) + "-" + std::to_string(now_ms()));
   if (made.ok()) cgroup = *made;
   else cgroup_note = made.status().message();
+  // The job writes into a pipe and we keep what fits log_max (capped_log.h), so a
+  // chatty job cannot fill the host's disk (review F18).
+  auto log = CappedLogWriter::open(paths.log(), spec.log_max);
+  int out[2];
+  if (!log.ok() || ::pipe2(out, O_CLOEXEC) != 0) _exit(1);
+  ::fcntl(out[0], F_SETPIPE_SZ, kLogPipeBytes);  // fewer wake-ups; the default works too
   pid_t job = ::fork();
   if (job < 0) _exit(1);
   if (job == 0) {
     ::close(report_fd);
-    exec_job(paths, spec, cgroup);
+    exec_job(spec, paths, cgroup, out[1]);
   }
+  ::close(out[1]);
+  UniqueFd from_job(out[0]);
   ::setpgid(job, job);  // both sides set it, so no signal can race ahead of it
   if (!cgroup.empty()) {
     Status joined = job_cgroup_join(cgroup, job);
@@ -127,10 +155,12 @@ void write_fd_all(int fd, const std::string& s) {
   ::close(report_fd);
   ::close(kStartLockFd);  // pid.json is durable: another agent may look at this attempt now
 
+  int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   const double start = mono_s();
   bool timed_out = false;
   double kill_at = -1;  // when the TERM grace ends
   int wstatus = 0;
+  std::string buf(kLogReadBytes, '\0');
   for (;;) {
     pid_t r = ::waitpid(job, &wstatus, WNOHANG);
     if (r == job) break;
@@ -144,13 +174,28 @@ void write_fd_all(int fd, const std::string& s) {
       ::kill(-job, SIGKILL);
       kill_at = -1;
     }
-    // Sleep until a child changes state or the next deadline, whichever is first.
+    // Wait for output, a child changing state or the next deadline, whichever is first.
     double wait = 3600;
     if (spec.timeout_s > 0 && !timed_out) wait = start + spec.timeout_s - now;
     if (kill_at > 0) wait = std::min(wait, kill_at - now);
     if (wait < 0.001) wait = 0.001;
-    timespec ts{static_cast<time_t>(wait), static_cast<long>((wait - static_cast<time_t>(wait)) * 1e9)};
-    sigtimedwait(&chld, nullptr, &ts);
+    pollfd fds[2] = {{sigfd, POLLIN, 0}, {from_job.get(), POLLIN, 0}};
+    int ready = ::poll(fds, from_job.ok() ? 2 : 1, static_cast<int>(wait * 1000) + 1);
+    if (ready > 0 && (fds[0].revents & POLLIN)) {
+      signalfd_siginfo info;
+      while (::read(sigfd, &info, sizeof info) == sizeof info) {
+      }
+    }
+    if (ready > 0 && from_job.ok() && (fds[1].revents & (POLLIN | POLLHUP))) {
+      if (!forward_log(from_job.get(), &*log, &buf)) from_job.reset();
+    }
+  }
+  // What the job wrote before it ended is in the pipe already: keep all of it
+  // before the exit record says the job is done.
+  if (from_job.ok()) {
+    ::fcntl(from_job.get(), F_SETFL, O_NONBLOCK);
+    while (forward_log(from_job.get(), &*log, &buf)) {
+    }
   }
   bool cancelled = path_exists(paths.cancel());
   // A timed-out or cancelled job leaves nothing behind in its group.
@@ -180,11 +225,14 @@ void write_fd_all(int fd, const std::string& s) {
     ::sleep(1);
   }
   if (!recorded.ok()) {
-    int log = ::open(paths.log().c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (log >= 0) {
-      write_fd_all(log, "ferry: the job ended (" + exit.dump() + ") but its exit could not be recorded: " +
-                            recorded.message() + "\n");
-      ::close(log);
+    (void)log->append("ferry: the job ended (" + exit.dump() + ") but its exit could not be recorded: " +
+                      recorded.message() + "\n");
+  }
+  // A process the job left running may still write (its own daemon): its output
+  // goes on into the log, as when the job wrote to the file itself, until it ends.
+  if (from_job.ok()) {
+    ::fcntl(from_job.get(), F_SETFL, 0);
+    while (forward_log(from_job.get(), &*log, &buf)) {
     }
   }
   _exit(0);

@@ -2,7 +2,8 @@
 // session and the coordinator dying (docs/DESIGN.md §3 step 3).
 //
 // The agent double-forks a supervisor into a new session; the supervisor starts
-// `/bin/sh -c COMMAND` in its own process group with stdio on the journal's log,
+// `/bin/sh -c COMMAND` in its own process group with stdout and stderr into a pipe it
+// keeps in the journal's log within `log_max` (capped_log.h),
 // enforces the timeout on the whole group, and writes exit.json (temp + rename)
 // when the job ends. The supervisor is a fork of the agent, so it needs no other
 // binary on the host. Call from the agent's single thread.
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "agents/job_journal.h"
+#include "base/capped_log.h"
 #include "base/status.h"
 
 namespace ferry {
@@ -22,6 +24,7 @@ struct LaunchSpec {
   std::string cwd;                         // absolute
   double timeout_s = 0;                    // 0 = none
   double kill_grace_s = 5;                 // SIGTERM → SIGKILL on timeout/cancel
+  int64_t log_max = kDefaultLogMaxBytes;  // the log keeps its head and tail within this
   int start_lock_fd = -1;                  // held by the supervisor until pid.json is written
 };
 

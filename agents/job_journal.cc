@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "base/capped_log.h"
 #include "base/file_util.h"
 
 namespace ferry {
@@ -97,8 +98,7 @@ static bool process_alive(int pid, int64_t recorded_start, const std::string& re
 }
 
 Result<bool> read_exit_record(const JobPaths& paths, JobRecord* r) {
-  struct stat st;
-  if (::stat(paths.log().c_str(), &st) == 0) r->log_size = st.st_size;
+  r->log_size = capped_log_size(paths.log());  // every byte the job wrote, kept or dropped
   auto exit_text = read_file(paths.exit());
   if (!exit_text.ok()) return false;
   auto e = nlohmann::json::parse(*exit_text, nullptr, false);

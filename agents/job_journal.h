@@ -6,7 +6,8 @@
 //   lock                     flock(2) held while an attempt is being started here
 //   <attempt>/pid.json       {"pid","supervisor","started_ms",
 //                             "pid_start","supervisor_start","boot_id"}  temp + rename
-//   <attempt>/log            the job's stdout and stderr, appended
+//   <attempt>/log            the job's stdout and stderr: the head, then
+//   <attempt>/log.tail.<N>   the rotating tail, within log_max (capped_log.h)
 //   <attempt>/outputs        key=value lines the job writes to $FERRY_OUTPUT
 //   <attempt>/cancel         present once a cancel was asked for
 //   <attempt>/exit.json      {"exit_code","signal","timed_out","cancelled","ended_ms"}  temp + rename

@@ -41,6 +41,10 @@ class LogTapEnv : public StageEnv {
     keep(bytes, start, bytes.size());
     return Status();
   }
+  Status skip_log(int64_t n) override {
+    partial_.clear();  // its end was dropped
+    return env_.skip_log(n);
+  }
   int64_t log_size() override { return env_.log_size(); }
   void set_disconnected(int64_t since_ms) override { env_.set_disconnected(since_ms); }
   void note(const std::string& line) override { env_.note(line); }

@@ -40,6 +40,7 @@ std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const Comman
   cs.command = c.command;
   cs.cwd = c.cwd;
   cs.timeout_s = c.timeout_s;
+  cs.log_max = stage.log_max;
   cs.env = c.env;
   cs.required_outputs = c.required_outputs;
   cs.slurm = c.slurm;

@@ -67,9 +67,12 @@ class StageEnv {
   virtual std::string local_path(const std::string& path) = 0;
   /// An event row for this stage (written before the caller acts on it).
   virtual void record_event(const std::string& type, nlohmann::json detail) = 0;
-  /// The coordinator's copy of this attempt's log: append, and its size (= the
-  /// offset to read the agent's log from, so nothing is lost or doubled).
+  /// The coordinator's copy of this attempt's log: append, and its logical size
+  /// (= the offset to read the agent's log from, so nothing is lost or doubled).
   virtual Status append_log(const std::string& bytes) = 0;
+  /// The job's log dropped `n` bytes here (over its log_max, capped_log.h): the
+  /// copy marks the gap and its size moves on by `n`.
+  virtual Status skip_log(int64_t n) = 0;
   virtual int64_t log_size() = 0;
   /// The stage is cut off from its host (since_ms > 0) or back (0).
   virtual void set_disconnected(int64_t since_ms) = 0;

@@ -85,6 +85,8 @@ struct StageSpec {
   /// Outputs of every stage this one needs, directly or not: inputs too (a changed
   /// checkpoint path means a new eval).
   std::map<std::string, std::map<std::string, std::string>> upstream;
+  /// The cap of the attempt's log (`log_max`); not an input: changing it reruns nothing.
+  int64_t log_max = kDefaultLogMaxBytes;
 
   workflow::StageKind kind() const;
   /// The inputs as the store keeps and hashes them (keys unchanged since schema 1).

@@ -187,6 +187,8 @@ int cli_main(int argc, char** argv) {
   logs_cmd->add_option("run", logs.run, "the run id (or 'last')")->required();
   logs_cmd->add_option("stage", logs.stage, "the stage")->required();
   logs_cmd->add_flag("-f,--follow", logs.follow, "follow the output until the stage ends");
+  logs_cmd->add_option("-n,--tail", logs.tail, "only the last N lines (read from the end: fast on any log)")
+      ->check(CLI::Range(1, 1000000));
   logs_cmd->add_option("--attempt", logs.attempt, "an earlier attempt (default: the newest)")
       ->check(CLI::PositiveNumber);
   add_db(logs_cmd, &c);

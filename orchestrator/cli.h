@@ -44,6 +44,7 @@ struct LogsOptions {
   std::string run, stage;
   bool follow = false;
   int attempt = 0;  // 0: the newest
+  int tail = 0;     // > 0: only the last this many lines
 };
 struct ReportOptions {
   std::string run = "last";

@@ -2,10 +2,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
+#include "base/capped_log.h"
 #include "base/file_util.h"
 #include "base/terminal_text.h"
 #include "orchestrator/cli.h"
@@ -82,6 +82,9 @@ int cmd_runs(const Common& c, bool json) {
   return kExitOk;
 }
 
+// `ferry logs` prints a log this much at a time.
+constexpr int64_t kLogsReadBytes = 1 << 20;
+
 int cmd_logs(const Common& c, const LogsOptions& o) {
   const bool follow = o.follow;
   const int attempt = o.attempt;
@@ -105,19 +108,32 @@ int cmd_logs(const Common& c, const LogsOptions& o) {
     std::cerr << "ferry: stage '" << pos[1] << "' has not started\n";
     if (!follow) return kExitOk;
   }
-  int64_t offset = 0;
   const bool tty = ::isatty(1) != 0;
+  auto path_of = [&](int attempt_no) { return Scheduler::log_path(logs_dir(c.db), run->id, pos[1], attempt_no); };
+  // A job's bytes as they are into a pipe or file; on a terminal, shown, not obeyed.
+  auto show = [&](const std::string& bytes) { std::cout << (tty ? escape_controls(bytes) : bytes) << std::flush; };
+  int64_t offset = 0;
+  // Prints what came since `offset` a piece at a time, never the whole log at once,
+  // with a marker where the log dropped bytes (over its log_max, capped_log.h).
+  auto print_new = [&]() -> Status {
+    for (;;) {
+      auto r = read_capped_log(path_of(which), offset, kLogsReadBytes);
+      if (!r.ok()) return r.status();
+      if (r->dropped > 0) show(dropped_marker(r->dropped));
+      show(r->bytes);
+      offset = r->offset + static_cast<int64_t>(r->bytes.size());
+      if (r->bytes.empty()) return Status();
+    }
+  };
+  if (which > 0 && o.tail > 0) {
+    auto last = capped_log_tail(path_of(which), o.tail, &offset);
+    if (!last.ok()) return fail(last.status());
+    show(*last);
+  }
   for (;;) {
     if (which > 0) {
-      std::string path = Scheduler::log_path(logs_dir(c.db), run->id, pos[1], which);
-      std::ifstream in(path, std::ios::binary);
-      if (in) {
-        in.seekg(offset);
-        std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        // A job's bytes as they are into a pipe or file; on a terminal, shown, not obeyed.
-        std::cout << (tty ? escape_controls(chunk) : chunk) << std::flush;
-        offset += static_cast<int64_t>(chunk.size());
-      }
+      Status s = print_new();
+      if (!s.ok()) return fail(s);
     }
     if (!follow) break;
     auto now = stage_state();
@@ -131,13 +147,8 @@ int cmd_logs(const Common& c, const LogsOptions& o) {
     auto r = (*store)->find_run(run->id);
     if (ended || (r.ok() && run_ended(r->state))) {
       // One last read so nothing written just before the end is missed.
-      std::string path = Scheduler::log_path(logs_dir(c.db), run->id, pos[1], which);
-      std::ifstream in(path, std::ios::binary);
-      if (in) {
-        in.seekg(offset);
-        std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        std::cout << chunk << std::flush;
-      }
+      Status s = print_new();
+      if (!s.ok()) return fail(s);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 
+#include "base/capped_log.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/eval_remote/host_file_upload.h"
 #include "jobs/eval_remote/remote_eval_stage.h"
@@ -42,15 +43,22 @@ class EvalCapabilityCheck::Env : public StageEnv {
   void record_event(const std::string&, nlohmann::json) override {}
   Status append_log(const std::string& bytes) override {
     c_.log_ += bytes;
+    log_size_ += static_cast<int64_t>(bytes.size());
     return Status();
   }
-  int64_t log_size() override { return static_cast<int64_t>(c_.log_.size()); }
+  Status skip_log(int64_t n) override {
+    c_.log_ += dropped_marker(n);
+    log_size_ += n;
+    return Status();
+  }
+  int64_t log_size() override { return log_size_; }
   void set_disconnected(int64_t) override {}
   void note(const std::string&) override {}
   void set_progress(nlohmann::json) override {}
 
  private:
   EvalCapabilityCheck& c_;
+  int64_t log_size_ = 0;  // the job's offsets: bytes dropped count too
 };
 
 EvalCapabilityCheck::EvalCapabilityCheck(boost::asio::io_context& io, std::shared_ptr<HostConnection> conn,

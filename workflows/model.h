@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/capped_log.h"
+
 namespace ferry::workflow {
 
 struct Location {
@@ -112,6 +114,7 @@ struct Stage {
   std::map<std::string, Text> env;
   std::vector<Output> outputs;
   double timeout_s = 0;  // 0 = none
+  int64_t log_max_bytes = kDefaultLogMaxBytes;  // the attempt's log, on the host and mirrored
   int retries = 0;
   double retry_backoff_s = 1;  // doubles after each failed attempt
   std::vector<int> retry_on;   // empty = retry on any failure

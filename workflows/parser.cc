@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/ssh_ciphers.h"
+#include "workflows/byte_size.h"
 #include "workflows/duration.h"
 #include "workflows/slurm_options.h"
 #include "workflows/validate.h"
@@ -15,12 +16,15 @@
 namespace ferry::workflow {
 namespace {
 
+// A smaller log_max would keep too little of a job's output to be of use.
+constexpr int64_t kMinLogMaxBytes = int64_t{1} << 20;
+
 const std::vector<std::string> kTopKeys = {"name", "description", "params", "hosts", "stages"};
 const std::vector<std::string> kHostKeys = {"transport", "address", "port", "user", "identity", "known_hosts",
                                             "trust", "ssh_config", "ciphers", "workdir", "env", "give_up", "description",
                                             "scheduler", "slurm"};
 const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env", "outputs", "timeout",
-                                                   "retries", "retry_backoff", "retry_on", "description"};
+                                                   "log_max", "retries", "retry_backoff", "retry_on", "description"};
 const std::vector<std::string> kCommandKeys = {"run", "cwd", "slurm"};
 const std::vector<std::string> kSlurmKeys = {"partition", "time", "cpus", "mem", "gres", "account", "qos", "options"};
 const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
@@ -220,6 +224,19 @@ class Parser {
     if (!s) return std::nullopt;
     auto v = parse_duration(*s);
     if (!v) d_.error(loc(n), "'" + what + "' must be a duration like 30s, 5m, 1h or 500ms, got '" + *s + "'");
+    return v;
+  }
+
+  std::optional<int64_t> byte_size(const YAML::Node& n, const std::string& what, int64_t min) {
+    auto s = scalar(n, what);
+    if (!s) return std::nullopt;
+    auto v = parse_byte_size(*s);
+    if (!v) {
+      d_.error(loc(n), "'" + what + "' must be a size like 100M, 2G or 1048576 (bytes), got '" + *s + "'");
+    } else if (*v < min) {
+      d_.error(loc(n), "'" + what + "' must be at least " + std::to_string(min >> 20) + "M, got '" + *s + "'");
+      return std::nullopt;
+    }
     return v;
   }
 
@@ -488,6 +505,9 @@ class Parser {
       if (auto x = find(e, "outputs")) parse_outputs(*x, &s);
       if (auto x = find(e, "timeout")) {
         if (auto d = duration(*x, "timeout")) s.timeout_s = *d;
+      }
+      if (auto x = find(e, "log_max")) {
+        if (auto b = byte_size(*x, "log_max", kMinLogMaxBytes)) s.log_max_bytes = *b;
       }
       if (auto x = find(e, "retries")) {
         if (auto r = integer(*x, "retries", 0, 100)) s.retries = static_cast<int>(*r);

@@ -49,7 +49,7 @@ void CommandStage::on_unavailable(const Status& s, std::function<void()> retry) 
 void CommandStage::send_start() {
   nlohmann::json args = {{"job", spec_.job},         {"attempt", spec_.attempt}, {"token", spec_.token},
                          {"command", spec_.command}, {"env", spec_.env},         {"cwd", spec_.cwd},
-                         {"timeout_s", spec_.timeout_s}};
+                         {"timeout_s", spec_.timeout_s}, {"log_max", spec_.log_max}};
   if (!spec_.slurm.is_null()) args["slurm"] = spec_.slurm;
   // The command and env are the user's, of any size (a long heredoc, a param in
   // env): they ride in the body, which holds 64 MiB, not the 1 MiB header.
@@ -121,15 +121,18 @@ void CommandStage::read_log(std::function<void()> then) {
       self->finish(o);
       return;
     }
-    // Only take bytes that start exactly where our copy ends.
-    if (r->header.value("offset", int64_t{-1}) == self->env_.log_size() && !r->body.empty()) {
-      Status s = self->env_.append_log(r->body);
-      if (!s.ok()) {
-        StageOutcome o;
-        o.error = "writing log: " + s.message();
-        self->finish(o);
-        return;
-      }
+    // Only take bytes that start where our copy ends, or past bytes the host's log
+    // dropped (over log_max): the copy marks that gap and moves on with the host.
+    int64_t at = r->header.value("offset", int64_t{-1});
+    int64_t dropped = r->header.value("dropped", int64_t{0});
+    Status s;
+    if (dropped > 0 && at - dropped == self->env_.log_size()) s = self->env_.skip_log(dropped);
+    if (s.ok() && at == self->env_.log_size() && !r->body.empty()) s = self->env_.append_log(r->body);
+    if (!s.ok()) {
+      StageOutcome o;
+      o.error = "writing log: " + s.message();
+      self->finish(o);
+      return;
     }
     if (r->header.value("size", int64_t{0}) > self->env_.log_size()) {
       self->read_log(then);  // more is waiting

@@ -12,6 +12,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "base/capped_log.h"
 #include "jobs/stage_runner.h"
 
 namespace ferry {
@@ -25,6 +26,7 @@ struct CommandSpec {
   std::map<std::string, std::string> env;
   std::string cwd;
   double timeout_s = 0;
+  int64_t log_max = kDefaultLogMaxBytes;  // the job's log on the host keeps its head and tail within this
   std::vector<std::string> required_outputs;  // must appear in $FERRY_OUTPUT
   nlohmann::json slurm;  // sbatch options on a Slurm host (stage_spec.h); null = a detached job
 };

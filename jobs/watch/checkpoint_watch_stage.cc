@@ -60,6 +60,11 @@ class CheckpointWatchStage::CheckpointEnv : public LogTapEnv {
     log_size_ += static_cast<int64_t>(bytes.size());
     return Status();
   }
+  Status skip_log(int64_t n) override {
+    FERRY_RETURN_IF_ERROR(LogTapEnv::skip_log(n));
+    log_size_ += n;
+    return Status();
+  }
   int64_t log_size() override { return log_size_; }
   // The worker's progress (a line per response, per checkpoint) stays in the log; the
   // terminal hears the watch's own lines: copying, evaluating, τ.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -89,6 +90,54 @@ TEST_F(AgentServerTest, RecordsRealExitCodeOutputsAndLog) {
   auto tail = call("log.read", {{"job", "run-1.build"}, {"attempt", 1}, {"offset", 4}}, &body);
   ASSERT_TRUE(tail.ok());
   EXPECT_EQ(body, "err\n");
+}
+
+TEST_F(AgentServerTest, AJobPastItsLogMaxKeepsHeadAndTailAndOffsetsKeepWorking) {
+  const int64_t cap = 1 << 20;
+  auto r = call("job.start", {{"job", "run-1.chatty"}, {"attempt", 1}, {"token", "t"}, {"log_max", cap},
+                              {"command", "seq 1 2000000"}});  // 14.9 MB of numbered lines
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // A follower reads from its offset the whole time, as the coordinator does.
+  std::string got, body;
+  int64_t offset = 0, dropped = 0;
+  bool exited = false;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (;;) {
+          auto read = call("log.read", {{"job", "run-1.chatty"}, {"attempt", 1}, {"offset", offset}}, &body);
+          if (!read.ok()) return false;
+          int64_t at = (*read)["offset"];
+          dropped += read->value("dropped", int64_t{0});
+          EXPECT_EQ(at, offset + read->value("dropped", int64_t{0}));
+          got += body;
+          offset = at + static_cast<int64_t>(body.size());
+          if (body.empty()) break;
+        }
+        if (exited) return true;
+        auto st = call("job.status", {{"job", "run-1.chatty"}, {"attempt", 1}, {"token", "t"}});
+        exited = st.ok() && (*st)["state"] == "exited";
+        return false;
+      },
+      std::chrono::seconds(60)));
+  std::string all;
+  for (int i = 1; i <= 2000000; ++i) all += std::to_string(i) + "\n";
+  EXPECT_EQ(offset, static_cast<int64_t>(all.size()));
+  EXPECT_EQ(static_cast<int64_t>(got.size()) + dropped, static_cast<int64_t>(all.size()));
+  EXPECT_EQ(got.substr(0, cap / 2), all.substr(0, cap / 2));
+  EXPECT_EQ(got.substr(got.size() - 16), all.substr(all.size() - 16));
+  // On disk: within the cap, whatever the follower missed.
+  int64_t on_disk = 0;
+  JobPaths paths = job_paths(dir_.path(), "run-1.chatty", 1);
+  DIR* d = ::opendir(paths.attempt_dir.c_str());
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    struct stat st;
+    if (n.rfind("log", 0) == 0 && ::stat((paths.attempt_dir + "/" + n).c_str(), &st) == 0) on_disk += st.st_size;
+  }
+  ::closedir(d);
+  EXPECT_LE(on_disk, cap);
+  EXPECT_EQ((*call("job.status", {{"job", "run-1.chatty"}, {"attempt", 1}, {"token", "t"}}))["log_size"],
+            static_cast<int64_t>(all.size()));
 }
 
 TEST_F(AgentServerTest, JobOutlivesTheAgentAndANewAgentReadsItsFate) {

@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/support/process.h"
@@ -189,6 +191,51 @@ TEST_F(LocalRunTest, LogsOnATerminalShowEscapesInsteadOfObeyingThem) {
   auto tty = testing::run_process({"script", "-qec", testing::bin_dir() + "/ferry logs esc-1 s", "/dev/null"}, env());
   EXPECT_EQ(tty.out.find("\033]"), std::string::npos) << tty.out;
   EXPECT_NE(tty.out.find("\\x1b]0;owned\\x07hello"), std::string::npos) << tty.out;
+}
+
+// A chatty job (review F18): the host's log and the coordinator's copy keep the
+// head and the tail within log_max, with a marker between saying how much was
+// dropped; `ferry logs --tail` reads only the end.
+TEST_F(LocalRunTest, AJobPastTheLogCapKeepsHeadAndTail) {
+  // seq 1 8000000: 62.9 MB of numbered lines, so each kept byte's place is known.
+  auto wf = workflow("name: chatty\nstages:\n  s:\n    run: seq 1 8000000\n    log_max: 4M\n");
+  auto r = ferry({"run", wf});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const int64_t cap = 4 << 20;
+  // Every file of a log (its head and its tail chunks) in `dir` whose name starts with `prefix`.
+  auto bytes_of = [](const std::string& dir, const std::string& prefix) {
+    int64_t total = 0;
+    auto ls = testing::run_process({"find", dir, "-maxdepth", "1", "-name", prefix + "*", "-printf", "%s\n"});
+    std::istringstream in(ls.out);
+    for (int64_t n; in >> n;) total += n;
+    return total;
+  };
+  std::string key = "chatty-1." + status("chatty-1").value("uid", std::string()) + ".s";
+  int64_t host = bytes_of(home_.path() + "/hosts/local/.ferry/jobs/" + key + "/1", "log");
+  int64_t mirror = bytes_of(home_.path() + "/logs/chatty-1/s", "1.log");
+  EXPECT_GT(host, cap / 2);
+  EXPECT_LE(host, cap);
+  EXPECT_GT(mirror, cap / 2);
+  EXPECT_LE(mirror, cap);
+
+  auto logs = ferry({"logs", "chatty-1", "s"});
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out.substr(0, 12), "1\n2\n3\n4\n5\n6\n");
+  size_t marker = logs.out.find("bytes dropped here");
+  ASSERT_NE(marker, std::string::npos);
+  EXPECT_EQ(logs.out.find("bytes dropped here", marker + 1), std::string::npos) << "one gap, one marker";
+  EXPECT_EQ(logs.out.substr(logs.out.size() - 24), "7999998\n7999999\n8000000\n");
+  EXPECT_LE(static_cast<int64_t>(logs.out.size()), cap + 200);
+  // Head + dropped + tail: all of seq's output, nothing doubled.
+  size_t open = logs.out.rfind("[ferry: ", marker);
+  int64_t dropped = std::stoll(logs.out.substr(open + 8));
+  size_t after = logs.out.find('\n', marker) + 1;
+  int64_t kept = static_cast<int64_t>(open - 1 + logs.out.size() - after);
+  EXPECT_EQ(kept + dropped, 62888896);  // wc -c of seq 1 8000000
+
+  auto tail = ferry({"logs", "chatty-1", "s", "--tail", "3"});
+  ASSERT_EQ(tail.exit_code, 0) << tail.err;
+  EXPECT_EQ(tail.out, "7999998\n7999999\n8000000\n");
 }
 
 TEST_F(LocalRunTest, InvalidWorkflowIsRefusedWithPlaces) {
