@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/file_util.h"
+#include "base/private_dir.h"
 
 namespace ferry {
 namespace {
@@ -32,6 +33,9 @@ Status LocalTransport::open() {
     return not_found("agent binary " + agent_path_ + " is missing or not executable (set FERRY_AGENT_BIN)");
   }
   FERRY_RETURN_IF_ERROR(make_dirs(workdir_));
+  // The agent refuses a workdir others can write and exits; said here, it is a
+  // lasting error of the host, not an agent to restart until give_up.
+  FERRY_RETURN_IF_ERROR(check_agent_dirs(workdir_));
   ChildProcess::Options options;
   // Keep the agent out of the coordinator's process group: a Ctrl-C in the
   // terminal is the coordinator's to handle, not the agent's.

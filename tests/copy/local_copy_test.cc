@@ -266,7 +266,8 @@ TEST_F(LocalCopyTest,
     GTEST_SKIP() << "needs root to mount a small tmpfs";
   std::string small = work_.file("small");
   ::mkdir(small.c_str(), 0755);
-  if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=8m") != 0)
+  // mode=0700: a workdir others can write (tmpfs's default 1777) is refused.
+  if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=8m,mode=0700") != 0)
     GTEST_SKIP() << "cannot mount a tmpfs here";
   Defer unmount{[&] { ::umount2(small.c_str(), MNT_DETACH); }};
 
@@ -487,6 +488,19 @@ TEST_F(LocalCopyTest, AFolderCopyRemovesOnlyTheEarlierCopysStaleFilesAndNamesWha
   EXPECT_NE(r.out.find("left 1 file(s) in b:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("did not bring (not removed): notes.txt"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("left 1 file(s) in keep_local"), std::string::npos) << r.out;
+}
+
+// A local host whose workdir others can write (a shared /tmp folder) is refused at
+// once, naming the folder, instead of restarting its agent until give_up (F15).
+TEST_F(LocalCopyTest, ALocalWorkdirOthersCanWriteFailsAtOnceNamingIt) {
+  std::string shared = work_.file("shared");
+  ::mkdir(shared.c_str(), 0777);
+  ::chmod(shared.c_str(), 0777);
+  auto r = ferry({"run", copy_workflow("shared", shared, "a:ckpt", "b:in", "")}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto s = stage(status(run_id(r)), "copy");
+  EXPECT_EQ(s["state"], "failed") << s.dump(2);
+  EXPECT_NE(s.value("error", "").find(shared), std::string::npos) << s.dump(2);
 }
 
 // A folder copy into the host's workdir itself would mix the copy with the
