@@ -346,7 +346,7 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
                                   eval("there", "h2", "", "models/drafter") + "    needs: ship\n");
   auto r = ferry({"run", wf}, kRunTimeoutS);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto st = status("stale-1");
+  auto st = status("stale-2");  // run ids count in the database: seed-1, then stale-2
   std::string differs =
       testing::run_process({"diff", "-r", "-x", ".ferry-complete", "-x", ".ferry-files", "-x", "notes.txt", src, dst}).out;
   bool gone = !exists(dst + "/model.safetensors") && !exists(dst + "/model-00003-of-00003.safetensors");
@@ -354,7 +354,7 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
   EXPECT_TRUE(gone);
   EXPECT_TRUE(notes_kept);
   EXPECT_EQ(differs, "");
-  auto removed = details("stale-1", "ship", "copy.stale_removed");
+  auto removed = details("stale-2", "ship", "copy.stale_removed");
   std::string named;
   for (const auto& d : removed) {
     for (const auto& f : d.value("files", nlohmann::json::array())) named += (named.empty() ? "" : ", ") + f.get<std::string>();
@@ -362,7 +362,7 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
   bool logged = r.out.find("model-00003-of-00003.safetensors") != std::string::npos &&
                 r.out.find("model.safetensors") != std::string::npos && r.out.find("removed 2 file(s)") != std::string::npos;
   EXPECT_TRUE(logged) << r.out;
-  auto left = details("stale-1", "ship", "copy.left");
+  auto left = details("stale-2", "ship", "copy.left");
   bool left_named = left.size() == 1 && left[0].value("files", nlohmann::json()) == nlohmann::json::array({"notes.txt"});
   EXPECT_TRUE(left_named) << nlohmann::json(left).dump();
   auto tau = [&](const char* s) { return stage(st, s).value("metrics", nlohmann::json::object()).value("tau", -1.0); };
