@@ -6,9 +6,6 @@
 // error, never an exception, a crash or a call left waiting.
 #include <gtest/gtest.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-
 #include "base/peer_json.h"
 #include "base/terminal_text.h"
 #include "jobs/eval_outcome.h"
@@ -18,48 +15,12 @@
 #include "protocol/frame.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/support/process.h"
+#include "tests/support/scripted_stage_env.h"
 
 namespace ferry::fuzz {
 namespace {
 
-// A StageEnv whose agent answers each call with the next scripted reply, on the io
-// thread; records what the code under test records.
-class ScriptedEnv : public StageEnv {
- public:
-  using Script = std::function<Result<protocol::Frame>(const std::string& op, const nlohmann::json& args)>;
-  explicit ScriptedEnv(Script script) : script_(std::move(script)) {}
-  boost::asio::io_context& io() override { return io_; }
-  void call_agent(const std::string& host, const std::string& op, nlohmann::json args, ReplyFn fn) override {
-    call_agent_lane(host, 0, op, std::move(args), "", std::move(fn));
-  }
-  void call_agent_lane(const std::string&, int, const std::string& op, nlohmann::json args, std::string,
-                       ReplyFn fn) override {
-    ++calls;
-    auto reply = script_(op, args);
-    boost::asio::post(io_, [fn = std::move(fn), reply = std::move(reply)]() mutable { fn(std::move(reply)); });
-  }
-  std::string local_path(const std::string& path) override { return path; }
-  void record_event(const std::string& type, nlohmann::json detail) override {
-    events.emplace_back(type, detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  }
-  Status append_log(const std::string& bytes) override {
-    log += bytes;
-    return Status();
-  }
-  Status skip_log(int64_t) override { return Status(); }
-  int64_t log_size() override { return static_cast<int64_t>(log.size()); }
-  void set_disconnected(int64_t) override {}
-  void note(const std::string&) override {}
-  void set_progress(nlohmann::json) override {}
-
-  int calls = 0;
-  std::string log;
-  std::vector<std::pair<std::string, std::string>> events;
-
- private:
-  boost::asio::io_context io_;
-  Script script_;
-};
+using ScriptedEnv = testing::ScriptedStageEnv;
 
 // JSON as a reply header can hold it: the frame decoder refuses deeper nesting
 // (protocol/frame.h), so these readers never see it; discarded otherwise.

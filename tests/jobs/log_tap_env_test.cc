@@ -5,32 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/scripted_stage_env.h"
+
 namespace ferry {
 namespace {
 
 // Keeps the log in memory; nothing else is used by LogTapEnv::append_log.
-class LogOnlyEnv : public StageEnv {
- public:
-  boost::asio::io_context& io() override { return io_; }
-  void call_agent(const std::string&, const std::string&, nlohmann::json, ReplyFn) override {}
-  void call_agent_lane(const std::string&, int, const std::string&, nlohmann::json, std::string, ReplyFn) override {}
-  std::string local_path(const std::string& path) override { return path; }
-  void record_event(const std::string&, nlohmann::json) override {}
-  Status append_log(const std::string& bytes) override {
-    log += bytes;
-    return Status();
-  }
-  Status skip_log(int64_t) override { return Status(); }
-  int64_t log_size() override { return static_cast<int64_t>(log.size()); }
-  void set_disconnected(int64_t) override {}
-  void note(const std::string&) override {}
-  void set_progress(nlohmann::json) override {}
-
-  std::string log;
-
- private:
-  boost::asio::io_context io_;
-};
+using LogOnlyEnv = testing::ScriptedStageEnv;
 
 TEST(LogTapEnvTest, LinesCutAcrossReadsArriveWhole) {
   LogOnlyEnv env;
