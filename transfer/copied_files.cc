@@ -119,7 +119,7 @@ Status name_left(int root, const std::set<std::string>& keep, PruneReport* repor
   while (!todo.empty()) {
     auto [fd, rel] = std::move(todo.back());
     todo.pop_back();
-    if (!fd.ok()) return errno_status("open folder " + rel, errno);
+    if (!fd.ok()) return errno_status("open folder " + (rel.empty() ? std::string(".") : rel), errno);
     DIR* d = ::fdopendir(fd.get());
     if (!d) return errno_status("read folder " + rel, errno);
     int dfd = fd.release();
@@ -134,9 +134,10 @@ Status name_left(int root, const std::set<std::string>& keep, PruneReport* repor
       if (n == ".ferry" || is_copy_bookkeeping(n)) continue;
       struct stat st;
       if (::fstatat(dfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
-      if (S_ISDIR(st.st_mode)) {
-        todo.emplace_back(UniqueFd(::openat(dfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)), r);
-      } else if (!keep.count(r)) {
+      int sub = S_ISDIR(st.st_mode) ? ::openat(dfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+      if (sub >= 0) {
+        todo.emplace_back(UniqueFd(sub), r);
+      } else if (!keep.count(r)) {  // a file, a link, or a folder it cannot read: named as it is
         if (report->left.size() < kMaxPruneNamed) report->left.push_back(r);
         ++report->left_count;
       }
