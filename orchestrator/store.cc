@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/ferry_home.h"
 #include "base/file_util.h"
 
 namespace ferry {
@@ -194,11 +195,8 @@ Store::Store(std::string path) : path_(std::move(path)) {}
 Store::~Store() = default;
 
 std::string Store::default_path() {
-  const char* home = std::getenv("FERRY_HOME");
-  if (home && *home) return std::string(home) + "/ferry.db";
-  const char* user_home = std::getenv("HOME");
-  if (!user_home || !*user_home) return "";  // the caller asks for FERRY_HOME or HOME
-  return std::string(user_home) + "/.local/share/ferry/ferry.db";
+  std::string home = ferry_home_dir();
+  return home.empty() ? "" : home + "/ferry.db";  // "": the caller asks for FERRY_HOME or HOME
 }
 
 std::string RunRecord::job_key(const std::string& stage) const {

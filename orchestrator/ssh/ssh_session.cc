@@ -6,7 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 
+#include "base/ferry_home.h"
+#include "base/file_lock.h"
+#include "base/file_util.h"
 #include "orchestrator/ssh/cipher_choice.h"
 #include "orchestrator/ssh/tcp_socket.h"
 
@@ -220,33 +224,66 @@ Status SshSession::verify_host_key() {
       "`, or add this line to " + file + ": `" + entry +
       "`, or set `trust: first-use` on this host in the workflow.";
 
-  switch (ssh_session_is_known_server(session_)) {
-    case SSH_KNOWN_HOSTS_OK:
-      return Status();
-    case SSH_KNOWN_HOSTS_CHANGED:
-    case SSH_KNOWN_HOSTS_OTHER:
-      return permission_denied(
-          "HOST KEY CHANGED for " + who + ": the server offers " + fingerprint_ + ", but " + file +
-          " holds a different key for it. Someone may be intercepting the connection, or the host "
-          "was reinstalled. Refusing to connect (no authentication attempted). If the change is "
-          "expected, remove the old entry with `ssh-keygen -R " +
-          (port_ == 22 ? host_ : "[" + host_ + "]:" + std::to_string(port_)) + " -f " + file +
-          "` and trust the new key. (trust: first-use never accepts a changed key.)");
-    case SSH_KNOWN_HOSTS_UNKNOWN:
-    case SSH_KNOWN_HOSTS_NOT_FOUND:
-      if (target_.trust_first_use) {
-        if (ssh_session_update_known_hosts(session_) != SSH_OK) {
-          return internal_error(describe() + ": cannot record the host key in " + file + ": " + last_error());
-        }
+  const std::string host_for_keygen = port_ == 22 ? host_ : "[" + host_ + "]:" + std::to_string(port_);
+  auto changed = [&](const std::string& in) {
+    return permission_denied(
+        "HOST KEY CHANGED for " + who + ": the server offers " + fingerprint_ + ", but " + in +
+        " holds a different key for it. Someone may be intercepting the connection, or the host "
+        "was reinstalled. Refusing to connect (no authentication attempted). If the change is "
+        "expected, remove the old entry with `ssh-keygen -R " + host_for_keygen + " -f " + in +
+        "` and trust the new key. (trust: first-use never accepts a changed key.)");
+  };
+  auto cannot_check = [&](const std::string& in) {
+    return internal_error(describe() + ": cannot check the host key against " + in + ": " + last_error());
+  };
+
+  // What the known_hosts file the session points at says: a verdict, or nullopt
+  // when the host is not in it.
+  auto verdict_in = [&](const std::string& in) -> std::optional<Status> {
+    switch (ssh_session_is_known_server(session_)) {
+      case SSH_KNOWN_HOSTS_OK:
         return Status();
-      }
-      return permission_denied("unknown host key for " + who + ": " + fingerprint_ + " is not in " +
-                               file + ". Refusing to connect (no authentication attempted). " +
-                               how_to_trust);
-    case SSH_KNOWN_HOSTS_ERROR:
-    default:
-      return internal_error(describe() + ": cannot check the host key against " + file + ": " + last_error());
+      case SSH_KNOWN_HOSTS_CHANGED:
+      case SSH_KNOWN_HOSTS_OTHER:
+        return changed(in);
+      case SSH_KNOWN_HOSTS_UNKNOWN:
+      case SSH_KNOWN_HOSTS_NOT_FOUND:
+        return std::nullopt;
+      case SSH_KNOWN_HOSTS_ERROR:
+      default:
+        return cannot_check(in);
+    }
+  };
+  // The user's known_hosts first: a key there decides.
+  if (auto v = verdict_in(file)) return *v;
+  // Then the keys ferry itself trusted on first use, kept in a file of its own: the
+  // user's may be /dev/null (common for cloud VMs), where a recorded key would be
+  // forgotten and every later key, a man in the middle's too, accepted.
+  std::string own = target_.first_use_known_hosts.empty()
+                        ? (ferry_home_dir().empty() ? "" : ferry_home_dir() + "/known_hosts")
+                        : target_.first_use_known_hosts;
+  auto unknown = [&] {
+    return permission_denied("unknown host key for " + who + ": " + fingerprint_ + " is not in " + file +
+                             ". Refusing to connect (no authentication attempted). " + how_to_trust);
+  };
+  if (own.empty()) {
+    if (!target_.trust_first_use) return unknown();
+    return failed_precondition(describe() + ": trust: first-use records the key in $FERRY_HOME/known_hosts, "
+                               "and neither FERRY_HOME nor HOME is set");
   }
+  ssh_options_set(session_, SSH_OPTIONS_KNOWNHOSTS, own.c_str());
+  if (auto v = verdict_in(own)) return *v;
+  if (!target_.trust_first_use) return unknown();
+  // First use, one connection at a time per coordinator machine: lanes racing on a
+  // new host would each record the key they were offered.
+  if (Status made = make_dirs(dirname_of(own)); !made.ok()) return made;
+  auto lock = FileLock::take(own + ".lock");
+  if (!lock.ok()) return lock.status();
+  if (auto v = verdict_in(own)) return *v;  // another connection recorded it meanwhile
+  if (ssh_session_update_known_hosts(session_) != SSH_OK) {
+    return internal_error(describe() + ": cannot record the host key in " + own + ": " + last_error());
+  }
+  return Status();
 }
 
 Status SshSession::authenticate() {

@@ -5,7 +5,8 @@
 // links are noticed in seconds) and hand it to libssh with SSH_OPTIONS_FD, run the
 // handshake, check the host key against known_hosts *before any authentication*
 // (unknown or changed keys are refused with the fingerprint and how to trust it;
-// an unknown key is recorded only with trust_first_use), then authenticate with
+// an unknown key is recorded only with trust_first_use, in ferry's own
+// known_hosts, one connection at a time), then authenticate with
 // ssh_userauth_publickey_auto (ssh-agent, the target's identity, config and default
 // keys). All of it is bounded by target.connect_timeout_ms.
 //

@@ -16,6 +16,9 @@ struct SshTarget {
   std::string identity;  ///< private key file tried first; "" = ssh-agent + config + ~/.ssh/id_*
   std::string known_hosts;  ///< "" = ~/.ssh/known_hosts
   bool trust_first_use = false;  ///< record an unknown host key (never a changed one)
+  /// Where keys trusted on first use are recorded, and looked up after `known_hosts`:
+  /// "" = $FERRY_HOME/known_hosts (base/ferry_home.h). Never the user's own file.
+  std::string first_use_known_hosts;
   std::string workdir;   ///< remote working directory: absolute, or relative to the login dir
   int connect_timeout_ms = 10000;  ///< TCP connect + handshake + host key + auth
   /// The ssh client config to read: "" = ~/.ssh/config then /etc/ssh/ssh_config

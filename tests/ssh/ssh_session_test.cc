@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <sstream>
+#include <thread>
+#include <vector>
 
 #include "orchestrator/ssh/ssh_session.h"
 #include "tests/ssh/testbed_env.h"
@@ -88,6 +92,7 @@ TEST_F(SshSessionTest, UnknownHostKeyIsRefusedBeforeAuthentication) {
   TempDir dir;
   SshTarget t = tb_.target(0);
   t.known_hosts = dir.path + "/known_hosts";
+  t.first_use_known_hosts = dir.path + "/ferry_known_hosts";
   testbed::write_file(t.known_hosts, "");
   Status st;
   std::string log = refused_attempt_log(0, t, &st);
@@ -100,6 +105,7 @@ TEST_F(SshSessionTest, UnknownHostKeyIsRefusedBeforeAuthentication) {
   EXPECT_NE(st.message().find(tb_.hosts[0].address + " ssh-ed25519 AAAA"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("trust: first-use"), std::string::npos) << st.message();
   EXPECT_EQ(testbed::read_file(t.known_hosts), "");  // nothing recorded
+  EXPECT_FALSE(testbed::file_exists(t.first_use_known_hosts));
   // The proof that no credential was offered: sshd (LogLevel DEBUG1) saw the
   // connection and its end, and no userauth request in between.
   EXPECT_NE(log.find("Connection from " + tb_.hosts[0].coordinator_address), std::string::npos) << log;
@@ -135,23 +141,68 @@ TEST_F(SshSessionTest, ChangedHostKeyIsRefusedEvenWithTrustFirstUse) {
   }
 }
 
-TEST_F(SshSessionTest, TrustFirstUseRecordsAnUnknownKey) {
+TEST_F(SshSessionTest, TrustFirstUseRecordsAnUnknownKeyInFerrysOwnFile) {
   TempDir dir;
   SshTarget t = tb_.target(1);
-  t.known_hosts = dir.path + "/known_hosts";  // does not exist yet
+  t.known_hosts = dir.path + "/known_hosts";  // does not exist
+  t.first_use_known_hosts = dir.path + "/ferry/known_hosts";  // nor does its folder
   t.trust_first_use = true;
   {
     SshSession s(t);
     Status st = s.connect();
     ASSERT_TRUE(st.ok()) << st.to_string();
   }
-  std::string recorded = testbed::read_file(t.known_hosts);
+  std::string recorded = testbed::read_file(t.first_use_known_hosts);
   EXPECT_NE(recorded.find(tb_.hosts[1].address + " ssh-ed25519 "), std::string::npos) << recorded;
+  EXPECT_FALSE(testbed::file_exists(t.known_hosts)) << "the user's known_hosts is never written";
   // From now on the key is simply known.
   t.trust_first_use = false;
   SshSession s2(t);
   Status st2 = s2.connect();
   EXPECT_TRUE(st2.ok()) << st2.to_string();
+}
+
+// Review F23: with `UserKnownHostsFile /dev/null` (common for cloud VMs) a first-use
+// key was written nowhere and every later key accepted; lanes racing on a new host
+// each recorded the key they were offered.
+TEST_F(SshSessionTest, FirstUseRecordsOneKeyInFerrysOwnFileAndThenHoldsToIt) {
+  TempDir dir;
+  SshTarget t = tb_.target(2);
+  t.known_hosts = "/dev/null";
+  t.first_use_known_hosts = dir.path + "/known_hosts";
+  t.trust_first_use = true;
+  constexpr int kRacers = 6;
+  std::vector<Status> results(kRacers);
+  std::vector<std::thread> racers;
+  for (int i = 0; i < kRacers; ++i) {
+    racers.emplace_back([&, i] {
+      SshSession s(t);
+      results[i] = s.connect();
+    });
+  }
+  for (auto& r : racers) r.join();
+  for (const Status& st : results) EXPECT_TRUE(st.ok()) << st.to_string();
+  std::string recorded = testbed::read_file(t.first_use_known_hosts);
+  size_t lines = std::count(recorded.begin(), recorded.end(), '\n');
+  EXPECT_EQ(lines, 1u) << recorded;
+
+  // A man in the middle on h3's address (h1's key) is refused, first use or not.
+  std::string h1_key;
+  std::istringstream in(testbed::read_file(tb_.known_hosts));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(tb_.hosts[0].address + " ", 0) == 0) h1_key = line.substr(tb_.hosts[0].address.size());
+  }
+  ASSERT_FALSE(h1_key.empty());
+  const std::string forged = tb_.hosts[2].address + h1_key + "\n";
+  testbed::write_file(t.first_use_known_hosts, forged);
+  Status st;
+  std::string log = refused_attempt_log(2, t, &st);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st.to_string();
+  EXPECT_NE(st.message().find("HOST KEY CHANGED"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(t.first_use_known_hosts), std::string::npos) << st.message();
+  EXPECT_EQ(testbed::read_file(t.first_use_known_hosts), forged);
+  EXPECT_EQ(log.find("userauth-request"), std::string::npos) << log;
 }
 
 TEST_F(SshSessionTest, WrongUserKeyGivesAClearAuthenticationError) {

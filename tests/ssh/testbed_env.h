@@ -37,6 +37,9 @@ struct Testbed {
     t.user = user;
     t.identity = identity;
     t.known_hosts = known_hosts;
+    // Nothing trusted on first use leaks between tests or from the developer's
+    // $FERRY_HOME: a test of first use names its own file.
+    t.first_use_known_hosts = "/dev/null";
     t.workdir = hosts[i].workdir;
     t.ssh_config = "none";  // a developer's ~/.ssh/config must not change test results
     return t;
@@ -93,6 +96,8 @@ inline void write_file(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << data;
 }
+
+inline bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
 
 /// Size of a file now (the start of the slice a test will look at later).
 inline size_t file_size(const std::string& path) { return read_file(path).size(); }
