@@ -1,4 +1,4 @@
-// CappedLog: a job's output kept within a cap (`log_max`), as its head and a
+// A job's output kept within a cap (`log_max`), as its head and a
 // rotating tail, so a chatty job cannot fill the disk (review F18).
 //
 // On disk, for a log at PATH:

@@ -12,7 +12,7 @@
 
 namespace ferry::cli {
 
-// Exit codes (README "Exit codes" lists the same).
+// Exit codes (the README's "The command line at a glance" lists the same).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;     // the run (or eval gate) failed
 inline constexpr int kExitUsage = 2;      // bad command line or invalid workflow

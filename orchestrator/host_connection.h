@@ -8,15 +8,16 @@
 // read straight into the frame decoder, a chunk's body in place); with none
 // awaited it sleeps on its queue, so a new call goes out at once.
 //
-// Liveness: a ping every kPingEvery; no byte from the agent within kDeadAfter
+// Liveness: a ping every `ping_every_s`; no byte from the agent within `dead_after_s`
 // means the link is dead: the transport is closed, pending calls fail with
 // kUnavailable, and the thread reconnects with exponential backoff and jitter
-// (a link that fails within kDeadAfter of opening counts as a failure too, so an
+// (a link that fails within `dead_after_s` of opening counts as a failure too, so an
 // agent that dies at once is not restarted in a tight loop) until `give_up_s` of
 // continuous failure, after which calls fail with
 // kDeadlineExceeded. Failures no retry can fix (host key refused, authentication
 // failed, agent missing) give up at once, and calls fail with their message; so
-// does an unreachable host at the first try when first_failure_is_final is set. Detached jobs keep running through all of it.
+// does an unreachable host at the first try when first_failure_is_final is set.
+// Detached jobs keep running through all of it.
 //
 // Thread contract: construct, call(), stop() on the io thread. Callbacks and
 // state notifications run on the io thread.

@@ -1,4 +1,4 @@
-// CopyPlan: what both copy senders share — the relay (jobs/copy/copy_stage.h,
+// What both copy senders share — the relay (jobs/copy/relay_copy.h,
 // the coordinator moving bytes between two agents) and the direct push
 // (agents/push.h, the source host's own agent sending over its own ssh): the
 // files of a copy and where each lands, the chunking, the manifest, and the
