@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/dflash-tiny/corpus.h"
-#include "jobs/eval/safetensors_reader.h"
-#include "jobs/eval/safetensors_writer.h"
+#include "jobs/eval/io/safetensors_reader.h"
+#include "jobs/eval/io/safetensors_writer.h"
 
 namespace ferry::dflash_tiny {
 namespace {

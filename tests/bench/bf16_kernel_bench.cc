@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "jobs/eval/bf16_linear.h"
-#include "jobs/eval/packed_bf16_linear.h"
+#include "jobs/eval/cpu/bf16_linear.h"
+#include "jobs/eval/cpu/packed_bf16_linear.h"
 #include "jobs/eval/tools/passive_omp_wait.h"
 
 namespace {

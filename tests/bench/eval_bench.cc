@@ -41,12 +41,12 @@
 #include <string>
 #include <vector>
 
-#include "jobs/eval/bf16_linear.h"
-#include "jobs/eval/cpu_runtime.h"
-#include "jobs/eval/compute_threads.h"
-#include "jobs/eval/dflash_drafter.h"
-#include "jobs/eval/target_model.h"
-#include "jobs/eval/speculative_decoder.h"
+#include "jobs/eval/cpu/bf16_linear.h"
+#include "jobs/eval/cpu/cpu_runtime.h"
+#include "jobs/eval/cpu/compute_threads.h"
+#include "jobs/eval/models/dflash_drafter.h"
+#include "jobs/eval/models/target_model.h"
+#include "jobs/eval/run/speculative_decoder.h"
 #include "jobs/eval/tools/passive_omp_wait.h"
 #include "tests/eval/eval_test_util.h"
 

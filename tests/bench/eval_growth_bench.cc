@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "jobs/eval/dflash_drafter.h"
-#include "jobs/eval/qwen3_target.h"
-#include "jobs/eval/speculative_decoder.h"
+#include "jobs/eval/models/dflash_drafter.h"
+#include "jobs/eval/models/qwen3_target.h"
+#include "jobs/eval/run/speculative_decoder.h"
 #include "tests/eval/eval_test_util.h"
 
 namespace {

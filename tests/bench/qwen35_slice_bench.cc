@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "jobs/eval/qwen35_target.h"
-#include "jobs/eval/safetensors_reader.h"
+#include "jobs/eval/models/qwen35_target.h"
+#include "jobs/eval/io/safetensors_reader.h"
 #include "jobs/eval/tools/tiny_models.h"
 
 namespace {

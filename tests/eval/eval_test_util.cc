@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "jobs/eval/safetensors_reader.h"
-#include "jobs/eval/safetensors_writer.h"
+#include "jobs/eval/io/safetensors_reader.h"
+#include "jobs/eval/io/safetensors_writer.h"
 
 namespace ferry::eval::testing {
 

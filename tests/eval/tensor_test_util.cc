@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "jobs/eval/safetensors_reader.h"
-#include "jobs/eval/speculative_decoder.h"
-#include "jobs/eval/weight_loader.h"
+#include "jobs/eval/io/safetensors_reader.h"
+#include "jobs/eval/run/speculative_decoder.h"
+#include "jobs/eval/io/weight_loader.h"
 
 namespace ferry::eval::testing {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "jobs/eval/target_model.h"
+#include "jobs/eval/models/target_model.h"
 
 namespace ferry::eval::testing {
 

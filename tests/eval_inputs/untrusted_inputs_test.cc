@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "jobs/eval/model_config.h"
-#include "jobs/eval/prompt_file.h"
+#include "jobs/eval/io/model_config.h"
+#include "jobs/eval/run/prompt_file.h"
 #include "tests/support/process.h"
 
 namespace ferry::eval {

@@ -5,8 +5,8 @@
 // (a catastrophic regex from the file must end at ICU's time limit, inside the round's).
 #include <gtest/gtest.h>
 
-#include "jobs/eval/model_config.h"
-#include "jobs/eval/prompt_file.h"
+#include "jobs/eval/io/model_config.h"
+#include "jobs/eval/run/prompt_file.h"
 #include "jobs/tokenizer/tokenizer.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/support/process.h"

@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "base/file_util.h"
-#include "jobs/eval/safetensors_reader.h"
-#include "jobs/eval/safetensors_writer.h"
+#include "jobs/eval/io/safetensors_reader.h"
+#include "jobs/eval/io/safetensors_writer.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/support/process.h"
 

@@ -60,7 +60,7 @@ TEST(CheckpointStepTest, FromTheEventOrTheCheckpointFolderName) {
   EXPECT_EQ(report::checkpoint_step({{"drafter", "checkpoint-12abc"}}), std::nullopt);
 }
 
-// An eval.report event as the engine writes it (jobs/eval/eval_report.cc), cut to
+// An eval.report event as the engine writes it (jobs/eval/run/eval_report.cc), cut to
 // what the report reads, with text a run could hold.
 json eval_event(const std::string& drafter, double tau, double ref_tau) {
   return {{"drafter", drafter},

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -24,6 +23,7 @@
 
 #include "jobs/eval_plugin_api.h"
 #include "jobs/eval_progress.h"
+#include "jobs/eval/cpu/cpu_features.h"
 
 namespace ferry::eval {
 namespace {
@@ -63,22 +63,10 @@ bool write_atomically(const std::string& path, const std::string& text) {
   return ok;
 }
 
-std::string cpu_flags_line() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) == 0) return line.substr(line.find(':') + 1) + " ";
-  }
-  return "";
-}
-
 nlohmann::json capability() {
-  std::string flags = cpu_flags_line();
-  nlohmann::json isa = nlohmann::json::array();
-  for (const char* f : {"avx2", "avx512f", "avx512_bf16", "amx_bf16"}) {
-    if (flags.find(std::string(" ") + f + " ") != std::string::npos) isa.push_back(f);
-  }
-  bool bf16 = flags.find(" avx512_bf16 ") != std::string::npos || flags.find(" amx_bf16 ") != std::string::npos;
+  // The kernels' own reading (cpu/cpu_features.h): "bf16" is what they will run on.
+  nlohmann::json isa = isa_flags();
+  const bool bf16 = bf16_kernel_supported();
   return {{"libtorch", TORCH_VERSION},
           {"cuda_devices", torch::cuda::device_count()},
           {"cpu_flags", isa},

@@ -10,7 +10,7 @@
 // file then holds {"ok": false, "error": ...} when it could be written).
 //
 // `ferry-eval check` prints what this host offers an eval as one JSON line:
-// {libtorch, cuda_devices, cpu_flags, bf16, cores}; reaching main at all means
+// {libtorch, cuda_devices, cpu_flags, bf16 (the kernels run here), cores}; reaching main at all means
 // the dynamic loader found libtorch.
 #pragma once
 

@@ -1,12 +1,12 @@
 // ferry-eval: `ferry eval` as a standalone binary, for engine development without the
-// rest of ferry. Same flags and exit codes (jobs/eval/eval_command.h).
+// rest of ferry. Same flags and exit codes (jobs/eval/run/eval_command.h).
 // `ferry-eval worker` and `ferry-eval check`: the eval worker that runs on a host
 // holding the model (jobs/eval/tools/eval_worker.h).
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "jobs/eval/eval_command.h"
+#include "jobs/eval/run/eval_command.h"
 #include "jobs/eval/tools/eval_worker.h"
 #include "jobs/eval/tools/passive_omp_wait.h"
 

@@ -1,0 +1,169 @@
+#include "jobs/eval/models/dflash_drafter.h"
+
+#include <limits>
+
+namespace ferry::eval {
+
+Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& folder, int64_t target_hidden_size,
+                                                           const ComputeOptions& options, LoadReport* report,
+                                                           const std::string& what) {
+  auto config = load_dflash_config(folder);
+  if (!config.ok()) return config.status();
+  auto checkpoint = SafetensorsCheckpoint::open(folder);
+  if (!checkpoint.ok()) return checkpoint.status();
+  SafetensorsCheckpoint& ckpt = **checkpoint;
+  // z-lab writes unprefixed names; some converters keep the `model.` prefix.
+  const std::string prefix = !ckpt.contains("fc.weight") && ckpt.contains("model.fc.weight") ? "model." : "";
+
+  std::unique_ptr<DFlashDrafter> d(new DFlashDrafter());
+  d->config_ = *config;
+  d->options_ = options;
+  const Qwen3Config& c = d->config_.model;
+  const int64_t h = c.hidden_size, hd = c.head_dim;
+  const int64_t qd = c.num_attention_heads * hd, kvd = c.num_key_value_heads * hd, in = c.intermediate_size;
+  const int64_t features = static_cast<int64_t>(d->config_.target_layer_ids.size()) * target_hidden_size;
+
+  WeightLoader loader(&ckpt, what, options);
+  d->fc_ = loader.take_linear(prefix + "fc.weight", {h, features});
+  d->hidden_norm_ = loader.take(prefix + "hidden_norm.weight", {h});
+  d->norm_ = loader.take(prefix + "norm.weight", {h});
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = prefix + "layers." + std::to_string(i) + ".";
+    Layer layer;
+    layer.input_norm = loader.take(p + "input_layernorm.weight", {h});
+    layer.q = loader.take_linear(p + "self_attn.q_proj.weight", {qd, h});
+    layer.k = loader.take_linear(p + "self_attn.k_proj.weight", {kvd, h});
+    layer.v = loader.take_linear(p + "self_attn.v_proj.weight", {kvd, h});
+    layer.o = loader.take_linear(p + "self_attn.o_proj.weight", {h, qd});
+    layer.q_norm = loader.take(p + "self_attn.q_norm.weight", {hd});
+    layer.k_norm = loader.take(p + "self_attn.k_norm.weight", {hd});
+    layer.post_norm = loader.take(p + "post_attention_layernorm.weight", {h});
+    layer.gate = loader.take_linear(p + "mlp.gate_proj.weight", {in, h});
+    layer.up = loader.take_linear(p + "mlp.up_proj.weight", {in, h});
+    layer.down = loader.take_linear(p + "mlp.down_proj.weight", {h, in});
+    d->layers_.push_back(std::move(layer));
+  }
+  FERRY_RETURN_IF_ERROR(loader.finish({}, report));
+  d->caches_.resize(c.num_hidden_layers);
+  d->rope_ = std::make_unique<RopeCache>(hd, c.rope_theta, options);
+  return d;
+}
+
+at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& block) {
+  const Qwen3Config& c = config_.model;
+  const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
+  const int64_t ctx_len = context.defined() ? context.size(0) : 0;
+  const int64_t ctx_start = cache_length();
+  const int64_t b = block.size(0);
+  const int64_t block_start = ctx_start + ctx_len;
+
+  at::Tensor ctx;  // [C, hidden]
+  RopeTables ctx_rope;
+  if (ctx_len > 0) {
+    ctx = rms_norm(project(context.to(options_.device, options_.dtype), fc_), hidden_norm_, c.rms_norm_eps);
+    ctx_rope = rope_->at(ctx_start, ctx_len);
+  }
+  RopeTables block_rope = rope_->at(block_start, b);
+
+  // Sliding layers: query i at block_start+i sees key position p when
+  // block_start+i - p < window (context) and p <= block_start+i (block: causal).
+  at::Tensor sliding_mask;
+  if (config_.sliding_window > 0) {
+    auto longs = at::TensorOptions().dtype(at::kLong).device(options_.device);
+    at::Tensor qpos = at::arange(block_start, block_start + b, longs).unsqueeze(1);  // [B, 1]
+    at::Tensor kpos = at::arange(0, block_start + b, longs).unsqueeze(0);            // [1, S]
+    at::Tensor visible = (kpos <= qpos).logical_and(qpos - kpos < config_.sliding_window);
+    sliding_mask = at::zeros(visible.sizes(), longs.dtype(at::kFloat))
+                       .masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity());
+  }
+
+  at::Tensor x = block.to(options_.device, options_.dtype);  // [B, hidden]
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& layer = layers_[i];
+    if (ctx_len > 0) {
+      // Context K/V depend only on the projected features and their positions, so
+      // they are computed once per position and kept.
+      std::vector<at::Tensor> kv = project_all(ctx, {layer.k, layer.v});
+      at::Tensor kc = norm_rope_heads(kv[0].view({ctx_len, nkv, hd}), layer.k_norm, c.rms_norm_eps, ctx_rope);
+      at::Tensor vc = kv[1].view({ctx_len, nkv, hd});
+      caches_[i].append(kc, vc.transpose(0, 1));
+    }
+    at::Tensor h = rms_norm(x, layer.input_norm, c.rms_norm_eps);
+    std::vector<at::Tensor> qkv = project_all(h, {layer.q, layer.k, layer.v});
+    at::Tensor q = norm_rope_heads(qkv[0].view({b, nh, hd}), layer.q_norm, c.rms_norm_eps, block_rope);    // [nh, B, hd]
+    at::Tensor kb = norm_rope_heads(qkv[1].view({b, nkv, hd}), layer.k_norm, c.rms_norm_eps, block_rope);  // [nkv, B, hd]
+    at::Tensor vb = qkv[2].view({b, nkv, hd});
+    // The block's K/V go after the context's in the cache for this call only (cropped
+    // below): attention then reads one buffer instead of a fresh concatenation.
+    caches_[i].append(kb, vb.transpose(0, 1));  // keys: [nkv, ctx_total + B, hd]
+    const bool sliding = i < config_.sliding_layer.size() && config_.sliding_layer[i];
+    at::Tensor attn = attention_with_mask(q, caches_[i].keys(), caches_[i].values(),
+                                          sliding ? sliding_mask : at::Tensor());  // [B, nh*hd]
+    caches_[i].crop(block_start);
+    x = x + project(attn, layer.o);
+    x = x + swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate, layer.up, layer.down);
+  }
+  return rms_norm(x, norm_, c.rms_norm_eps);
+}
+
+void DFlashDrafter::reserve(int64_t positions) {
+  const Qwen3Config& c = config_.model;
+  auto kv = at::TensorOptions().dtype(options_.dtype).device(options_.device);
+  for (KvCache& cache : caches_) cache.reserve(c.num_key_value_heads, positions, c.head_dim, kv);
+  rope_->reserve(positions);
+}
+
+void DFlashDrafter::crop(int64_t length) {
+  for (KvCache& cache : caches_) cache.crop(length);
+}
+
+void DFlashDrafter::reset() {
+  for (KvCache& cache : caches_) cache.reset();
+}
+
+// ---------------------------------------------------------------------------
+
+Result<std::unique_ptr<DFlashProposer>> DFlashProposer::create(TargetModel* target, DFlashDrafter* drafter) {
+  const Qwen3Config& tc = target->config();
+  const DFlashConfig& dc = drafter->config();
+  const std::string where = dc.model.path + ": ";
+  if (dc.model.hidden_size != tc.hidden_size) {
+    return invalid_argument(where + "drafter hidden_size " + std::to_string(dc.model.hidden_size) +
+                            " differs from the target's " + std::to_string(tc.hidden_size) +
+                            " (the drafter uses the target's embedding and lm_head)");
+  }
+  for (int64_t id : dc.target_layer_ids) {
+    if (id < 0 || id >= tc.num_hidden_layers) {
+      return invalid_argument(where + "target_layer_ids holds " + std::to_string(id) + " but the target has " +
+                              std::to_string(tc.num_hidden_layers) + " layers");
+    }
+  }
+  if (dc.mask_token_id < 0 || dc.mask_token_id >= tc.vocab_size) {
+    return invalid_argument(where + "mask_token_id " + std::to_string(dc.mask_token_id) +
+                            " is outside the target's vocabulary (" + std::to_string(tc.vocab_size) + ")");
+  }
+  return std::unique_ptr<DFlashProposer>(new DFlashProposer(target, drafter));
+}
+
+void DFlashProposer::reset() { drafter_->reset(); }
+
+void DFlashProposer::reserve(int64_t positions) { drafter_->reserve(positions); }
+
+Result<std::vector<int64_t>> DFlashProposer::propose(const DraftRequest& request) {
+  const int64_t b = request.block_size;
+  const int64_t ctx_len = request.context.defined() ? request.context.size(0) : 0;
+  if (drafter_->cache_length() + ctx_len != request.start) {
+    return internal_error("drafter context covers " + std::to_string(drafter_->cache_length() + ctx_len) +
+                          " positions, block starts at " + std::to_string(request.start));
+  }
+  std::vector<int64_t> ids(static_cast<size_t>(b), drafter_->config().mask_token_id);
+  ids[0] = (*request.tokens)[static_cast<size_t>(request.start)];
+  at::Tensor block_ids = at::tensor(ids, at::kLong).to(target_->options().device);
+  at::Tensor hidden = drafter_->forward(request.context, target_->embed(block_ids));  // [B, hidden]
+  at::Tensor logits = target_->lm_head(hidden.narrow(0, 1, b - 1));                 // [B-1, vocab]
+  at::Tensor draft = logits.argmax(-1).to(at::kCPU);  // only the ids leave the device
+  const int64_t* p = draft.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + (b - 1));
+}
+
+}  // namespace ferry::eval

@@ -1,0 +1,128 @@
+#include "jobs/eval/models/gated_delta_net.h"
+
+#include "jobs/eval/cpu/gdn_recurrence.h"
+
+#include <cmath>
+#include <vector>
+
+namespace ferry::eval {
+namespace {
+
+// q, k L2 normalisation as the FLA kernel does it (use_qk_l2norm_in_kernel).
+constexpr double kL2NormEps = 1e-6;
+
+at::Tensor l2_normalize(const at::Tensor& x) { return x * at::rsqrt(x.pow(2).sum(-1, /*keepdim=*/true) + kL2NormEps); }
+
+}  // namespace
+
+GdnState gdn_initial_state(const GdnDims& d, const at::Device& device) {
+  auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
+  GdnState s;
+  s.conv = at::zeros({d.conv_kernel - 1, d.conv_channels()}, f32);
+  s.state = at::zeros({d.value_heads, d.key_dim, d.value_dim}, f32);
+  return s;
+}
+
+at::Tensor gated_delta_rule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& decay,
+                            const at::Tensor& beta, const at::Tensor& initial, at::Tensor* final_state) {
+  const int64_t t_len = k.size(0), hv = k.size(1), dk = k.size(2), dv = v.size(2);
+  at::Tensor out;
+  if (q.defined()) out = at::empty({t_len, hv, dv}, v.options());
+  if (initial.device().is_cpu()) {
+    at::Tensor kc = k.contiguous(), vc = v.contiguous(), dc = decay.contiguous(), bc = beta.contiguous();
+    at::Tensor qc = q.defined() ? q.contiguous() : q;
+    at::Tensor init = initial.contiguous();
+    at::Tensor s = at::empty_like(init);  // never `initial`: that stays the rollback snapshot
+    gdn_recurrence_cpu(qc.defined() ? qc.data_ptr<float>() : nullptr, kc.data_ptr<float>(), vc.data_ptr<float>(),
+                   dc.data_ptr<float>(), bc.data_ptr<float>(), init.data_ptr<float>(), s.data_ptr<float>(),
+                   out.defined() ? out.data_ptr<float>() : nullptr, t_len, hv, dk, dv);
+    *final_state = s;
+    return out;
+  }
+  return gated_delta_rule_generic(q, k, v, decay, beta, initial, final_state);
+}
+
+at::Tensor gated_delta_rule_generic(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const at::Tensor& decay, const at::Tensor& beta, const at::Tensor& initial,
+                                    at::Tensor* final_state) {
+  const int64_t t_len = k.size(0), hv = k.size(1), dk = k.size(2), dv = v.size(2);
+  at::Tensor out;
+  if (q.defined()) out = at::empty({t_len, hv, dv}, v.options());
+  at::Tensor s = initial;
+  for (int64_t t = 0; t < t_len; ++t) {
+    at::Tensor kt = k[t].view({hv, 1, dk});
+    at::Tensor d = decay[t].view({hv, 1, 1});
+    // Sᵀk of the decayed state, read from the undecayed one and scaled after.
+    at::Tensor kv = at::bmm(kt, s).view({hv, dv}) * decay[t].view({hv, 1});
+    at::Tensor delta = (v[t] - kv) * beta[t].view({hv, 1});
+    // The first step allocates, so `initial` stays intact (the rollback snapshot).
+    if (t == 0) {
+      s = s * d;
+    } else {
+      s.mul_(d);
+    }
+    s.baddbmm_(kt.transpose(1, 2), delta.view({hv, 1, dv}));
+    if (q.defined()) out[t].copy_(at::bmm(q[t].view({hv, 1, dk}), s).view({hv, dv}));
+  }
+  *final_state = s;
+  return out;
+}
+
+at::Tensor gdn_forward(const GdnDims& d, const GdnWeights& w, const at::Tensor& x, GdnState* st) {
+  const int64_t t_len = x.size(0);
+  const int64_t kd = d.key_heads * d.key_dim, vd = d.value_heads * d.value_dim;
+  const int64_t k_minus_1 = d.conv_kernel - 1;
+  const int64_t rep = d.value_heads / d.key_heads;
+
+  std::vector<at::Tensor> in = project_all(x, {w.in_qkv, w.in_z, w.in_b, w.in_a});
+  at::Tensor qkv = in[0].to(at::kFloat);  // [T, C]
+  at::Tensor z = in[1].view({t_len, d.value_heads, d.value_dim});
+  at::Tensor b = in[2].to(at::kFloat);  // [T, Hv]
+  at::Tensor a = in[3].to(at::kFloat);  // [T, Hv]
+
+  // Causal depthwise conv: output t sees window rows t .. t+K-1 (the last one is token t).
+  at::Tensor window = at::cat({st->conv, qkv}, 0);  // [K-1+T, C]
+  at::Tensor conv = window.narrow(0, 0, t_len) * w.conv[0];
+  for (int64_t j = 1; j < d.conv_kernel; ++j) conv.addcmul_(window.narrow(0, j, t_len), w.conv[j]);
+  conv = at::silu(conv);
+
+  at::Tensor q = l2_normalize(conv.narrow(1, 0, kd).view({t_len, d.key_heads, d.key_dim})) *
+                 (1.0 / std::sqrt(static_cast<double>(d.key_dim)));
+  at::Tensor k = l2_normalize(conv.narrow(1, kd, kd).view({t_len, d.key_heads, d.key_dim}));
+  at::Tensor v = conv.narrow(1, 2 * kd, vd).reshape({t_len, d.value_heads, d.value_dim});
+  if (rep > 1) {
+    q = q.repeat_interleave(rep, 1);
+    k = k.repeat_interleave(rep, 1);
+  }
+  at::Tensor beta = at::sigmoid(b);
+  at::Tensor decay = at::exp(w.neg_a * at::softplus(a + w.dt_bias));
+
+  st->state_before = st->state;
+  st->window = window;
+  st->k = k;
+  st->v = v;
+  st->decay = decay;
+  st->beta = beta;
+  st->tape_tokens = t_len;
+  at::Tensor o = gated_delta_rule(q, k, v, decay, beta, st->state_before, &st->state);
+  st->conv = window.narrow(0, t_len, k_minus_1);
+
+  // Gated RMSNorm per head: w · rmsnorm(o) in the model dtype, times silu(z) in float32.
+  at::Tensor normed = rms_norm(o.to(x.scalar_type()), w.norm, d.eps);
+  at::Tensor gated = (normed.to(at::kFloat) * at::silu(z.to(at::kFloat))).to(x.scalar_type());
+  return project(gated.view({t_len, vd}), w.out);
+}
+
+void gdn_rollback(GdnState* st, int64_t keep) {
+  TORCH_CHECK(keep >= 0 && keep <= st->tape_tokens, "GDN rollback to ", keep, " of ", st->tape_tokens, " tokens");
+  if (keep == 0) {
+    st->state = st->state_before;  // no step to replay; nothing writes a state in place
+  } else {
+    gated_delta_rule(at::Tensor(), st->k.narrow(0, 0, keep), st->v.narrow(0, 0, keep), st->decay.narrow(0, 0, keep),
+                     st->beta.narrow(0, 0, keep), st->state_before, &st->state);
+  }
+  const int64_t k_minus_1 = st->window.size(0) - st->tape_tokens;
+  st->conv = st->window.narrow(0, keep, k_minus_1);
+}
+
+}  // namespace ferry::eval

@@ -1,0 +1,199 @@
+#include "jobs/eval/run/drafter_diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "jobs/eval/io/model_config.h"
+#include "jobs/eval/io/safetensors_reader.h"
+
+namespace ferry::eval {
+namespace {
+
+std::string join(const std::vector<int64_t>& v) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
+  out << "]";
+  return out.str();
+}
+
+std::string num(double x) {
+  std::ostringstream out;
+  out << std::setprecision(6) << x;
+  return out.str();
+}
+
+bool float_dtype(StDtype d) {
+  return d == StDtype::kF32 || d == StDtype::kF16 || d == StDtype::kBF16 || d == StDtype::kF64;
+}
+
+double value_at(const TensorRecord& r, int64_t i) {
+  const uint8_t* p = r.data + i * static_cast<int64_t>(st_dtype_size(r.info.dtype));
+  switch (r.info.dtype) {
+    case StDtype::kF32: { float f; std::memcpy(&f, p, 4); return f; }
+    case StDtype::kF64: { double d; std::memcpy(&d, p, 8); return d; }
+    case StDtype::kBF16: { uint16_t b; std::memcpy(&b, p, 2); return bf16_to_float(b); }
+    case StDtype::kF16: { uint16_t b; std::memcpy(&b, p, 2); return f16_to_float(b); }
+    default: return 0;
+  }
+}
+
+double l2(const TensorRecord& r) {
+  double s = 0;
+  const int64_t n = r.info.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    double x = value_at(r, i);
+    s += x * x;
+  }
+  return std::sqrt(s);
+}
+
+}  // namespace
+
+bool DrafterDiff::any_difference() const {
+  for (const Field& f : fields) {
+    if (f.differs) return true;
+  }
+  return !tensors.empty();
+}
+
+Result<DrafterDiff> diff_drafters(const std::string& candidate_folder, const std::string& reference_folder) {
+  auto cc = load_dflash_config(candidate_folder);
+  if (!cc.ok()) return cc.status();
+  auto rc = load_dflash_config(reference_folder);
+  if (!rc.ok()) return rc.status();
+  DrafterDiff diff;
+  auto field = [&](const std::string& name, const std::string& a, const std::string& b) {
+    diff.fields.push_back({name, a, b, a != b});
+  };
+  field("target_layer_ids", join(cc->target_layer_ids) + (cc->target_layer_ids_derived ? " (derived)" : ""),
+        join(rc->target_layer_ids) + (rc->target_layer_ids_derived ? " (derived)" : ""));
+  field("block_size", std::to_string(cc->block_size), std::to_string(rc->block_size));
+  field("mask_token_id", std::to_string(cc->mask_token_id), std::to_string(rc->mask_token_id));
+  field("num_hidden_layers", std::to_string(cc->model.num_hidden_layers), std::to_string(rc->model.num_hidden_layers));
+  field("hidden_size", std::to_string(cc->model.hidden_size), std::to_string(rc->model.hidden_size));
+  field("intermediate_size", std::to_string(cc->model.intermediate_size), std::to_string(rc->model.intermediate_size));
+  field("num_attention_heads", std::to_string(cc->model.num_attention_heads),
+        std::to_string(rc->model.num_attention_heads));
+  field("num_key_value_heads", std::to_string(cc->model.num_key_value_heads),
+        std::to_string(rc->model.num_key_value_heads));
+  field("head_dim", std::to_string(cc->model.head_dim), std::to_string(rc->model.head_dim));
+  field("rope_theta", num(cc->model.rope_theta), num(rc->model.rope_theta));
+  field("rms_norm_eps", num(cc->model.rms_norm_eps), num(rc->model.rms_norm_eps));
+  // Qwen3.6-style drafters: which layers slide, and the window ("full" when none do).
+  auto layer_mix = [](const DFlashConfig& c) {
+    std::string out;
+    for (bool sliding : c.sliding_layer) out += (out.empty() ? "" : ",") + std::string(sliding ? "sliding" : "full");
+    return out;
+  };
+  field("layer_types", layer_mix(*cc), layer_mix(*rc));
+  field("sliding_window", std::to_string(cc->sliding_window), std::to_string(rc->sliding_window));
+
+  auto ca = SafetensorsCheckpoint::open(candidate_folder);
+  if (!ca.ok()) return ca.status();
+  auto ra = SafetensorsCheckpoint::open(reference_folder);
+  if (!ra.ok()) return ra.status();
+  std::set<std::string> names(ca.value()->names().begin(), ca.value()->names().end());
+  names.insert(ra.value()->names().begin(), ra.value()->names().end());
+  for (const std::string& name : names) {
+    DrafterDiff::Tensor t;
+    t.name = name;
+    const bool in_c = ca.value()->contains(name), in_r = ra.value()->contains(name);
+    if (!in_r || !in_c) {
+      auto& ckpt = in_c ? ca.value() : ra.value();
+      auto info = ckpt->info(name);
+      if (!info.ok()) return info.status();
+      t.issue = in_c ? "only in candidate" : "only in reference";
+      (in_c ? t.candidate : t.reference) = info->dtype_name + " " + join(info->shape);
+      diff.tensors.push_back(t);
+      continue;
+    }
+    auto c = ca.value()->read(name);
+    if (!c.ok()) return c.status();
+    auto r = ra.value()->read(name);
+    if (!r.ok()) return r.status();
+    t.candidate = c->info.dtype_name + " " + join(c->info.shape);
+    t.reference = r->info.dtype_name + " " + join(r->info.shape);
+    if (c->info.shape != r->info.shape) {
+      t.issue = "shape";
+      diff.tensors.push_back(t);
+      continue;
+    }
+    if (!float_dtype(c->info.dtype) || !float_dtype(r->info.dtype)) {
+      if (c->info.dtype_name != r->info.dtype_name) {
+        t.issue = "dtype";
+        diff.tensors.push_back(t);
+      }
+      continue;
+    }
+    ++diff.tensors_compared;
+    t.candidate_norm = l2(*c);
+    t.reference_norm = l2(*r);
+    double d2 = 0;
+    for (int64_t i = 0; i < c->info.numel(); ++i) {
+      double d = value_at(*c, i) - value_at(*r, i);
+      d2 += d * d;
+    }
+    t.relative_distance = std::sqrt(d2) / std::max(t.reference_norm, 1e-30);
+    t.candidate += " norm " + num(t.candidate_norm);
+    t.reference += " norm " + num(t.reference_norm);
+    if (c->info.dtype_name != r->info.dtype_name) {
+      t.issue = "dtype";
+      diff.tensors.push_back(t);
+    } else if (t.relative_distance > kIdenticalRelativeDistance) {
+      t.issue = "values";
+      diff.tensors.push_back(t);
+    } else {
+      ++diff.tensors_identical;
+    }
+  }
+  return diff;
+}
+
+nlohmann::json DrafterDiff::to_json() const {
+  nlohmann::json j;
+  j["fields"] = nlohmann::json::array();
+  for (const Field& f : fields) {
+    j["fields"].push_back({{"name", f.name}, {"candidate", f.candidate}, {"reference", f.reference}, {"differs", f.differs}});
+  }
+  j["tensors"] = nlohmann::json::array();
+  for (const Tensor& t : tensors) {
+    nlohmann::json e = {{"name", t.name}, {"issue", t.issue}, {"candidate", t.candidate}, {"reference", t.reference}};
+    if (t.relative_distance >= 0) {
+      e["candidate_norm"] = t.candidate_norm;
+      e["reference_norm"] = t.reference_norm;
+      e["relative_distance"] = t.relative_distance;
+    }
+    j["tensors"].push_back(e);
+  }
+  j["tensors_compared"] = tensors_compared;
+  j["tensors_identical"] = tensors_identical;
+  return j;
+}
+
+std::string DrafterDiff::to_text() const {
+  std::ostringstream out;
+  out << "Drafter vs reference:\n";
+  for (const Field& f : fields) {
+    out << "  " << (f.differs ? "DIFF " : "same ") << std::left << std::setw(22) << f.name << f.candidate;
+    if (f.differs) out << "  (reference " << f.reference << ")";
+    out << "\n";
+  }
+  out << "  tensors: " << tensors_compared << " compared, " << tensors_identical << " identical, " << tensors.size()
+      << " differ\n";
+  for (const Tensor& t : tensors) {
+    out << "    " << t.name << ": " << t.issue;
+    if (!t.candidate.empty()) out << "; candidate " << t.candidate;
+    if (!t.reference.empty()) out << "; reference " << t.reference;
+    if (t.relative_distance >= 0) out << "; relative distance " << num(t.relative_distance);
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace ferry::eval

@@ -1,0 +1,120 @@
+#include "jobs/eval/run/eval_command.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+
+#include "jobs/tokenizer/chat_format.h"
+
+namespace ferry::eval {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ferry eval --target DIR --drafter DIR [--reference DIR] --prompts FILE.jsonl\n"
+    "                  [--max-new-tokens N] [--block-size B] [--device cpu|cuda] [--dtype auto|float32|bfloat16|float16]\n"
+    "                  [--threads N] [--min-tau X] [--min-ratio X] [--no-baseline] [--json]\n"
+    "                  [--tokenizer DIR] [--prompt-format raw|chat|chat-no-think] [--show N]\n"
+    "example (tiny models from `ferry-tiny-models suite --out suite`):\n"
+    "  ferry eval --target suite/oracle-target --drafter suite/oracle-agree --prompts suite/oracle-prompts.jsonl\n";
+
+Result<int> parse_int(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < 0 || v > 1000000000L) {
+    return invalid_argument(flag + ": '" + text + "' is not a non-negative integer");
+  }
+  return static_cast<int>(v);
+}
+
+Result<double> parse_double(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0 || !(v == v)) {
+    return invalid_argument(flag + ": '" + text + "' is not a number");
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* json) {
+  EvalSpec spec;
+  *json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--json") { *json = true; continue; }
+    if (a == "--no-baseline") { spec.baseline = false; continue; }
+    if (i + 1 >= args.size()) return invalid_argument(a + ": unknown flag or missing value");
+    const std::string& v = args[++i];
+    if (a == "--target") {
+      spec.target = v;
+    } else if (a == "--drafter") {
+      spec.drafter = v;
+    } else if (a == "--reference") {
+      spec.reference = v;
+    } else if (a == "--prompts") {
+      spec.prompts = v;
+    } else if (a == "--tokenizer") {
+      spec.tokenizer = v;
+    } else if (a == "--prompt-format") {
+      spec.prompt_format = v;
+    } else if (a == "--show") {
+      auto n = parse_int(a, v);
+      if (!n.ok()) return n.status();
+      spec.show_responses = *n;
+    } else if (a == "--device") {
+      spec.device = v;
+    } else if (a == "--dtype") {
+      spec.dtype = v;
+    } else if (a == "--max-new-tokens" || a == "--block-size" || a == "--threads") {
+      auto n = parse_int(a, v);
+      if (!n.ok()) return n.status();
+      (a == "--max-new-tokens" ? spec.max_new_tokens : a == "--block-size" ? spec.block_size : spec.threads) = *n;
+    } else if (a == "--min-tau" || a == "--min-ratio") {
+      auto x = parse_double(a, v);
+      if (!x.ok()) return x.status();
+      (a == "--min-tau" ? spec.min_tau : spec.min_ratio_to_reference) = *x;
+    } else {
+      return invalid_argument(a + ": unknown flag");
+    }
+  }
+  if (spec.target.empty() || spec.drafter.empty() || spec.prompts.empty()) {
+    return invalid_argument("--target, --drafter and --prompts are required");
+  }
+  if (spec.max_new_tokens < 1) return invalid_argument("--max-new-tokens must be at least 1");
+  auto format = tokenizer::parse_prompt_format(spec.prompt_format);
+  if (!format.ok()) return invalid_argument("--prompt-format: " + format.status().message());
+  return spec;
+}
+
+int eval_command_main(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return kEvalExitOk;
+    }
+  }
+  bool json = false;
+  auto spec = parse_eval_args(args, &json);
+  if (!spec.ok()) {
+    std::cerr << "ferry eval: " << spec.status().message() << "\n" << kUsage;
+    return kEvalExitUsage;
+  }
+  auto report = run_eval(*spec, [](const std::string& line) { std::cerr << "eval: " << line << "\n"; }, nullptr);
+  if (!report.ok()) {
+    std::cerr << "ferry eval: " << report.status().message() << "\n";
+    return kEvalExitUsage;
+  }
+  if (json) {
+    std::cout << report->to_json().dump(2) << "\n";
+  } else {
+    std::cout << report->to_text();
+  }
+  return report->gate_passed ? kEvalExitOk : kEvalExitGateFailed;
+}
+
+}  // namespace ferry::eval

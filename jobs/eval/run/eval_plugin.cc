@@ -1,0 +1,71 @@
+// libferry-eval.so: the eval engine behind the C boundary of jobs/eval_plugin_api.h.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "jobs/eval/run/eval_command.h"
+#include "jobs/eval/run/eval_runner.h"
+#include "jobs/eval_plugin_api.h"
+
+namespace {
+
+char* dup_string(const std::string& s) {
+  char* p = static_cast<char*>(std::malloc(s.size() + 1));
+  if (p) std::memcpy(p, s.c_str(), s.size() + 1);
+  return p;
+}
+
+char* error_json(const std::string& message) {
+  return dup_string(nlohmann::json{{"ok", false}, {"error", message}}.dump());
+}
+
+}  // namespace
+
+extern "C" {
+
+int ferry_eval_abi(void) { return FERRY_EVAL_PLUGIN_ABI; }
+
+void ferry_eval_free(char* p) { std::free(p); }
+
+int ferry_eval_main(int argc, char** argv) { return ferry::eval::eval_command_main(argc, argv); }
+
+char* ferry_eval_run(const char* spec_json, ferry_eval_progress_fn progress, void* context, const void* cancel) {
+  try {
+    auto j = nlohmann::json::parse(spec_json ? spec_json : "", nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return error_json("eval spec is not a JSON object");
+    ferry::eval::EvalSpec spec;
+    spec.target = j.value("target", std::string());
+    spec.drafter = j.value("drafter", std::string());
+    spec.reference = j.value("reference", std::string());
+    spec.prompts = j.value("prompts", std::string());
+    spec.tokenizer = j.value("tokenizer", std::string());
+    spec.prompt_format = j.value("prompt_format", spec.prompt_format);
+    spec.max_new_tokens = j.value("max_new_tokens", spec.max_new_tokens);
+    spec.block_size = j.value("block_size", spec.block_size);
+    spec.device = j.value("device", spec.device);
+    spec.dtype = j.value("dtype", spec.dtype);
+    spec.threads = j.value("threads", spec.threads);
+    spec.baseline = j.value("baseline", spec.baseline);
+    if (j.contains("min_tau") && j["min_tau"].is_number()) spec.min_tau = j["min_tau"].get<double>();
+    if (j.contains("min_ratio_to_reference") && j["min_ratio_to_reference"].is_number()) {
+      spec.min_ratio_to_reference = j["min_ratio_to_reference"].get<double>();
+    }
+    ferry::eval::ProgressFn fn;
+    if (progress) fn = [progress, context](const std::string& line) { progress(line.c_str(), context); };
+    auto r = ferry::eval::run_eval(spec, fn, static_cast<const std::atomic<bool>*>(cancel));
+    if (!r.ok()) return error_json(r.status().message());
+    nlohmann::json out = {{"ok", true},
+                          {"report", r->to_json()},
+                          {"text", r->to_text()},
+                          {"metrics", r->metrics()},
+                          {"gate_passed", r->gate_passed},
+                          {"gate_message", r->gate_message}};
+    return dup_string(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } catch (const std::exception& e) {
+    return error_json(std::string("eval engine: ") + e.what());
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,182 @@
+#include "jobs/eval/run/eval_report.h"
+
+#include <iomanip>
+#include <sstream>
+
+namespace ferry::eval {
+namespace {
+
+std::string fixed(double x, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << x;
+  return out.str();
+}
+
+nlohmann::json load_json(const LoadReport& l) {
+  return {{"what", l.what},
+          {"location", l.location},
+          {"sharded", l.sharded},
+          {"files_opened", l.files_opened},
+          {"tensors_loaded", l.tensors_loaded},
+          {"tensors_zero_copy", l.tensors_zero_copy},
+          {"tensors_repacked", l.tensors_repacked},
+          {"bytes_mapped", l.bytes_mapped},
+          {"bytes_copied", l.bytes_copied},
+          {"source_dtypes", l.source_dtypes},
+          {"unused", l.unused},
+          {"skipped_unread", l.skipped.size()}};
+}
+
+void run_text(std::ostringstream& out, const DecodeRun& r) {
+  out << r.label << (r.path.empty() ? "" : " (" + r.path + ")") << ", block " << r.block_size << ":\n";
+  out << "  tau " << fixed(r.tau, 3) << " over " << r.responses << " responses, " << r.steps << " steps, "
+      << r.generated_tokens << " tokens\n";
+  out << "  target forwards " << r.target_forwards << ", draft forwards " << r.draft_forwards << "\n";
+  out << "  decode " << fixed(r.decode_seconds, 3) << " s (target " << fixed(r.target_seconds, 3) << " s, draft "
+      << fixed(r.draft_seconds, 3) << " s, loop overhead " << fixed(r.overhead_seconds, 3) << " s), prefill "
+      << fixed(r.prefill_seconds, 3) << " s, " << fixed(r.tokens_per_second, 1) << " tokens/s\n";
+  if (r.block_size > 1) {
+    out << "  acceptance length histogram:";
+    for (size_t i = 1; i < r.acceptance_histogram.size(); ++i) out << " " << i << ":" << r.acceptance_histogram[i];
+    out << "\n  acceptance rate by block position:";
+    for (size_t j = 1; j < r.acceptance_rate.size(); ++j) out << " " << j << ":" << fixed(r.acceptance_rate[j], 2);
+    out << "\n";
+  }
+  if (r.responses_differing_from_baseline > 0) {
+    out << "  WARNING: " << r.responses_differing_from_baseline
+        << " responses differ from plain greedy decoding (numerical near-ties?)\n";
+  }
+}
+
+}  // namespace
+
+nlohmann::json DecodeRun::to_json() const {
+  return {{"label", label},
+          {"path", path},
+          {"block_size", block_size},
+          {"responses", responses},
+          {"tau", tau},
+          {"response_taus", response_taus},
+          {"acceptance_histogram", acceptance_histogram},
+          {"acceptance_rate", acceptance_rate},
+          {"steps", steps},
+          {"target_forwards", target_forwards},
+          {"draft_forwards", draft_forwards},
+          {"generated_tokens", generated_tokens},
+          {"prefill_seconds", prefill_seconds},
+          {"decode_seconds", decode_seconds},
+          {"target_seconds", target_seconds},
+          {"draft_seconds", draft_seconds},
+          {"overhead_seconds", overhead_seconds},
+          {"tokens_per_second", tokens_per_second},
+          {"mean_tpot", mean_tpot},
+          {"responses_differing_from_baseline", responses_differing_from_baseline}};
+}
+
+nlohmann::json EvalReport::to_json() const {
+  nlohmann::json j;
+  j["target"] = target;
+  j["target_architecture"] = target_architecture;
+  j["drafter"] = drafter;
+  j["reference"] = reference;
+  j["prompts"] = prompts;
+  j["prompt_count"] = prompt_count;
+  j["prompt_format"] = prompt_format;
+  j["tokenizer"] = tokenizer;
+  j["max_new_tokens"] = max_new_tokens;
+  j["block_size"] = block_size;
+  j["device"] = device;
+  j["dtype"] = dtype;
+  j["dtype_source"] = dtype_source;
+  j["threads"] = threads;
+  j["runtime"] = {{"cores", cores},
+                  {"blas", blas},
+                  {"blas_library", blas_library},
+                  {"blas_threading", blas_threading},
+                  {"blas_reference", blas_reference},
+                  {"isa", isa}};
+  j["loads"] = nlohmann::json::array();
+  for (const auto& l : loads) j["loads"].push_back(load_json(l));
+  j["candidate"] = candidate.to_json();
+  if (reference_run) j["reference_run"] = reference_run->to_json();
+  if (baseline) j["baseline"] = baseline->to_json();
+  j["speedup"] = speedup;
+  if (reference_run) j["reference_speedup"] = reference_speedup;
+  if (ratio_to_reference) j["ratio_to_reference"] = *ratio_to_reference;
+  if (diff) j["diff"] = diff->to_json();
+  j["warnings"] = warnings;
+  j["wall_seconds"] = wall_seconds;
+  j["gate_passed"] = gate_passed;
+  j["gate_message"] = gate_message;
+  j["metrics"] = metrics();
+  j["responses"] = nlohmann::json::array();
+  for (const auto& r : responses) j["responses"].push_back(r.to_json());
+  return j;
+}
+
+std::string EvalReport::to_text() const {
+  std::ostringstream out;
+  out << "DFlash drafter eval\n";
+  out << "  target   " << target << (target_architecture.empty() ? "" : " (" + target_architecture + ")")
+      << "\n  drafter  " << drafter << "\n";
+  if (!reference.empty()) out << "  reference " << reference << "\n";
+  out << "  prompts  " << prompts << " (" << prompt_count << "), max_new_tokens " << max_new_tokens << ", block "
+      << block_size << "\n";
+  out << "  runtime  " << device << " " << dtype << " (" << dtype_source << "), " << threads << " threads of " << cores
+      << " cores, " << isa << "\n";
+  out << "  BLAS     " << blas << (blas_threading.empty() ? "" : ", " + blas_threading) << " (" << blas_library
+      << ")" << (blas_reference ? " -- SLOW, see warning" : "") << "\n";
+  out << "  format   " << prompt_format << ", tokenizer " << (tokenizer.empty() ? "none (bytes)" : tokenizer) << "\n";
+  for (const auto& l : loads) {
+    out << "  loaded " << l.what << ": " << l.tensors_loaded << " tensors (";
+    for (size_t i = 0; i < l.source_dtypes.size(); ++i) out << (i ? "," : "") << l.source_dtypes[i];
+    out << (l.sharded ? ", sharded" : "") << "), " << l.unused.size() << " unused";
+    if (l.tensors_repacked > 0) out << ", " << l.tensors_repacked << " repacked for the BF16 kernel";
+    if (!l.skipped.empty()) out << ", " << l.skipped.size() << " vision/mtp skipped unread";
+    out << "; " << fixed(static_cast<double>(l.bytes_mapped) / (1 << 20), 1) << " MiB mapped, "
+        << fixed(static_cast<double>(l.bytes_copied) / (1 << 20), 1) << " MiB copied\n";
+    for (const auto& u : l.unused) out << "    unused: " << u << "\n";
+  }
+  out << "\nTAU " << fixed(candidate.tau, 3);
+  if (reference_run) out << "   reference " << fixed(reference_run->tau, 3);
+  if (ratio_to_reference) out << "   ratio " << fixed(*ratio_to_reference, 3);
+  if (baseline) out << "   speedup " << fixed(speedup, 2) << "x";
+  out << "\n\n";
+  run_text(out, candidate);
+  if (reference_run) run_text(out, *reference_run);
+  if (baseline) run_text(out, *baseline);
+  if (diff) out << "\n" << diff->to_text();
+  if (show_responses > 0 && !responses.empty()) out << "\n" << render_responses(responses, show_responses);
+  for (const auto& w : warnings) out << "warning: " << w << "\n";
+  out << "\ngate: " << (gate_passed ? "PASSED" : "FAILED") << (gate_message.empty() ? "" : " (" + gate_message + ")")
+      << "\n";
+  return out.str();
+}
+
+std::map<std::string, double> EvalReport::metrics() const {
+  std::map<std::string, double> m;
+  m["tau"] = candidate.tau;
+  m["block_size"] = static_cast<double>(block_size);
+  m["steps"] = static_cast<double>(candidate.steps);
+  m["target_forwards"] = static_cast<double>(candidate.target_forwards);
+  m["generated_tokens"] = static_cast<double>(candidate.generated_tokens);
+  m["tokens_per_second"] = candidate.tokens_per_second;
+  m["decode_seconds"] = candidate.decode_seconds;
+  m["loop_overhead_seconds"] = candidate.overhead_seconds;
+  m["gate_passed"] = gate_passed ? 1.0 : 0.0;
+  for (size_t j = 1; j < candidate.acceptance_rate.size(); ++j) {
+    m["acceptance_rate_" + std::to_string(j)] = candidate.acceptance_rate[j];
+  }
+  if (baseline) {
+    m["speedup"] = speedup;
+    m["baseline_tokens_per_second"] = baseline->tokens_per_second;
+  }
+  if (reference_run) {
+    m["reference_tau"] = reference_run->tau;
+    if (baseline) m["reference_speedup"] = reference_speedup;
+  }
+  if (ratio_to_reference) m["ratio_to_reference"] = *ratio_to_reference;
+  return m;
+}
+
+}  // namespace ferry::eval

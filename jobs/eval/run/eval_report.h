@@ -1,0 +1,93 @@
+// EvalReport: everything one eval measured — τ and acceptance statistics per drafter,
+// the B = 1 baseline, speedup, time split between the models' forward passes and the
+// loop itself, what loading found, the drafter-vs-reference diff, and the gate verdict.
+// Renders as JSON, as a readable text report, and as a flat metric map for the state
+// store. Plain value, no libtorch; any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "jobs/eval/run/drafter_diff.h"
+#include "jobs/eval/io/load_report.h"
+#include "jobs/eval/run/response_text.h"
+
+namespace ferry::eval {
+
+/// One decoding configuration (a drafter, or the baseline) over all prompts.
+struct DecodeRun {
+  std::string label;  // "candidate", "reference", "baseline"
+  std::string path;   // drafter folder; "" for the baseline
+  int64_t block_size = 1;
+  int64_t responses = 0;
+  double tau = 0;                     // mean over responses of per-response mean acceptance length
+  std::vector<double> response_taus;  // one per prompt
+  std::vector<int64_t> acceptance_histogram;  // [block_size + 1]: steps per acceptance length value
+  std::vector<double> acceptance_rate;        // [block_size]: share of steps whose slot j was accepted ([0] = 1)
+  int64_t steps = 0;
+  int64_t target_forwards = 0;
+  int64_t draft_forwards = 0;
+  int64_t generated_tokens = 0;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+  double target_seconds = 0;
+  double draft_seconds = 0;
+  double overhead_seconds = 0;   // decode - target - draft: the loop's own cost
+  double tokens_per_second = 0;  // generated tokens / decode seconds
+  double mean_tpot = 0;          // mean over responses of decode seconds per output token
+  /// Responses whose tokens differ from the baseline's (-1: no baseline run).
+  int64_t responses_differing_from_baseline = -1;
+
+  nlohmann::json to_json() const;
+};
+
+struct EvalReport {
+  std::string target;
+  std::string target_architecture;  // e.g. "qwen3_5: 48 linear + 16 full attention"
+  std::string drafter;
+  std::string reference;
+  std::string prompts;
+  std::string prompt_format;
+  std::string tokenizer;  // tokenizer.json used; "" = none (byte-level text)
+  int64_t prompt_count = 0;
+  int64_t max_new_tokens = 0;
+  int64_t block_size = 0;
+  std::string device;
+  std::string dtype;         // what ran: float32 | bfloat16 | float16
+  std::string dtype_source;  // "checkpoint BF16" (followed) or "--dtype"
+  int threads = 0;           // intra-op threads in effect
+  int cores = 0;             // CPUs the process may use
+  std::string blas;          // the BLAS libtorch's float32 matmuls call, by name
+  std::string blas_library;  // its real path
+  std::string blas_threading;
+  bool blas_reference = false;  // the slow netlib BLAS (also a warning)
+  std::string isa;           // CPU vector extensions
+
+  std::vector<LoadReport> loads;
+  DecodeRun candidate;
+  std::optional<DecodeRun> reference_run;
+  std::optional<DecodeRun> baseline;
+  double speedup = 0;            // mean TPOT baseline / mean TPOT candidate; 0 without baseline
+  double reference_speedup = 0;
+  std::optional<double> ratio_to_reference;  // tau(candidate) / tau(reference)
+  std::optional<DrafterDiff> diff;
+  std::vector<std::string> warnings;
+  double wall_seconds = 0;
+  std::vector<ResponseText> responses;  // the candidate's, decoded
+  int show_responses = 0;               // how many to_text prints in full
+
+  bool gate_passed = true;
+  std::string gate_message;
+
+  nlohmann::json to_json() const;
+  std::string to_text() const;
+  /// Flat: "tau", "reference_tau", "ratio_to_reference", "speedup", "tokens_per_second", ...
+  std::map<std::string, double> metrics() const;
+};
+
+}  // namespace ferry::eval

@@ -1,0 +1,330 @@
+#include "jobs/eval/run/eval_runner.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <sstream>
+
+#include "jobs/eval/cpu/cpu_runtime.h"
+#include "jobs/eval/models/dflash_drafter.h"
+#include "jobs/eval/run/drafter_diff.h"
+#include "jobs/eval/run/prompt_encoder.h"
+#include "jobs/eval/run/prompt_file.h"
+#include "jobs/eval/models/target_model.h"
+#include "jobs/eval/io/safetensors_reader.h"
+#include "jobs/eval/run/speculative_decoder.h"
+
+namespace ferry::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The dtype the target's checkpoint stores its embedding in (its weights' dtype).
+Result<StDtype> checkpoint_dtype(const std::string& folder) {
+  auto ckpt = SafetensorsCheckpoint::open(folder);
+  if (!ckpt.ok()) return ckpt.status();
+  for (const char* name : {"model.embed_tokens.weight", "model.language_model.embed_tokens.weight"}) {
+    if (!(*ckpt)->contains(name)) continue;
+    auto info = (*ckpt)->info(name);
+    if (!info.ok()) return info.status();
+    return info->dtype;
+  }
+  return StDtype::kF32;  // the load names what is missing
+}
+
+Result<ComputeOptions> compute_options(const EvalSpec& spec, std::string* dtype_source) {
+  ComputeOptions o;
+  if (spec.dtype.empty() || spec.dtype == "auto") {
+    // Follow the checkpoint: BF16 weights stay BF16 (used in place from the mapping,
+    // half the bytes per token of float32); F16 computes in float32 on CPU, where
+    // libtorch 1.13 has no fast half matmul.
+    auto stored = checkpoint_dtype(spec.target);
+    if (!stored.ok()) return stored.status();
+    const bool cpu = spec.device == "cpu";
+    o.dtype = *stored == StDtype::kBF16 ? at::kBFloat16 : *stored == StDtype::kF16 && !cpu ? at::kHalf : at::kFloat;
+    *dtype_source = std::string("checkpoint ") + st_dtype_name(*stored);
+  } else if (spec.dtype == "float32" || spec.dtype == "fp32" || spec.dtype == "f32") {
+    o.dtype = at::kFloat;
+  } else if (spec.dtype == "bfloat16" || spec.dtype == "bf16") {
+    o.dtype = at::kBFloat16;
+  } else if (spec.dtype == "float16" || spec.dtype == "fp16" || spec.dtype == "f16") {
+    o.dtype = at::kHalf;
+  } else {
+    return invalid_argument("dtype '" + spec.dtype + "' is not one of auto, float32, bfloat16, float16");
+  }
+  if (dtype_source->empty()) *dtype_source = "--dtype";
+  if (spec.device == "cpu") {
+    o.device = at::kCPU;
+  } else if (spec.device.rfind("cuda", 0) == 0) {
+    if (!at::hasCUDA()) {
+      return invalid_argument("device '" + spec.device + "': this libtorch was built without CUDA; use --device cpu");
+    }
+    try {
+      o.device = at::Device(spec.device);
+    } catch (const c10::Error& e) {
+      return invalid_argument("device '" + spec.device + "': " + e.what_without_backtrace());
+    }
+  } else {
+    return invalid_argument("device '" + spec.device + "' is not cpu or cuda");
+  }
+  return o;
+}
+
+Status check_spec(const EvalSpec& spec) {
+  if (spec.target.empty()) return invalid_argument("eval: 'target' is required");
+  if (spec.drafter.empty()) return invalid_argument("eval: 'drafter' is required");
+  if (spec.prompts.empty()) return invalid_argument("eval: 'prompts' is required");
+  if (spec.max_new_tokens < 1) return invalid_argument("eval: max_new_tokens must be at least 1");
+  if (spec.block_size < 0) return invalid_argument("eval: block_size must be >= 0 (0 = from the drafter config)");
+  if (spec.threads < 0) return invalid_argument("eval: threads must be >= 0");
+  if (spec.min_ratio_to_reference && spec.reference.empty()) {
+    return invalid_argument("eval: gate min_ratio_to_reference needs a reference drafter");
+  }
+  return Status();
+}
+
+// Runs one decoding configuration over every prompt and gathers its statistics.
+Result<DecodeRun> run_all(const std::string& label, const std::string& path, TargetModel* target, Drafter* drafter,
+                          const std::vector<Prompt>& prompts, const DecodeOptions& options,
+                          std::vector<std::vector<int64_t>>* outputs, const ProgressFn& progress,
+                          std::vector<std::vector<int64_t>>* acceptances = nullptr) {
+  DecodeRun run;
+  run.label = label;
+  run.path = path;
+  run.block_size = options.block_size;
+  run.acceptance_histogram.assign(static_cast<size_t>(options.block_size + 1), 0);
+  std::vector<int64_t> accepted_at(static_cast<size_t>(options.block_size), 0);
+  double tau_sum = 0, tpot_sum = 0;
+  int64_t tpot_count = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto r = speculative_decode(target, drafter, prompts[i].ids, options);
+    if (!r.ok()) return r.status().with_context(label + ": prompt line " + std::to_string(prompts[i].line));
+    run.responses += 1;
+    run.response_taus.push_back(r->tau());
+    tau_sum += r->tau();
+    for (int64_t a : r->acceptance_lengths) ++run.acceptance_histogram[static_cast<size_t>(a)];
+    for (size_t j = 0; j < accepted_at.size(); ++j) accepted_at[j] += r->accepted_at[j];
+    run.steps += r->steps;
+    run.target_forwards += r->target_forwards;
+    run.draft_forwards += r->draft_forwards;
+    run.generated_tokens += static_cast<int64_t>(r->tokens.size());
+    run.prefill_seconds += r->prefill_seconds;
+    run.decode_seconds += r->decode_seconds;
+    run.target_seconds += r->target_seconds;
+    run.draft_seconds += r->draft_seconds;
+    if (!r->tokens.empty()) {
+      tpot_sum += r->decode_seconds / static_cast<double>(r->tokens.size());
+      ++tpot_count;
+    }
+    if (outputs != nullptr) outputs->push_back(r->tokens);
+    if (acceptances != nullptr) acceptances->push_back(r->acceptance_lengths);
+    if (progress) {
+      std::ostringstream line;
+      line << label << ": response " << (i + 1) << "/" << prompts.size() << ": " << r->tokens.size()
+           << " tokens, tau " << r->tau();
+      progress(line.str());
+    }
+  }
+  run.tau = run.responses > 0 ? tau_sum / static_cast<double>(run.responses) : 0;
+  run.acceptance_rate.assign(accepted_at.size(), 0);
+  if (!run.acceptance_rate.empty()) run.acceptance_rate[0] = 1.0;
+  for (size_t j = 1; j < accepted_at.size(); ++j) {
+    run.acceptance_rate[j] = run.steps > 0 ? static_cast<double>(accepted_at[j]) / static_cast<double>(run.steps) : 0;
+  }
+  run.overhead_seconds = run.decode_seconds - run.target_seconds - run.draft_seconds;
+  run.tokens_per_second =
+      run.decode_seconds > 0 ? static_cast<double>(run.generated_tokens) / run.decode_seconds : 0;
+  run.mean_tpot = tpot_count > 0 ? tpot_sum / static_cast<double>(tpot_count) : 0;
+  return run;
+}
+
+int64_t count_differing(const std::vector<std::vector<int64_t>>& a, const std::vector<std::vector<int64_t>>& b) {
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) n += a[i] != b[i] ? 1 : 0;
+  return n;
+}
+
+Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& progress,
+                                      const std::atomic<bool>* cancel) {
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  auto wall = Clock::now();
+  FERRY_RETURN_IF_ERROR(check_spec(spec));
+  std::string dtype_source;
+  auto options = compute_options(spec, &dtype_source);
+  if (!options.ok()) return options.status();
+  c10::NoGradGuard no_grad;
+
+  EvalReport report;
+  report.target = spec.target;
+  report.drafter = spec.drafter;
+  report.reference = spec.reference;
+  report.prompts = spec.prompts;
+  report.max_new_tokens = spec.max_new_tokens;
+  report.device = spec.device;
+  report.dtype = options->dtype == at::kBFloat16 ? "bfloat16" : options->dtype == at::kHalf ? "float16" : "float32";
+  report.dtype_source = dtype_source;
+  report.threads = configure_threads(spec.threads);
+  CpuRuntime runtime = probe_cpu_runtime();
+  report.blas = runtime.blas.name;
+  report.blas_library = runtime.blas.library;
+  report.blas_threading = runtime.blas.threading;
+  report.blas_reference = runtime.blas.reference;
+  report.isa = runtime.isa;
+  report.cores = runtime.cores;
+  say("running on " + spec.device + ", " + report.dtype + " (" + dtype_source + "), " +
+      std::to_string(report.threads) + " threads, BLAS " + report.blas + ", " + report.isa);
+  if (runtime.blas.reference) {
+    report.warnings.push_back(runtime.blas.advice());
+    say("WARNING: " + runtime.blas.advice());
+  }
+
+  say("loading target " + spec.target);
+  LoadReport target_load;
+  auto target = load_target(spec.target, *options, &target_load);
+  if (!target.ok()) return target.status();
+  report.loads.push_back(target_load);
+  report.target_architecture = (*target)->describe();
+  say("target: " + report.target_architecture);
+  const int64_t hidden = (*target)->config().hidden_size;
+
+  say("loading drafter " + spec.drafter);
+  LoadReport drafter_load;
+  auto drafter = DFlashDrafter::load(spec.drafter, hidden, *options, &drafter_load, "drafter");
+  if (!drafter.ok()) return drafter.status();
+  report.loads.push_back(drafter_load);
+  auto proposer = DFlashProposer::create(target->get(), drafter->get());
+  if (!proposer.ok()) return proposer.status();
+
+  std::unique_ptr<DFlashDrafter> reference;
+  std::unique_ptr<DFlashProposer> reference_proposer;
+  if (!spec.reference.empty()) {
+    say("loading reference drafter " + spec.reference);
+    LoadReport ref_load;
+    auto r = DFlashDrafter::load(spec.reference, hidden, *options, &ref_load, "reference drafter");
+    if (!r.ok()) return r.status();
+    report.loads.push_back(ref_load);
+    reference = std::move(*r);
+    auto rp = DFlashProposer::create(target->get(), reference.get());
+    if (!rp.ok()) return rp.status();
+    reference_proposer = std::move(*rp);
+    auto diff = diff_drafters(spec.drafter, spec.reference);
+    if (!diff.ok()) return diff.status();
+    report.diff = std::move(*diff);
+  }
+  for (const auto& l : report.loads) {
+    if (!l.unused.empty()) {
+      report.warnings.push_back(l.what + " " + l.location + ": " + std::to_string(l.unused.size()) +
+                                " checkpoint tensors were not used");
+    }
+  }
+
+  auto format = tokenizer::parse_prompt_format(spec.prompt_format);
+  if (!format.ok()) return format.status();
+  auto encoder = PromptEncoder::open(spec.tokenizer, spec.target, *format, (*target)->config().vocab_size);
+  if (!encoder.ok()) return encoder.status();
+  report.prompt_format = spec.prompt_format;
+  if (encoder->tokenizer() != nullptr) {
+    report.tokenizer = (spec.tokenizer.empty() ? spec.target : spec.tokenizer) + "/tokenizer.json";
+    say("tokenizer " + report.tokenizer + ", prompt format " + spec.prompt_format);
+  }
+  auto prompts = load_prompts(spec.prompts, (*target)->config().vocab_size, &*encoder);
+  if (!prompts.ok()) return prompts.status();
+  report.prompt_count = static_cast<int64_t>(prompts->size());
+
+  DecodeOptions decode;
+  decode.block_size = spec.block_size > 0 ? spec.block_size : (*drafter)->config().block_size;
+  decode.max_new_tokens = spec.max_new_tokens;
+  decode.stop_ids = (*target)->config().eos_token_ids;
+  decode.cancel = cancel;
+  report.block_size = decode.block_size;
+
+  std::vector<std::vector<int64_t>> candidate_out, reference_out, baseline_out, candidate_acceptance;
+  DecodeOptions cand = decode;
+  cand.capture_layers = (*drafter)->config().target_layer_ids;
+  say("decoding " + std::to_string(prompts->size()) + " prompts, block " + std::to_string(cand.block_size));
+  auto cand_run = run_all("candidate", spec.drafter, target->get(), proposer->get(), *prompts, cand,
+                          &candidate_out, progress, &candidate_acceptance);
+  if (!cand_run.ok()) return cand_run.status();
+  report.candidate = std::move(*cand_run);
+  for (size_t i = 0; i < candidate_out.size(); ++i) {
+    report.responses.push_back(
+        make_response_text((*prompts)[i].line, candidate_out[i], candidate_acceptance[i], encoder->tokenizer()));
+    report.responses.back().prompt_ids = (*prompts)[i].ids;
+  }
+  report.show_responses = spec.show_responses;
+
+  if (reference_proposer) {
+    DecodeOptions ref = decode;
+    ref.block_size = spec.block_size > 0 ? spec.block_size : reference->config().block_size;
+    ref.capture_layers = reference->config().target_layer_ids;
+    auto ref_run = run_all("reference", spec.reference, target->get(), reference_proposer.get(), *prompts, ref,
+                           &reference_out, progress);
+    if (!ref_run.ok()) return ref_run.status();
+    report.reference_run = std::move(*ref_run);
+    if (report.reference_run->tau > 0) report.ratio_to_reference = report.candidate.tau / report.reference_run->tau;
+  }
+
+  if (spec.baseline) {
+    DecodeOptions base = decode;
+    base.block_size = 1;
+    auto base_run = run_all("baseline", "", target->get(), nullptr, *prompts, base, &baseline_out, progress);
+    if (!base_run.ok()) return base_run.status();
+    report.baseline = std::move(*base_run);
+    if (report.candidate.mean_tpot > 0) report.speedup = report.baseline->mean_tpot / report.candidate.mean_tpot;
+    report.candidate.responses_differing_from_baseline = count_differing(candidate_out, baseline_out);
+    for (size_t i = 0; i < report.responses.size() && i < baseline_out.size(); ++i) {
+      report.responses[i].matches_baseline = candidate_out[i] == baseline_out[i] ? 1 : 0;
+    }
+    if (report.reference_run) {
+      if (report.reference_run->mean_tpot > 0) {
+        report.reference_speedup = report.baseline->mean_tpot / report.reference_run->mean_tpot;
+      }
+      report.reference_run->responses_differing_from_baseline = count_differing(reference_out, baseline_out);
+    }
+  }
+
+  std::vector<std::string> failures;
+  std::ostringstream msg;
+  if (spec.min_tau) {
+    if (report.candidate.tau < *spec.min_tau) {
+      std::ostringstream f;
+      f << "tau " << report.candidate.tau << " < min_tau " << *spec.min_tau;
+      failures.push_back(f.str());
+    }
+  }
+  if (spec.min_ratio_to_reference) {
+    double ratio = report.ratio_to_reference.value_or(0.0);
+    if (ratio < *spec.min_ratio_to_reference) {
+      std::ostringstream f;
+      f << "tau ratio to reference " << ratio << " < min_ratio_to_reference " << *spec.min_ratio_to_reference;
+      failures.push_back(f.str());
+    }
+  }
+  report.gate_passed = failures.empty();
+  for (size_t i = 0; i < failures.size(); ++i) msg << (i ? "; " : "") << failures[i];
+  if (failures.empty() && (spec.min_tau || spec.min_ratio_to_reference)) msg << "all gates met";
+  report.gate_message = msg.str();
+  report.wall_seconds = std::chrono::duration<double>(Clock::now() - wall).count();
+  say("done: tau " + std::to_string(report.candidate.tau));
+  return report;
+}
+
+}  // namespace
+
+Result<EvalReport> run_eval(const EvalSpec& spec, const ProgressFn& progress, const std::atomic<bool>* cancel) {
+  try {
+    return run_eval_unguarded(spec, progress, cancel);
+  } catch (const c10::Error& e) {
+    return internal_error(std::string("eval: libtorch error: ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return internal_error(std::string("eval: ") + e.what());
+  } catch (...) {
+    return internal_error("eval: unknown exception");
+  }
+}
+
+}  // namespace ferry::eval

@@ -1,0 +1,181 @@
+#include "jobs/eval/run/prompt_file.h"
+
+#include <cerrno>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/json_depth.h"
+
+namespace ferry::eval {
+namespace {
+
+using nlohmann::json;
+using tokenizer::ChatMessage;
+
+const char* const kForms[] = {"input_ids", "text", "prompt", "messages", "turns"};
+// Enough to fix a file in one pass without flooding the terminal.
+constexpr size_t kMaxErrorsReported = 50;
+// Far past any context window's worth of text or ids; a longer line is refused unread.
+constexpr size_t kMaxLineBytes = 16 << 20;
+
+// The next line of `in` (without its '\n') into *line; false at the end of the file. A
+// line past kMaxLineBytes is skipped to its end and *too_long set, not held in memory.
+bool next_line(std::istream& in, std::string* line, bool* too_long) {
+  std::streambuf* buf = in.rdbuf();
+  line->clear();
+  *too_long = false;
+  int c = buf->sbumpc();
+  if (c == std::char_traits<char>::eof()) return false;
+  for (; c != std::char_traits<char>::eof() && c != '\n'; c = buf->sbumpc()) {
+    if (line->size() < kMaxLineBytes) {
+      line->push_back(static_cast<char>(c));
+    } else {
+      *too_long = true;
+    }
+  }
+  return true;
+}
+
+Result<std::vector<int64_t>> ids_of(const json& v, int64_t vocab_size) {
+  if (!v.is_array()) return invalid_argument("must be a list of token ids");
+  std::vector<int64_t> ids;
+  for (const auto& x : v) {
+    if (!x.is_number_integer())
+      return invalid_argument(std::string("must hold integers, found a value of type ") + x.type_name());
+    int64_t id = x.get<int64_t>();
+    if (id < 0 || id >= vocab_size) {
+      return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary (" +
+                              std::to_string(vocab_size) + ")");
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+Result<std::vector<ChatMessage>> messages_of(const json& v) {
+  if (!v.is_array() || v.empty()) return invalid_argument("must be a non-empty list of {\"role\", \"content\"}");
+  std::vector<ChatMessage> messages;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& m = v[i];
+    const std::string at = "message " + std::to_string(i + 1) + ": ";
+    if (!m.is_object()) return invalid_argument(at + "not an object");
+    if (!m.contains("role") || !m["role"].is_string()) return invalid_argument(at + "'role' must be a string");
+    if (!m.contains("content") || !m["content"].is_string()) return invalid_argument(at + "'content' must be a string");
+    ChatMessage c{m["role"].get<std::string>(), m["content"].get<std::string>(), std::nullopt};
+    if (m.contains("reasoning_content") && !m["reasoning_content"].is_null()) {
+      if (!m["reasoning_content"].is_string()) return invalid_argument(at + "'reasoning_content' must be a string");
+      c.reasoning_content = m["reasoning_content"].get<std::string>();
+    }
+    messages.push_back(std::move(c));
+  }
+  return messages;
+}
+
+// The ids of one line's prompt, from whichever form it has; errors say what is wrong
+// with the value (the caller names the file, line and field).
+Result<std::vector<int64_t>> encode_field(const std::string& field, const json& v, int64_t vocab_size,
+                                          PromptEncoder* encoder) {
+  if (field == "input_ids") return ids_of(v, vocab_size);
+  if (field == "text") {
+    if (!v.is_string()) return invalid_argument("must be a string");
+    return encoder->encode_text(v.get<std::string>());
+  }
+  if (field == "prompt") {
+    if (!v.is_string()) return invalid_argument("must be a string");
+    return encoder->encode_chat({{"user", v.get<std::string>(), std::nullopt}});
+  }
+  if (field == "turns") {
+    if (!v.is_array() || v.empty() || !v[0].is_string()) return invalid_argument("must be a non-empty list of strings");
+    return encoder->encode_chat({{"user", v[0].get<std::string>(), std::nullopt}});
+  }
+  auto messages = messages_of(v);
+  if (!messages.ok()) return messages.status();
+  return encoder->encode_chat(*messages);
+}
+
+}  // namespace
+
+Result<std::vector<Prompt>> load_prompts(const std::string& path, int64_t vocab_size, PromptEncoder* encoder) {
+  std::ifstream in(path);
+  if (!in) return errno_status(path + ": cannot open", errno);
+  std::vector<Prompt> prompts;
+  std::vector<std::string> errors;  // every bad line is reported, not just the first
+  auto bad = [&](const std::string& what) {
+    if (errors.size() < kMaxErrorsReported) errors.push_back(what);
+  };
+  std::string text;
+  bool too_long = false;
+  int line = 0;
+  while (next_line(in, &text, &too_long)) {
+    ++line;
+    const std::string at = path + ":" + std::to_string(line);
+    const std::string where = at + ": ";
+    if (too_long) {
+      bad(where + "longer than " + std::to_string(kMaxLineBytes) + " bytes");
+      continue;
+    }
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (Status deep = check_json_depth(text, at); !deep.ok()) {
+      bad(deep.message());
+      continue;
+    }
+    json j;
+    try {
+      j = json::parse(text);
+    } catch (const json::parse_error& e) {
+      // "... column 12: ... invalid string: ill-formed UTF-8 byte; last read: '...'": the
+      // column and the reason; not the echo of the input, which may be invalid UTF-8.
+      std::string why = e.what();
+      size_t at = why.find("column");
+      why = at == std::string::npos ? why : why.substr(at);
+      why = why.substr(0, why.find("; last read"));
+      bad(where + "not valid JSON (" + why + ")");
+      continue;
+    }
+    if (!j.is_object()) {
+      bad(where + "not a JSON object");
+      continue;
+    }
+    std::string field, second;
+    for (const char* f : kForms) {
+      if (!j.contains(f)) continue;
+      (field.empty() ? field : second) = f;
+    }
+    if (!second.empty()) {
+      bad(where + "has both '" + field + "' and '" + second + "'; give one");
+      continue;
+    }
+    if (field.empty()) {
+      bad(where + "needs one of 'input_ids', 'text', 'prompt', 'messages', 'turns'");
+      continue;
+    }
+    auto ids = encode_field(field, j[field], vocab_size, encoder);
+    if (!ids.ok()) {
+      bad(where + "'" + field + "': " + ids.status().message());
+      continue;
+    }
+    if (ids->empty()) {
+      bad(where + "'" + field + "': empty prompt");
+      continue;
+    }
+    bool in_vocab = true;
+    for (int64_t id : *ids) {
+      if (id >= vocab_size && in_vocab) {
+        bad(where + "'" + field + "': token id " + std::to_string(id) + " is outside the vocabulary (" +
+            std::to_string(vocab_size) + ")");
+        in_vocab = false;
+      }
+    }
+    if (in_vocab) prompts.push_back({line, std::move(*ids)});
+  }
+  if (!errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "\n") + e;
+    return invalid_argument(all);
+  }
+  if (prompts.empty()) return invalid_argument(path + ": no prompts");
+  return prompts;
+}
+
+}  // namespace ferry::eval

@@ -1,0 +1,29 @@
+// Prompts for an eval: a JSONL file, one object per line, in one of these forms:
+//   {"input_ids": [...]}          token ids, used as they are
+//   {"text": "..."}               text, tokenized as is (no chat format)
+//   {"prompt": "..."}             one user turn, in the eval's prompt format
+//   {"messages": [{"role", "content"}, ...]}   a chat, in the eval's prompt format
+//   {"turns": ["...", ...]}       MT-Bench style: the first turn, as a user turn
+// Text goes through the model's tokenizer (PromptEncoder). Blank lines are skipped; every
+// bad line is refused naming the file, the line and the field (all of them at once, one
+// per line of the message, up to 50). Plain functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "jobs/eval/run/prompt_encoder.h"
+
+namespace ferry::eval {
+
+struct Prompt {
+  int line = 0;  // 1-based line in the file
+  std::vector<int64_t> ids;
+};
+
+/// Reads and checks every line. vocab_size bounds the ids.
+Result<std::vector<Prompt>> load_prompts(const std::string& path, int64_t vocab_size, PromptEncoder* encoder);
+
+}  // namespace ferry::eval

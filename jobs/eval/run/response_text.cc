@@ -1,0 +1,93 @@
+#include "jobs/eval/run/response_text.h"
+
+#include <sstream>
+
+#include "jobs/tokenizer/tokenizer.h"
+#include "jobs/tokenizer/utf8.h"
+
+namespace ferry::eval {
+
+std::vector<bool> drafted_tokens(const std::vector<int64_t>& acceptance_lengths, size_t token_count) {
+  std::vector<bool> drafted;
+  drafted.reserve(token_count);
+  drafted.push_back(false);  // the prefill's token
+  for (int64_t a : acceptance_lengths) {
+    for (int64_t j = 0; j + 1 < a; ++j) drafted.push_back(true);
+    drafted.push_back(false);
+  }
+  drafted.resize(token_count, false);
+  return drafted;
+}
+
+ResponseText make_response_text(int line, const std::vector<int64_t>& ids, const std::vector<int64_t>& acceptance_lengths,
+                                const tokenizer::Tokenizer* tokenizer) {
+  ResponseText r;
+  r.line = line;
+  r.ids = ids;
+  r.drafted = drafted_tokens(acceptance_lengths, ids.size());
+  r.acceptance_lengths = acceptance_lengths;
+  if (!acceptance_lengths.empty()) {
+    double sum = 0;
+    for (int64_t a : acceptance_lengths) sum += static_cast<double>(a);
+    r.tau = sum / static_cast<double>(acceptance_lengths.size());
+  }
+  auto bytes_of = [&](int64_t id) -> std::string {
+    if (tokenizer != nullptr) return tokenizer->decode_bytes({static_cast<int32_t>(id)});
+    if (id >= 0 && id < 256) return std::string(1, static_cast<char>(id));
+    return "<" + std::to_string(id) + ">";
+  };
+  std::string plain, marked;
+  bool open = false;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (r.drafted[i] != open) {
+      marked += open ? kDraftClose : kDraftOpen;
+      open = r.drafted[i];
+    }
+    std::string b = bytes_of(ids[i]);
+    plain += b;
+    marked += b;
+  }
+  if (open) marked += kDraftClose;
+  r.text = tokenizer::utf8_lossy(plain);
+  r.marked_text = tokenizer::utf8_lossy(marked);
+  return r;
+}
+
+nlohmann::json ResponseText::to_json() const {
+  nlohmann::json spans = nlohmann::json::array();  // [first token, token count] of each accepted-draft run
+  for (size_t i = 0; i < drafted.size();) {
+    if (!drafted[i]) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < drafted.size() && drafted[j]) ++j;
+    spans.push_back({i, j - i});
+    i = j;
+  }
+  return {{"line", line},
+          {"prompt_ids", prompt_ids},
+          {"ids", ids},
+          {"text", text},
+          {"marked_text", marked_text},  // the report page marks the spans from it
+          {"drafted_spans", spans},
+          {"tau", tau},
+          {"acceptance_lengths", acceptance_lengths},
+          {"matches_baseline", matches_baseline < 0 ? nlohmann::json() : nlohmann::json(matches_baseline == 1)}};
+}
+
+std::string render_responses(const std::vector<ResponseText>& responses, int count) {
+  std::ostringstream out;
+  int shown = 0;
+  for (const auto& r : responses) {
+    if (shown++ >= count) break;
+    size_t drafted = 0;
+    for (bool d : r.drafted) drafted += d ? 1 : 0;
+    out << "--- response " << shown << " (prompt line " << r.line << ", " << r.ids.size() << " tokens, " << drafted
+        << " from accepted drafts " << kDraftOpen << "..." << kDraftClose << ")\n"
+        << r.marked_text << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace ferry::eval
