@@ -81,7 +81,7 @@ struct EvalReport {
   std::vector<ResponseText> responses;  // the candidate's, decoded
   int show_responses = 0;               // how many to_text prints in full
 
-  bool gate_passed = true;
+  bool gate_passed = false;  // the runner sets it; a report nobody judged has not passed
   std::string gate_message;
 
   nlohmann::json to_json() const;

@@ -126,7 +126,9 @@ int eval_worker_main() {
     return cancel.load() ? 130 : 2;
   }
   std::cout << r.value("text", std::string()) << std::endl;
-  return r.value("gate_passed", true) ? 0 : 1;
+  // A result without a boolean verdict is no pass (the coordinator reads it so too).
+  const auto verdict = r.find("gate_passed");
+  return verdict != r.end() && verdict->is_boolean() && verdict->get<bool>() ? 0 : 1;
 }
 
 }  // namespace ferry::eval
