@@ -20,7 +20,10 @@
 #include "base/terminal_text.h"
 #include "jobs/immediate_stage.h"
 #include "jobs/stage_factory.h"
+#include "orchestrator/attempt_env.h"
 #include "orchestrator/local_transport.h"
+#include "orchestrator/stage_resolve.h"
+#include "orchestrator/stage_slot.h"
 #include "orchestrator/transport_factory.h"
 #include "orchestrator/workflow_paths.h"
 #include "workflows/dag.h"
@@ -56,125 +59,7 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-struct Scheduler::StageSlot {
-  const Stage* spec = nullptr;
-  StageState state = StageState::kPending;
-  int attempt = 0;            // newest attempt number recorded
-  int attempts_this_run = 0;  // for the retry budget
-  std::string token;
-  std::string recorded_hash;  // inputs of the last recorded attempt
-  bool confirmed = false;     // succeeded in this run, or kept after its inputs were checked
-  bool reattach = false;      // resume: the newest attempt is still out there
-  std::shared_ptr<StageRunner> runner;
-  std::unique_ptr<boost::asio::steady_timer> retry_timer;
-  std::unique_ptr<boost::asio::steady_timer> timeout_timer;  // kinds whose job does not enforce `timeout`
-  bool timed_out = false;     // the timeout cancelled the running attempt
-  int64_t started_ms = 0;     // of the newest attempt (a re-attached one keeps its start)
-  std::unique_ptr<AttemptEnv> env;
-  std::map<std::string, std::string> outputs;
-};
 
-// The StageEnv of one attempt: routes agent calls, events, logs and progress.
-class Scheduler::AttemptEnv : public StageEnv {
- public:
-  AttemptEnv(Scheduler& s, std::string stage, int attempt, int64_t log_max)
-      : s_(s), stage_(std::move(stage)), attempt_(attempt),
-        log_path_(Scheduler::log_path(s.options_.logs_dir, s.run_.id, stage_, attempt)), log_max_(log_max),
-        log_size_(capped_log_size(log_path_)) {}
-  boost::asio::io_context& io() override { return s_.io_; }
-  void call_agent(const std::string& host, const std::string& op, nlohmann::json args, ReplyFn fn) override {
-    s_.connection(host).call(op, std::move(args), std::move(fn));
-  }
-  void call_agent_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args,
-                       std::string body, ReplyFn fn) override {
-    s_.connection(host, lane).call(op, std::move(args), std::move(fn), std::move(body));
-  }
-  std::string local_path(const std::string& path) override { return s_.local_path(path); }
-  void note(const std::string& line) override { s_.say(stage_, line, "90"); }
-  void record_event(const std::string& type, nlohmann::json detail) override {
-    detail["attempt"] = attempt_;
-    s_.note_store(s_.store_.add_event(s_.run_.id, stage_, type, detail));
-    if (type == "host.disconnected") s_.say(stage_, "lost its host: " + detail.value("why", std::string()), "33");
-    if (type == "host.reconnected") s_.say(stage_, "host is back", "36");
-    if (type == "attempt.reattached") s_.say(stage_, "re-attached to the running job", "36");
-  }
-  // The copy is capped as the host's log is (capped_log.h): a chatty job cannot
-  // fill the disk that holds ferry.db (review F18).
-  Status append_log(const std::string& bytes) override {
-    FERRY_RETURN_IF_ERROR(open_log());
-    FERRY_RETURN_IF_ERROR(log_->append(bytes));
-    log_size_ = log_->size();
-    return Status();
-  }
-  Status skip_log(int64_t n) override {
-    FERRY_RETURN_IF_ERROR(open_log());
-    FERRY_RETURN_IF_ERROR(log_->skip(n));
-    log_size_ = log_->size();
-    return Status();
-  }
-  int64_t log_size() override { return log_size_; }
-  std::string stage_state(const std::string& stage) override {
-    auto it = s_.stages_.find(stage);
-    return it == s_.stages_.end() ? "" : state_name(it->second->state);
-  }
-  int64_t stage_started_ms(const std::string& stage) override {
-    auto it = s_.stages_.find(stage);
-    return it == s_.stages_.end() ? 0 : it->second->started_ms;
-  }
-  std::vector<nlohmann::json> recorded_events(const std::string& type) override {
-    std::vector<nlohmann::json> out;
-    auto events = s_.store_.events(s_.run_.id, stage_);
-    if (!events.ok()) return out;
-    for (const auto& e : *events) {
-      if (e.type == type) out.push_back(e.detail);
-    }
-    return out;
-  }
-  void set_disconnected(int64_t since_ms) override {
-    s_.note_store(s_.store_.set_disconnected(s_.run_.id, stage_, since_ms));
-  }
-  void set_progress(nlohmann::json progress) override {
-    s_.note_store(s_.store_.set_progress(s_.run_.id, stage_, progress));
-    // The terminal hears about it too, at most every kProgressLineMs (a TTY gets it more often).
-    int64_t now = now_ms();
-    bool tty = s_.options_.color;
-    if (!progress.contains("bytes_total") || now - last_progress_line_ms_ < (tty ? 500 : kProgressLineMs)) return;
-    last_progress_line_ms_ = now;
-    double done = progress.value("bytes_done", 0.0), total = progress.value("bytes_total", 0.0);
-    double rate = progress.value("rate", 0.0);
-    int pct = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
-    std::ostringstream line;
-    if (tty) {
-      int filled = pct / 5;
-      line << "[" << std::string(static_cast<size_t>(filled), '#') << std::string(static_cast<size_t>(20 - filled), '.') << "] ";
-    }
-    line << pct << "% " << std::fixed << std::setprecision(1) << done / (1 << 20) << "/" << total / (1 << 20)
-         << " MiB, " << rate / (1 << 20) << " MiB/s";
-    if (progress.contains("eta_s")) line << ", ETA " << static_cast<int>(progress.value("eta_s", 0.0)) << "s";
-    line << " via " << progress.value("route", std::string("?"));
-    s_.say(stage_, line.str(), "90");
-  }
-
- private:
-  Status open_log() {
-    if (log_) return Status();
-    FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(log_path_)));
-    auto w = CappedLogWriter::open(log_path_, log_max_);
-    if (!w.ok()) return w.status();
-    log_ = std::move(*w);
-    return Status();
-  }
-
-  Scheduler& s_;
-  std::string stage_;
-  int attempt_;
-  std::string log_path_;
-  int64_t log_max_;
-  int64_t log_size_ = 0;
-  std::optional<CappedLogWriter> log_;  // opened at the first byte
-  int64_t last_progress_line_ms_ = 0;
-  static constexpr int64_t kProgressLineMs = 2000;
-};
 
 std::string Scheduler::log_path(const std::string& logs_dir, const std::string& run_id, const std::string& stage,
                                 int attempt) {
@@ -275,165 +160,6 @@ HostConnection& Scheduler::connection(const std::string& name, int lane) {
   return *conn;
 }
 
-std::string Scheduler::host_workdir(const workflow::Host& host) {
-  auto expanded = resolve(host.workdir, nullptr, false);
-  return resolve_host_workdir(host, expanded.ok() ? *expanded : host.workdir.value, run_.workflow_path,
-                              options_.ferry_home);
-}
-
-Result<std::string> Scheduler::resolve(const workflow::Text& text, const Stage* stage, bool shell_quote) {
-  return workflow::expand_template(
-      text.value,
-      [&](const workflow::Reference& r) -> Result<std::string> {
-        using K = workflow::Reference::Kind;
-        switch (r.kind) {
-          case K::kParam: {
-            if (run_.params.contains(r.name) && run_.params[r.name].is_string()) return run_.params[r.name].get<std::string>();
-            const auto* p = wf_.find_param(r.name);
-            if (p) return p->default_value;
-            return not_found("unknown param '" + r.name + "'");
-          }
-          case K::kRun: return run_.id;
-          case K::kHost: {
-            const auto* h = wf_.find_host(r.name);
-            if (!h) return not_found("unknown host '" + r.name + "'");
-            return r.field == "workdir" ? host_workdir(*h) : h->address;
-          }
-          case K::kStageOutput: {
-            auto it = stages_.find(r.name);
-            if (it == stages_.end()) return not_found("unknown stage '" + r.name + "'");
-            auto o = it->second->outputs.find(r.field);
-            if (o == it->second->outputs.end()) {
-              return not_found("stage '" + r.name + "' produced no output '" + r.field + "'");
-            }
-            return o->second;
-          }
-        }
-        return not_found("bad reference");
-      },
-      shell_quote);
-}
-
-Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
-  const Stage& s = *st.spec;
-  StageSpec out;
-  out.name = s.name;
-  out.host = s.host;
-  out.log_max = s.log_max_bytes;
-  std::string where = wf_.path + ":" + std::to_string(s.at.line) + ":" + std::to_string(s.at.column) + ": stage '" +
-                      s.name + "': ";
-  auto get = [&](const workflow::Text& t, bool quote, std::string* into) -> Status {
-    auto r = resolve(t, &s, quote);
-    if (!r.ok()) return r.status().with_context(where.substr(0, where.size() - 2));
-    *into = std::move(r).value();
-    return Status();
-  };
-  // A job on a host (a command, an eval's worker) gets the host's env and the stage's.
-  auto job_env = [&](std::map<std::string, std::string>* env) -> Status {
-    const workflow::Host* host = wf_.find_host(s.host);
-    for (const auto& [k, v] : host->env) FERRY_RETURN_IF_ERROR(get(v, false, &(*env)[k]));
-    for (const auto& [k, v] : s.env) FERRY_RETURN_IF_ERROR(get(v, false, &(*env)[k]));
-    (*env)["FERRY_RUN_ID"] = run_.id;
-    (*env)["FERRY_STAGE"] = s.name;
-    (*env)["FERRY_WORKDIR"] = host_workdir(*host);
-    return Status();
-  };
-  // What the route choice of a copy needs: a direct copy is ssh from the source to
-  // the destination's address, as the workflow names it.
-  auto route_facts = [&](CopyStageSpec* c) {
-    const workflow::Host* from = wf_.find_host(c->from_host);
-    const workflow::Host* to = wf_.find_host(c->to_host);
-    c->from_ssh = from && from->transport == workflow::Transport::kSsh;
-    c->to_ssh = to && to->transport == workflow::Transport::kSsh;
-    if (to) {
-      c->to_address = to->address;
-      c->to_port = to->port;
-      c->to_user = to->user;
-      c->to_give_up_s = to->give_up_s;
-    }
-  };
-  switch (s.kind) {
-    case StageKind::kCommand: {
-      CommandStageSpec c;
-      FERRY_RETURN_IF_ERROR(get(s.run, true, &c.command));
-      FERRY_RETURN_IF_ERROR(get(s.cwd, false, &c.cwd));
-      c.timeout_s = s.timeout_s;
-      FERRY_RETURN_IF_ERROR(job_env(&c.env));
-      const workflow::Host* host = wf_.find_host(s.host);
-      if (host && host->scheduler == workflow::Scheduler::kSlurm) {
-        c.slurm = slurm_submit_json(workflow::merge_slurm(host->slurm, s.slurm), s.timeout_s);
-      }
-      for (const auto& o : s.outputs) {
-        if (!o.value) c.required_outputs.push_back(o.name);
-      }
-      out.spec = std::move(c);
-      break;
-    }
-    case StageKind::kCopy: {
-      CopyStageSpec c;
-      FERRY_RETURN_IF_ERROR(get(s.from.path, false, &c.from));
-      FERRY_RETURN_IF_ERROR(get(s.to.path, false, &c.to));
-      FERRY_RETURN_IF_ERROR(get(s.keep_local, false, &c.keep_local));
-      // Confined like a listing's names: a stage output may have built these roots.
-      for (auto [key, value] : {std::pair{"to", &c.to}, {"keep_local", &c.keep_local}}) {
-        if (has_dotdot_component(*value)) {
-          return invalid_argument("stage '" + s.name + "': " + key + " '" + *value +
-                                  "' has a '..' component; a copy stays where it was named");
-        }
-      }
-      c.from_host = s.from.host;
-      c.to_host = s.to.host;
-      c.route = s.route;
-      c.streams = s.streams;
-      route_facts(&c);
-      out.spec = std::move(c);
-      break;
-    }
-    case StageKind::kEval: {
-      EvalStageSpec e;
-      for (auto [text, into] : {std::pair{&s.target, &e.target}, {&s.drafter, &e.drafter},
-                                {&s.reference, &e.reference}, {&s.prompts, &e.prompts},
-                                {&s.tokenizer, &e.tokenizer}}) {
-        FERRY_RETURN_IF_ERROR(get(*text, false, into));
-      }
-      e.prompt_format = s.prompt_format;
-      e.max_new_tokens = s.max_new_tokens;
-      e.block_size = s.block_size;
-      e.device = s.device;
-      e.dtype = s.dtype;
-      e.threads = s.threads;
-      e.min_tau = s.gate.min_tau;
-      e.min_ratio_to_reference = s.gate.min_ratio_to_reference;
-      if (!s.host.empty()) {
-        FERRY_RETURN_IF_ERROR(job_env(&e.env));
-        e.timeout_s = s.timeout_s;
-      }
-      if (!s.watch.stage.empty()) {  // each checkpoint is copied from the trainer's host to the eval's
-        WatchSpec w;
-        w.stage = s.watch.stage;
-        w.pattern = s.watch.pattern;
-        w.marker = s.watch.marker;
-        w.fail_on_error = s.watch.fail_on_error;
-        FERRY_RETURN_IF_ERROR(get(s.watch.from.path, false, &w.copy.from));
-        w.copy.from_host = s.watch.from.host;
-        w.copy.to_host = s.host;
-        route_facts(&w.copy);
-        e.watch = std::move(w);
-      }
-      out.spec = std::move(e);
-      break;
-    }
-  }
-  // Upstream outputs are inputs too: a changed checkpoint path means a new eval.
-  for (const auto& a : workflow::ancestors(wf_, s.name)) out.upstream[a] = stages_[a]->outputs;
-  return out;
-}
-
-static std::string hash_inputs(const StageSpec& spec) {
-  std::string text = spec.stored_json().dump();
-  return xxh128_hex(text.data(), text.size());
-}
-
 void Scheduler::schedule() {
   // After a store failure nothing new starts (it could not be recorded first).
   if (finished_ || !store_error_.ok()) return;
@@ -467,7 +193,7 @@ void Scheduler::schedule() {
       auto inputs = resolve_stage(st);
       if (st.state == StageState::kSucceeded) {
         // A resumed run keeps a success only if it would be run with the same inputs.
-        if (inputs.ok() && hash_inputs(*inputs) == st.recorded_hash) {
+        if (inputs.ok() && stage_inputs_hash(*inputs) == st.recorded_hash) {
           st.confirmed = true;
           say(spec.name, "already succeeded with the same inputs; not run again", "90");
           changed = true;
@@ -503,7 +229,7 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
     say(s.name, "failed: " + inputs.status().message(), "31");
     return;
   }
-  std::string hash = hash_inputs(*inputs);
+  std::string hash = stage_inputs_hash(*inputs);
   if (!reattach) {
     st.attempt += 1;
     st.token = random_token();

@@ -12,6 +12,10 @@
 //
 // Thread contract: run() blocks the calling thread, which becomes the io thread;
 // all members are touched only there. Host connections each own a thread.
+//
+// Its parts: the state machine here (scheduler.cc); a stage's slot (stage_slot.h);
+// the StageEnv each attempt gets (attempt_env.h); templates resolved into a stage's
+// spec, and the inputs hash that decides what resume keeps (stage_resolve.h).
 #pragma once
 
 #include <iosfwd>

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <iomanip>
@@ -207,6 +208,23 @@ std::string render_runs(const std::vector<RunRecord>& runs, const std::string& d
     colors.push_back(state_color(r.state));
   }
   return render_table(rows, colors, color);
+}
+
+std::string copy_progress_line(const nlohmann::json& progress, bool tty) {
+  double done = progress.value("bytes_done", 0.0), total = progress.value("bytes_total", 0.0);
+  double rate = progress.value("rate", 0.0);
+  int pct = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
+  std::ostringstream line;
+  if (tty) {
+    int filled = std::clamp(pct, 0, 100) / 5;
+    line << "[" << std::string(static_cast<size_t>(filled), '#') << std::string(static_cast<size_t>(20 - filled), '.')
+         << "] ";
+  }
+  line << pct << "% " << std::fixed << std::setprecision(1) << done / (1 << 20) << "/" << total / (1 << 20)
+       << " MiB, " << rate / (1 << 20) << " MiB/s";
+  if (progress.contains("eta_s")) line << ", ETA " << static_cast<int>(progress.value("eta_s", 0.0)) << "s";
+  line << " via " << progress.value("route", std::string("?"));
+  return line.str();
 }
 
 }  // namespace ferry

@@ -26,4 +26,9 @@ std::string render_status(const RunRecord& run, const std::vector<StageRecord>& 
                           bool color);
 std::string render_runs(const std::vector<RunRecord>& runs, const std::string& db_path, bool color);
 
+/// A copy's progress (`bytes_done`, `bytes_total`, `rate`, `eta_s`, `route`) as the
+/// line `ferry run` prints: "42% 10.0/24.0 MiB, 3.1 MiB/s, ETA 4s via relay", with a
+/// bar in front on a terminal.
+std::string copy_progress_line(const nlohmann::json& progress, bool tty);
+
 }  // namespace ferry
