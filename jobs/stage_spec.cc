@@ -92,6 +92,7 @@ nlohmann::json StageSpec::stored_json() const {
                           if (!host.empty()) {
                             in["env"] = e.env;
                             in["timeout_s"] = e.timeout_s;
+                            if (!e.slurm.is_null()) in["slurm"] = e.slurm;  // absent before: old runs keep their hash
                           }
                           put_copy_fields(in, CopyStageSpec());
                           put_eval_fields(in, e);

@@ -75,6 +75,7 @@ struct EvalStageSpec {
   // On a host only: the worker is a job there.
   std::map<std::string, std::string> env;
   double timeout_s = 0;
+  nlohmann::json slurm;  // on a `scheduler: slurm` host: the worker's sbatch options; null = a detached job
   std::optional<WatchSpec> watch;
 };
 

@@ -30,7 +30,7 @@ const std::vector<std::string> kSlurmKeys = {"partition", "time", "cpus", "mem",
 const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
 const std::vector<std::string> kEvalKeys = {"target", "drafter", "reference", "prompts", "max_new_tokens",
                                             "block_size", "device", "dtype", "threads", "gate",
-                                            "tokenizer", "prompt_format", "watch"};
+                                            "tokenizer", "prompt_format", "watch", "slurm"};
 const std::vector<std::string> kWatchKeys = {"stage", "from", "pattern", "marker", "fail_on_error"};
 const std::vector<std::string> kGateKeys = {"min_tau", "min_ratio_to_reference"};
 

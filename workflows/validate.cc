@@ -171,10 +171,6 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
       // An eval without 'host' runs in the coordinator; with one, on that host.
       d.error(s.host_at, what + " evaluates on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
     }
-    if (s.kind == StageKind::kEval && slurm_host) {
-      d.error(s.host_at, what + ": an eval on a 'scheduler: slurm' host is not supported yet; evaluate on another "
-                                "host (copy the checkpoint there) or in the coordinator");
-    }
     if (s.kind == StageKind::kCopy) {
       for (const Endpoint* e : {&s.from, &s.to}) {
         if (!e->host.empty() && !wf.find_host(e->host)) {

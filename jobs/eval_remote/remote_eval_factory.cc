@@ -18,6 +18,7 @@ std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, con
   spec.engine = std::move(engine);
   spec.env = eval.env;
   spec.timeout_s = eval.timeout_s;
+  spec.slurm = eval.slurm;
   spec.worker = local_eval_worker_path();
   return std::make_shared<RemoteEvalStage>(env, std::move(spec));
 }

@@ -90,6 +90,9 @@ void RemoteEvalStage::install_worker() {
 // never run there, so say so now instead of after minutes of paging. Paths that do
 // not list are left to the engine, whose error names the file.
 void RemoteEvalStage::check_memory() {
+  // On a Slurm host the agent's memory is the login node's: the job's own is
+  // Slurm's (slurm.mem), and running past it ends as OUT_OF_MEMORY.
+  if (!spec_.slurm.is_null()) return ship_prompts();
   auto self = shared_from_this();
   auto total = std::make_shared<int64_t>(0);
   auto listed = std::make_shared<std::vector<std::string>>();
@@ -156,6 +159,7 @@ void RemoteEvalStage::start_job() {
   cs.env = spec_.env;
   cs.env["FERRY_EVAL_SPEC"] = engine.dump();
   cs.timeout_s = spec_.timeout_s;
+  cs.slurm = spec_.slurm;
   env_.record_event("eval.started", {{"host", spec_.host}, {"spec", engine}});
   // The log's lines: progress for the person watching, the last ones to explain a failure.
   job_env_ = std::make_unique<LogTapEnv>(env_, [this](const std::string& line) { on_line(line); });

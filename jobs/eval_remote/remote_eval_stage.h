@@ -10,7 +10,8 @@
 // coordinator:PATH`); then run `ferry-eval worker` as a detached job through a
 // CommandStage, so it has attempt tokens, re-attaches after drops and after
 // `ferry resume`, obeys cancel and timeout, and its log streams into the stage's
-// log. When the job ends, the worker's result JSON (the plugin's, see
+// log. On a `scheduler: slurm` host that job is a Slurm job (the worker and the
+// checkpoints on the filesystem the login node shares with the compute nodes). When the job ends, the worker's result JSON (the plugin's, see
 // jobs/eval_plugin_api.h) is read back through the agent and becomes the
 // outcome exactly as for an eval in the coordinator (jobs/eval_outcome.h).
 //
@@ -40,6 +41,7 @@ struct RemoteEvalSpec {
   std::map<std::string, std::string> env;  // the host's and the stage's env
   double timeout_s = 0;
   std::string worker;  // the coordinator's ferry-eval binary
+  nlohmann::json slurm;  // on a Slurm host: the worker runs as a Slurm job with these sbatch options
 };
 
 /// Where ferry looks for the worker it ships: $FERRY_SEND_EVAL_WORKER, else ferry-eval

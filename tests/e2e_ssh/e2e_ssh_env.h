@@ -24,6 +24,7 @@ namespace ferry::e2e {
 
 struct Host {
   std::string name, address, coordinator_address, sshd_log;
+  std::string netns;  // the host's network namespace (`ip netns exec NETNS ...` runs "on" it)
 };
 
 struct Testbed {
@@ -52,7 +53,8 @@ inline bool load_testbed(Testbed* tb) {
   tb->known_hosts = j.at("known_hosts");
   tb->user = j.at("user");
   for (const auto& h : j.at("hosts")) {
-    tb->hosts.push_back({h.at("name"), h.at("address"), h.at("coordinator_address"), h.at("sshd_log")});
+    tb->hosts.push_back(
+        {h.at("name"), h.at("address"), h.at("coordinator_address"), h.at("sshd_log"), h.value("netns", "")});
   }
   return true;
 }

@@ -301,5 +301,62 @@ TEST_F(SlurmRunTest, HostsCheckListsPartitionsAndFlagsAnUnknownOne) {
   EXPECT_EQ(r.out.find("'short' (stage"), std::string::npos) << r.out;
 }
 
+// Issue 27's example, as a user runs it: dflash-tiny trains as Slurm jobs, its
+// checkpoints are relayed to another host and evaluated there.
+TEST_F(SlurmRunTest, TheSlurmExampleTrainsOnSlurmAndEvaluatesElsewhere) {
+  if (!exists(testing::bin_dir() + "/dflash-train-drafter") || !exists(testing::bin_dir() + "/ferry-eval")) {
+    GTEST_SKIP() << "SLURM EXAMPLE SKIPPED: this build has no trainers or eval worker (FERRY_WITH_TORCH=OFF)";
+  }
+  auto r = ferry({"run", FERRY_SOURCE_DIR "/examples/slurm/workflow.yaml", "-p", "bin=" + testing::bin_dir()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto st = status("dflash-tiny-slurm-1");
+  auto eval = stage(st, "eval");
+  EXPECT_EQ(eval["state"], "succeeded") << st.dump(2);
+  EXPECT_GT(std::stod(eval["outputs"].value("tau", std::string("0"))), 2.0) << eval.dump(2);
+  EXPECT_EQ(calls("sbatch"), 4) << "data, target, drafter, reference: " << read_text(calls_file());
+  for (const char* trained : {"data", "target", "drafter", "reference"}) {
+    std::string id = sql(std::string("SELECT json_extract(detail,'$.slurm_job') FROM events WHERE "
+                                     "run_id='dflash-tiny-slurm-1' AND stage='") + trained +
+                         "' AND type='attempt.launched'");
+    while (!id.empty() && id.back() == '\n') id.pop_back();
+    EXPECT_FALSE(id.empty()) << trained << " ran as a Slurm job";
+    if (!id.empty()) EXPECT_EQ(squeue_state(id), "COMPLETED") << trained;
+  }
+  EXPECT_TRUE(exists(home_.path() + "/hosts/evaluator/models/drafter/model.safetensors"));
+}
+
+// An eval on a Slurm host: its worker is a Slurm job like any stage's command.
+TEST_F(SlurmRunTest, AnEvalOnASlurmHostRunsItsWorkerAsASlurmJob) {
+  if (!exists(testing::bin_dir() + "/ferry-eval") || !exists(testing::bin_dir() + "/ferry-tiny-models")) {
+    GTEST_SKIP() << "SLURM EVAL SKIPPED: this build has no eval worker (FERRY_WITH_TORCH=OFF)";
+  }
+  testing::run_process({"mkdir", "-p", host_dir()});
+  auto tiny = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", host_dir()});
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  auto wf = workflow(R"(  eval:
+    kind: eval
+    host: cluster
+    target: oracle-target
+    drafter: oracle-agree
+    reference: oracle-disagree
+    prompts: oracle-prompts.jsonl
+    max_new_tokens: 16
+    threads: 1
+    slurm: {cpus: 1, mem: 1G}
+)");
+  auto r = ferry({"run", wf});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto eval = stage(status("sl-1"), "eval");
+  EXPECT_EQ(eval["state"], "succeeded") << eval.dump(2);
+  EXPECT_GT(std::stod(eval["outputs"].value("tau", std::string("0"))), 1.5) << eval.dump(2);
+  EXPECT_EQ(calls("sbatch"), 1) << read_text(calls_file());
+  std::string id = sql("SELECT json_extract(detail,'$.slurm_job') FROM events WHERE run_id='sl-1' AND stage='eval' "
+                       "AND type='attempt.launched'");
+  while (!id.empty() && id.back() == '\n') id.pop_back();
+  ASSERT_FALSE(id.empty()) << "the worker ran as a Slurm job";
+  EXPECT_EQ(squeue_state(id), "COMPLETED");
+  EXPECT_NE(read_text(calls_file()).find("--mem=1G"), std::string::npos) << read_text(calls_file());
+}
+
 }  // namespace
 }  // namespace ferry

@@ -13,7 +13,9 @@
 # (SlurmUser=root, proctrack/pgid: no cgroups needed), non-default ports
 # (SLURMCTLD_PORT, default 16817; SLURMD_PORT, default 16818). Knobs for tests:
 # MIN_JOB_AGE (s a finished job stays in squeue, default 300), KILL_WAIT (s between
-# TERM and KILL at a time limit or cancel, default 30), CPUS (default: nproc), FAKE_GPUS (default 2).
+# TERM and KILL at a time limit or cancel, default 30), CPUS (default: nproc; more than
+# the machine has makes slurmd take the configured count: benchmarks of many jobs),
+# FAKE_GPUS (default 2). The node offers 90% of the machine's memory (RealMemory).
 set -euo pipefail
 
 readonly UP_TIMEOUT_DS=300    # tenths of a second to wait for the node to be idle
@@ -55,6 +57,10 @@ done
 down  # a testbed left behind by a killed run
 H=$(hostname -s)
 G=${FAKE_GPUS:-2}
+C=${CPUS:-$(nproc)}
+MEM_MB=$(awk '/^MemTotal:/ { print int($2 / 1024 * 0.9) }' /proc/meminfo)
+overrides=""
+[ "$C" -gt "$(nproc)" ] && overrides="SlurmdParameters=config_overrides"
 mkdir -p "$D"/{munge,state,spool,log}
 chmod 0700 "$D/munge"
 if [ ! -f "$D/munge/munge.key" ]; then
@@ -94,7 +100,8 @@ SlurmdTimeout=300
 KillWait=${KILL_WAIT:-30}
 MpiDefault=none
 GresTypes=gpu
-NodeName=$H CPUs=${CPUS:-$(nproc)} Gres=gpu:$G State=UNKNOWN
+$overrides
+NodeName=$H CPUs=$C RealMemory=$MEM_MB Gres=gpu:$G State=UNKNOWN
 PartitionName=debug Nodes=$H Default=YES MaxTime=INFINITE State=UP
 PartitionName=short Nodes=$H MaxTime=60 State=UP
 CONF
