@@ -19,6 +19,7 @@
 #include "base/file_util.h"
 #include "jobs/eval_outcome.h"
 #include "jobs/eval_progress.h"
+#include "jobs/eval_progress_reader.h"
 
 namespace ferry {
 namespace {
@@ -154,7 +155,7 @@ void EvalStage::on_lines(const std::vector<std::string>& lines) {
   const std::string prefix = kEvalProgressPrefix;
   for (const auto& line : lines) {
     if (finished_) return;
-    if (line.rfind(prefix, 0) == 0) env_.note(line.substr(prefix.size()));
+    if (line.rfind(prefix, 0) == 0) pass_on_eval_progress(line.substr(prefix.size()), env_);
     Status st = env_.append_log(line + "\n");
     if (!st.ok() && !log_failed_) {  // said once: lines keep coming
       log_failed_ = true;

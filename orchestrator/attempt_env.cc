@@ -75,7 +75,14 @@ void Scheduler::AttemptEnv::set_disconnected(int64_t since_ms) {
 }
 
 void Scheduler::AttemptEnv::set_progress(nlohmann::json progress) {
-  s_.note_store(s_.store_.set_progress(s_.run_.id, stage_, progress));
+  // Merged into what this attempt reported before: an eval on a Slurm host reports its
+  // job's state and its prompts through the same stage, and neither hides the other.
+  if (progress.is_object()) {
+    progress_.update(progress);
+  } else {
+    progress_ = nlohmann::json::object();
+  }
+  s_.note_store(s_.store_.set_progress(s_.run_.id, stage_, progress_));
   const int64_t now = now_ms();
   const bool tty = s_.options_.color;
   if (!progress.contains("bytes_total") || now - last_progress_line_ms_ < (tty ? 500 : kProgressLineMs)) return;

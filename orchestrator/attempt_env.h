@@ -49,6 +49,7 @@ class Scheduler::AttemptEnv : public StageEnv {
   int64_t log_size_ = 0;
   std::optional<CappedLogWriter> log_;  // opened at the first byte
   int64_t last_progress_line_ms_ = 0;
+  nlohmann::json progress_ = nlohmann::json::object();  // this attempt's, merged
   static constexpr int64_t kProgressLineMs = 2000;
 };
 

@@ -86,6 +86,20 @@ std::string render_table(const std::vector<std::vector<std::string>>& rows, cons
   return out;
 }
 
+std::string eval_progress_text(const nlohmann::json& p) {
+  // Read from the store, which a host's worker wrote through: typed reads only.
+  auto num = [&](const char* key) { return p.contains(key) && p[key].is_number() ? p[key].get<double>() : -1.0; };
+  std::ostringstream t;
+  t << std::fixed << std::setprecision(0);
+  const std::string phase = p.contains("phase") && p["phase"].is_string() ? p["phase"].get<std::string>() : "eval";
+  t << escape_controls(phase) << " " << num("prompts_done") << "/" << num("prompts_total") << " prompts";
+  if (num("runs") > 1) t << " (run " << num("run") << " of " << num("runs") << ")";
+  t << std::setprecision(1) << ", " << std::max(0.0, num("tokens_per_s")) << " tok/s";
+  if (num("tau") >= 0) t << std::setprecision(2) << ", τ so far " << num("tau");
+  if (num("eta_s") >= 0) t << ", ETA " << duration_text(static_cast<int64_t>(num("eta_s") * 1000));
+  return t.str();
+}
+
 std::string stage_detail(const StageRecord& s) {
   std::string d;
   if (s.exit_code) d = "exit " + std::to_string(*s.exit_code);
@@ -108,6 +122,9 @@ std::string stage_detail(const StageRecord& s) {
     }
     else if (s.state == StageState::kRunning && !st.empty()) job += " " + st;
     d += (d.empty() ? "" : "  ") + escape_controls(job);
+  }
+  if (s.state == StageState::kRunning && s.progress.is_object() && s.progress.contains("prompts_total")) {
+    d += (d.empty() ? "" : "  ") + eval_progress_text(s.progress);
   }
   auto tau = s.metrics.find("tau");
   if (tau != s.metrics.end()) {

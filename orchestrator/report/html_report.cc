@@ -239,11 +239,33 @@ std::string responses_section(const json& ev) {
   return s + "</table>";
 }
 
+// Evals still decoding (the run is not over): how far each is, and its τ so far.
+std::string running_evals_section(const json& report) {
+  if (!report.contains("running_evals") || !report["running_evals"].is_array()) return "";
+  std::string s;
+  for (const auto& r : report["running_evals"]) {
+    s += "<p class=\"running\">eval <code>" + e(str_field(r, "stage")) + "</code> running: " + e(str_field(r, "phase")) +
+         " " + std::to_string(int_field(r, "prompts_done")) + " of " + std::to_string(int_field(r, "prompts_total")) +
+         " prompts";
+    if (int_field(r, "runs") > 1) {
+      s += " (run " + std::to_string(int_field(r, "run")) + " of " + std::to_string(int_field(r, "runs")) + ")";
+    }
+    if (r.contains("tau_so_far") && r["tau_so_far"].is_number()) {
+      s += ", τ so far " + format_number(r["tau_so_far"].get<double>(), "%.3f") + " (partial)";
+    }
+    if (r.contains("eta_s") && r["eta_s"].is_number()) {
+      s += ", about " + std::to_string(static_cast<int64_t>(r["eta_s"].get<double>())) + " s left";
+    }
+    s += "</p>";
+  }
+  return s.empty() ? "" : "<h2>Eval in progress</h2>" + s;
+}
+
 std::string eval_section(const json& report) {
   const json& evals = report["evals"];
   const json& ev = report["eval"];
-  if (evals.empty() || !ev.is_object()) return "";
-  std::string s = "<h2>Eval</h2>";
+  if (evals.empty() || !ev.is_object()) return running_evals_section(report);
+  std::string s = running_evals_section(report) + "<h2>Eval</h2>";
   const json cand = obj_field(ev, "candidate");
   s += "<div class=\"cards\">" + card(format_number(num_field(cand, "tau"), "%.3f"), "τ candidate");
   if (ev.contains("reference_run") && ev["reference_run"].is_object()) {

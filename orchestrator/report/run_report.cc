@@ -95,6 +95,7 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
       {"format", kReportFormat}, {"generated_ms", generated_ms}, {"run", run_to_json(*run, *stages, store.path())}};
   report["run"]["workflow_source"] = run->workflow_source;
   nlohmann::json copies = nlohmann::json::array(), evals = nlohmann::json::array();
+  nlohmann::json running_evals = nlohmann::json::array();  // evals still decoding: their τ so far
   nlohmann::json last_eval;
   std::string last_eval_stage;
   auto& stage_rows = report["run"]["stages"];
@@ -123,6 +124,20 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
       if (e.type == "eval.report") evaluated.push_back({{"ts_ms", e.ts_ms}, {"checkpoint", str_field(e.detail, "checkpoint")}});
     }
     stage_rows[i]["evaluated"] = evaluated;
+    if (s.state == StageState::kRunning && s.progress.is_object() && s.progress.contains("prompts_total")) {
+      // An eval still decoding: where it stands, and the candidate's τ so far.
+      const auto& p = s.progress;
+      nlohmann::json row = {{"stage", s.name},
+                            {"phase", str_field(p, "phase")},
+                            {"prompts_done", int_field(p, "prompts_done")},
+                            {"prompts_total", int_field(p, "prompts_total")},
+                            {"run", int_field(p, "run")},
+                            {"runs", int_field(p, "runs")},
+                            {"tokens_per_s", num_field(p, "tokens_per_s", 0)}};
+      row["tau_so_far"] = p.contains("tau") && p["tau"].is_number() ? p["tau"] : nlohmann::json();
+      row["eta_s"] = p.contains("eta_s") && p["eta_s"].is_number() ? p["eta_s"] : nlohmann::json();
+      running_evals.push_back(row);
+    }
     if (s.kind == "copy") copies.push_back(copy_json(s, mine));
     for (auto& c : checkpoint_copies(s, mine)) copies.push_back(std::move(c));
     for (const auto& e : mine) {
@@ -158,6 +173,7 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
   });
   report["copies"] = copies;
   report["evals"] = evals;
+  report["running_evals"] = running_evals;
   report["eval"] = last_eval.is_null() ? nlohmann::json() : last_eval;
   report["eval_stage"] = last_eval_stage;
   nlohmann::json host_events = nlohmann::json::array();

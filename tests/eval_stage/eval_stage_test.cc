@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -63,6 +64,21 @@ TEST_F(EvalStageTest, AgreeingDrafterPassesItsGateAndTheFiguresReachTheStore) {
   EXPECT_LE(tau, block_size_);
   EXPECT_DOUBLE_EQ(stage["metrics"]["reference_tau"].get<double>(), 1.0);  // never accepted
   EXPECT_NEAR(std::stod(stage["outputs"]["tau"].get<std::string>()), tau, 1e-4);
+  // The engine's last progress line, stored as the stage's progress: every prompt of
+  // the last of its three runs (candidate, reference, baseline), and the candidate's τ.
+  const std::string prompt_text = read_text(dir_.file("oracle-prompts.jsonl"));
+  const auto prompts = static_cast<int64_t>(std::count(prompt_text.begin(), prompt_text.end(), '\n'));
+  const auto& progress = stage["progress"];
+  ASSERT_TRUE(progress.is_object()) << stage.dump(2);
+  EXPECT_EQ(progress["kind"], "eval");
+  EXPECT_EQ(progress["phase"], "baseline");
+  EXPECT_EQ(progress["run"], 3);
+  EXPECT_EQ(progress["runs"], 3);
+  EXPECT_EQ(progress["prompts_done"], prompts);
+  EXPECT_EQ(progress["prompts_total"], prompts);
+  EXPECT_GT(progress["tokens"].get<int64_t>(), 0);
+  EXPECT_DOUBLE_EQ(progress["eta_s"].get<double>(), 0);
+  EXPECT_NEAR(progress["tau"].get<double>(), tau, 1e-6);
   auto logs = ferry({"logs", "evaltest-1", "eval"});
   EXPECT_NE(logs.out.find("DFlash drafter eval"), std::string::npos) << logs.out;
   EXPECT_NE(logs.out.find("Drafter vs reference"), std::string::npos) << logs.out;

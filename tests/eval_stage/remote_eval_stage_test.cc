@@ -106,13 +106,23 @@ TEST_F(RemoteEvalStageTest, EvalOnAHostGivesTheSameReportAsInTheCoordinator) {
     EXPECT_NE(logs.out.find("DFlash drafter eval"), std::string::npos) << logs.out;
     EXPECT_NE(logs.out.find("gate: PASSED"), std::string::npos) << logs.out;
     // Progress lines marked alike in both logs: the same lines (but the worker's
-    // own first line and the paths being loaded, which are each side's), then the report.
+    // own first line and the paths being loaded, which are each side's, and the
+    // speeds and ETAs, which are each run's), then the report.
     auto progress = [](const std::string& log) {
       std::string out, line;
       std::istringstream in(log);
       while (std::getline(in, line)) {
         bool own = line.rfind("[eval] worker:", 0) == 0 || line.rfind("[eval] loading", 0) == 0;
-        if (line.rfind("[eval] ", 0) == 0 && !own) out += line + "\n";
+        if (line.rfind("[eval] ", 0) != 0 || own) continue;
+        if (line.rfind("[eval] progress {", 0) == 0) {
+          auto j = nlohmann::json::parse(line.substr(std::string("[eval] progress ").size()));
+          j.erase("tokens_per_s");
+          j.erase("eta_s");
+          line = "[eval] progress " + j.dump();
+        } else if (auto speed = line.find(" tok/s, ETA "); speed != std::string::npos) {
+          line.erase(line.rfind(", ", speed));
+        }
+        out += line + "\n";
       }
       return out;
     };

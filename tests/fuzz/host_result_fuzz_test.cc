@@ -6,9 +6,12 @@
 // error, never an exception, a crash or a call left waiting.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "base/peer_json.h"
 #include "base/terminal_text.h"
 #include "jobs/eval_outcome.h"
+#include "jobs/eval_progress_reader.h"
 #include "jobs/eval_remote/host_file_upload.h"
 #include "jobs/watch/checkpoint_scan.h"
 #include "orchestrator/hosts_check.h"
@@ -40,6 +43,44 @@ nlohmann::json result_seed() {
            {{"drafter", "ckpt"},
             {"candidate", {{"tau", 3.5}, {"acceptance_histogram", {0, 1, 2}}}},
             {"responses", {{{"line", 1}, {"tau", 3.5}, {"text", "hi"}}}}}}};
+}
+
+// An eval's progress line from a host's log (jobs/eval_progress_reader.h): mutated,
+// it is read as progress with only the known fields, or not at all; never a throw.
+TEST(HostResultFuzzTest, MutatedProgressLinesAreReadOrDroppedNeverThrown) {
+  const nlohmann::json seed = {{"phase", "candidate"}, {"run", 1},      {"runs", 2},
+                               {"prompts_done", 3},   {"prompts_total", 9}, {"tokens", 300},
+                               {"tokens_per_s", 12.5}, {"eta_s", 40},    {"tau", 3.25}};
+  const std::vector<std::string> wires = {seed.dump()};
+  const std::set<std::string> known = {"kind", "phase", "run", "runs", "prompts_done", "prompts_total",
+                                       "tokens", "tokens_per_s", "eta_s", "tau"};
+  FuzzPlan plan = fuzz_plan(4000);
+  int read = 0, dropped = 0;
+  for (int round = plan.first; round < plan.end; ++round) {
+    RoundGuard guard("HostResultFuzzTest.progress", plan.seed, round);
+    Mutator m(plan.seed, round);
+    std::string text = m.chance(70) ? wire_text(m.mutate_json(seed)) : m.mutate_bytes(wires[0], wires);
+    try {
+      auto p = read_eval_progress("progress " + text);
+      if (p) {
+        ++read;
+        for (const auto& [key, value] : p->items()) {
+          EXPECT_EQ(known.count(key), 1u) << key;
+          EXPECT_TRUE(value.is_primitive()) << key;
+        }
+      } else {
+        ++dropped;
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "read_eval_progress threw: " << e.what();
+    }
+    if (failed_in_round(plan, round)) break;
+  }
+  if (full_run(plan)) {
+    EXPECT_GT(read, 50);
+    EXPECT_GT(dropped, 100);
+  }
+  std::printf("progress lines read %d, dropped %d\n", read, dropped);
 }
 
 TEST(HostResultFuzzTest, MutatedEvalResultsBecomeAnOutcomeNeverAnException) {

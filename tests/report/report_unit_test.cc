@@ -11,6 +11,7 @@
 #include "orchestrator/report/metrics_export.h"
 #include "orchestrator/report/run_report.h"
 #include "orchestrator/report/svg_chart.h"
+#include "orchestrator/status_view.h"
 #include "orchestrator/store.h"
 #include "tests/support/process.h"
 
@@ -199,6 +200,38 @@ TEST_F(RunReportTest, AMalformedStoredEvalIsShownAsFailedNotThrown) {
   std::string page;
   EXPECT_NO_THROW(page = report::render_html_report(*r));
   EXPECT_NE(page.find("gate-fail"), std::string::npos);
+}
+
+// A long eval still decoding: `ferry status` and `ferry report` show how far it is
+// and the candidate's τ so far, from the progress its worker reported (stored, so a
+// coordinator restarted mid-eval shows it too).
+TEST_F(RunReportTest, AnEvalStillDecodingShowsItsPromptsAndItsTauSoFar) {
+  auto created = store_->create_run("long", "long.yaml", "name: long", {}, {{"eval", "eval", "evalhost"}});
+  ASSERT_TRUE(created.ok());
+  const std::string id = created->id;
+  ASSERT_TRUE(store_->set_run_state(id, RunState::kRunning, 1).ok());
+  ASSERT_TRUE(store_->begin_attempt(id, "eval", 1, "e1", "evalhost").ok());
+  ASSERT_TRUE(store_->set_progress(id, "eval",
+                                   {{"kind", "eval"}, {"phase", "candidate"}, {"run", 1}, {"runs", 2},
+                                    {"prompts_done", 12}, {"prompts_total", 60}, {"tokens", 1536},
+                                    {"tokens_per_s", 1.5}, {"eta_s", 5400}, {"tau", 3.25}})
+                  .ok());
+  auto r = report::collect_run_report(*store_, id);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ((*r)["running_evals"].size(), 1u) << (*r)["running_evals"].dump();
+  const json& row = (*r)["running_evals"][0];
+  EXPECT_EQ(row["stage"], "eval");
+  EXPECT_EQ(row["prompts_done"], 12);
+  EXPECT_EQ(row["prompts_total"], 60);
+  EXPECT_EQ(row["tau_so_far"], 3.25);
+  const std::string page = report::render_html_report(*r);
+  EXPECT_NE(page.find("candidate 12 of 60 prompts (run 1 of 2), τ so far 3.250 (partial)"), std::string::npos);
+  auto run = store_->find_run(id);
+  auto stages = store_->stages(id);
+  ASSERT_TRUE(run.ok() && stages.ok());
+  const std::string table = render_status(*run, *stages, store_->path(), false);
+  EXPECT_NE(table.find("candidate 12/60 prompts (run 1 of 2), 1.5 tok/s, τ so far 3.25, ETA 1h30m"), std::string::npos)
+      << table;
 }
 
 TEST_F(RunReportTest, UnknownRunIsNotFound) {

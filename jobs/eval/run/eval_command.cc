@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "jobs/eval_progress.h"
 #include "jobs/tokenizer/chat_format.h"
 
 namespace ferry::eval {
@@ -104,7 +105,14 @@ int eval_command_main(int argc, char** argv) {
     std::cerr << "ferry eval: " << spec.status().message() << "\n" << kUsage;
     return kEvalExitUsage;
   }
-  auto report = run_eval(*spec, [](const std::string& line) { std::cerr << "eval: " << line << "\n"; }, nullptr);
+  // People read the progress lines; the JSON ones are for ferry's eval stages.
+  const std::string json_marker = kEvalProgressJson;
+  auto report = run_eval(
+      *spec,
+      [&](const std::string& line) {
+        if (line.compare(0, json_marker.size(), json_marker) != 0) std::cerr << "eval: " << line << "\n";
+      },
+      nullptr);
   if (!report.ok()) {
     std::cerr << "ferry eval: " << report.status().message() << "\n";
     return kEvalExitUsage;

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "jobs/eval/cpu/cpu_runtime.h"
@@ -12,6 +14,7 @@
 #include "jobs/eval/run/drafter_diff.h"
 #include "jobs/eval/run/prompt_encoder.h"
 #include "jobs/eval/run/prompt_file.h"
+#include "jobs/eval/run/progress_meter.h"
 #include "jobs/eval/models/target_model.h"
 #include "jobs/eval/io/safetensors_reader.h"
 #include "jobs/eval/run/speculative_decoder.h"
@@ -88,7 +91,7 @@ Status check_spec(const EvalSpec& spec) {
 // Runs one decoding configuration over every prompt and gathers its statistics.
 Result<DecodeRun> run_all(const std::string& label, const std::string& path, TargetModel* target, Drafter* drafter,
                           const std::vector<Prompt>& prompts, const DecodeOptions& options,
-                          std::vector<std::vector<int64_t>>* outputs, const ProgressFn& progress,
+                          std::vector<std::vector<int64_t>>* outputs, ProgressMeter* meter,
                           std::vector<std::vector<int64_t>>* acceptances = nullptr) {
   DecodeRun run;
   run.label = label;
@@ -98,6 +101,7 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Tar
   std::vector<int64_t> accepted_at(static_cast<size_t>(options.block_size), 0);
   double tau_sum = 0, tpot_sum = 0;
   int64_t tpot_count = 0;
+  meter->start_run(label);
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto r = speculative_decode(target, drafter, prompts[i].ids, options);
     if (!r.ok()) return r.status().with_context(label + ": prompt line " + std::to_string(prompts[i].line));
@@ -120,12 +124,7 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Tar
     }
     if (outputs != nullptr) outputs->push_back(r->tokens);
     if (acceptances != nullptr) acceptances->push_back(r->acceptance_lengths);
-    if (progress) {
-      std::ostringstream line;
-      line << label << ": response " << (i + 1) << "/" << prompts.size() << ": " << r->tokens.size()
-           << " tokens, tau " << r->tau();
-      progress(line.str());
-    }
+    meter->response_done(static_cast<int64_t>(r->tokens.size()), r->tau());
   }
   run.tau = run.responses > 0 ? tau_sum / static_cast<double>(run.responses) : 0;
   run.acceptance_rate.assign(accepted_at.size(), 0);
@@ -146,168 +145,217 @@ int64_t count_differing(const std::vector<std::vector<int64_t>>& a, const std::v
   return n;
 }
 
-Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& progress,
-                                      const std::atomic<bool>* cancel) {
-  auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
-  auto wall = Clock::now();
+using SayFn = std::function<void(const std::string&)>;
+
+// Step 1: the spec's dtype and device, the threads, and what this CPU and BLAS are.
+Result<ComputeOptions> describe_runtime(const EvalSpec& spec, EvalReport* report, const SayFn& say) {
   FERRY_RETURN_IF_ERROR(check_spec(spec));
   std::string dtype_source;
   auto options = compute_options(spec, &dtype_source);
   if (!options.ok()) return options.status();
-  c10::NoGradGuard no_grad;
-
-  EvalReport report;
-  report.target = spec.target;
-  report.drafter = spec.drafter;
-  report.reference = spec.reference;
-  report.prompts = spec.prompts;
-  report.max_new_tokens = spec.max_new_tokens;
-  report.device = spec.device;
-  report.dtype = options->dtype == at::kBFloat16 ? "bfloat16" : options->dtype == at::kHalf ? "float16" : "float32";
-  report.dtype_source = dtype_source;
-  report.threads = configure_threads(spec.threads);
+  report->target = spec.target;
+  report->drafter = spec.drafter;
+  report->reference = spec.reference;
+  report->prompts = spec.prompts;
+  report->max_new_tokens = spec.max_new_tokens;
+  report->device = spec.device;
+  report->dtype =
+      options->dtype == at::kBFloat16 ? "bfloat16" : options->dtype == at::kHalf ? "float16" : "float32";
+  report->dtype_source = dtype_source;
+  report->threads = configure_threads(spec.threads);
   CpuRuntime runtime = probe_cpu_runtime();
-  report.blas = runtime.blas.name;
-  report.blas_library = runtime.blas.library;
-  report.blas_threading = runtime.blas.threading;
-  report.blas_reference = runtime.blas.reference;
-  report.isa = runtime.isa;
-  report.cores = runtime.cores;
-  say("running on " + spec.device + ", " + report.dtype + " (" + dtype_source + "), " +
-      std::to_string(report.threads) + " threads, BLAS " + report.blas + ", " + report.isa);
+  report->blas = runtime.blas.name;
+  report->blas_library = runtime.blas.library;
+  report->blas_threading = runtime.blas.threading;
+  report->blas_reference = runtime.blas.reference;
+  report->isa = runtime.isa;
+  report->cores = runtime.cores;
+  say("running on " + spec.device + ", " + report->dtype + " (" + dtype_source + "), " +
+      std::to_string(report->threads) + " threads, BLAS " + report->blas + ", " + report->isa);
   if (runtime.blas.reference) {
-    report.warnings.push_back(runtime.blas.advice());
+    report->warnings.push_back(runtime.blas.advice());
     say("WARNING: " + runtime.blas.advice());
   }
+  return options;
+}
 
+// The models one eval decodes with; the proposers point into the target and drafters.
+struct LoadedModels {
+  std::unique_ptr<TargetModel> target;
+  std::unique_ptr<DFlashDrafter> drafter, reference;
+  std::unique_ptr<DFlashProposer> proposer, reference_proposer;
+};
+
+// Step 2: the target, the drafter and the reference drafter, with what each load found.
+Result<LoadedModels> load_models(const EvalSpec& spec, const ComputeOptions& options, EvalReport* report,
+                                 const SayFn& say) {
+  LoadedModels m;
   say("loading target " + spec.target);
   LoadReport target_load;
-  auto target = load_target(spec.target, *options, &target_load);
+  auto target = load_target(spec.target, options, &target_load);
   if (!target.ok()) return target.status();
-  report.loads.push_back(target_load);
-  report.target_architecture = (*target)->describe();
-  say("target: " + report.target_architecture);
-  const int64_t hidden = (*target)->config().hidden_size;
+  m.target = std::move(*target);
+  report->loads.push_back(target_load);
+  report->target_architecture = m.target->describe();
+  say("target: " + report->target_architecture);
+  const int64_t hidden = m.target->config().hidden_size;
 
   say("loading drafter " + spec.drafter);
   LoadReport drafter_load;
-  auto drafter = DFlashDrafter::load(spec.drafter, hidden, *options, &drafter_load, "drafter");
+  auto drafter = DFlashDrafter::load(spec.drafter, hidden, options, &drafter_load, "drafter");
   if (!drafter.ok()) return drafter.status();
-  report.loads.push_back(drafter_load);
-  auto proposer = DFlashProposer::create(target->get(), drafter->get());
+  m.drafter = std::move(*drafter);
+  report->loads.push_back(drafter_load);
+  auto proposer = DFlashProposer::create(m.target.get(), m.drafter.get());
   if (!proposer.ok()) return proposer.status();
+  m.proposer = std::move(*proposer);
 
-  std::unique_ptr<DFlashDrafter> reference;
-  std::unique_ptr<DFlashProposer> reference_proposer;
   if (!spec.reference.empty()) {
     say("loading reference drafter " + spec.reference);
     LoadReport ref_load;
-    auto r = DFlashDrafter::load(spec.reference, hidden, *options, &ref_load, "reference drafter");
+    auto r = DFlashDrafter::load(spec.reference, hidden, options, &ref_load, "reference drafter");
     if (!r.ok()) return r.status();
-    report.loads.push_back(ref_load);
-    reference = std::move(*r);
-    auto rp = DFlashProposer::create(target->get(), reference.get());
+    report->loads.push_back(ref_load);
+    m.reference = std::move(*r);
+    auto rp = DFlashProposer::create(m.target.get(), m.reference.get());
     if (!rp.ok()) return rp.status();
-    reference_proposer = std::move(*rp);
+    m.reference_proposer = std::move(*rp);
     auto diff = diff_drafters(spec.drafter, spec.reference);
     if (!diff.ok()) return diff.status();
-    report.diff = std::move(*diff);
+    report->diff = std::move(*diff);
   }
-  for (const auto& l : report.loads) {
+  for (const auto& l : report->loads) {
     if (!l.unused.empty()) {
-      report.warnings.push_back(l.what + " " + l.location + ": " + std::to_string(l.unused.size()) +
-                                " checkpoint tensors were not used");
+      report->warnings.push_back(l.what + " " + l.location + ": " + std::to_string(l.unused.size()) +
+                                 " checkpoint tensors were not used");
     }
   }
+  return m;
+}
 
+// Step 3: the prompts as ids, through the model's tokenizer and prompt format.
+Result<std::vector<Prompt>> encode_prompts(const EvalSpec& spec, const TargetModel& target,
+                                           std::optional<PromptEncoder>* encoder, EvalReport* report,
+                                           const SayFn& say) {
   auto format = tokenizer::parse_prompt_format(spec.prompt_format);
   if (!format.ok()) return format.status();
-  auto encoder = PromptEncoder::open(spec.tokenizer, spec.target, *format, (*target)->config().vocab_size);
-  if (!encoder.ok()) return encoder.status();
-  report.prompt_format = spec.prompt_format;
-  if (encoder->tokenizer() != nullptr) {
-    report.tokenizer = (spec.tokenizer.empty() ? spec.target : spec.tokenizer) + "/tokenizer.json";
-    say("tokenizer " + report.tokenizer + ", prompt format " + spec.prompt_format);
+  auto opened = PromptEncoder::open(spec.tokenizer, spec.target, *format, target.config().vocab_size);
+  if (!opened.ok()) return opened.status();
+  encoder->emplace(std::move(*opened));
+  report->prompt_format = spec.prompt_format;
+  if ((*encoder)->tokenizer() != nullptr) {
+    report->tokenizer = (spec.tokenizer.empty() ? spec.target : spec.tokenizer) + "/tokenizer.json";
+    say("tokenizer " + report->tokenizer + ", prompt format " + spec.prompt_format);
   }
-  auto prompts = load_prompts(spec.prompts, (*target)->config().vocab_size, &*encoder);
+  auto prompts = load_prompts(spec.prompts, target.config().vocab_size, &**encoder);
   if (!prompts.ok()) return prompts.status();
-  report.prompt_count = static_cast<int64_t>(prompts->size());
+  report->prompt_count = static_cast<int64_t>(prompts->size());
+  return prompts;
+}
 
+// Step 4: the candidate over every prompt, then the reference and the plain-decoding
+// baseline when asked, each compared with the candidate.
+Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector<Prompt>& prompts,
+                  PromptEncoder& encoder, const std::atomic<bool>* cancel, const SayFn& say,
+                  EvalReport* report) {
   DecodeOptions decode;
-  decode.block_size = spec.block_size > 0 ? spec.block_size : (*drafter)->config().block_size;
+  decode.block_size = spec.block_size > 0 ? spec.block_size : m.drafter->config().block_size;
   decode.max_new_tokens = spec.max_new_tokens;
-  decode.stop_ids = (*target)->config().eos_token_ids;
+  decode.stop_ids = m.target->config().eos_token_ids;
   decode.cancel = cancel;
-  report.block_size = decode.block_size;
+  report->block_size = decode.block_size;
+  const int runs = 1 + (m.reference_proposer ? 1 : 0) + (spec.baseline ? 1 : 0);
+  ProgressMeter meter(static_cast<int64_t>(prompts.size()), runs, say);
 
   std::vector<std::vector<int64_t>> candidate_out, reference_out, baseline_out, candidate_acceptance;
   DecodeOptions cand = decode;
-  cand.capture_layers = (*drafter)->config().target_layer_ids;
-  say("decoding " + std::to_string(prompts->size()) + " prompts, block " + std::to_string(cand.block_size));
-  auto cand_run = run_all("candidate", spec.drafter, target->get(), proposer->get(), *prompts, cand,
-                          &candidate_out, progress, &candidate_acceptance);
+  cand.capture_layers = m.drafter->config().target_layer_ids;
+  say("decoding " + std::to_string(prompts.size()) + " prompts, block " + std::to_string(cand.block_size));
+  auto cand_run = run_all("candidate", spec.drafter, m.target.get(), m.proposer.get(), prompts, cand,
+                          &candidate_out, &meter, &candidate_acceptance);
   if (!cand_run.ok()) return cand_run.status();
-  report.candidate = std::move(*cand_run);
+  report->candidate = std::move(*cand_run);
   for (size_t i = 0; i < candidate_out.size(); ++i) {
-    report.responses.push_back(
-        make_response_text((*prompts)[i].line, candidate_out[i], candidate_acceptance[i], encoder->tokenizer()));
-    report.responses.back().prompt_ids = (*prompts)[i].ids;
+    report->responses.push_back(
+        make_response_text(prompts[i].line, candidate_out[i], candidate_acceptance[i], encoder.tokenizer()));
+    report->responses.back().prompt_ids = prompts[i].ids;
   }
-  report.show_responses = spec.show_responses;
+  report->show_responses = spec.show_responses;
 
-  if (reference_proposer) {
+  if (m.reference_proposer) {
     DecodeOptions ref = decode;
-    ref.block_size = spec.block_size > 0 ? spec.block_size : reference->config().block_size;
-    ref.capture_layers = reference->config().target_layer_ids;
-    auto ref_run = run_all("reference", spec.reference, target->get(), reference_proposer.get(), *prompts, ref,
-                           &reference_out, progress);
+    ref.block_size = spec.block_size > 0 ? spec.block_size : m.reference->config().block_size;
+    ref.capture_layers = m.reference->config().target_layer_ids;
+    auto ref_run = run_all("reference", spec.reference, m.target.get(), m.reference_proposer.get(), prompts, ref,
+                           &reference_out, &meter);
     if (!ref_run.ok()) return ref_run.status();
-    report.reference_run = std::move(*ref_run);
-    if (report.reference_run->tau > 0) report.ratio_to_reference = report.candidate.tau / report.reference_run->tau;
+    report->reference_run = std::move(*ref_run);
+    if (report->reference_run->tau > 0) {
+      report->ratio_to_reference = report->candidate.tau / report->reference_run->tau;
+    }
   }
 
   if (spec.baseline) {
     DecodeOptions base = decode;
     base.block_size = 1;
-    auto base_run = run_all("baseline", "", target->get(), nullptr, *prompts, base, &baseline_out, progress);
+    auto base_run = run_all("baseline", "", m.target.get(), nullptr, prompts, base, &baseline_out, &meter);
     if (!base_run.ok()) return base_run.status();
-    report.baseline = std::move(*base_run);
-    if (report.candidate.mean_tpot > 0) report.speedup = report.baseline->mean_tpot / report.candidate.mean_tpot;
-    report.candidate.responses_differing_from_baseline = count_differing(candidate_out, baseline_out);
-    for (size_t i = 0; i < report.responses.size() && i < baseline_out.size(); ++i) {
-      report.responses[i].matches_baseline = candidate_out[i] == baseline_out[i] ? 1 : 0;
+    report->baseline = std::move(*base_run);
+    if (report->candidate.mean_tpot > 0) report->speedup = report->baseline->mean_tpot / report->candidate.mean_tpot;
+    report->candidate.responses_differing_from_baseline = count_differing(candidate_out, baseline_out);
+    for (size_t i = 0; i < report->responses.size() && i < baseline_out.size(); ++i) {
+      report->responses[i].matches_baseline = candidate_out[i] == baseline_out[i] ? 1 : 0;
     }
-    if (report.reference_run) {
-      if (report.reference_run->mean_tpot > 0) {
-        report.reference_speedup = report.baseline->mean_tpot / report.reference_run->mean_tpot;
+    if (report->reference_run) {
+      if (report->reference_run->mean_tpot > 0) {
+        report->reference_speedup = report->baseline->mean_tpot / report->reference_run->mean_tpot;
       }
-      report.reference_run->responses_differing_from_baseline = count_differing(reference_out, baseline_out);
+      report->reference_run->responses_differing_from_baseline = count_differing(reference_out, baseline_out);
     }
   }
+  return Status();
+}
 
+// Step 5: the gate's verdict; every failed condition is named.
+void judge(const EvalSpec& spec, EvalReport* report) {
   std::vector<std::string> failures;
-  std::ostringstream msg;
-  if (spec.min_tau) {
-    if (report.candidate.tau < *spec.min_tau) {
-      std::ostringstream f;
-      f << "tau " << report.candidate.tau << " < min_tau " << *spec.min_tau;
-      failures.push_back(f.str());
-    }
+  if (spec.min_tau && report->candidate.tau < *spec.min_tau) {
+    std::ostringstream f;
+    f << "tau " << report->candidate.tau << " < min_tau " << *spec.min_tau;
+    failures.push_back(f.str());
   }
   if (spec.min_ratio_to_reference) {
-    double ratio = report.ratio_to_reference.value_or(0.0);
+    double ratio = report->ratio_to_reference.value_or(0.0);
     if (ratio < *spec.min_ratio_to_reference) {
       std::ostringstream f;
       f << "tau ratio to reference " << ratio << " < min_ratio_to_reference " << *spec.min_ratio_to_reference;
       failures.push_back(f.str());
     }
   }
-  report.gate_passed = failures.empty();
+  std::ostringstream msg;
   for (size_t i = 0; i < failures.size(); ++i) msg << (i ? "; " : "") << failures[i];
   if (failures.empty() && (spec.min_tau || spec.min_ratio_to_reference)) msg << "all gates met";
-  report.gate_message = msg.str();
+  report->gate_passed = failures.empty();
+  report->gate_message = msg.str();
+}
+
+Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& progress,
+                                      const std::atomic<bool>* cancel) {
+  const SayFn say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const auto wall = Clock::now();
+  EvalReport report;
+  auto options = describe_runtime(spec, &report, say);
+  if (!options.ok()) return options.status();
+  c10::NoGradGuard no_grad;
+  auto models = load_models(spec, *options, &report, say);
+  if (!models.ok()) return models.status();
+  std::optional<PromptEncoder> encoder;
+  auto prompts = encode_prompts(spec, *models->target, &encoder, &report, say);
+  if (!prompts.ok()) return prompts.status();
+  FERRY_RETURN_IF_ERROR(decode_all(spec, *models, *prompts, *encoder, cancel, say, &report));
+  judge(spec, &report);
   report.wall_seconds = std::chrono::duration<double>(Clock::now() - wall).count();
   say("done: tau " + std::to_string(report.candidate.tau));
   return report;
