@@ -24,3 +24,4 @@ if [ -x "$bin/eval_bench" ]; then  # built with FERRY_WITH_TORCH=ON
 fi
 run "$here/relay_bench.sh" "$build"
 run "$here/hosts_bench.sh" "$build"
+run "$here/slurm_bench.sh" "$build"
