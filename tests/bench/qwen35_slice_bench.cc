@@ -8,13 +8,16 @@
 // tokens/s, time per decoded token, time of a verify-16 forward and of its rollback.
 // Prints figures; not a timed test.
 //
-//   qwen35_slice_bench DIR [--prefill N] [--decode N] [--verify N] [--threads N]
+//   qwen35_slice_bench DIR [--prefill N] [--decode N] [--verify N] [--threads N] [--compare-gdn N]
+// --compare-gdn N also runs an N-token prompt through the eval's prefill with the Gated
+// DeltaNet's chunked form and step by step, and prints both speeds.
 // DIR is written first when it has no config.json (kept for later runs).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -69,11 +72,13 @@ double text_weight_bytes(const std::string& dir) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: qwen35_slice_bench DIR [--prefill N] [--decode N] [--verify N] [--threads N]\n");
+    std::fprintf(stderr,
+                 "usage: qwen35_slice_bench DIR [--prefill N] [--decode N] [--verify N] [--threads N] "
+                 "[--compare-gdn N]\n");
     return 2;
   }
   const std::string dir = argv[1];
-  int prefill = 128, decode = 4, verify = 3, threads = 2;
+  int prefill = 128, decode = 4, verify = 3, threads = 2, compare_gdn = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int v = std::atoi(argv[i + 1]);
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
     else if (flag == "--decode") decode = v;
     else if (flag == "--verify") verify = v;
     else if (flag == "--threads") threads = v;
+    else if (flag == "--compare-gdn") compare_gdn = v;
   }
   at::set_num_threads(threads);
   c10::NoGradGuard no_grad;
@@ -152,6 +158,53 @@ int main(int argc, char** argv) {
   }
   verify_s /= verify;
   rollback_s /= verify;
+
+  if (compare_gdn > 0) {
+    // A prompt of compare_gdn tokens with the Gated DeltaNet's chunked form and then
+    // step by step, from an empty state each time: through the eval's own prefill
+    // (kPrefillChunk positions a forward) and as one forward of the whole prompt. The
+    // time, and how far the last logits differ.
+    const at::Tensor ids = random_ids(compare_gdn);
+    for (int whole = 0; whole < 2; ++whole) {
+      double seconds[2] = {0, 0};
+      at::Tensor logits[2];
+      for (int mode = 0; mode < 2; ++mode) {
+        set_gdn_chunked_enabled(mode == 0);
+        t.reset();
+        t0 = Clock::now();
+        auto out = whole ? t.forward(ids, capture, 1) : ferry::eval::prefill(&t, ids, capture);
+        logits[mode] = out.logits.to(at::kFloat);
+        seconds[mode] = since(t0);
+      }
+      set_gdn_chunked_enabled(kGdnChunkedByDefault);
+      const double diff =
+          (logits[0] - logits[1]).abs().max().item<double>() / logits[1].abs().max().item<double>();
+      const std::string how = whole ? "one forward" : "ferry's prefill, " + std::to_string(kPrefillChunk) + " a forward";
+      std::printf("prefill %d tokens (%s): GDN chunked %.1f tok/s (%.2f s), step by step %.1f tok/s (%.2f s): "
+                  "%.2fx; last logits differ by %.2e of their largest\n",
+                  compare_gdn, how.c_str(), compare_gdn / seconds[0], seconds[0], compare_gdn / seconds[1],
+                  seconds[1], seconds[1] / seconds[0], diff);
+    }
+    t.reset();
+    // The rule alone at the slice's head shape (48 value heads of 128 x 128), float32.
+    const int64_t hv = 48, dk = 128, dv = 128, n = compare_gdn;
+    at::Tensor q = at::randn({n, hv, dk}) / std::sqrt(static_cast<double>(dk)), k = at::randn({n, hv, dk});
+    k = k / k.norm(2, -1, /*keepdim=*/true);
+    const at::Tensor v = at::randn({n, hv, dv}), decay = at::rand({n, hv}).pow(0.1), beta = at::rand({n, hv});
+    const at::Tensor initial = at::zeros({hv, dk, dv});
+    double rule_s[2] = {0, 0};
+    for (int mode = 0; mode < 2; ++mode) {
+      set_gdn_chunked_enabled(mode == 0);
+      at::Tensor state;
+      t0 = Clock::now();
+      gated_delta_rule(q, k, v, decay, beta, initial, &state);
+      rule_s[mode] = since(t0);
+    }
+    set_gdn_chunked_enabled(kGdnChunkedByDefault);
+    std::printf("gated delta rule alone, %lld tokens x 48 heads of 128 x 128: chunked %.3f s, step by step %.3f s: "
+                "%.2fx\n",
+                static_cast<long long>(n), rule_s[0], rule_s[1], rule_s[1] / rule_s[0]);
+  }
 
   const double peak = peak_rss_gib();
   std::printf("prefill %d tokens: %.2f s = %.1f tok/s (%.2fx the time of one decode step per token)\n", prefill,

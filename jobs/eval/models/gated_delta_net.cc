@@ -2,6 +2,8 @@
 
 #include "jobs/eval/cpu/gdn_recurrence.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -12,6 +14,8 @@ namespace {
 constexpr double kL2NormEps = 1e-6;
 
 at::Tensor l2_normalize(const at::Tensor& x) { return x * at::rsqrt(x.pow(2).sum(-1, /*keepdim=*/true) + kL2NormEps); }
+
+std::atomic<bool> g_chunked{kGdnChunkedByDefault};
 
 }  // namespace
 
@@ -26,6 +30,9 @@ GdnState gdn_initial_state(const GdnDims& d, const at::Device& device) {
 at::Tensor gated_delta_rule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& decay,
                             const at::Tensor& beta, const at::Tensor& initial, at::Tensor* final_state) {
   const int64_t t_len = k.size(0), hv = k.size(1), dk = k.size(2), dv = v.size(2);
+  if (q.defined() && t_len >= kGdnChunkedMinTokens && g_chunked.load(std::memory_order_relaxed)) {
+    return gated_delta_rule_chunked(q, k, v, decay, beta, initial, final_state);
+  }
   at::Tensor out;
   if (q.defined()) out = at::empty({t_len, hv, dv}, v.options());
   if (initial.device().is_cpu()) {
@@ -41,6 +48,48 @@ at::Tensor gated_delta_rule(const at::Tensor& q, const at::Tensor& k, const at::
   }
   return gated_delta_rule_generic(q, k, v, decay, beta, initial, final_state);
 }
+
+at::Tensor gated_delta_rule_chunked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const at::Tensor& decay, const at::Tensor& beta, const at::Tensor& initial,
+                                    at::Tensor* final_state, int64_t chunk) {
+  const int64_t t_len = k.size(0), dv = v.size(2);
+  // Heads first: [H, T, d], so each chunk is a batch of small matrix products.
+  const at::Tensor qh = q.permute({1, 0, 2}).contiguous(), kh = k.permute({1, 0, 2}).contiguous();
+  const at::Tensor vh = v.permute({1, 0, 2}).contiguous(), bh = beta.t().contiguous();
+  // log decay in float64 for the cumulative sums; a decay that underflowed to 0 counts
+  // as e^-80 (the state it leaves is below float32's resolution either way).
+  const at::Tensor logd = at::log(decay.t().to(at::kDouble)).clamp_min(-80.0);
+  at::Tensor s = initial.clone();  // [H, dk, dv]; `initial` stays the rollback snapshot
+  at::Tensor out = at::empty({v.size(1), t_len, dv}, v.options());
+  for (int64_t start = 0; start < t_len; start += chunk) {
+    const int64_t c = std::min(chunk, t_len - start);
+    const at::Tensor kc = kh.narrow(1, start, c), qc = qh.narrow(1, start, c), vc = vh.narrow(1, start, c);
+    const at::Tensor bc = bh.narrow(1, start, c).unsqueeze(-1);                 // [H, C, 1]
+    const at::Tensor lc = logd.narrow(1, start, c).cumsum(1);                     // [H, C], log γ_t
+    const at::Tensor gamma = lc.exp().to(at::kFloat).unsqueeze(-1);               // [H, C, 1]
+    // R[t, j] = γ_t / γ_j for j <= t (the decay from step j to step t), else 0.
+    const at::Tensor above = at::ones({c, c}, lc.options().dtype(at::kBool)).triu(1);
+    const at::Tensor r = (lc.unsqueeze(-1) - lc.unsqueeze(-2)).masked_fill(above, -INFINITY).exp().to(at::kFloat);
+    // The deltas u_t = β_t (v_t - γ_t S0ᵀk_t - Σ_{j<t} R[t,j] (k_t·k_j) u_j) solve
+    // (I + A) U = β V - β γ K S0, A strictly lower: A[t,j] = β_t R[t,j] k_t·k_j.
+    const at::Tensor a = (bc * r * at::bmm(kc, kc.transpose(1, 2))).tril(-1);
+    const at::Tensor eye = at::eye(c, a.options());
+    const at::Tensor rhs = at::cat({bc * vc, bc * gamma * kc}, 2);               // [H, C, dv + dk]
+    const at::Tensor x = at::linalg_solve_triangular(eye + a, rhs, /*upper=*/false, /*left=*/true,
+                                                     /*unitriangular=*/true);
+    const at::Tensor u = x.narrow(2, 0, dv) - at::bmm(x.narrow(2, dv, x.size(2) - dv), s);  // [H, C, dv]
+    // o_t = γ_t S0ᵀq_t + Σ_{j<=t} R[t,j] (q_t·k_j) u_j.
+    out.narrow(1, start, c).copy_(at::bmm(gamma * qc, s) + at::bmm(r * at::bmm(qc, kc.transpose(1, 2)), u));
+    // S_C = γ_C S0 + Σ_j (γ_C / γ_j) k_j u_jᵀ.
+    const at::Tensor last = lc.narrow(1, c - 1, 1);                               // [H, 1]
+    const at::Tensor to_end = (last - lc).exp().to(at::kFloat).unsqueeze(-1);     // [H, C, 1]
+    s = s * last.exp().to(at::kFloat).unsqueeze(-1) + at::bmm(kc.transpose(1, 2), to_end * u);
+  }
+  *final_state = s;
+  return out.permute({1, 0, 2}).contiguous();
+}
+
+void set_gdn_chunked_enabled(bool enabled) { g_chunked.store(enabled, std::memory_order_relaxed); }
 
 at::Tensor gated_delta_rule_generic(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                     const at::Tensor& decay, const at::Tensor& beta, const at::Tensor& initial,

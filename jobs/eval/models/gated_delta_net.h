@@ -72,6 +72,30 @@ void gdn_rollback(GdnState* state, int64_t keep);
 /// (no outputs wanted). Returns o [T, Hv, d_v] (undefined without q); *final gets S_T.
 at::Tensor gated_delta_rule(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& decay,
                             const at::Tensor& beta, const at::Tensor& initial, at::Tensor* final_state);
+/// From this many tokens with outputs wanted (a prefill), gated_delta_rule runs the
+/// chunked form when it is switched on (set_gdn_chunked_enabled): per chunk, batched
+/// matrix products instead of one rank-1 step a token.
+constexpr int64_t kGdnChunkedMinTokens = 64;
+
+/// The gated delta rule in chunks of `chunk` tokens (the WY form of flash-linear-
+/// attention's chunk_gated_delta_rule, as the model's own training code computes it):
+/// within a chunk the deltas solve one unit lower-triangular system, and the outputs and
+/// the state come from matrix products, in float32 with the decays' cumulative logs in
+/// float64. q must be defined. The same results as the step-by-step rule within float32
+/// rounding (tests/eval/models/qwen35_target_test.cc).
+at::Tensor gated_delta_rule_chunked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const at::Tensor& decay, const at::Tensor& beta, const at::Tensor& initial,
+                                    at::Tensor* final_state, int64_t chunk = 64);
+
+/// Whether gated_delta_rule takes the chunked form for long inputs. Off: on the CPUs
+/// measured, the AVX-512 step loop (cpu/gdn_recurrence.h) is as fast or faster at the
+/// hybrid's head shape (tests/bench/qwen35_slice_bench --compare-gdn; docs/benchmarks.md).
+constexpr bool kGdnChunkedByDefault = false;
+
+/// Process-wide switch (kGdnChunkedByDefault at start) so a benchmark can time the
+/// step-by-step prefill beside the chunked one in one run.
+void set_gdn_chunked_enabled(bool enabled);
+
 /// The same in ATen ops on any device (what runs off the CPU; on the CPU,
 /// gated_delta_rule runs cpu/gdn_recurrence.h). Tests check the two agree.
 at::Tensor gated_delta_rule_generic(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -327,6 +327,60 @@ TEST_F(Qwen35TargetTest, RecurrenceAtEveryValueWidthAndInReplayMatchesTheAtenFor
   }
 }
 
+// The chunked form (what a prefill of 64 tokens or more runs) against the rule step by
+// step in float64: chunk edges (63, 64, 65 tokens, a partial last chunk), several chunks,
+// decays from ~0 (one that underflowed to exactly 0 too) to 1, and the L2-normalised keys
+// the layer feeds it; `initial` untouched.
+TEST_F(Qwen35TargetTest, ChunkedRuleMatchesTheStepByStepRuleInFloat64) {
+  at::manual_seed(13);
+  for (int64_t t : {1, 63, 64, 65, 200, 1000}) {
+    const int64_t hv = 4, dk = 32, dv = 48;
+    at::Tensor q = at::randn({t, hv, dk}) / std::sqrt(static_cast<double>(dk)), k = at::randn({t, hv, dk});
+    k = k / k.norm(2, -1, /*keepdim=*/true);
+    at::Tensor v = at::randn({t, hv, dv});
+    at::Tensor decay = at::rand({t, hv}).pow(0.25), beta = at::rand({t, hv}), initial = at::randn({hv, dk, dv});
+    if (t > 100) {
+      decay.index_put_({50, 1}, 0.0);   // exp(g) underflowed
+      decay.index_put_({70, 2}, 1e-30);
+    }
+    const at::Tensor before = initial.clone();
+    at::Tensor s_chunk, s_ref;
+    at::Tensor o_chunk = gated_delta_rule_chunked(q, k, v, decay, beta, initial, &s_chunk);
+    at::Tensor o_ref = gated_delta_rule_generic(q.to(at::kDouble), k.to(at::kDouble), v.to(at::kDouble),
+                                                decay.to(at::kDouble), beta.to(at::kDouble),
+                                                initial.to(at::kDouble), &s_ref);
+    EXPECT_LT(relative_error(o_chunk, o_ref), 1e-5) << "T " << t;
+    EXPECT_LT(relative_error(s_chunk, s_ref), 1e-5) << "T " << t;
+    EXPECT_TRUE(at::equal(initial, before)) << "T " << t;
+    // And through the dispatch, switched on: from kGdnChunkedMinTokens on, gated_delta_rule is it.
+    set_gdn_chunked_enabled(true);
+    at::Tensor s_rule;
+    at::Tensor o_rule = gated_delta_rule(q, k, v, decay, beta, initial, &s_rule);
+    set_gdn_chunked_enabled(kGdnChunkedByDefault);
+    if (t >= kGdnChunkedMinTokens) EXPECT_TRUE(at::equal(o_rule, o_chunk)) << "T " << t;
+    EXPECT_LT(relative_error(o_rule, o_ref), 1e-5) << "T " << t;
+  }
+}
+
+// At Qwen3.6-27B's head shape (48 value heads of 128 x 128), 2,048 prompt tokens: the
+// chunked prefill and the step-by-step CPU loop give the same outputs and state within
+// float32 rounding.
+TEST_F(Qwen35TargetTest, ChunkedPrefillAtTheRealHeadShapeMatchesTheStepByStepLoop) {
+  at::manual_seed(17);
+  const int64_t t = 2048, hv = 48, dk = 128, dv = 128;
+  at::Tensor q = at::randn({t, hv, dk}) / std::sqrt(static_cast<double>(dk)), k = at::randn({t, hv, dk});
+  k = k / k.norm(2, -1, /*keepdim=*/true);
+  at::Tensor v = at::randn({t, hv, dv}), decay = at::rand({t, hv}).pow(0.1), beta = at::rand({t, hv});
+  at::Tensor initial = at::zeros({hv, dk, dv});
+  at::Tensor s_chunk, s_loop;
+  at::Tensor o_chunk = gated_delta_rule_chunked(q, k, v, decay, beta, initial, &s_chunk);
+  set_gdn_chunked_enabled(false);
+  at::Tensor o_loop = gated_delta_rule(q, k, v, decay, beta, initial, &s_loop);
+  set_gdn_chunked_enabled(kGdnChunkedByDefault);
+  EXPECT_LT(relative_error(o_chunk, o_loop), 1e-4);
+  EXPECT_LT(relative_error(s_chunk, s_loop), 1e-4);
+}
+
 // prefill() runs a prompt longer than kPrefillChunk in chunks: the same logits,
 // features and cache as one forward of it, so the next step goes on alike.
 TEST_F(Qwen35TargetTest, PrefillInChunksMatchesOneForward) {
