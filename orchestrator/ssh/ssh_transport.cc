@@ -47,7 +47,13 @@ Status SshTransport::open() {
   close();
   via_lane_socket_ = false;
   session_ = std::make_unique<SshSession>(target_);
-  Status connected = session_->connect();
+  Status connected;
+  if (lanes_) {
+    LaneSocket::HandshakeTurn turn(*lanes_);  // a few at a time per host (MaxStartups)
+    connected = session_->connect();
+  } else {
+    connected = session_->connect();
+  }
   nobody_there_ = !connected.ok() && session_->nobody_there();
   if (!connected.ok()) return connected;
   const std::string workdir = target_.workdir.empty() ? "." : target_.workdir;

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -318,6 +321,58 @@ stages:
   auto st = status("cancelme-1");
   EXPECT_EQ(st["state"], "cancelled");
   EXPECT_EQ(stage(st, "sleepy")["state"], "cancelled");
+}
+
+// Review F19: a host link with nothing to do sleeps until its next ping (every 5 s)
+// instead of waking 20 times a second for as long as the run lasts. A relay's 4 streams
+// leave 8 lane links and the destination's main link idle while a later stage runs on
+// the source: over 2 s, only the threads of that stage's polling may be awake.
+TEST_F(LocalRunTest, IdleHostLinksSleepUntilTheirNextPing) {
+  const std::string release = work_.file("release");
+  write_text(work_.file("payload"), std::string(1 << 20, 'x'));
+  auto wf = workflow("name: idle\nhosts:\n  a: {transport: local}\n  b: {transport: local}\nstages:\n"
+                     "  put:\n    host: a\n    run: cp " + work_.file("payload") + " payload\n"
+                     "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
+                     "    route: relay\n    streams: 4\n"
+                     "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
+                     "      while [ ! -f " + release + " ]; do sleep 0.1; done\n");
+  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  ASSERT_TRUE(wait_until([&] { return ferry({"logs", "idle-1", "wait"}).out.find("waiting") != std::string::npos; },
+                         std::chrono::seconds(60)))
+      << read_text(work_.file("run.log"));
+  auto switches = [&] {  // context switches per thread of the coordinator, by thread id
+    std::map<std::string, long> out;
+    auto ls = testing::run_process({"ls", "/proc/" + std::to_string(coordinator) + "/task"});
+    std::istringstream tids(ls.out);
+    for (std::string tid; tids >> tid;) {
+      std::istringstream st(read_text("/proc/" + std::to_string(coordinator) + "/task/" + tid + "/status"));
+      long n = 0;
+      for (std::string line; std::getline(st, line);) {
+        if (line.rfind("voluntary_ctxt_switches:", 0) == 0 || line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) {
+          n += std::atol(line.substr(line.find(':') + 1).c_str());
+        }
+      }
+      out[tid] = n;
+    }
+    return out;
+  };
+  const auto before = switches();
+  ::usleep(2000 * 1000);  // the window measured, not a wait for an event
+  const auto after = switches();
+  int busy = 0;
+  std::string counts;
+  for (const auto& [tid, n] : after) {
+    auto was = before.find(tid);
+    const long woke = n - (was == before.end() ? 0 : was->second);
+    counts += " " + std::to_string(woke);
+    if (woke >= 10) ++busy;
+  }
+  // Awake: the io thread and source a's main link (the stage's polls every 200 ms),
+  // a helper thread or two; not the 9 idle links (each ~40 wakes in 2 s before).
+  EXPECT_LE(busy, 4) << after.size() << " threads woke:" << counts;
+  EXPECT_GE(after.size(), 10u) << "the relay's lanes are threads of the coordinator";
+  write_text(release, "go");
+  EXPECT_EQ(testing::wait_process(coordinator, 60), 0) << read_text(work_.file("run.log"));
 }
 
 // Issue 18: run ids ("same-1") are counted per database, so two databases (a
