@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/support/process.h"
@@ -210,10 +212,12 @@ TEST_F(SlurmRunTest, CancelledBySlurmNotFerryIsRetriedWhenRetryOnNamesIt) {
   EXPECT_NE(first.find("not by ferry (CANCELLED)"), std::string::npos) << first;
 }
 
-TEST_F(SlurmRunTest, TimeoutBecomesSlurmTimeLimitAndEndsTimedOut) {
+// Slurm's own time limit (`slurm: {time: ...}`, no ferry `timeout`): Slurm ends the job
+// TIMEOUT, and the stage ends timed_out with Slurm's cause.
+TEST_F(SlurmRunTest, SlurmsTimeLimitEndsTheStageTimedOut) {
   auto wf = workflow(R"(  slow:
     run: echo started; sleep 600
-    timeout: 1m
+    slurm: {time: 1m}
 )");
   auto r = ferry({"run", wf});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -222,6 +226,26 @@ TEST_F(SlurmRunTest, TimeoutBecomesSlurmTimeLimitAndEndsTimedOut) {
   EXPECT_EQ(st["state"], "timed_out") << st.dump();
   EXPECT_NE(st.value("error", std::string()).find("TIMEOUT"), std::string::npos) << st.dump();
   EXPECT_EQ(squeue_state("1"), "TIMEOUT");
+}
+
+// A stage `timeout` becomes --time (whole minutes, rounded up) and is enforced by ferry
+// too, at the second: a 15 s timeout ends the job (scancel) long before Slurm's minute.
+TEST_F(SlurmRunTest, TimeoutBecomesSlurmTimeLimitAndFerryEndsTheJobAtTheTimeout) {
+  auto wf = workflow(R"(  slow:
+    run: echo started; sleep 600
+    timeout: 15s
+)");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = ferry({"run", wf});
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(read_text(calls_file()).find("--time=1 "), std::string::npos) << read_text(calls_file());
+  auto st = stage(status("sl-1"), "slow");
+  EXPECT_EQ(st["state"], "timed_out") << st.dump();
+  EXPECT_NE(st.value("error", std::string()).find("timed out after 15s"), std::string::npos) << st.dump();
+  EXPECT_LT(took, std::chrono::seconds(55)) << "ended by Slurm's minute, not by ferry's timeout";
+  EXPECT_GE(calls("scancel"), 1) << read_text(calls_file());
+  EXPECT_EQ(squeue_state("1"), "CANCELLED");
 }
 
 TEST_F(SlurmRunTest, ResumeAfterSigkillReattachesToTheSameJob) {
@@ -320,7 +344,9 @@ TEST_F(SlurmRunTest, TheSlurmExampleTrainsOnSlurmAndEvaluatesElsewhere) {
                          "' AND type='attempt.launched'");
     while (!id.empty() && id.back() == '\n') id.pop_back();
     EXPECT_FALSE(id.empty()) << trained << " ran as a Slurm job";
-    if (!id.empty()) EXPECT_EQ(squeue_state(id), "COMPLETED") << trained;
+    if (!id.empty()) {
+      EXPECT_EQ(squeue_state(id), "COMPLETED") << trained;
+    }
   }
   EXPECT_TRUE(exists(home_.path() + "/hosts/evaluator/models/drafter/model.safetensors"));
 }
