@@ -566,37 +566,39 @@ Status Store::set_stage_state(const std::string& run_id, const std::string& stag
   });
 }
 
+namespace {
+
+// Writes a stage's key/value rows into `table` (outputs or metrics), replacing keys it had.
+template <typename Value>
+void put_stage_values(SQLite::Database& db, const char* table, const std::string& run_id, const std::string& stage,
+                      const std::map<std::string, Value>& kv) {
+  SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement q(db,
+                      std::string("INSERT OR REPLACE INTO ") + table + "(run_id, stage, key, value) VALUES(?,?,?,?)");
+  for (const auto& [k, v] : kv) {
+    q.bind(1, run_id);
+    q.bind(2, stage);
+    q.bind(3, k);
+    q.bind(4, v);
+    q.exec();
+    q.reset();
+  }
+  tx.commit();
+}
+
+}  // namespace
+
 Status Store::set_outputs(const std::string& run_id, const std::string& stage,
                           const std::map<std::string, std::string>& kv) {
   return write_retrying(patience_ms_, "set outputs", [&]() -> Status {
-    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-    SQLite::Statement q(*db_, "INSERT OR REPLACE INTO outputs(run_id, stage, key, value) VALUES(?,?,?,?)");
-    for (const auto& [k, v] : kv) {
-      q.bind(1, run_id);
-      q.bind(2, stage);
-      q.bind(3, k);
-      q.bind(4, v);
-      q.exec();
-      q.reset();
-    }
-    tx.commit();
+    put_stage_values(*db_, "outputs", run_id, stage, kv);
     return Status();
   });
 }
 
 Status Store::set_metrics(const std::string& run_id, const std::string& stage, const std::map<std::string, double>& kv) {
   return write_retrying(patience_ms_, "set metrics", [&]() -> Status {
-    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-    SQLite::Statement q(*db_, "INSERT OR REPLACE INTO metrics(run_id, stage, key, value) VALUES(?,?,?,?)");
-    for (const auto& [k, v] : kv) {
-      q.bind(1, run_id);
-      q.bind(2, stage);
-      q.bind(3, k);
-      q.bind(4, v);
-      q.exec();
-      q.reset();
-    }
-    tx.commit();
+    put_stage_values(*db_, "metrics", run_id, stage, kv);
     return Status();
   });
 }

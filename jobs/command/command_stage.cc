@@ -67,15 +67,8 @@ void CommandStage::send_start() {
   env_.call_agent_lane(spec_.host, 0, "job.start", args, std::move(body).value(), [self](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) {
-      if (r.status().code() == StatusCode::kUnavailable || r.status().code() == StatusCode::kDeadlineExceeded) {
-        self->on_unavailable(r.status(), [self] { self->send_start(); });
-        return;
-      }
-      StageOutcome o;
-      o.error = r.status().message();
-      if (!self->spec_.slurm.is_null()) o.error = "on Slurm host '" + self->spec_.host + "': " + o.error;
-      self->finish(o);
-      return;
+      const std::string where = self->spec_.slurm.is_null() ? "" : "on Slurm host '" + self->spec_.host + "': ";
+      return self->retry_or_fail(r.status(), where, [self] { self->send_start(); });
     }
     self->started_ = true;
     const auto& h = r->header;
@@ -105,22 +98,24 @@ void CommandStage::send_start() {
   });
 }
 
+// A link that is down or slow is waited out (on_unavailable), then `retry` runs;
+// any other failure ends the attempt, named.
+void CommandStage::retry_or_fail(const Status& s, const std::string& what, std::function<void()> retry) {
+  if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded) {
+    return on_unavailable(s, std::move(retry));
+  }
+  StageOutcome o;
+  o.error = what + s.message();
+  finish(o);
+}
+
 void CommandStage::read_log(std::function<void()> then) {
   auto self = shared_from_this();
   nlohmann::json args = {{"job", spec_.job}, {"attempt", spec_.attempt}, {"offset", env_.log_size()},
                          {"max", kLogChunk}};
   env_.call_agent(spec_.host, "log.read", args, [self, then](Result<protocol::Frame> r) {
     if (self->finished_) return;
-    if (!r.ok()) {
-      if (r.status().code() == StatusCode::kUnavailable || r.status().code() == StatusCode::kDeadlineExceeded) {
-        self->on_unavailable(r.status(), [self] { self->poll(); });
-        return;
-      }
-      StageOutcome o;
-      o.error = "reading log: " + r.status().message();
-      self->finish(o);
-      return;
-    }
+    if (!r.ok()) return self->retry_or_fail(r.status(), "reading log: ", [self] { self->poll(); });
     // Only take bytes that start where our copy ends, or past bytes the host's log
     // dropped (over log_max): the copy marks that gap and moves on with the host.
     int64_t at = r->header.value("offset", int64_t{-1});
@@ -148,16 +143,7 @@ void CommandStage::poll() {
     nlohmann::json args = {{"job", self->spec_.job}, {"attempt", self->spec_.attempt}, {"token", self->spec_.token}};
     self->env_.call_agent(self->spec_.host, "job.status", args, [self](Result<protocol::Frame> r) {
       if (self->finished_) return;
-      if (!r.ok()) {
-        if (r.status().code() == StatusCode::kUnavailable || r.status().code() == StatusCode::kDeadlineExceeded) {
-          self->on_unavailable(r.status(), [self] { self->poll(); });
-          return;
-        }
-        StageOutcome o;
-        o.error = "job status: " + r.status().message();
-        self->finish(o);
-        return;
-      }
+      if (!r.ok()) return self->retry_or_fail(r.status(), "job status: ", [self] { self->poll(); });
       if (self->disconnected_since_ != 0) {
         self->disconnected_since_ = 0;
         self->env_.set_disconnected(0);

@@ -47,6 +47,7 @@ class CommandStage : public StageRunner, public std::enable_shared_from_this<Com
   void read_log(std::function<void()> then);
   void on_status(const nlohmann::json& record);
   void on_unavailable(const Status& s, std::function<void()> retry);
+  void retry_or_fail(const Status& s, const std::string& what, std::function<void()> retry);
   void after(int ms, std::function<void()> fn);
   void finish(StageOutcome outcome);
   StageOutcome slurm_outcome(const nlohmann::json& rec, StageOutcome o);

@@ -20,28 +20,17 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& fo
   d->options_ = options;
   const Qwen3Config& c = d->config_.model;
   const int64_t h = c.hidden_size, hd = c.head_dim;
-  const int64_t qd = c.num_attention_heads * hd, kvd = c.num_key_value_heads * hd, in = c.intermediate_size;
+  const int64_t in = c.intermediate_size;
   const int64_t features = static_cast<int64_t>(d->config_.target_layer_ids.size()) * target_hidden_size;
 
   WeightLoader loader(&ckpt, what, options);
   d->fc_ = loader.take_linear(prefix + "fc.weight", {h, features});
   d->hidden_norm_ = loader.take(prefix + "hidden_norm.weight", {h});
   d->norm_ = loader.take(prefix + "norm.weight", {h});
+  const DecoderLayerShape shape{h, c.num_attention_heads, c.num_key_value_heads, hd, in};
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = prefix + "layers." + std::to_string(i) + ".";
-    Layer layer;
-    layer.input_norm = loader.take(p + "input_layernorm.weight", {h});
-    layer.q = loader.take_linear(p + "self_attn.q_proj.weight", {qd, h});
-    layer.k = loader.take_linear(p + "self_attn.k_proj.weight", {kvd, h});
-    layer.v = loader.take_linear(p + "self_attn.v_proj.weight", {kvd, h});
-    layer.o = loader.take_linear(p + "self_attn.o_proj.weight", {h, qd});
-    layer.q_norm = loader.take(p + "self_attn.q_norm.weight", {hd});
-    layer.k_norm = loader.take(p + "self_attn.k_norm.weight", {hd});
-    layer.post_norm = loader.take(p + "post_attention_layernorm.weight", {h});
-    layer.gate = loader.take_linear(p + "mlp.gate_proj.weight", {in, h});
-    layer.up = loader.take_linear(p + "mlp.up_proj.weight", {in, h});
-    layer.down = loader.take_linear(p + "mlp.down_proj.weight", {h, in});
-    d->layers_.push_back(std::move(layer));
+    d->layers_.push_back(load_decoder_layer(loader, p, shape));
   }
   FERRY_RETURN_IF_ERROR(loader.finish({}, report));
   d->caches_.resize(c.num_hidden_layers);

@@ -24,6 +24,7 @@
 #include "jobs/eval/models/target_model.h"
 #include "jobs/eval/cpu/tensor_ops.h"
 #include "jobs/eval/io/weight_loader.h"
+#include "jobs/eval/models/decoder_layer.h"
 
 namespace ferry::eval {
 
@@ -51,9 +52,7 @@ class DFlashDrafter {
   void reset();
 
  private:
-  struct Layer {
-    at::Tensor input_norm, q, k, v, o, q_norm, k_norm, post_norm, gate, up, down;
-  };
+  using Layer = DecoderLayer;
   DFlashDrafter() = default;
 
   DFlashConfig config_;

@@ -15,6 +15,7 @@
 #include "jobs/eval/models/target_model.h"
 #include "jobs/eval/cpu/tensor_ops.h"
 #include "jobs/eval/io/weight_loader.h"
+#include "jobs/eval/models/decoder_layer.h"
 
 namespace ferry::eval {
 
@@ -45,9 +46,7 @@ class Qwen3Target : public TargetModel {
  private:
   // Every matrix is the checkpoint's own tensor (a view of the mapping when the dtype
   // matches): fusing q/k/v or gate/up would copy the weights.
-  struct Layer {
-    at::Tensor input_norm, q, k, v, o, q_norm, k_norm, post_norm, gate, up, down;
-  };
+  using Layer = DecoderLayer;
   Qwen3Target() = default;
 
   Qwen3Config config_;
