@@ -496,97 +496,121 @@ class Parser {
           kind_known = false;  // which fields are required is unknown; don't guess
         }
       }
-      if (auto x = find(e, "host")) {
-        if (auto h = scalar(*x, "host")) s.host = *h;
-        s.host_at = loc(*x);
-      }
-      if (auto x = find(e, "needs")) parse_needs(*x, &s);
-      if (auto x = find(e, "env")) parse_env(*x, "env", &s.env);
-      if (auto x = find(e, "outputs")) parse_outputs(*x, &s);
-      if (auto x = find(e, "timeout")) {
-        if (auto d = duration(*x, "timeout")) s.timeout_s = *d;
-      }
-      if (auto x = find(e, "log_max")) {
-        if (auto b = byte_size(*x, "log_max", kMinLogMaxBytes)) s.log_max_bytes = *b;
-      }
-      if (auto x = find(e, "retries")) {
-        if (auto r = integer(*x, "retries", 0, 100)) s.retries = static_cast<int>(*r);
-      }
-      if (auto x = find(e, "retry_backoff")) {
-        if (auto d = duration(*x, "retry_backoff")) s.retry_backoff_s = *d;
-      }
-      if (auto x = find(e, "retry_on")) {
-        if (x->IsSequence()) {
-          for (const auto& item : *x) retry_on_item(item, &s);
-        } else {
-          retry_on_item(*x, &s);
-        }
-      }
-      if (auto x = find(e, "slurm")) parse_slurm(*x, key_at(e, "slurm"), what, &s.slurm);
-      if (auto x = find(e, "run")) {
-        if (auto t = text(*x, "run")) s.run = *t;
-      }
-      if (auto x = find(e, "cwd")) {
-        if (auto t = text(*x, "cwd")) s.cwd = *t;
-      }
-      if (auto x = find(e, "from")) {
-        if (auto ep = endpoint(*x, "from")) s.from = *ep;
-      }
-      if (auto x = find(e, "to")) {
-        if (auto ep = endpoint(*x, "to")) s.to = *ep;
-      }
-      if (auto x = find(e, "route")) {
-        if (auto r = one_of(*x, "route", {"auto", "direct", "relay"})) s.route = *parse_copy_route(*r);
-        s.route_at = loc(*x);
-      }
-      if (auto x = find(e, "keep_local")) {
-        if (auto t = text(*x, "keep_local")) s.keep_local = *t;
-      }
-      if (auto x = find(e, "streams")) {
-        if (auto r = integer(*x, "streams", 1, 64)) s.streams = static_cast<int>(*r);
-      }
-      for (auto [key, field] : {std::pair{"target", &s.target}, {"drafter", &s.drafter},
-                                {"reference", &s.reference}, {"prompts", &s.prompts},
-                                {"tokenizer", &s.tokenizer}}) {
-        if (auto x = find(e, key)) {
-          if (auto t = text(*x, key)) *field = *t;
-        }
-      }
-      if (auto x = find(e, "max_new_tokens")) {
-        if (auto r = integer(*x, "max_new_tokens", 1, 1 << 20)) s.max_new_tokens = static_cast<int>(*r);
-      }
-      if (auto x = find(e, "block_size")) {
-        if (auto r = integer(*x, "block_size", 1, 1024)) s.block_size = static_cast<int>(*r);
-      }
-      if (auto x = find(e, "device")) {
-        if (auto r = one_of(*x, "device", {"cpu", "cuda"})) s.device = *r;
-      }
-      if (auto x = find(e, "prompt_format")) {
-        if (auto r = one_of(*x, "prompt_format", {"raw", "chat", "chat-no-think"})) s.prompt_format = *r;
-      }
-      if (auto x = find(e, "dtype")) {
-        if (auto r = one_of(*x, "dtype", {"auto", "float32", "bfloat16", "float16"})) s.dtype = *r;
-      }
-      if (auto x = find(e, "threads")) {
-        if (auto r = integer(*x, "threads", 0, 1024)) s.threads = static_cast<int>(*r);
-      }
-      if (auto x = find(e, "gate")) {
-        if (expect_map(*x, "gate")) {
-          auto g = entries_of(*x, kGateKeys, "'gate' of " + what);
-          if (auto y = find(g, "min_tau")) s.gate.min_tau = number(*y, "min_tau");
-          if (auto y = find(g, "min_ratio_to_reference")) {
-            s.gate.min_ratio_to_reference = number(*y, "min_ratio_to_reference");
-            if (!find(e, "reference")) {
-              d_.error(key_at(g, "min_ratio_to_reference"),
-                       what + ": gate 'min_ratio_to_reference' needs a 'reference' drafter");
-            }
-          }
-        }
-      }
-      if (auto x = find(e, "watch")) parse_watch(*x, what, &s.watch);
+      parse_common_fields(e, what, &s);
+      parse_command_fields(e, &s);
+      parse_copy_fields(e, &s);
+      parse_eval_fields(e, what, &s);
       if (kind_known) require_kind_fields(e, hinted, s);
       wf->stages.push_back(std::move(s));
     }
+  }
+
+  // Keys every kind has: where and when it runs, its environment, retries, Slurm options.
+  void parse_common_fields(const Entries& e, const std::string& what, Stage* stage) {
+    Stage& s = *stage;
+    if (auto x = find(e, "host")) {
+      if (auto h = scalar(*x, "host")) s.host = *h;
+      s.host_at = loc(*x);
+    }
+    if (auto x = find(e, "needs")) parse_needs(*x, &s);
+    if (auto x = find(e, "env")) parse_env(*x, "env", &s.env);
+    if (auto x = find(e, "outputs")) parse_outputs(*x, &s);
+    if (auto x = find(e, "timeout")) {
+      if (auto d = duration(*x, "timeout")) s.timeout_s = *d;
+    }
+    if (auto x = find(e, "log_max")) {
+      if (auto b = byte_size(*x, "log_max", kMinLogMaxBytes)) s.log_max_bytes = *b;
+    }
+    if (auto x = find(e, "retries")) {
+      if (auto r = integer(*x, "retries", 0, 100)) s.retries = static_cast<int>(*r);
+    }
+    if (auto x = find(e, "retry_backoff")) {
+      if (auto d = duration(*x, "retry_backoff")) s.retry_backoff_s = *d;
+    }
+    if (auto x = find(e, "retry_on")) {
+      if (x->IsSequence()) {
+        for (const auto& item : *x) retry_on_item(item, &s);
+      } else {
+        retry_on_item(*x, &s);
+      }
+    }
+    if (auto x = find(e, "slurm")) parse_slurm(*x, key_at(e, "slurm"), what, &s.slurm);
+  }
+
+  // A command stage's keys.
+  void parse_command_fields(const Entries& e, Stage* stage) {
+    Stage& s = *stage;
+    if (auto x = find(e, "run")) {
+      if (auto t = text(*x, "run")) s.run = *t;
+    }
+    if (auto x = find(e, "cwd")) {
+      if (auto t = text(*x, "cwd")) s.cwd = *t;
+    }
+  }
+
+  // A copy stage's keys.
+  void parse_copy_fields(const Entries& e, Stage* stage) {
+    Stage& s = *stage;
+    if (auto x = find(e, "from")) {
+      if (auto ep = endpoint(*x, "from")) s.from = *ep;
+    }
+    if (auto x = find(e, "to")) {
+      if (auto ep = endpoint(*x, "to")) s.to = *ep;
+    }
+    if (auto x = find(e, "route")) {
+      if (auto r = one_of(*x, "route", {"auto", "direct", "relay"})) s.route = *parse_copy_route(*r);
+      s.route_at = loc(*x);
+    }
+    if (auto x = find(e, "keep_local")) {
+      if (auto t = text(*x, "keep_local")) s.keep_local = *t;
+    }
+    if (auto x = find(e, "streams")) {
+      if (auto r = integer(*x, "streams", 1, 64)) s.streams = static_cast<int>(*r);
+    }
+  }
+
+  // An eval stage's keys: its checkpoints and prompts, how it decodes, its gate, a watch.
+  void parse_eval_fields(const Entries& e, const std::string& what, Stage* stage) {
+    Stage& s = *stage;
+    for (auto [key, field] : {std::pair{"target", &s.target}, {"drafter", &s.drafter},
+                              {"reference", &s.reference}, {"prompts", &s.prompts},
+                              {"tokenizer", &s.tokenizer}}) {
+      if (auto x = find(e, key)) {
+        if (auto t = text(*x, key)) *field = *t;
+      }
+    }
+    if (auto x = find(e, "max_new_tokens")) {
+      if (auto r = integer(*x, "max_new_tokens", 1, 1 << 20)) s.max_new_tokens = static_cast<int>(*r);
+    }
+    if (auto x = find(e, "block_size")) {
+      if (auto r = integer(*x, "block_size", 1, 1024)) s.block_size = static_cast<int>(*r);
+    }
+    if (auto x = find(e, "device")) {
+      if (auto r = one_of(*x, "device", {"cpu", "cuda"})) s.device = *r;
+    }
+    if (auto x = find(e, "prompt_format")) {
+      if (auto r = one_of(*x, "prompt_format", {"raw", "chat", "chat-no-think"})) s.prompt_format = *r;
+    }
+    if (auto x = find(e, "dtype")) {
+      if (auto r = one_of(*x, "dtype", {"auto", "float32", "bfloat16", "float16"})) s.dtype = *r;
+    }
+    if (auto x = find(e, "threads")) {
+      if (auto r = integer(*x, "threads", 0, 1024)) s.threads = static_cast<int>(*r);
+    }
+    if (auto x = find(e, "gate")) {
+      if (expect_map(*x, "gate")) {
+        auto g = entries_of(*x, kGateKeys, "'gate' of " + what);
+        if (auto y = find(g, "min_tau")) s.gate.min_tau = number(*y, "min_tau");
+        if (auto y = find(g, "min_ratio_to_reference")) {
+          s.gate.min_ratio_to_reference = number(*y, "min_ratio_to_reference");
+          if (!find(e, "reference")) {
+            d_.error(key_at(g, "min_ratio_to_reference"),
+                     what + ": gate 'min_ratio_to_reference' needs a 'reference' drafter");
+          }
+        }
+      }
+    }
+    if (auto x = find(e, "watch")) parse_watch(*x, what, &s.watch);
   }
 
   void parse_watch(const YAML::Node& n, const std::string& what, CheckpointWatch* w) {
