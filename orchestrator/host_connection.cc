@@ -146,73 +146,151 @@ void HostConnection::run() {
   fail_all(q, cancelled("connection to '" + host_ + "' closed"));
 }
 
-bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
+// One session's state, on the connection thread: its transport, the frame decoder, the
+// calls awaiting replies (and their ops, to name them if the link dies), when bytes last
+// went out and came in.
+struct HostConnection::Session {
+  explicit Session(AgentTransport& transport) : t(transport), last_rx(mono_s()), last_tx(mono_s()) {}
+  AgentTransport& t;
   protocol::FrameDecoder decoder;
   std::map<uint32_t, ReplyFn> in_flight;
-  std::map<uint32_t, std::string> in_flight_op;  // for the message when the link dies mid-operation
-  // Reads go straight into the decoder (a chunk's body in place); see read_into().
-  auto read_into = [&t, &decoder](int timeout_ms) -> Result<size_t> {
+  std::map<uint32_t, std::string> in_flight_op;
+  double last_rx, last_tx;
+  uint32_t ping_id = 0;
+
+  // Reads go straight into the decoder (a chunk's body in place).
+  Result<size_t> read_into(int timeout_ms) {
     auto [dst, room] = decoder.prepare(kMaxReadBytes);
     auto n = t.read_some(dst, room, timeout_ms);
     if (n.ok()) decoder.commit(*n);
     return n;
-  };
-  auto fail = [&](const std::string& why) {
-    std::deque<Pending> q;
-    for (auto& [id, fn] : in_flight) q.push_back({protocol::Frame(), std::move(fn)});
-    in_flight.clear();
-    fail_all(q, unavailable("link to host '" + host_ + "' lost: " + why));
-    post_state(false, why);
-    end->why = why;
-  };
+  }
+};
 
-  // Handshake first: protocol version must match.
+void HostConnection::lose(Session& s, SessionEnd* end, const std::string& why) {
+  std::deque<Pending> q;
+  for (auto& [id, fn] : s.in_flight) q.push_back({protocol::Frame(), std::move(fn)});
+  s.in_flight.clear();
+  fail_all(q, unavailable("link to host '" + host_ + "' lost: " + why));
+  post_state(false, why);
+  end->why = why;
+}
+
+// The handshake: the agent's hello, whose protocol version must match ours.
+Status HostConnection::greet(Session& s) {
   std::string hello = protocol::encode_frame(protocol::make_request(0, "hello"));
-  Status s = t.write_all(hello.data(), hello.size());
-  double deadline = mono_s() + options_.dead_after_s;
-  nlohmann::json hello_reply;
-  while (s.ok() && hello_reply.is_null()) {
-    if (mono_s() > deadline) {
-      s = Status(StatusCode::kDeadlineExceeded, "no hello from agent");
-      break;
-    }
-    auto n = read_into(100);
-    if (!n.ok()) {
-      s = n.status();
-      break;
-    }
+  Status st = s.t.write_all(hello.data(), hello.size());
+  const double deadline = mono_s() + options_.dead_after_s;
+  nlohmann::json reply;
+  while (st.ok() && reply.is_null()) {
+    if (mono_s() > deadline) return Status(StatusCode::kDeadlineExceeded, "no hello from agent");
+    auto n = s.read_into(100);
+    if (!n.ok()) return n.status();
     for (;;) {
-      auto f = decoder.next();
-      if (!f.ok()) {
-        s = f.status();
-        break;
-      }
+      auto f = s.decoder.next();
+      if (!f.ok()) return f.status();
       if (!f->has_value()) break;
-      if ((*f)->type == protocol::FrameType::kReply && (*f)->request_id == 0) hello_reply = (*f)->header;
-      if ((*f)->type == protocol::FrameType::kError && (*f)->request_id == 0) s = protocol::status_from_error_frame(**f);
+      if ((*f)->type == protocol::FrameType::kReply && (*f)->request_id == 0) reply = (*f)->header;
+      if ((*f)->type == protocol::FrameType::kError && (*f)->request_id == 0) st = protocol::status_from_error_frame(**f);
     }
   }
-  if (s.ok() && (!hello_reply["protocol"].is_number_unsigned() ||
-                 hello_reply["protocol"].get<uint32_t>() != protocol::kProtocolVersion)) {
-    s = failed_precondition("agent on '" + host_ + "' speaks protocol " + hello_reply["protocol"].dump().substr(0, 100) +
-                            ", this coordinator speaks " + std::to_string(protocol::kProtocolVersion));
+  if (!st.ok()) return st;
+  if (!reply["protocol"].is_number_unsigned() || reply["protocol"].get<uint32_t>() != protocol::kProtocolVersion) {
+    return failed_precondition("agent on '" + host_ + "' speaks protocol " + reply["protocol"].dump().substr(0, 100) +
+                               ", this coordinator speaks " + std::to_string(protocol::kProtocolVersion));
   }
-  if (!s.ok()) {
-    fail(s.message());
+  std::lock_guard<std::mutex> lock(mu_);
+  hello_ = reply;
+  given_up_ = false;
+  last_error_.clear();
+  return Status();
+}
+
+// Writes the calls taken off the queue, then a ping when one is due. A write that fails
+// loses the link.
+Status HostConnection::send(Session& s, std::deque<Pending>& out) {
+  for (auto& p : out) {
+    auto encoded = protocol::encode_frame_prefix_checked(p.frame);
+    if (!encoded.ok()) {
+      // Too large to send (a user's value in a header): that call fails, the link stays.
+      Status why(encoded.status().code(), "host '" + host_ + "': " + encoded.status().message());
+      boost::asio::post(io_, [fn = std::move(p.fn), why] { fn(why); });
+      continue;
+    }
+    std::string prefix = std::move(encoded).value();
+    s.in_flight[p.frame.request_id] = std::move(p.fn);
+    if (p.frame.header.contains("op") && p.frame.header["op"].is_string()) {
+      s.in_flight_op[p.frame.request_id] = p.frame.header["op"].get<std::string>();
+    }
+    Status w = s.t.write_all(prefix.data(), prefix.size());
+    if (w.ok() && !p.frame.body.empty()) w = s.t.write_all(p.frame.body.data(), p.frame.body.size());
+    // Sent: its buffer takes the next chunk read on any link (no allocation, no zero-fill).
+    protocol::recycle_body_buffer(std::move(p.frame.body));
+    if (!w.ok()) return w;
+    s.last_tx = mono_s();
+  }
+  const double now = mono_s();
+  if (now - s.last_tx >= options_.ping_every_s) {
+    // Ids with the top bit set are pings; their replies only prove liveness.
+    std::string bytes = protocol::encode_frame(protocol::make_request(0x80000000u | ++s.ping_id, "ping"));
+    FERRY_RETURN_IF_ERROR(s.t.write_all(bytes.data(), bytes.size()));
+    s.last_tx = now;
+  }
+  return Status();
+}
+
+// Reads what the agent sent (waiting up to `wait_ms`) and hands each reply to its
+// caller on the io thread. A dead or misbehaving agent loses the link.
+Status HostConnection::receive(Session& s, int wait_ms) {
+  auto n = s.read_into(wait_ms);
+  if (!n.ok()) return n.status();
+  if (*n == 0) {
+    if (mono_s() - s.last_rx > options_.dead_after_s) {
+      // Name what was awaited (review F20.2): agents send heartbeats during long
+      // operations, so this is a dead agent or link, not a slow commit or hash.
+      std::string awaited;
+      for (const auto& [id, op] : s.in_flight_op) awaited += (awaited.empty() ? "" : ", ") + op;
+      return unavailable("no data from the agent for " + std::to_string(static_cast<int>(options_.dead_after_s)) +
+                         " s" + (awaited.empty() ? "" : " (awaiting " + awaited.substr(0, 200) + "; no heartbeat either)"));
+    }
+    return Status();
+  }
+  s.last_rx = mono_s();
+  for (;;) {
+    auto f = s.decoder.next();
+    if (!f.ok()) return unavailable("bad frame from agent: " + f.status().message());
+    if (!f->has_value()) return Status();
+    protocol::Frame frame = std::move(**f);
+    if (frame.type == protocol::FrameType::kEvent) continue;  // heartbeats of a long operation
+    if (frame.type == protocol::FrameType::kError && frame.request_id == 0) {
+      // The agent says why it is closing the link (a frame it could not take).
+      return unavailable("the agent closed the link: " + protocol::status_from_error_frame(frame).message());
+    }
+    auto it = s.in_flight.find(frame.request_id);
+    if (it == s.in_flight.end()) continue;  // pings, or replies to calls already failed
+    ReplyFn fn = std::move(it->second);
+    s.in_flight.erase(it);
+    s.in_flight_op.erase(frame.request_id);
+    if (frame.type == protocol::FrameType::kError) {
+      Status err = protocol::status_from_error_frame(frame);
+      boost::asio::post(io_, [fn = std::move(fn), err] { fn(err); });
+    } else {
+      auto shared = std::make_shared<protocol::Frame>(std::move(frame));
+      boost::asio::post(io_, [fn = std::move(fn), shared] { fn(std::move(*shared)); });
+    }
+  }
+}
+
+bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
+  Session s(t);
+  Status greeted = greet(s);
+  if (!greeted.ok()) {
+    lose(s, end, greeted.message());
     return true;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    hello_ = hello_reply;
-    given_up_ = false;
-    last_error_.clear();
   }
   end->greeted = true;
   post_state(true, "");
-
-  double last_rx = mono_s();
-  double last_tx = mono_s();
-  uint32_t ping_id = 0;
+  s.last_rx = s.last_tx = mono_s();
   for (;;) {
     std::deque<Pending> out;
     {
@@ -221,98 +299,24 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
       // goes out at once rather than after the transport's poll slice. An idle link
       // sleeps until its next ping is due (review F19: it used to wake 20 times a
       // second for days); the ping's reply is read then, well within dead_after_s.
-      if (in_flight.empty() && queue_.empty() && !stopping_) {
-        const double wait_s = std::max(last_tx + options_.ping_every_s - mono_s(), 0.0);
-        cv_.wait_for(lock, std::chrono::duration<double>(wait_s),
-                     [this] { return stopping_ || !queue_.empty(); });
+      if (s.in_flight.empty() && queue_.empty() && !stopping_) {
+        const double wait_s = std::max(s.last_tx + options_.ping_every_s - mono_s(), 0.0);
+        cv_.wait_for(lock, std::chrono::duration<double>(wait_s), [this] { return stopping_ || !queue_.empty(); });
       }
       if (stopping_) {
         std::deque<Pending> q;
-        for (auto& [id, fn] : in_flight) q.push_back({protocol::Frame(), std::move(fn)});
-        in_flight.clear();
+        for (auto& [id, fn] : s.in_flight) q.push_back({protocol::Frame(), std::move(fn)});
+        s.in_flight.clear();
         fail_all(q, cancelled("connection to '" + host_ + "' closed"));
         return false;
       }
       out.swap(queue_);
     }
-    for (auto& p : out) {
-      auto encoded = protocol::encode_frame_prefix_checked(p.frame);
-      if (!encoded.ok()) {
-        // Too large to send (a user's value in a header): that call fails, the link stays.
-        Status why(encoded.status().code(), "host '" + host_ + "': " + encoded.status().message());
-        boost::asio::post(io_, [fn = std::move(p.fn), why] { fn(why); });
-        continue;
-      }
-      std::string prefix = std::move(encoded).value();
-      in_flight[p.frame.request_id] = std::move(p.fn);
-      if (p.frame.header.contains("op") && p.frame.header["op"].is_string()) {
-        in_flight_op[p.frame.request_id] = p.frame.header["op"].get<std::string>();
-      }
-      Status w = t.write_all(prefix.data(), prefix.size());
-      if (w.ok() && !p.frame.body.empty()) w = t.write_all(p.frame.body.data(), p.frame.body.size());
-      // Sent: its buffer takes the next chunk read on any link (no allocation, no zero-fill).
-      protocol::recycle_body_buffer(std::move(p.frame.body));
-      if (!w.ok()) {
-        fail(w.message());
-        return true;
-      }
-      last_tx = mono_s();
-    }
-    double now = mono_s();
-    if (now - last_tx >= options_.ping_every_s) {
-      // Ids with the top bit set are pings; their replies only prove liveness.
-      std::string bytes = protocol::encode_frame(protocol::make_request(0x80000000u | ++ping_id, "ping"));
-      Status w = t.write_all(bytes.data(), bytes.size());
-      if (!w.ok()) {
-        fail(w.message());
-        return true;
-      }
-      last_tx = now;
-    }
-    auto n = read_into(in_flight.empty() && out.empty() ? 0 : options_.poll_ms);
-    if (!n.ok()) {
-      fail(n.status().message());
+    Status st = send(s, out);
+    if (st.ok()) st = receive(s, s.in_flight.empty() && out.empty() ? 0 : options_.poll_ms);
+    if (!st.ok()) {
+      lose(s, end, st.message());
       return true;
-    }
-    if (*n == 0) {
-      if (mono_s() - last_rx > options_.dead_after_s) {
-        // Name what was awaited (review F20.2): agents send heartbeats during long
-        // operations, so this is a dead agent or link, not a slow commit or hash.
-        std::string awaited;
-        for (const auto& [id, op] : in_flight_op) awaited += (awaited.empty() ? "" : ", ") + op;
-        fail("no data from the agent for " + std::to_string(static_cast<int>(options_.dead_after_s)) + " s" +
-             (awaited.empty() ? "" : " (awaiting " + awaited.substr(0, 200) + "; no heartbeat either)"));
-        return true;
-      }
-      continue;
-    }
-    last_rx = mono_s();
-    for (;;) {
-      auto f = decoder.next();
-      if (!f.ok()) {
-        fail("bad frame from agent: " + f.status().message());
-        return true;
-      }
-      if (!f->has_value()) break;
-      protocol::Frame frame = std::move(**f);
-      if (frame.type == protocol::FrameType::kEvent) continue;  // heartbeats of a long operation
-      if (frame.type == protocol::FrameType::kError && frame.request_id == 0) {
-        // The agent says why it is closing the link (a frame it could not take).
-        fail("the agent closed the link: " + protocol::status_from_error_frame(frame).message());
-        return true;
-      }
-      auto it = in_flight.find(frame.request_id);
-      if (it == in_flight.end()) continue;  // pings, or replies to calls already failed
-      ReplyFn fn = std::move(it->second);
-      in_flight.erase(it);
-      in_flight_op.erase(frame.request_id);
-      if (frame.type == protocol::FrameType::kError) {
-        Status err = protocol::status_from_error_frame(frame);
-        boost::asio::post(io_, [fn = std::move(fn), err] { fn(err); });
-      } else {
-        auto shared = std::make_shared<protocol::Frame>(std::move(frame));
-        boost::asio::post(io_, [fn = std::move(fn), shared] { fn(std::move(*shared)); });
-      }
     }
   }
 }

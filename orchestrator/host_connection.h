@@ -83,8 +83,13 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
     bool greeted = false;  // the handshake completed
     std::string why;       // why the link was lost
   };
+  struct Session;
   void run();
   bool session(AgentTransport& transport, SessionEnd* end);  // false when stopping
+  Status greet(Session& s);
+  Status send(Session& s, std::deque<Pending>& out);
+  Status receive(Session& s, int wait_ms);
+  void lose(Session& s, SessionEnd* end, const std::string& why);
   void fail_all(std::deque<Pending>& calls, const Status& s);
   void post_state(bool connected, const std::string& why);
   bool wait_for(double seconds);  // false when stopping
