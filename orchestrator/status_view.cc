@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "base/duration_text.h"
 #include "base/terminal_text.h"
 #include "orchestrator/run_lock.h"
 
@@ -16,15 +17,6 @@ namespace ferry {
 namespace {
 
 std::string clock_time(int64_t ms) { return ms <= 0 ? "-" : local_time(ms, "%H:%M:%S"); }
-
-std::string duration_text(int64_t ms) {
-  if (ms < 0) return "-";
-  std::ostringstream s;
-  if (ms < 60000) s << std::fixed << std::setprecision(1) << ms / 1000.0 << "s";
-  else if (ms < 3600000) s << ms / 60000 << "m" << (ms / 1000) % 60 << "s";
-  else s << ms / 3600000 << "h" << (ms / 60000) % 60 << "m";
-  return s.str();
-}
 
 const char* state_color(StageState state) {
   switch (state) {

@@ -1,32 +1,19 @@
 #include "jobs/eval/run/progress_meter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "base/duration_text.h"
 #include "jobs/eval_progress.h"
 
 namespace ferry::eval {
 namespace {
 
 double seconds(ProgressMeter::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-std::string duration_text(double s) {
-  const auto total = static_cast<int64_t>(std::llround(s));
-  char buf[32];
-  if (total >= 3600) {
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(total / 3600),
-                  static_cast<long long>(total % 3600 / 60));
-  } else if (total >= 60) {
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(total / 60),
-                  static_cast<long long>(total % 60));
-  } else {
-    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(total));
-  }
-  return buf;
-}
 
 }  // namespace
 
@@ -60,7 +47,7 @@ void ProgressMeter::response_done(int64_t tokens, double tau, Clock::time_point 
   char human[192];
   std::snprintf(human, sizeof human, "%s: response %lld/%lld: %lld tokens, tau %g, %.1f tok/s, ETA %s",
                 label_.c_str(), static_cast<long long>(run_done_), static_cast<long long>(prompts_),
-                static_cast<long long>(tokens), tau, tokens_per_s_, duration_text(eta_s_ < 0 ? 0 : eta_s_).c_str());
+                static_cast<long long>(tokens), tau, tokens_per_s_, duration_text(std::llround(std::max(eta_s_, 0.0) * 1000)).c_str());
   out_(human);
   out_(kEvalProgressJson + json_line());
 }
