@@ -60,7 +60,10 @@ std::optional<nlohmann::json> read_eval_progress(const std::string& text) {
   return out;
 }
 
-void pass_on_eval_progress(const std::string& text, StageEnv& env) {
+void pass_on_eval_progress(const std::string& line, StageEnv& env) {
+  const std::string prefix = kEvalProgressPrefix;
+  if (line.compare(0, prefix.size(), prefix) != 0) return;
+  const std::string text = line.substr(prefix.size());
   auto progress = read_eval_progress(text);
   if (progress) {
     env.set_progress(std::move(*progress));

@@ -18,8 +18,9 @@ namespace ferry {
 /// tokens_per_s, eta_s?, tau?}) when it is a JSON progress line, else nullopt.
 std::optional<nlohmann::json> read_eval_progress(const std::string& text);
 
-/// Passes one progress line (without the prefix) on to the stage: its progress when
-/// it is a JSON progress line, else a note for the terminal.
-void pass_on_eval_progress(const std::string& text, StageEnv& env);
+/// Passes one line of an eval worker's log on to the stage when it is a progress line
+/// (kEvalProgressPrefix): its progress when it is a JSON one, else a note for the
+/// terminal. Other lines (the report, libtorch's own) pass nothing.
+void pass_on_eval_progress(const std::string& line, StageEnv& env);
 
 }  // namespace ferry

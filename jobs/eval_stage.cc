@@ -18,7 +18,6 @@
 #include "base/child_process.h"
 #include "base/file_util.h"
 #include "jobs/eval_outcome.h"
-#include "jobs/eval_progress.h"
 #include "jobs/eval_progress_reader.h"
 
 namespace ferry {
@@ -152,10 +151,9 @@ void EvalStage::start(std::function<void(StageOutcome)> done) {
 }
 
 void EvalStage::on_lines(const std::vector<std::string>& lines) {
-  const std::string prefix = kEvalProgressPrefix;
   for (const auto& line : lines) {
     if (finished_) return;
-    if (line.rfind(prefix, 0) == 0) pass_on_eval_progress(line.substr(prefix.size()), env_);
+    pass_on_eval_progress(line, env_);
     Status st = env_.append_log(line + "\n");
     if (!st.ok() && !log_failed_) {  // said once: lines keep coming
       log_failed_ = true;

@@ -13,7 +13,6 @@
 #include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/eval_outcome.h"
-#include "jobs/eval_progress.h"
 #include "jobs/eval_progress_reader.h"
 #include "jobs/eval_remote/host_file_upload.h"
 #include "jobs/log_tap_env.h"
@@ -171,8 +170,7 @@ void RemoteEvalStage::start_job() {
 }
 
 void RemoteEvalStage::on_line(const std::string& line) {
-  const std::string prefix = kEvalProgressPrefix;
-  if (line.rfind(prefix, 0) == 0) pass_on_eval_progress(line.substr(prefix.size()), env_);
+  pass_on_eval_progress(line, env_);
   tail_.push_back(line);
   if (tail_.size() > kLogTailLines) tail_.pop_front();
 }

@@ -40,7 +40,7 @@ TEST(EvalProgressReaderTest, UnknownFieldsAreDroppedAndOptionalOnesMayBeAbsent) 
 }
 
 TEST(EvalProgressReaderTest, ALineThatIsNotOursIsNoProgress) {
-  for (const std::string text : {
+  for (const std::string& text : {
            std::string("candidate: response 3/20: 128 tokens, tau 4.2"),  // a note for people
            std::string("progress "),
            std::string("progress {"),
