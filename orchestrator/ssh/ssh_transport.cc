@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "base/file_hash.h"
 #include "base/shell_quote.h"
@@ -47,13 +48,10 @@ Status SshTransport::open() {
   close();
   via_lane_socket_ = false;
   session_ = std::make_unique<SshSession>(target_);
-  Status connected;
-  if (lanes_) {
-    LaneSocket::HandshakeTurn turn(*lanes_);  // a few at a time per host (MaxStartups)
-    connected = session_->connect();
-  } else {
-    connected = session_->connect();
-  }
+  std::optional<LaneSocket::HandshakeTurn> turn;  // a few at a time per host (MaxStartups)
+  if (lanes_) turn.emplace(*lanes_);
+  Status connected = session_->connect();
+  turn.reset();
   nobody_there_ = !connected.ok() && session_->nobody_there();
   if (!connected.ok()) return connected;
   const std::string workdir = target_.workdir.empty() ? "." : target_.workdir;
