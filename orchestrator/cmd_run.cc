@@ -9,6 +9,7 @@
 #include "orchestrator/scheduler.h"
 #include "orchestrator/status_view.h"
 #include "workflows/dag.h"
+#include "workflows/param_overrides.h"
 #include "workflows/parser.h"
 
 namespace ferry::cli {

@@ -7,7 +7,6 @@
 // templates that reference nothing. Plain functions; any thread.
 #pragma once
 
-#include <map>
 #include <string>
 
 #include "base/status.h"
@@ -26,8 +25,5 @@ Result<Workflow> load_workflow(const std::string& path);
 /// Parses without failing: the diagnostics are returned alongside. For tests and
 /// `ferry validate`.
 Workflow parse_workflow_collecting(const std::string& path, const std::string& text, Diagnostics* diagnostics);
-
-/// Applies `-p k=v` overrides; unknown names are errors (with a did-you-mean).
-Status apply_param_overrides(Workflow* workflow, const std::map<std::string, std::string>& overrides);
 
 }  // namespace ferry::workflow

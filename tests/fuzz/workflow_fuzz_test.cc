@@ -9,6 +9,7 @@
 
 #include "base/file_util.h"
 #include "tests/fuzz/random_input.h"
+#include "workflows/param_overrides.h"
 #include "workflows/parser.h"
 
 namespace ferry::fuzz {

@@ -1,6 +1,7 @@
 // The parser on valid input: every key lands in the right model field, defaults
 // are filled in, and -p overrides are applied. Malformed input is covered by
 // malformed_test.cc and the corpus beside it.
+#include "workflows/param_overrides.h"
 #include "workflows/parser.h"
 #include "workflows/slurm_options.h"
 
