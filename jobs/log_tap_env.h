@@ -52,6 +52,7 @@ class LogTapEnv : public StageEnv {
   std::string stage_state(const std::string& stage) override { return env_.stage_state(stage); }
   int64_t stage_started_ms(const std::string& stage) override { return env_.stage_started_ms(stage); }
   std::vector<nlohmann::json> recorded_events(const std::string& type) override { return env_.recorded_events(type); }
+  nlohmann::json stage_report(const std::string& stage) override { return env_.stage_report(stage); }
 
  protected:
   StageEnv& env_;

@@ -3,6 +3,7 @@
 #include "jobs/command/command_stage.h"
 #include "jobs/copy/copy_stage.h"
 #include "jobs/eval_remote/remote_eval_factory.h"
+#include "jobs/eval_merge_stage.h"
 #include "jobs/eval_remote/remote_eval_stage.h"
 #include "jobs/eval_stage.h"
 #include "jobs/watch/checkpoint_watch_stage.h"
@@ -50,6 +51,7 @@ std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const Comman
 std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStageSpec& e, StageEnv& env,
                                          const AttemptId& id) {
   if (e.watch) return std::make_shared<CheckpointWatchStage>(env, stage.host, e, id);
+  if (!e.shards.empty()) return std::make_shared<EvalMergeStage>(env, e.shards, e.min_tau, e.min_ratio_to_reference);
   if (!stage.host.empty()) return make_remote_eval_stage(stage.host, e, env, id);
   // On the coordinator's machine, in a worker child: paths relative to the workflow file like keep_local.
   EvalStageSpec local = e;

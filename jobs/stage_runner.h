@@ -89,6 +89,9 @@ class StageEnv {
   /// The details of this stage's recorded events of `type`, oldest first, over all its
   /// attempts: what a resumed stage has already done.
   virtual std::vector<nlohmann::json> recorded_events(const std::string& /*type*/) { return {}; }
+  /// The eval report another stage of this run recorded last (its eval.report event;
+  /// null when it has none): a sharded eval's merge reads its shards' reports.
+  virtual nlohmann::json stage_report(const std::string& /*stage*/) { return nullptr; }
 };
 
 class StageRunner {

@@ -49,6 +49,9 @@ void put_eval_fields(nlohmann::json& in, const EvalStageSpec& e) {
   in["threads"] = e.threads;
   if (e.min_tau) in["min_tau"] = *e.min_tau;
   if (e.min_ratio_to_reference) in["min_ratio_to_reference"] = *e.min_ratio_to_reference;
+  // Only when sharded, so an unsharded eval's hash is what earlier versions wrote.
+  if (e.shard_count > 1) in["shard"] = {{"index", e.shard_index}, {"count", e.shard_count}};
+  if (!e.shards.empty()) in["shards"] = e.shards;
 }
 
 }  // namespace
@@ -123,6 +126,10 @@ nlohmann::json eval_engine_json(const EvalStageSpec& e) {
                          {"tokenizer", e.tokenizer}};
   if (e.min_tau) spec["min_tau"] = *e.min_tau;
   if (e.min_ratio_to_reference) spec["min_ratio_to_reference"] = *e.min_ratio_to_reference;
+  if (e.shard_count > 1) {
+    spec["shard_index"] = e.shard_index;
+    spec["shard_count"] = e.shard_count;
+  }
   return spec;
 }
 

@@ -77,6 +77,11 @@ struct EvalStageSpec {
   double timeout_s = 0;
   nlohmann::json slurm;  // on a `scheduler: slurm` host: the worker's sbatch options; null = a detached job
   std::optional<WatchSpec> watch;
+  /// A shard of a sharded eval (workflows/eval_shards.h): decodes part shard_index of shard_count.
+  int shard_index = 0;
+  int shard_count = 1;
+  /// The merge of a sharded eval: its shard stages, in prompt order (nothing is decoded).
+  std::vector<std::string> shards;
 };
 
 struct StageSpec {

@@ -70,6 +70,15 @@ std::vector<nlohmann::json> Scheduler::AttemptEnv::recorded_events(const std::st
   return out;
 }
 
+nlohmann::json Scheduler::AttemptEnv::stage_report(const std::string& stage) {
+  auto events = s_.store_.events(s_.run_.id, stage);
+  if (!events.ok()) return nullptr;
+  for (auto it = events->rbegin(); it != events->rend(); ++it) {
+    if (it->type == "eval.report") return it->detail;
+  }
+  return nullptr;
+}
+
 void Scheduler::AttemptEnv::set_disconnected(int64_t since_ms) {
   s_.note_store(s_.store_.set_disconnected(s_.run_.id, stage_, since_ms));
 }

@@ -33,6 +33,7 @@ class Scheduler::AttemptEnv : public StageEnv {
   std::string stage_state(const std::string& stage) override;
   int64_t stage_started_ms(const std::string& stage) override;
   std::vector<nlohmann::json> recorded_events(const std::string& type) override;
+  nlohmann::json stage_report(const std::string& stage) override;
   void set_disconnected(int64_t since_ms) override;
   /// Stored; the terminal hears of a copy's progress too, at most every kProgressLineMs
   /// (a terminal with colour every 500 ms).

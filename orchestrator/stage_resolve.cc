@@ -146,6 +146,9 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
       e.threads = s.threads;
       e.min_tau = s.gate.min_tau;
       e.min_ratio_to_reference = s.gate.min_ratio_to_reference;
+      e.shard_index = s.shard_index;
+      e.shard_count = s.shard_count;
+      e.shards = s.shards;
       if (!s.host.empty()) {
         FERRY_RETURN_IF_ERROR(job_env(&e.env));
         e.timeout_s = s.timeout_s;

@@ -144,7 +144,17 @@ struct Stage {
   int threads = 0;
   EvalGate gate;
   CheckpointWatch watch;
+  /// A sharded eval (`hosts:`, eval_shards.h): the prompts are split over these hosts.
+  /// After parsing, the stage is the merge of its shard stages, which come before it.
+  std::vector<std::string> hosts;
+  Location hosts_at;
+  int shard_index = 0;  // a shard stage: decodes part shard_index of shard_count
+  int shard_count = 1;
+  std::vector<std::string> shards;  // the merge stage: its shard stages, in prompt order
 };
+
+/// The most shards one eval's prompts are split into.
+inline constexpr size_t kMaxEvalShards = 64;
 
 struct Workflow {
   std::string path;    // as given on the command line

@@ -11,6 +11,7 @@
 #include "workflows/byte_size.h"
 #include "workflows/duration.h"
 #include "workflows/slurm_options.h"
+#include "workflows/eval_shards.h"
 #include "workflows/validate.h"
 
 namespace ferry::workflow {
@@ -30,7 +31,7 @@ const std::vector<std::string> kSlurmKeys = {"partition", "time", "cpus", "mem",
 const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
 const std::vector<std::string> kEvalKeys = {"target", "drafter", "reference", "prompts", "max_new_tokens",
                                             "block_size", "device", "dtype", "threads", "gate",
-                                            "tokenizer", "prompt_format", "watch", "slurm"};
+                                            "tokenizer", "prompt_format", "watch", "slurm", "hosts"};
 const std::vector<std::string> kWatchKeys = {"stage", "from", "pattern", "marker", "fail_on_error"};
 const std::vector<std::string> kGateKeys = {"min_tau", "min_ratio_to_reference"};
 
@@ -611,6 +612,26 @@ class Parser {
       }
     }
     if (auto x = find(e, "watch")) parse_watch(*x, what, &s.watch);
+    if (auto x = find(e, "hosts")) parse_shard_hosts(*x, what, &s);
+  }
+
+  // `hosts: [a, b, c]`: the prompts split over these hosts (a host may repeat: several
+  // shards on it); workflows/eval_shards.h turns the stage into its shards and merge.
+  void parse_shard_hosts(const YAML::Node& n, const std::string& what, Stage* s) {
+    s->hosts_at = loc(n);
+    if (!n.IsSequence() || n.size() == 0) {
+      d_.error(loc(n), what + ": 'hosts' must be a list of host names (the shards' hosts), not " +
+                           (n.IsSequence() ? std::string("an empty list") : std::string(type_name(n))));
+      return;
+    }
+    if (n.size() > kMaxEvalShards) {
+      d_.error(loc(n), what + ": 'hosts' lists " + std::to_string(n.size()) + " shards; at most " +
+                           std::to_string(kMaxEvalShards));
+      return;
+    }
+    for (const auto& item : n) {
+      if (auto h = scalar(item, "hosts")) s->hosts.push_back(*h);
+    }
   }
 
   void parse_watch(const YAML::Node& n, const std::string& what, CheckpointWatch* w) {
@@ -666,6 +687,7 @@ class Parser {
 
 Workflow parse_workflow_collecting(const std::string& path, const std::string& text, Diagnostics* diagnostics) {
   Workflow wf = Parser(diagnostics).parse(path, text);
+  expand_eval_shards(wf, diagnostics);
   validate_workflow(wf, diagnostics);
   return wf;
 }

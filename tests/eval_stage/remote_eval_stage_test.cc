@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/eval_stage/comparable_report.h"
+#include "tests/support/ferry_cli.h"
 #include "tests/support/process.h"
 
 namespace ferry {
@@ -27,27 +28,14 @@ class RemoteEvalStageTest : public ::testing::Test {
     auto r = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", dir_.path()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
-  testing::ProcessResult ferry(std::vector<std::string> args) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}, 240);
-  }
-  nlohmann::json status(const std::string& run) {
-    return nlohmann::json::parse(ferry({"status", run, "--json"}).out, nullptr, false);
-  }
+  nlohmann::json status(const std::string& run) { return ferry.status(run); }
   static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
-    for (const auto& s : st.value("stages", nlohmann::json::array())) {
-      if (s["name"] == name) return s;
-    }
-    return nlohmann::json::object();
+    return testing::FerryCli::stage(st, name);
   }
   // The events of one stage, as {type, detail} in the order recorded.
   std::vector<std::pair<std::string, nlohmann::json>> events(const std::string& run, const std::string& stage_name) {
-    auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", "-json", home_.file("ferry.db"),
-                                   "SELECT type, detail FROM events WHERE run_id='" + run + "' AND stage='" +
-                                       stage_name + "' ORDER BY seq"});
     std::vector<std::pair<std::string, nlohmann::json>> out;
-    auto j = nlohmann::json::parse(r.out.empty() ? "[]" : r.out, nullptr, false);
-    for (const auto& e : j) out.emplace_back(e.value("type", ""), nlohmann::json::parse(e.value("detail", "null")));
+    for (const auto& e : ferry.events(run, stage_name)) out.emplace_back(e["type"], e["detail"]);
     return out;
   }
   nlohmann::json report(const std::string& run, const std::string& stage_name) {
@@ -58,6 +46,7 @@ class RemoteEvalStageTest : public ::testing::Test {
   }
   testing::TempDir dir_;
   testing::TempDir home_;
+  testing::FerryCli ferry{home_.path()};
 };
 
 constexpr const char* kDrafters = "    drafter: oracle-agree\n    reference: oracle-disagree\n";

@@ -10,6 +10,8 @@
 
 #include "base/peer_json.h"
 #include "base/terminal_text.h"
+#include "jobs/eval/run/eval_report_json.h"
+#include "jobs/eval/run/shard_merge.h"
 #include "jobs/eval_outcome.h"
 #include "jobs/eval_progress_reader.h"
 #include "jobs/eval_remote/host_file_upload.h"
@@ -118,6 +120,76 @@ TEST(HostResultFuzzTest, MutatedEvalResultsBecomeAnOutcomeNeverAnException) {
     EXPECT_GT(failed, 100);
   }
   std::printf("eval results taken %d, failed %d\n", succeeded, failed);
+}
+
+// Shard i of 2 of a 4-prompt eval with block 4, as a worker's report holds it.
+eval::EvalReport shard_seed(int i) {
+  eval::EvalReport r;
+  r.drafter = "ckpt";
+  r.prompts = "prompts.jsonl";
+  r.block_size = 4;
+  r.max_new_tokens = 8;
+  r.prompt_count = 2;
+  r.shard = eval::ShardOf::slice(i, 2, 4);
+  r.candidate.label = "candidate";
+  r.candidate.block_size = 4;
+  r.candidate.responses = 2;
+  r.candidate.response_taus = {2.5, 1.0 + i};
+  r.candidate.acceptance_histogram = {0, 3, 1, 2, 1};
+  r.candidate.accepted_at = {0, 4, 3, 1};
+  r.candidate.steps = 7;
+  r.candidate.generated_tokens = 16;
+  r.candidate.tpot_sum = 0.5;
+  r.candidate.tpot_count = 2;
+  r.responses = {eval::make_response_text(2 * i + 1, {5, 6, 7}, {2, 1}, nullptr),
+                 eval::make_response_text(2 * i + 2, {8}, {1}, nullptr)};
+  return r;
+}
+
+// A shard's report as the merge of a sharded eval reads it (jobs/eval_merge_stage.h):
+// mutated, it is read typed and merged, or refused with a message; never a throw.
+TEST(HostResultFuzzTest, MutatedShardReportsAreMergedOrRefusedNeverThrown) {
+  const eval::EvalReport first = shard_seed(0);
+  const nlohmann::json seed = shard_seed(1).to_json();
+  ASSERT_TRUE(eval::merge_shard_reports({first, *eval::eval_report_from_json(seed)}, {}, 2.0, std::nullopt).ok());
+  const std::vector<std::string> wires = {seed.dump()};
+  FuzzPlan plan = fuzz_plan(3000);
+  int merged = 0, refused = 0;
+  for (int round = plan.first; round < plan.end; ++round) {
+    RoundGuard guard("HostResultFuzzTest.shard_merge", plan.seed, round);
+    Mutator m(plan.seed, round);
+    std::string text = m.chance(80) ? wire_text(m.mutate_json(seed)) : m.mutate_bytes(wires[0], wires);
+    try {
+      auto parsed = parse_peer_json(text, "a shard's report");
+      if (!parsed.ok()) {
+        ++refused;
+        continue;
+      }
+      auto part = eval::eval_report_from_json(*parsed);
+      if (!part.ok()) {
+        ++refused;
+        EXPECT_FALSE(part.status().message().empty());
+        continue;
+      }
+      auto m2 = eval::merge_shard_reports({first, *part}, {"a", "b"}, 2.0, std::nullopt);
+      if (m2.ok()) {
+        ++merged;
+        EXPECT_EQ(m2->candidate.response_taus.size(), static_cast<size_t>(m2->candidate.responses));
+        (void)eval::eval_result_json(*m2).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      } else {
+        ++refused;
+        EXPECT_FALSE(m2.status().message().empty());
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "reading or merging a shard report threw: " << e.what();
+    }
+    if (failed_in_round(plan, round)) break;
+  }
+  if (full_run(plan)) {
+    EXPECT_GT(merged, 50);
+    EXPECT_GT(refused, 100);
+  }
+  std::printf("shard reports merged %d, refused %d\n", merged, refused);
 }
 
 // A report past the stored bounds keeps its figures and says what it dropped.

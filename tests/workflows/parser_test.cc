@@ -1,6 +1,7 @@
 // The parser on valid input: every key lands in the right model field, defaults
 // are filled in, and -p overrides are applied. Malformed input is covered by
 // malformed_test.cc and the corpus beside it.
+#include "workflows/eval_shards.h"
 #include "workflows/param_overrides.h"
 #include "workflows/parser.h"
 #include "workflows/slurm_options.h"
@@ -432,6 +433,60 @@ TEST(ParamOverrideTest, UnknownParamIsAnErrorWithDidYouMean) {
   ASSERT_FALSE(far.ok());
   EXPECT_EQ(far.message(), "-p zzz: workflow 'p' has no param 'zzz'");
   EXPECT_EQ(wf->find_param("learning_rate")->default_value, "0.1");
+}
+
+
+// `hosts:` on an eval: one shard stage per host, before the stage, which becomes
+// their merge: it keeps its name, outputs and gate, and needs every shard.
+TEST_F(ParserTest, AnEvalOverSeveralHostsBecomesItsShardsAndTheirMerge) {
+  auto r = parse_workflow("wf.yaml", R"(name: split
+hosts:
+  a: {transport: local}
+  b: {transport: local}
+stages:
+  train:
+    run: echo
+    host: a
+  score:
+    kind: eval
+    needs: train
+    hosts: [a, b, a]
+    target: t
+    drafter: d
+    prompts: p
+    retries: 2
+    timeout: 1h
+    gate: {min_tau: 2.5}
+  after:
+    run: echo ${{ stages.score.outputs.tau }}
+    host: b
+    needs: score
+)");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<std::string> names;
+  for (const auto& s : r->stages) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"train", "score-shard-1-of-3", "score-shard-2-of-3",
+                                             "score-shard-3-of-3", "score", "after"}));
+  for (int i = 0; i < 3; ++i) {
+    const Stage* shard = r->find_stage(eval_shard_name("score", i, 3));
+    ASSERT_NE(shard, nullptr);
+    EXPECT_EQ(shard->kind, StageKind::kEval);
+    EXPECT_EQ(shard->host, std::string(i == 1 ? "b" : "a"));
+    EXPECT_EQ(shard->shard_index, i);
+    EXPECT_EQ(shard->shard_count, 3);
+    EXPECT_EQ(shard->needs, std::vector<std::string>{"train"});
+    EXPECT_EQ(shard->retries, 2);  // each shard is retried alone
+    EXPECT_EQ(shard->timeout_s, 3600);
+    EXPECT_FALSE(shard->gate.min_tau.has_value());  // a part is never judged
+    EXPECT_TRUE(shard->hosts.empty());
+  }
+  const Stage* merge = r->find_stage("score");
+  ASSERT_NE(merge, nullptr);
+  EXPECT_TRUE(merge->host.empty());
+  EXPECT_EQ(merge->shards, (std::vector<std::string>{"score-shard-1-of-3", "score-shard-2-of-3", "score-shard-3-of-3"}));
+  EXPECT_EQ(merge->needs, merge->shards);
+  EXPECT_EQ(merge->gate.min_tau, 2.5);
+  EXPECT_EQ(merge->retries, 0);
 }
 
 }  // namespace

@@ -48,6 +48,11 @@ char* ferry_eval_run(const char* spec_json, ferry_eval_progress_fn progress, voi
     spec.dtype = j.value("dtype", spec.dtype);
     spec.threads = j.value("threads", spec.threads);
     spec.baseline = j.value("baseline", spec.baseline);
+    if (j.contains("shard_index") && j["shard_index"].is_number_integer() && j.contains("shard_count") &&
+        j["shard_count"].is_number_integer()) {
+      spec.shard_index = j["shard_index"].get<int>();
+      spec.shard_count = j["shard_count"].get<int>();
+    }
     if (j.contains("min_tau") && j["min_tau"].is_number()) spec.min_tau = j["min_tau"].get<double>();
     if (j.contains("min_ratio_to_reference") && j["min_ratio_to_reference"].is_number()) {
       spec.min_ratio_to_reference = j["min_ratio_to_reference"].get<double>();
@@ -56,13 +61,7 @@ char* ferry_eval_run(const char* spec_json, ferry_eval_progress_fn progress, voi
     if (progress) fn = [progress, context](const std::string& line) { progress(line.c_str(), context); };
     auto r = ferry::eval::run_eval(spec, fn, static_cast<const std::atomic<bool>*>(cancel));
     if (!r.ok()) return error_json(r.status().message());
-    nlohmann::json out = {{"ok", true},
-                          {"report", r->to_json()},
-                          {"text", r->to_text()},
-                          {"metrics", r->metrics()},
-                          {"gate_passed", r->gate_passed},
-                          {"gate_message", r->gate_message}};
-    return dup_string(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return dup_string(ferry::eval::eval_result_json(*r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } catch (const std::exception& e) {
     return error_json(std::string("eval engine: ") + e.what());
   }

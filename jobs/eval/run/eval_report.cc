@@ -50,6 +50,52 @@ void run_text(std::ostringstream& out, const DecodeRun& r) {
 
 }  // namespace
 
+void finish_decode_run(DecodeRun* run) {
+  double tau_sum = 0;
+  for (double t : run->response_taus) tau_sum += t;  // in prompt order, as the runner adds them
+  run->tau = run->responses > 0 ? tau_sum / static_cast<double>(run->responses) : 0;
+  run->acceptance_rate.assign(run->accepted_at.size(), 0);
+  if (!run->acceptance_rate.empty()) run->acceptance_rate[0] = 1.0;
+  for (size_t j = 1; j < run->accepted_at.size(); ++j) {
+    run->acceptance_rate[j] =
+        run->steps > 0 ? static_cast<double>(run->accepted_at[j]) / static_cast<double>(run->steps) : 0;
+  }
+  run->overhead_seconds = run->decode_seconds - run->target_seconds - run->draft_seconds;
+  run->tokens_per_second =
+      run->decode_seconds > 0 ? static_cast<double>(run->generated_tokens) / run->decode_seconds : 0;
+  run->mean_tpot = run->tpot_count > 0 ? run->tpot_sum / static_cast<double>(run->tpot_count) : 0;
+}
+
+nlohmann::json eval_result_json(const EvalReport& report) {
+  return {{"ok", true},
+          {"report", report.to_json()},
+          {"text", report.to_text()},
+          {"metrics", report.metrics()},
+          {"gate_passed", report.gate_passed},
+          {"gate_message", report.gate_message}};
+}
+
+void compare_runs(EvalReport* report) {
+  if (report->baseline && report->candidate.mean_tpot > 0) {
+    report->speedup = report->baseline->mean_tpot / report->candidate.mean_tpot;
+  }
+  if (report->reference_run) {
+    if (report->reference_run->tau > 0) report->ratio_to_reference = report->candidate.tau / report->reference_run->tau;
+    if (report->baseline && report->reference_run->mean_tpot > 0) {
+      report->reference_speedup = report->baseline->mean_tpot / report->reference_run->mean_tpot;
+    }
+  }
+}
+
+ShardOf ShardOf::slice(int index, int count, int64_t total) {
+  ShardOf s;
+  s.index = index;
+  s.count = count;
+  s.prompt_total = total;
+  s.first_prompt = total * index / count;
+  return s;
+}
+
 nlohmann::json DecodeRun::to_json() const {
   return {{"label", label},
           {"path", path},
@@ -59,6 +105,7 @@ nlohmann::json DecodeRun::to_json() const {
           {"response_taus", response_taus},
           {"acceptance_histogram", acceptance_histogram},
           {"acceptance_rate", acceptance_rate},
+          {"accepted_at", accepted_at},
           {"steps", steps},
           {"target_forwards", target_forwards},
           {"draft_forwards", draft_forwards},
@@ -70,6 +117,8 @@ nlohmann::json DecodeRun::to_json() const {
           {"overhead_seconds", overhead_seconds},
           {"tokens_per_second", tokens_per_second},
           {"mean_tpot", mean_tpot},
+          {"tpot_sum", tpot_sum},
+          {"tpot_count", tpot_count},
           {"responses_differing_from_baseline", responses_differing_from_baseline}};
 }
 
@@ -81,6 +130,23 @@ nlohmann::json EvalReport::to_json() const {
   j["reference"] = reference;
   j["prompts"] = prompts;
   j["prompt_count"] = prompt_count;
+  if (shard.count > 1) {
+    j["shard"] = {{"index", shard.index},
+                  {"count", shard.count},
+                  {"first_prompt", shard.first_prompt},
+                  {"prompt_total", shard.prompt_total}};
+  }
+  if (!shards.empty()) {
+    j["shards"] = nlohmann::json::array();
+    for (const auto& r : shards) {
+      j["shards"].push_back({{"stage", r.stage},
+                             {"first_prompt", r.first_prompt},
+                             {"prompts", r.prompts},
+                             {"wall_seconds", r.wall_seconds},
+                             {"threads", r.threads},
+                             {"cores", r.cores}});
+    }
+  }
   j["prompt_format"] = prompt_format;
   j["tokenizer"] = tokenizer;
   j["max_new_tokens"] = max_new_tokens;
@@ -122,6 +188,15 @@ std::string EvalReport::to_text() const {
   if (!reference.empty()) out << "  reference " << reference << "\n";
   out << "  prompts  " << prompts << " (" << prompt_count << "), max_new_tokens " << max_new_tokens << ", block "
       << block_size << "\n";
+  if (shard.count > 1) {
+    out << "  shard    " << shard.index + 1 << " of " << shard.count << ": prompts " << shard.first_prompt + 1 << "-"
+        << shard.first_prompt + prompt_count << " of " << shard.prompt_total << "\n";
+  }
+  for (const auto& r : shards) {
+    out << "  shard    " << (r.stage.empty() ? "?" : r.stage) << ": prompts " << r.first_prompt + 1 << "-"
+        << r.first_prompt + r.prompts << ", " << fixed(r.wall_seconds, 1) << " s, " << r.threads << " threads of "
+        << r.cores << " cores\n";
+  }
   out << "  runtime  " << device << " " << dtype << " (" << dtype_source << "), " << threads << " threads of " << cores
       << " cores, " << isa << "\n";
   out << "  BLAS     " << blas << (blas_threading.empty() ? "" : ", " + blas_threading) << " (" << blas_library

@@ -29,6 +29,7 @@ struct DecodeRun {
   std::vector<double> response_taus;  // one per prompt
   std::vector<int64_t> acceptance_histogram;  // [block_size + 1]: steps per acceptance length value
   std::vector<double> acceptance_rate;        // [block_size]: share of steps whose slot j was accepted ([0] = 1)
+  std::vector<int64_t> accepted_at;           // [block_size]: steps whose slot j was accepted (the rate's counts)
   int64_t steps = 0;
   int64_t target_forwards = 0;
   int64_t draft_forwards = 0;
@@ -40,10 +41,39 @@ struct DecodeRun {
   double overhead_seconds = 0;   // decode - target - draft: the loop's own cost
   double tokens_per_second = 0;  // generated tokens / decode seconds
   double mean_tpot = 0;          // mean over responses of decode seconds per output token
+  double tpot_sum = 0;           // its sum and count (responses with tokens), so shards merge exactly
+  int64_t tpot_count = 0;
   /// Responses whose tokens differ from the baseline's (-1: no baseline run).
   int64_t responses_differing_from_baseline = -1;
 
   nlohmann::json to_json() const;
+};
+
+/// The figures of a run computed from its per-response rows and counts (response_taus,
+/// accepted_at, steps, the seconds, tpot_sum/count): τ, the acceptance rates, the loop
+/// overhead, tokens/s, mean TPOT. One place, so a merged run is computed as a whole one.
+void finish_decode_run(DecodeRun* run);
+
+/// Which part of the prompt set a report covers: shard `index` of `count` decodes the
+/// prompts [first_prompt, first_prompt + prompt_count) of the file's prompt_total.
+struct ShardOf {
+  int index = 0;
+  int count = 1;  // 1: the whole set
+  int64_t first_prompt = 0;
+  int64_t prompt_total = 0;
+
+  /// The contiguous slice of `total` prompts that shard `index` of `count` decodes.
+  static ShardOf slice(int index, int count, int64_t total);
+};
+
+/// One shard of a merged report: where it ran and what it took.
+struct ShardRow {
+  std::string stage;  // the shard's stage (or "" outside a workflow)
+  int64_t first_prompt = 0;
+  int64_t prompts = 0;
+  double wall_seconds = 0;
+  int threads = 0;
+  int cores = 0;
 };
 
 struct EvalReport {
@@ -54,7 +84,9 @@ struct EvalReport {
   std::string prompts;
   std::string prompt_format;
   std::string tokenizer;  // tokenizer.json used; "" = none (byte-level text)
-  int64_t prompt_count = 0;
+  int64_t prompt_count = 0;  // decoded here (a shard: its part)
+  ShardOf shard;             // a shard's report: which part; a merged one has count 1
+  std::vector<ShardRow> shards;  // a merged report: its shards, in prompt order
   int64_t max_new_tokens = 0;
   int64_t block_size = 0;
   std::string device;
@@ -89,5 +121,12 @@ struct EvalReport {
   /// Flat: "tau", "reference_tau", "ratio_to_reference", "speedup", "tokens_per_second", ...
   std::map<std::string, double> metrics() const;
 };
+
+/// The engine's result for a finished eval, as jobs/eval_plugin_api.h gives it:
+/// {ok: true, report, text, metrics, gate_passed, gate_message}.
+nlohmann::json eval_result_json(const EvalReport& report);
+
+/// speedup, reference_speedup and ratio_to_reference from the finished runs.
+void compare_runs(EvalReport* report);
 
 }  // namespace ferry::eval

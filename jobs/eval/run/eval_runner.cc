@@ -7,11 +7,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "jobs/eval/cpu/cpu_runtime.h"
 #include "jobs/eval/models/dflash_drafter.h"
 #include "jobs/eval/run/drafter_diff.h"
+#include "jobs/eval/run/eval_gate.h"
 #include "jobs/eval/run/prompt_encoder.h"
 #include "jobs/eval/run/prompt_file.h"
 #include "jobs/eval/run/progress_meter.h"
@@ -82,6 +82,10 @@ Status check_spec(const EvalSpec& spec) {
   if (spec.max_new_tokens < 1) return invalid_argument("eval: max_new_tokens must be at least 1");
   if (spec.block_size < 0) return invalid_argument("eval: block_size must be >= 0 (0 = from the drafter config)");
   if (spec.threads < 0) return invalid_argument("eval: threads must be >= 0");
+  if (spec.shard_count < 1 || spec.shard_index < 0 || spec.shard_index >= spec.shard_count) {
+    return invalid_argument("eval: shard " + std::to_string(spec.shard_index) + " of " +
+                            std::to_string(spec.shard_count) + " does not exist (0 <= index < count)");
+  }
   if (spec.min_ratio_to_reference && spec.reference.empty()) {
     return invalid_argument("eval: gate min_ratio_to_reference needs a reference drafter");
   }
@@ -98,18 +102,15 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Tar
   run.path = path;
   run.block_size = options.block_size;
   run.acceptance_histogram.assign(static_cast<size_t>(options.block_size + 1), 0);
-  std::vector<int64_t> accepted_at(static_cast<size_t>(options.block_size), 0);
-  double tau_sum = 0, tpot_sum = 0;
-  int64_t tpot_count = 0;
+  run.accepted_at.assign(static_cast<size_t>(options.block_size), 0);
   meter->start_run(label);
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto r = speculative_decode(target, drafter, prompts[i].ids, options);
     if (!r.ok()) return r.status().with_context(label + ": prompt line " + std::to_string(prompts[i].line));
     run.responses += 1;
     run.response_taus.push_back(r->tau());
-    tau_sum += r->tau();
     for (int64_t a : r->acceptance_lengths) ++run.acceptance_histogram[static_cast<size_t>(a)];
-    for (size_t j = 0; j < accepted_at.size(); ++j) accepted_at[j] += r->accepted_at[j];
+    for (size_t j = 0; j < run.accepted_at.size(); ++j) run.accepted_at[j] += r->accepted_at[j];
     run.steps += r->steps;
     run.target_forwards += r->target_forwards;
     run.draft_forwards += r->draft_forwards;
@@ -119,23 +120,14 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Tar
     run.target_seconds += r->target_seconds;
     run.draft_seconds += r->draft_seconds;
     if (!r->tokens.empty()) {
-      tpot_sum += r->decode_seconds / static_cast<double>(r->tokens.size());
-      ++tpot_count;
+      run.tpot_sum += r->decode_seconds / static_cast<double>(r->tokens.size());
+      ++run.tpot_count;
     }
     if (outputs != nullptr) outputs->push_back(r->tokens);
     if (acceptances != nullptr) acceptances->push_back(r->acceptance_lengths);
     meter->response_done(static_cast<int64_t>(r->tokens.size()), r->tau());
   }
-  run.tau = run.responses > 0 ? tau_sum / static_cast<double>(run.responses) : 0;
-  run.acceptance_rate.assign(accepted_at.size(), 0);
-  if (!run.acceptance_rate.empty()) run.acceptance_rate[0] = 1.0;
-  for (size_t j = 1; j < accepted_at.size(); ++j) {
-    run.acceptance_rate[j] = run.steps > 0 ? static_cast<double>(accepted_at[j]) / static_cast<double>(run.steps) : 0;
-  }
-  run.overhead_seconds = run.decode_seconds - run.target_seconds - run.draft_seconds;
-  run.tokens_per_second =
-      run.decode_seconds > 0 ? static_cast<double>(run.generated_tokens) / run.decode_seconds : 0;
-  run.mean_tpot = tpot_count > 0 ? tpot_sum / static_cast<double>(tpot_count) : 0;
+  finish_decode_run(&run);
   return run;
 }
 
@@ -249,6 +241,16 @@ Result<std::vector<Prompt>> encode_prompts(const EvalSpec& spec, const TargetMod
   }
   auto prompts = load_prompts(spec.prompts, target.config().vocab_size, &**encoder);
   if (!prompts.ok()) return prompts.status();
+  // A shard decodes its contiguous part; the lines stay the file's, so shards merge in order.
+  const auto total = static_cast<int64_t>(prompts->size());
+  report->shard = ShardOf::slice(spec.shard_index, spec.shard_count, total);
+  const int64_t end = ShardOf::slice(spec.shard_index + 1, spec.shard_count, total).first_prompt;
+  prompts->erase(prompts->begin() + end, prompts->end());
+  prompts->erase(prompts->begin(), prompts->begin() + report->shard.first_prompt);
+  if (spec.shard_count > 1) {
+    say("shard " + std::to_string(spec.shard_index + 1) + " of " + std::to_string(spec.shard_count) + ": prompts " +
+        std::to_string(report->shard.first_prompt + 1) + "-" + std::to_string(end) + " of " + std::to_string(total));
+  }
   report->prompt_count = static_cast<int64_t>(prompts->size());
   return prompts;
 }
@@ -290,9 +292,6 @@ Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector
                            &reference_out, &meter);
     if (!ref_run.ok()) return ref_run.status();
     report->reference_run = std::move(*ref_run);
-    if (report->reference_run->tau > 0) {
-      report->ratio_to_reference = report->candidate.tau / report->reference_run->tau;
-    }
   }
 
   if (spec.baseline) {
@@ -301,42 +300,16 @@ Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector
     auto base_run = run_all("baseline", "", m.target.get(), nullptr, prompts, base, &baseline_out, &meter);
     if (!base_run.ok()) return base_run.status();
     report->baseline = std::move(*base_run);
-    if (report->candidate.mean_tpot > 0) report->speedup = report->baseline->mean_tpot / report->candidate.mean_tpot;
     report->candidate.responses_differing_from_baseline = count_differing(candidate_out, baseline_out);
     for (size_t i = 0; i < report->responses.size() && i < baseline_out.size(); ++i) {
       report->responses[i].matches_baseline = candidate_out[i] == baseline_out[i] ? 1 : 0;
     }
     if (report->reference_run) {
-      if (report->reference_run->mean_tpot > 0) {
-        report->reference_speedup = report->baseline->mean_tpot / report->reference_run->mean_tpot;
-      }
       report->reference_run->responses_differing_from_baseline = count_differing(reference_out, baseline_out);
     }
   }
+  compare_runs(report);
   return Status();
-}
-
-// Step 5: the gate's verdict; every failed condition is named.
-void judge(const EvalSpec& spec, EvalReport* report) {
-  std::vector<std::string> failures;
-  if (spec.min_tau && report->candidate.tau < *spec.min_tau) {
-    std::ostringstream f;
-    f << "tau " << report->candidate.tau << " < min_tau " << *spec.min_tau;
-    failures.push_back(f.str());
-  }
-  if (spec.min_ratio_to_reference) {
-    double ratio = report->ratio_to_reference.value_or(0.0);
-    if (ratio < *spec.min_ratio_to_reference) {
-      std::ostringstream f;
-      f << "tau ratio to reference " << ratio << " < min_ratio_to_reference " << *spec.min_ratio_to_reference;
-      failures.push_back(f.str());
-    }
-  }
-  std::ostringstream msg;
-  for (size_t i = 0; i < failures.size(); ++i) msg << (i ? "; " : "") << failures[i];
-  if (failures.empty() && (spec.min_tau || spec.min_ratio_to_reference)) msg << "all gates met";
-  report->gate_passed = failures.empty();
-  report->gate_message = msg.str();
 }
 
 Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& progress,
@@ -355,7 +328,7 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   auto prompts = encode_prompts(spec, *models->target, &encoder, &report, say);
   if (!prompts.ok()) return prompts.status();
   FERRY_RETURN_IF_ERROR(decode_all(spec, *models, *prompts, *encoder, cancel, say, &report));
-  judge(spec, &report);
+  judge_gate(spec.min_tau, spec.min_ratio_to_reference, &report);  // step 5
   report.wall_seconds = std::chrono::duration<double>(Clock::now() - wall).count();
   say("done: tau " + std::to_string(report.candidate.tau));
   return report;

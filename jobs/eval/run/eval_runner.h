@@ -36,6 +36,10 @@ struct EvalSpec {
   std::optional<double> min_tau;                 // gate
   std::optional<double> min_ratio_to_reference;  // gate: tau(candidate)/tau(reference)
   bool baseline = true;    // also run B=1 plain decoding for the speedup figure
+  /// Decode only shard `shard_index` of `shard_count`: a contiguous part of the prompts
+  /// (EvalReport::shard says which); merge_shard_reports joins the parts exactly.
+  int shard_index = 0;
+  int shard_count = 1;
 };
 
 /// One progress line (loading, each response done, ...). Called on the eval's thread.

@@ -11,8 +11,9 @@ std::vector<bool> drafted_tokens(const std::vector<int64_t>& acceptance_lengths,
   std::vector<bool> drafted;
   drafted.reserve(token_count);
   drafted.push_back(false);  // the prefill's token
-  for (int64_t a : acceptance_lengths) {
-    for (int64_t j = 0; j + 1 < a; ++j) drafted.push_back(true);
+  // Stops at the response's end: lengths read back from a report are a host's word.
+  for (size_t k = 0; k < acceptance_lengths.size() && drafted.size() < token_count; ++k) {
+    for (int64_t j = 0; j + 1 < acceptance_lengths[k] && drafted.size() < token_count; ++j) drafted.push_back(true);
     drafted.push_back(false);
   }
   drafted.resize(token_count, false);

@@ -1,0 +1,31 @@
+#include "jobs/eval/run/eval_gate.h"
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace ferry::eval {
+
+void judge_gate(std::optional<double> min_tau, std::optional<double> min_ratio_to_reference, EvalReport* report) {
+  std::vector<std::string> failures;
+  if (min_tau && report->candidate.tau < *min_tau) {
+    std::ostringstream f;
+    f << "tau " << report->candidate.tau << " < min_tau " << *min_tau;
+    failures.push_back(f.str());
+  }
+  if (min_ratio_to_reference) {
+    double ratio = report->ratio_to_reference.value_or(0.0);
+    if (ratio < *min_ratio_to_reference) {
+      std::ostringstream f;
+      f << "tau ratio to reference " << ratio << " < min_ratio_to_reference " << *min_ratio_to_reference;
+      failures.push_back(f.str());
+    }
+  }
+  std::ostringstream msg;
+  for (size_t i = 0; i < failures.size(); ++i) msg << (i ? "; " : "") << failures[i];
+  if (failures.empty() && (min_tau || min_ratio_to_reference)) msg << "all gates met";
+  report->gate_passed = failures.empty();
+  report->gate_message = msg.str();
+}
+
+}  // namespace ferry::eval

@@ -1,0 +1,145 @@
+#include "jobs/eval/run/shard_merge.h"
+
+#include <algorithm>
+
+#include "jobs/eval/run/eval_gate.h"
+
+namespace ferry::eval {
+namespace {
+
+std::string shard_name(size_t i, size_t n) { return "shard " + std::to_string(i + 1) + " of " + std::to_string(n); }
+
+// The counts of one decoding configuration over every shard, in prompt order.
+Result<DecodeRun> merge_runs(const std::vector<const DecodeRun*>& parts, const std::string& what) {
+  DecodeRun out;
+  out.label = parts[0]->label;
+  out.path = parts[0]->path;
+  out.block_size = parts[0]->block_size;
+  out.acceptance_histogram.assign(parts[0]->acceptance_histogram.size(), 0);
+  out.accepted_at.assign(parts[0]->accepted_at.size(), 0);
+  out.responses_differing_from_baseline = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const DecodeRun& p = *parts[i];
+    const std::string at = what + " of " + shard_name(i, parts.size());
+    if (p.block_size != out.block_size || p.acceptance_histogram.size() != out.acceptance_histogram.size()) {
+      return invalid_argument(at + " decoded with block " + std::to_string(p.block_size) + ", shard 1 with " +
+                              std::to_string(out.block_size));
+    }
+    if (p.accepted_at.size() != static_cast<size_t>(p.block_size)) {
+      return invalid_argument(at + " has no accepted-slot counts (a ferry-eval older than sharded evals wrote it)");
+    }
+    if (p.response_taus.size() != static_cast<size_t>(p.responses)) {
+      return invalid_argument(at + " has " + std::to_string(p.response_taus.size()) + " response taus for " +
+                              std::to_string(p.responses) + " responses");
+    }
+    out.responses += p.responses;
+    out.response_taus.insert(out.response_taus.end(), p.response_taus.begin(), p.response_taus.end());
+    for (size_t k = 0; k < out.acceptance_histogram.size(); ++k) out.acceptance_histogram[k] += p.acceptance_histogram[k];
+    for (size_t k = 0; k < out.accepted_at.size(); ++k) out.accepted_at[k] += p.accepted_at[k];
+    out.steps += p.steps;
+    out.target_forwards += p.target_forwards;
+    out.draft_forwards += p.draft_forwards;
+    out.generated_tokens += p.generated_tokens;
+    out.prefill_seconds += p.prefill_seconds;
+    out.decode_seconds += p.decode_seconds;
+    out.target_seconds += p.target_seconds;
+    out.draft_seconds += p.draft_seconds;
+    out.tpot_sum += p.tpot_sum;
+    out.tpot_count += p.tpot_count;
+    if (p.responses_differing_from_baseline < 0 || out.responses_differing_from_baseline < 0) {
+      out.responses_differing_from_baseline = -1;
+    } else {
+      out.responses_differing_from_baseline += p.responses_differing_from_baseline;
+    }
+  }
+  finish_decode_run(&out);
+  return out;
+}
+
+// Shard i is the i-th contiguous part of the same prompts, decoded the same way as shard 0.
+Status check_part(const EvalReport& s, const EvalReport& first, size_t i, size_t n) {
+  const std::string at = shard_name(i, n);
+  if (s.shard.count != static_cast<int>(n) || s.shard.index != static_cast<int>(i)) {
+    return invalid_argument(at + " reports itself as shard " + std::to_string(s.shard.index + 1) + " of " +
+                            std::to_string(s.shard.count));
+  }
+  const ShardOf want = ShardOf::slice(static_cast<int>(i), static_cast<int>(n), first.shard.prompt_total);
+  const int64_t want_count =
+      ShardOf::slice(static_cast<int>(i) + 1, static_cast<int>(n), first.shard.prompt_total).first_prompt -
+      want.first_prompt;
+  if (s.shard.prompt_total != first.shard.prompt_total || s.shard.first_prompt != want.first_prompt ||
+      s.prompt_count != want_count || s.candidate.responses != want_count) {
+    return invalid_argument(at + " decoded prompts from " + std::to_string(s.shard.first_prompt + 1) + ", " +
+                            std::to_string(s.candidate.responses) + " of them, of a set of " +
+                            std::to_string(s.shard.prompt_total) + "; its part is " + std::to_string(want_count) +
+                            " from " + std::to_string(want.first_prompt + 1) + " of " +
+                            std::to_string(first.shard.prompt_total));
+  }
+  for (auto [name, mine, theirs] : {std::tuple{"drafter", &s.drafter, &first.drafter},
+                                    {"target", &s.target, &first.target},
+                                    {"reference", &s.reference, &first.reference},
+                                    {"prompts", &s.prompts, &first.prompts}}) {
+    if (*mine != *theirs) {
+      return invalid_argument(at + " evaluated " + name + " '" + *mine + "', shard 1 '" + *theirs + "'");
+    }
+  }
+  if (s.max_new_tokens != first.max_new_tokens || s.block_size != first.block_size ||
+      s.reference_run.has_value() != first.reference_run.has_value() ||
+      s.baseline.has_value() != first.baseline.has_value()) {
+    return invalid_argument(at + " decoded differently from shard 1 (max_new_tokens, block size, reference or baseline)");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<EvalReport> merge_shard_reports(const std::vector<EvalReport>& shards, const std::vector<std::string>& stages,
+                                       std::optional<double> min_tau, std::optional<double> min_ratio_to_reference) {
+  if (shards.empty()) return invalid_argument("no shard reports to merge");
+  const EvalReport& first = shards[0];
+  for (size_t i = 0; i < shards.size(); ++i) FERRY_RETURN_IF_ERROR(check_part(shards[i], first, i, shards.size()));
+
+  // What describes the eval as a whole comes from shard 1 (the same checkpoints everywhere).
+  EvalReport m = first;
+  m.shard = ShardOf{};
+  m.prompt_count = first.shard.prompt_total;
+  m.responses.clear();
+  m.warnings.clear();
+  m.wall_seconds = 0;
+  m.show_responses = 3;
+  std::vector<const DecodeRun*> cand, ref, base;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const EvalReport& s = shards[i];
+    cand.push_back(&s.candidate);
+    if (s.reference_run) ref.push_back(&*s.reference_run);
+    if (s.baseline) base.push_back(&*s.baseline);
+    m.responses.insert(m.responses.end(), s.responses.begin(), s.responses.end());
+    for (const auto& w : s.warnings) {
+      if (std::find(m.warnings.begin(), m.warnings.end(), w) == m.warnings.end()) m.warnings.push_back(w);
+    }
+    m.wall_seconds = std::max(m.wall_seconds, s.wall_seconds);  // side by side: the slowest shard
+    m.shards.push_back({i < stages.size() ? stages[i] : "", s.shard.first_prompt, s.prompt_count, s.wall_seconds,
+                        s.threads, s.cores});
+  }
+  auto c = merge_runs(cand, "the candidate");
+  if (!c.ok()) return c.status();
+  m.candidate = std::move(*c);
+  if (first.reference_run) {
+    auto r = merge_runs(ref, "the reference");
+    if (!r.ok()) return r.status();
+    m.reference_run = std::move(*r);
+  }
+  if (first.baseline) {
+    auto b = merge_runs(base, "the baseline");
+    if (!b.ok()) return b.status();
+    m.baseline = std::move(*b);
+  }
+  m.speedup = 0;
+  m.reference_speedup = 0;
+  m.ratio_to_reference.reset();
+  compare_runs(&m);
+  judge_gate(min_tau, min_ratio_to_reference, &m);
+  return m;
+}
+
+}  // namespace ferry::eval

@@ -1,0 +1,155 @@
+// A sharded eval merged back (jobs/eval/run/shard_merge.h) against the same eval run
+// whole, on tiny models: each shard's report goes through its JSON and back (as the
+// coordinator reads it), and the merge must give the whole run's τ to the last bit,
+// its histograms, accepted-slot counts, per-prompt rows and gate verdict.
+#include "jobs/eval/run/shard_merge.h"
+
+#include <gtest/gtest.h>
+
+#include "jobs/eval/run/eval_report_json.h"
+#include "jobs/eval/run/eval_runner.h"
+#include "tests/eval/eval_test_util.h"
+
+namespace ferry::eval {
+namespace {
+
+using testing::ScratchDir;
+
+class ShardMergeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir("shards");
+    // Period 3: τ varies from prompt to prompt (checked below), so a wrong merge shows.
+    ASSERT_TRUE(write_tiny_target(*dir_ / "target", testing::oracle_target_spec(3), {}).ok());
+    ASSERT_TRUE(write_tiny_drafter(*dir_ / "drafter", testing::oracle_drafter_spec("agree", 16), {}).ok());
+    ASSERT_TRUE(write_tiny_drafter(*dir_ / "reference", testing::oracle_drafter_spec("disagree", 16), {}).ok());
+    ASSERT_TRUE(write_tiny_prompts(*dir_ / "prompts.jsonl", 7, 63, 4, 24, 4).ok());
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static EvalSpec spec(int index = 0, int count = 1) {
+    EvalSpec s;
+    s.target = *dir_ / "target";
+    s.drafter = *dir_ / "drafter";
+    s.reference = *dir_ / "reference";
+    s.prompts = *dir_ / "prompts.jsonl";
+    s.max_new_tokens = 16;
+    s.threads = 1;
+    s.shard_index = index;
+    s.shard_count = count;
+    return s;
+  }
+  // Through the JSON the coordinator stores and reads back.
+  static EvalReport round_trip(const EvalReport& r) {
+    auto back = eval_report_from_json(nlohmann::json::parse(r.to_json().dump()));
+    EXPECT_TRUE(back.ok()) << back.status().message();
+    return back.ok() ? *back : EvalReport{};
+  }
+  static ScratchDir* dir_;
+};
+ScratchDir* ShardMergeTest::dir_ = nullptr;
+
+void expect_same_figures(const DecodeRun& merged, const DecodeRun& whole) {
+  SCOPED_TRACE(whole.label);
+  EXPECT_EQ(merged.tau, whole.tau);  // exactly: the same sum in the same order
+  EXPECT_EQ(merged.responses, whole.responses);
+  EXPECT_EQ(merged.response_taus, whole.response_taus);
+  EXPECT_EQ(merged.acceptance_histogram, whole.acceptance_histogram);
+  EXPECT_EQ(merged.accepted_at, whole.accepted_at);
+  EXPECT_EQ(merged.acceptance_rate, whole.acceptance_rate);
+  EXPECT_EQ(merged.steps, whole.steps);
+  EXPECT_EQ(merged.target_forwards, whole.target_forwards);
+  EXPECT_EQ(merged.draft_forwards, whole.draft_forwards);
+  EXPECT_EQ(merged.generated_tokens, whole.generated_tokens);
+  EXPECT_EQ(merged.responses_differing_from_baseline, whole.responses_differing_from_baseline);
+}
+
+TEST_F(ShardMergeTest, ThreeShardsMergeIntoTheWholeEval) {
+  EvalSpec whole_spec = spec();
+  whole_spec.min_tau = 1.0;
+  auto whole = run_eval(whole_spec, nullptr, nullptr);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  ASSERT_EQ(whole->prompt_count, 7);
+  // Not a degenerate case: some prompts accept more drafts than others.
+  std::set<double> taus(whole->candidate.response_taus.begin(), whole->candidate.response_taus.end());
+  ASSERT_GT(taus.size(), 1u);
+
+  std::vector<EvalReport> parts;
+  int64_t decoded = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto part = run_eval(spec(i, 3), nullptr, nullptr);
+    ASSERT_TRUE(part.ok()) << part.status().message();
+    EXPECT_EQ(part->shard.index, i);
+    EXPECT_EQ(part->shard.prompt_total, 7);
+    EXPECT_EQ(part->shard.first_prompt, decoded);
+    decoded += part->prompt_count;
+    parts.push_back(round_trip(*part));
+  }
+  EXPECT_EQ(decoded, 7);
+
+  auto merged = merge_shard_reports(parts, {"a", "b", "c"}, 1.0, std::nullopt);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->prompt_count, 7);
+  EXPECT_EQ(merged->shard.count, 1);
+  expect_same_figures(merged->candidate, whole->candidate);
+  ASSERT_TRUE(merged->reference_run && merged->baseline);
+  expect_same_figures(*merged->reference_run, *whole->reference_run);
+  expect_same_figures(*merged->baseline, *whole->baseline);
+  ASSERT_TRUE(merged->ratio_to_reference.has_value());
+  EXPECT_EQ(*merged->ratio_to_reference, *whole->ratio_to_reference);
+  ASSERT_EQ(merged->responses.size(), whole->responses.size());
+  for (size_t i = 0; i < whole->responses.size(); ++i) {
+    EXPECT_EQ(merged->responses[i].line, whole->responses[i].line);
+    EXPECT_EQ(merged->responses[i].ids, whole->responses[i].ids);
+    EXPECT_EQ(merged->responses[i].acceptance_lengths, whole->responses[i].acceptance_lengths);
+    EXPECT_EQ(merged->responses[i].drafted, whole->responses[i].drafted);
+    EXPECT_EQ(merged->responses[i].matches_baseline, whole->responses[i].matches_baseline);
+  }
+  EXPECT_EQ(merged->metrics().at("tau"), whole->metrics().at("tau"));
+  EXPECT_EQ(merged->gate_passed, whole->gate_passed);
+  EXPECT_EQ(merged->gate_message, whole->gate_message);
+  ASSERT_EQ(merged->shards.size(), 3u);
+  EXPECT_EQ(merged->shards[1].stage, "b");
+  EXPECT_EQ(merged->shards[1].first_prompt, parts[1].shard.first_prompt);
+  EXPECT_NE(merged->to_text().find("shard    c: prompts"), std::string::npos) << merged->to_text();
+
+  // The gate is judged on the whole: a bar above the merged τ fails it.
+  auto strict = merge_shard_reports(parts, {}, whole->candidate.tau + 0.01, std::nullopt);
+  ASSERT_TRUE(strict.ok());
+  EXPECT_FALSE(strict->gate_passed);
+  EXPECT_NE(strict->gate_message.find("min_tau"), std::string::npos);
+}
+
+TEST_F(ShardMergeTest, PartsThatDoNotMakeOneEvalAreRefusedNamingTheShard) {
+  std::vector<EvalReport> parts;
+  for (int i = 0; i < 2; ++i) {
+    auto part = run_eval(spec(i, 2), nullptr, nullptr);
+    ASSERT_TRUE(part.ok()) << part.status().message();
+    parts.push_back(round_trip(*part));
+  }
+  ASSERT_TRUE(merge_shard_reports(parts, {}, std::nullopt, std::nullopt).ok());
+
+  auto missing = merge_shard_reports({parts[0]}, {}, std::nullopt, std::nullopt);
+  EXPECT_FALSE(missing.ok());
+  auto swapped = merge_shard_reports({parts[1], parts[0]}, {}, std::nullopt, std::nullopt);
+  ASSERT_FALSE(swapped.ok());
+  EXPECT_NE(swapped.status().message().find("shard 1 of 2 reports itself as shard 2 of 2"), std::string::npos)
+      << swapped.status().message();
+  std::vector<EvalReport> other_drafter = parts;
+  other_drafter[1].drafter = "elsewhere";
+  auto d = merge_shard_reports(other_drafter, {}, std::nullopt, std::nullopt);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("shard 2 of 2 evaluated drafter 'elsewhere'"), std::string::npos)
+      << d.status().message();
+  std::vector<EvalReport> old = parts;
+  old[0].candidate.accepted_at.clear();  // as a ferry-eval before sharding wrote it
+  auto o = merge_shard_reports(old, {}, std::nullopt, std::nullopt);
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("no accepted-slot counts"), std::string::npos) << o.status().message();
+  std::vector<EvalReport> short_part = parts;
+  short_part[1].candidate.responses -= 1;
+  EXPECT_FALSE(merge_shard_reports(short_part, {}, std::nullopt, std::nullopt).ok());
+}
+
+}  // namespace
+}  // namespace ferry::eval

@@ -1,0 +1,137 @@
+// A sharded eval (`hosts: [a, b, c]`, workflows/eval_shards.h) through `ferry run` on
+// local hosts: the prompts split over three hosts and merged must give the report of
+// the same eval run whole on one host (every figure but times and paths), and a shard
+// that failed is the only one `ferry resume` runs again. The models are the engine's
+// deterministic tiny ones (ferry-tiny-models suite), written by the test.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/eval_stage/comparable_report.h"
+#include "tests/support/ferry_cli.h"
+#include "tests/support/process.h"
+
+namespace ferry {
+namespace {
+
+using testing::write_text;
+
+class ShardedEvalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", dir_.path()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  nlohmann::json status(const std::string& run) { return ferry.status(run); }
+  static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
+    return testing::FerryCli::stage(st, name);
+  }
+  std::vector<nlohmann::json> events(const std::string& run, const std::string& stage_name, const std::string& type) {
+    return ferry.events(run, stage_name, type);
+  }
+  // Three local hosts, each with a workdir of its own; the models by absolute path.
+  std::string workflow(const std::string& name, const std::string& b_env) {
+    const std::string d = dir_.path();
+    const std::string fields = "    target: " + d + "/oracle-target\n    drafter: " + d + "/oracle-agree\n" +
+                               "    reference: " + d + "/oracle-disagree\n    prompts: " + d +
+                               "/oracle-prompts.jsonl\n    max_new_tokens: 16\n    threads: 1\n" +
+                               "    gate: {min_tau: 3.5, min_ratio_to_reference: 2}\n";
+    std::string wf = dir_.file(name + ".yaml");
+    write_text(wf, "name: " + name + "\nhosts:\n  box: {workdir: " + d + "/box}\n  a: {workdir: " + d +
+                       "/a}\n  b:\n    workdir: " + d + "/b\n" + b_env + "  c: {workdir: " + d + "/c}\n" +
+                       "stages:\n  whole:\n    kind: eval\n    host: box\n" + fields +
+                       "  split:\n    kind: eval\n    hosts: [a, b, c]\n    needs: whole\n" + fields +
+                       "  after:\n    host: box\n    needs: split\n    run: echo tau ${{ stages.split.outputs.tau }}\n");
+    return wf;
+  }
+  testing::TempDir dir_;
+  testing::TempDir home_;
+  testing::FerryCli ferry{home_.path(), 280};
+};
+
+const char* kShards[] = {"split-shard-1-of-3", "split-shard-2-of-3", "split-shard-3-of-3"};
+
+TEST_F(ShardedEvalTest, ThePromptsSplitOverThreeHostsMergeIntoTheWholeEvalsReport) {
+  auto r = ferry({"run", workflow("three", "")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto st = status("three-1");
+  const char* hosts[] = {"a", "b", "c"};
+  int64_t prompts = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto s = stage(st, kShards[i]);
+    EXPECT_EQ(s["state"], "succeeded") << s.dump();
+    EXPECT_EQ(s["host"], hosts[i]);
+    auto part = events("three-1", kShards[i], "eval.report");
+    ASSERT_EQ(part.size(), 1u);
+    EXPECT_EQ(part[0]["shard"]["index"], i);
+    prompts += part[0]["prompt_count"].get<int64_t>();
+  }
+  EXPECT_EQ(prompts, 20);  // the suite's prompt file, all decoded once
+
+  auto whole = events("three-1", "whole", "eval.report");
+  auto merged = events("three-1", "split", "eval.report");
+  ASSERT_EQ(whole.size(), 1u);
+  ASSERT_EQ(merged.size(), 1u);
+  ASSERT_TRUE(merged[0].contains("shards")) << merged[0].dump().substr(0, 2000);
+  ASSERT_EQ(merged[0]["shards"].size(), 3u);
+  EXPECT_EQ(merged[0]["shards"][2]["stage"], kShards[2]);
+  nlohmann::json m = merged[0];
+  m.erase("shards");
+  EXPECT_EQ(testing::comparable_report(m).dump(1), testing::comparable_report(whole[0]).dump(1));
+  // Not a report of nothing: τ, a histogram over 20 responses, per-prompt rows.
+  EXPECT_GT(m["candidate"]["tau"].get<double>(), 3.5);
+  EXPECT_EQ(m["candidate"]["response_taus"].size(), 20u);
+  EXPECT_EQ(m["responses"].size(), 20u);
+  auto split = stage(st, "split");
+  EXPECT_EQ(split["state"], "succeeded");
+  EXPECT_EQ(split["outputs"]["tau"], stage(st, "whole")["outputs"]["tau"]);
+  EXPECT_EQ(split["metrics"]["tau"], stage(st, "whole")["metrics"]["tau"]);
+  EXPECT_EQ(split["metrics"]["ratio_to_reference"], stage(st, "whole")["metrics"]["ratio_to_reference"]);
+  auto logs = ferry({"logs", "three-1", "split"}).out;
+  EXPECT_NE(logs.find("shard    split-shard-2-of-3: prompts 7-13"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("gate: PASSED"), std::string::npos) << logs;
+  EXPECT_NE(ferry({"logs", "three-1", "after"}).out.find("tau " + split["outputs"]["tau"].get<std::string>()),
+            std::string::npos);
+}
+
+// Host b cannot run the worker at first (its loader finds a broken libtorch), so its
+// shard fails and the run stops short of the merge; the other two shards finish.
+// Once b is mended, `ferry resume` runs b's shard again and nothing else.
+TEST_F(ShardedEvalTest, ResumeRunsOnlyTheShardThatFailed) {
+  ASSERT_EQ(testing::run_process({"mkdir", "-p", dir_.file("broken-libtorch")}).exit_code, 0);
+  write_text(dir_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
+  auto r = ferry({"run", workflow("mend", "    env: {LD_LIBRARY_PATH: " + dir_.file("broken-libtorch") + "}\n")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto st = status("mend-1");
+  EXPECT_EQ(stage(st, kShards[0])["state"], "succeeded");
+  EXPECT_EQ(stage(st, kShards[1])["state"], "failed");
+  EXPECT_NE(stage(st, kShards[1]).value("error", "").find("host 'b' cannot run evals"), std::string::npos);
+  EXPECT_EQ(stage(st, kShards[2])["state"], "succeeded");
+  EXPECT_NE(stage(st, "split")["state"], "succeeded");
+
+  ASSERT_EQ(std::remove(dir_.file("broken-libtorch/libtorch_cpu.so.1.13").c_str()), 0);
+  r = ferry({"resume", "mend-1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  st = status("mend-1");
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(kShards[i]);
+    EXPECT_EQ(stage(st, kShards[i])["state"], "succeeded");
+    // Shards 1 and 3 ran once; shard 2 twice.
+    EXPECT_EQ(stage(st, kShards[i])["attempt"], i == 1 ? 2 : 1);
+    EXPECT_EQ(events("mend-1", kShards[i], "eval.started").size(), i == 1 ? 2u : 1u);
+    EXPECT_EQ(events("mend-1", kShards[i], "eval.report").size(), 1u);
+  }
+  auto whole = events("mend-1", "whole", "eval.report");
+  auto merged = events("mend-1", "split", "eval.report");
+  ASSERT_EQ(whole.size(), 1u);
+  ASSERT_EQ(merged.size(), 1u);
+  nlohmann::json m = merged[0];
+  m.erase("shards");
+  EXPECT_EQ(testing::comparable_report(m).dump(1), testing::comparable_report(whole[0]).dump(1));
+  EXPECT_EQ(stage(st, "after")["state"], "succeeded");
+}
+
+}  // namespace
+}  // namespace ferry
