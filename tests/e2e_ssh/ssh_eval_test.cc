@@ -3,8 +3,8 @@
 // job and fetches its report. Covers: the same report as the coordinator's own
 // eval of the same files; a link cut in the middle of the eval (one launch, the
 // report arrives); a SIGKILLed coordinator and `ferry resume` re-attaching to the
-// running eval; `ferry hosts check` telling which hosts can run evals and why
-// not. Cuts a link of the shared testbed: RUN_SERIAL in CMake. The models are the
+// running eval; a sharded eval over two hosts, one cut and resumed; `ferry hosts
+// check` telling which hosts can run evals and why not. Cuts a link of the shared testbed: RUN_SERIAL in CMake. The models are the
 // engine's deterministic tiny ones (ferry-tiny-models suite), written by the test
 // into the host's workdir (testbed hosts share this machine's file system).
 #include <signal.h>
@@ -158,6 +158,58 @@ TEST_F(SshEvalTest, ResumeAfterSigkillReattachesToTheRunningEval) {
   std::string log = read_text(log_file("evalkill-1", "eval"));
   EXPECT_EQ(log.find("[eval] decoding"), log.rfind("[eval] decoding")) << log;
   EXPECT_NE(log.find("gate: PASSED"), std::string::npos) << log;
+}
+
+// A sharded eval over two SSH hosts (issue 31): the prompts split between h1 and h2,
+// merged into the report of the same eval run whole in the coordinator. h2's link is
+// cut while its shard decodes, for longer than its give_up, so that shard fails and
+// the run stops short of the merge; after the link is back, `ferry resume` runs h2's
+// shard again and nothing else: h1's shard keeps its one attempt and its report.
+TEST_F(SshEvalTest, ShardsOverTwoHostsMergeExactlyAndResumeRedoesOnlyTheCutShard) {
+  make_models("h1");  // the hosts share this machine's file system: h2 reads them by path
+  const std::string dir = workdir("h1");
+  std::string split = eval_stage("split", "", dir, kLongEvalTokens);
+  split.insert(split.find("    target:"), "    hosts: [h1, h2]\n");
+  std::string wf = write_workflow("name: shards\nhosts:\n" + host_entry(0) + host_entry(1, {{"give_up", "10s"}}) +
+                                  "stages:\n" + eval_stage("whole", "", dir, kLongEvalTokens) + split);
+  const std::string cut_shard = "split-shard-2-of-2", kept_shard = "split-shard-1-of-2";
+  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
+  ASSERT_GT(coordinator, 0);
+  bool cut = false;
+  Defer cleanup{[&] {
+    if (cut) tb_.run("restore h2");
+    end_process(coordinator);
+  }};
+  ASSERT_TRUE(wait_decoding("shards-1", cut_shard)) << read_text(work_.file("run.log"));
+  ASSERT_EQ(tb_.run("cut h2"), 0);
+  cut = true;
+  ASSERT_TRUE(wait_until([&] { return stage(status("shards-1"), cut_shard)["state"] == "failed"; }, seconds(120)))
+      << stage(status("shards-1"), cut_shard).dump(2);
+  EXPECT_EQ(testing::wait_process(coordinator, kRunTimeoutS), 1) << read_text(work_.file("run.log"));
+  coordinator = -1;
+  ASSERT_EQ(tb_.run("restore h2"), 0);
+  cut = false;
+  auto st = status("shards-1");
+  EXPECT_EQ(stage(st, kept_shard)["state"], "succeeded") << stage(st, kept_shard).dump(2);
+  EXPECT_NE(stage(st, "split")["state"], "succeeded");
+
+  auto r = ferry({"resume", "shards-1"}, kRunTimeoutS);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  st = status("shards-1");
+  EXPECT_EQ(stage(st, "split")["state"], "succeeded") << stage(st, "split").dump(2);
+  EXPECT_EQ(stage(st, kept_shard)["attempt"], 1);
+  EXPECT_EQ(count(events("shards-1", kept_shard), "eval.started"), 1) << dump(events("shards-1", kept_shard));
+  EXPECT_EQ(stage(st, cut_shard)["attempt"], 2);
+  EXPECT_EQ(stage(st, cut_shard)["state"], "succeeded");
+  auto whole = report("shards-1", "whole"), merged = report("shards-1", "split");
+  ASSERT_TRUE(whole.is_object() && merged.is_object());
+  ASSERT_EQ(merged["shards"].size(), 2u);
+  merged.erase("shards");
+  EXPECT_EQ(testing::comparable_report(merged).dump(1), testing::comparable_report(whole).dump(1));
+  EXPECT_EQ(merged["candidate"]["responses"], 20);
+  EXPECT_EQ(stage(st, "split")["metrics"]["tau"], stage(st, "whole")["metrics"]["tau"]);
+  std::printf("shard on h2 failed at the cut and was run again alone; merged tau %s = whole tau %s\n",
+              stage(st, "split")["outputs"]["tau"].dump().c_str(), stage(st, "whole")["outputs"]["tau"].dump().c_str());
 }
 
 // Over SSH: the worker's check runs on each host under its env. h2's env points
