@@ -21,6 +21,7 @@ run "$bin/tokenizer_bench"
 if [ -x "$bin/eval_bench" ]; then  # built with FERRY_WITH_TORCH=ON
   run "$bin/eval_bench"
   run "$bin/eval_growth_bench" --threads 1 --reps 3
+  run "$here/sharded_eval_bench.sh" "$build"
 fi
 run "$here/relay_bench.sh" "$build"
 run "$here/hosts_bench.sh" "$build"
