@@ -328,12 +328,13 @@ TEST_F(Qwen35TargetTest, RecurrenceAtEveryValueWidthAndInReplayMatchesTheAtenFor
 }
 
 // The chunked form (what a prefill of 64 tokens or more runs) against the rule step by
-// step in float64: chunk edges (63, 64, 65 tokens, a partial last chunk), several chunks,
+// step in float64: chunk edges (63, 64, 65 tokens, a partial last chunk), several chunks
+// up to an 8,192-token prompt,
 // decays from ~0 (one that underflowed to exactly 0 too) to 1, and the L2-normalised keys
 // the layer feeds it; `initial` untouched.
 TEST_F(Qwen35TargetTest, ChunkedRuleMatchesTheStepByStepRuleInFloat64) {
   at::manual_seed(13);
-  for (int64_t t : {1, 63, 64, 65, 200, 1000}) {
+  for (int64_t t : {1, 63, 64, 65, 200, 1000, 8192}) {
     const int64_t hv = 4, dk = 32, dv = 48;
     at::Tensor q = at::randn({t, hv, dk}) / std::sqrt(static_cast<double>(dk)), k = at::randn({t, hv, dk});
     k = k / k.norm(2, -1, /*keepdim=*/true);
@@ -402,6 +403,33 @@ TEST_F(Qwen35TargetTest, PrefillInChunksMatchesOneForward) {
   EXPECT_LT(relative_error(a.logits, b.logits), 1e-4);
   EXPECT_LT(relative_error(a.features, b.features), 1e-4);
   EXPECT_LT(relative_error(chunked->forward(next, capture).logits, whole->forward(next, capture).logits), 1e-4);
+}
+
+// An 8,192-token prompt (long coding prompts run 1-8k): prefill() in 64-token chunks with
+// the Gated DeltaNet in its chunked form and step by step gives the same logits,
+// features and cache, and the next token's logits alike.
+TEST_F(Qwen35TargetTest, An8kTokenPromptPrefillsAlikeWithTheChunkedAndTheStepByStepRule) {
+  auto chunked = load(*dir_ / "target");
+  auto stepped = load(*dir_ / "target");
+  ASSERT_TRUE(chunked && stepped);
+  const int64_t n = 8192;
+  const auto seq = testing::make_prompts(1, 320, n + 1, n + 1, 23)[0];
+  const at::Tensor prompt = ids_tensor(std::vector<int64_t>(seq.begin(), seq.begin() + n));
+  const at::Tensor next = ids_tensor({seq[n]});
+  const std::vector<int64_t> capture = {0, 3};
+  set_gdn_chunked_enabled(true);
+  TargetModel::Output a = prefill(chunked.get(), prompt, capture);
+  at::Tensor next_a = chunked->forward(next, capture).logits;
+  set_gdn_chunked_enabled(false);
+  TargetModel::Output b = prefill(stepped.get(), prompt, capture);
+  at::Tensor next_b = stepped->forward(next, capture).logits;
+  set_gdn_chunked_enabled(kGdnChunkedByDefault);
+  EXPECT_EQ(chunked->cache_length(), n + 1);
+  EXPECT_EQ(stepped->cache_length(), n + 1);
+  EXPECT_LT(relative_error(a.logits, b.logits), 1e-4);
+  EXPECT_LT(relative_error(a.features, b.features), 1e-4);
+  EXPECT_LT(relative_error(next_a, next_b), 1e-4);
+  EXPECT_TRUE(at::equal(next_a.argmax(-1), next_b.argmax(-1)));
 }
 
 TEST_F(Qwen35TargetTest, CachedStepsWithRollbackMatchFullRecompute) {
