@@ -50,7 +50,9 @@ void put_eval_fields(nlohmann::json& in, const EvalStageSpec& e) {
   if (e.min_tau) in["min_tau"] = *e.min_tau;
   if (e.min_ratio_to_reference) in["min_ratio_to_reference"] = *e.min_ratio_to_reference;
   // Only when sharded, so an unsharded eval's hash is what earlier versions wrote.
-  if (e.shard_count > 1) in["shard"] = {{"index", e.shard_index}, {"count", e.shard_count}};
+  if (e.shard_count > 1) {
+    in["shard"] = {{"index", e.shard_index}, {"count", e.shard_count}, {"on_host", e.shards_on_host}};
+  }
   if (!e.shards.empty()) in["shards"] = e.shards;
 }
 
@@ -129,6 +131,7 @@ nlohmann::json eval_engine_json(const EvalStageSpec& e) {
   if (e.shard_count > 1) {
     spec["shard_index"] = e.shard_index;
     spec["shard_count"] = e.shard_count;
+    spec["shards_on_host"] = e.shards_on_host;
   }
   return spec;
 }

@@ -80,6 +80,7 @@ struct EvalStageSpec {
   /// A shard of a sharded eval (workflows/eval_shards.h): decodes part shard_index of shard_count.
   int shard_index = 0;
   int shard_count = 1;
+  int shards_on_host = 1;  // shards of this eval on this shard's host (threads 0: they share its cores)
   /// The merge of a sharded eval: its shard stages, in prompt order (nothing is decoded).
   std::vector<std::string> shards;
 };

@@ -148,6 +148,7 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
       e.min_ratio_to_reference = s.gate.min_ratio_to_reference;
       e.shard_index = s.shard_index;
       e.shard_count = s.shard_count;
+      e.shards_on_host = s.shards_on_host;
       e.shards = s.shards;
       if (!s.host.empty()) {
         FERRY_RETURN_IF_ERROR(job_env(&e.env));

@@ -1,5 +1,6 @@
 #include "workflows/eval_shards.h"
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -72,6 +73,7 @@ void expand_eval_shards(Workflow& wf, Diagnostics* diagnostics) {
       shard.hosts.clear();
       shard.shard_index = i;
       shard.shard_count = count;
+      shard.shards_on_host = static_cast<int>(std::count(s.hosts.begin(), s.hosts.end(), shard.host));
       shard.gate = EvalGate{};  // the merged report is judged, never a part
       merge.shards.push_back(shard.name);
       merge.needs.push_back(shard.name);

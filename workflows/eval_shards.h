@@ -3,7 +3,8 @@
 // NAME-shard-K-of-N, each an eval of the K-th contiguous part of the prompts on its
 // host (no gate), and the stage itself, which keeps its name, outputs and gate, as the
 // merge: it needs every shard and joins their reports into the report of the whole
-// (jobs/eval/run/shard_merge.h). A failed shard is retried or resumed alone; finished
+// (jobs/eval/run/shard_merge.h). A host listed k times runs k shards, which divide its
+// cores when `threads` is 0. A failed shard is retried or resumed alone; finished
 // shards keep their results. Runs after parsing, before validation (which then sees
 // the shard stages as any eval on a host). Plain function; any thread.
 #pragma once

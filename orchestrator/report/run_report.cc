@@ -141,7 +141,8 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
     if (s.kind == "copy") copies.push_back(copy_json(s, mine));
     for (auto& c : checkpoint_copies(s, mine)) copies.push_back(std::move(c));
     for (const auto& e : mine) {
-      if (e.type != "eval.report" || !e.detail.is_object()) continue;
+      // A shard's report is a part of an eval, not one: its merge stage has the whole.
+      if (e.type != "eval.report" || !e.detail.is_object() || e.detail.contains("shard")) continue;
       const auto& d = e.detail;
       nlohmann::json point = {{"stage", s.name},
                               {"attempt", int_field(d, "attempt")},

@@ -5,6 +5,9 @@
 // deterministic tiny ones (ferry-tiny-models suite), written by the test.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -94,6 +97,13 @@ TEST_F(ShardedEvalTest, ThePromptsSplitOverThreeHostsMergeIntoTheWholeEvalsRepor
   EXPECT_NE(logs.find("gate: PASSED"), std::string::npos) << logs;
   EXPECT_NE(ferry({"logs", "three-1", "after"}).out.find("tau " + split["outputs"]["tau"].get<std::string>()),
             std::string::npos);
+  // `ferry report` plots evals, not their parts: the merge and the whole, no shard.
+  auto page = nlohmann::json::parse(ferry({"report", "three-1", "--json"}).out, nullptr, false);
+  ASSERT_TRUE(page.contains("evals")) << page.dump().substr(0, 500);
+  std::vector<std::string> plotted;
+  for (const auto& e : page["evals"]) plotted.push_back(e["stage"]);
+  std::sort(plotted.begin(), plotted.end());
+  EXPECT_EQ(plotted, (std::vector<std::string>{"split", "whole"}));
 }
 
 // Host b cannot run the worker at first (its loader finds a broken libtorch), so its
@@ -131,6 +141,26 @@ TEST_F(ShardedEvalTest, ResumeRunsOnlyTheShardThatFailed) {
   m.erase("shards");
   EXPECT_EQ(testing::comparable_report(m).dump(1), testing::comparable_report(whole[0]).dump(1));
   EXPECT_EQ(stage(st, "after")["state"], "succeeded");
+}
+
+// A host listed twice runs two shards, which divide its cores when `threads` is 0.
+TEST_F(ShardedEvalTest, TwoShardsOnOneHostShareItsCores) {
+  const std::string d = dir_.path();
+  std::string wf = dir_.file("twice.yaml");
+  write_text(wf, "name: twice\nhosts:\n  a: {workdir: " + d + "/a}\nstages:\n  split:\n    kind: eval\n"
+                 "    hosts: [a, a]\n    target: " + d + "/oracle-target\n    drafter: " + d + "/oracle-agree\n" +
+                 "    prompts: " + d + "/oracle-prompts.jsonl\n    max_new_tokens: 8\n");
+  auto r = ferry({"run", wf});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  for (const char* shard : {"split-shard-1-of-2", "split-shard-2-of-2"}) {
+    auto part = events("twice-1", shard, "eval.report");
+    ASSERT_EQ(part.size(), 1u) << shard;
+    EXPECT_EQ(part[0]["threads"], std::max(1, cores / 2)) << shard;
+  }
+  auto merged = events("twice-1", "split", "eval.report");
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(merged[0]["prompt_count"], 20);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // ScriptedStageEnv: a StageEnv for unit tests of stage logic, like leveldb's
 // in-memory Env. Each agent call is answered by a script (by default: never called
 // back), posted on its own io_context; the log, the events and the call count are
-// kept in memory for the test to read. io thread only, as every StageEnv.
+// kept in memory for the test to read, and other stages' eval reports are what the
+// test puts in stage_reports. io thread only, as every StageEnv.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,7 +49,13 @@ class ScriptedStageEnv : public StageEnv {
   void note(const std::string&) override {}
   void set_progress(nlohmann::json) override {}
 
+  nlohmann::json stage_report(const std::string& stage) override {
+    auto it = stage_reports.find(stage);
+    return it == stage_reports.end() ? nlohmann::json() : it->second;
+  }
+
   int calls = 0;
+  std::map<std::string, nlohmann::json> stage_reports;  // what stage_report() gives, by stage
   std::string log;
   std::vector<std::pair<std::string, std::string>> events;  // type, detail
 

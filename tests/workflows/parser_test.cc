@@ -474,6 +474,7 @@ stages:
     EXPECT_EQ(shard->host, std::string(i == 1 ? "b" : "a"));
     EXPECT_EQ(shard->shard_index, i);
     EXPECT_EQ(shard->shard_count, 3);
+    EXPECT_EQ(shard->shards_on_host, i == 1 ? 1 : 2);  // a runs two shards, b one
     EXPECT_EQ(shard->needs, std::vector<std::string>{"train"});
     EXPECT_EQ(shard->retries, 2);  // each shard is retried alone
     EXPECT_EQ(shard->timeout_s, 3600);

@@ -53,6 +53,9 @@ char* ferry_eval_run(const char* spec_json, ferry_eval_progress_fn progress, voi
       spec.shard_index = j["shard_index"].get<int>();
       spec.shard_count = j["shard_count"].get<int>();
     }
+    if (j.contains("shards_on_host") && j["shards_on_host"].is_number_integer()) {
+      spec.shards_on_host = j["shards_on_host"].get<int>();
+    }
     if (j.contains("min_tau") && j["min_tau"].is_number()) spec.min_tau = j["min_tau"].get<double>();
     if (j.contains("min_ratio_to_reference") && j["min_ratio_to_reference"].is_number()) {
       spec.min_ratio_to_reference = j["min_ratio_to_reference"].get<double>();

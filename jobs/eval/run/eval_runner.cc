@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -154,7 +155,8 @@ Result<ComputeOptions> describe_runtime(const EvalSpec& spec, EvalReport* report
   report->dtype =
       options->dtype == at::kBFloat16 ? "bfloat16" : options->dtype == at::kHalf ? "float16" : "float32";
   report->dtype_source = dtype_source;
-  report->threads = configure_threads(spec.threads);
+  report->threads = configure_threads(
+      spec.threads > 0 ? spec.threads : std::max(1, available_cores() / std::max(1, spec.shards_on_host)));
   CpuRuntime runtime = probe_cpu_runtime();
   report->blas = runtime.blas.name;
   report->blas_library = runtime.blas.library;

@@ -40,6 +40,8 @@ struct EvalSpec {
   /// (EvalReport::shard says which); merge_shard_reports joins the parts exactly.
   int shard_index = 0;
   int shard_count = 1;
+  /// With threads 0: shards of one eval on this host, which share its cores evenly.
+  int shards_on_host = 1;
 };
 
 /// One progress line (loading, each response done, ...). Called on the eval's thread.
