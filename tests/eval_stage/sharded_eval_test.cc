@@ -27,13 +27,6 @@ class ShardedEvalTest : public ::testing::Test {
     auto r = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", dir_.path()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
-  nlohmann::json status(const std::string& run) { return ferry.status(run); }
-  static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
-    return testing::FerryCli::stage(st, name);
-  }
-  std::vector<nlohmann::json> events(const std::string& run, const std::string& stage_name, const std::string& type) {
-    return ferry.events(run, stage_name, type);
-  }
   // Three local hosts, each with a workdir of its own; the models by absolute path.
   std::string workflow(const std::string& name, const std::string& b_env) {
     const std::string d = dir_.path();
@@ -54,27 +47,31 @@ class ShardedEvalTest : public ::testing::Test {
   testing::FerryCli ferry{home_.path(), 280};
 };
 
+nlohmann::json stage_of(const nlohmann::json& status, const std::string& name) {
+  return testing::FerryCli::stage(status, name);
+}
+
 const char* kShards[] = {"split-shard-1-of-3", "split-shard-2-of-3", "split-shard-3-of-3"};
 
 TEST_F(ShardedEvalTest, ThePromptsSplitOverThreeHostsMergeIntoTheWholeEvalsReport) {
   auto r = ferry({"run", workflow("three", "")});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto st = status("three-1");
+  auto st = ferry.status("three-1");
   const char* hosts[] = {"a", "b", "c"};
   int64_t prompts = 0;
   for (int i = 0; i < 3; ++i) {
-    auto s = stage(st, kShards[i]);
+    auto s = stage_of(st, kShards[i]);
     EXPECT_EQ(s["state"], "succeeded") << s.dump();
     EXPECT_EQ(s["host"], hosts[i]);
-    auto part = events("three-1", kShards[i], "eval.report");
+    auto part = ferry.events("three-1", kShards[i], "eval.report");
     ASSERT_EQ(part.size(), 1u);
     EXPECT_EQ(part[0]["shard"]["index"], i);
     prompts += part[0]["prompt_count"].get<int64_t>();
   }
   EXPECT_EQ(prompts, 20);  // the suite's prompt file, all decoded once
 
-  auto whole = events("three-1", "whole", "eval.report");
-  auto merged = events("three-1", "split", "eval.report");
+  auto whole = ferry.events("three-1", "whole", "eval.report");
+  auto merged = ferry.events("three-1", "split", "eval.report");
   ASSERT_EQ(whole.size(), 1u);
   ASSERT_EQ(merged.size(), 1u);
   ASSERT_TRUE(merged[0].contains("shards")) << merged[0].dump().substr(0, 2000);
@@ -87,11 +84,11 @@ TEST_F(ShardedEvalTest, ThePromptsSplitOverThreeHostsMergeIntoTheWholeEvalsRepor
   EXPECT_GT(m["candidate"]["tau"].get<double>(), 3.5);
   EXPECT_EQ(m["candidate"]["response_taus"].size(), 20u);
   EXPECT_EQ(m["responses"].size(), 20u);
-  auto split = stage(st, "split");
+  auto split = stage_of(st, "split");
   EXPECT_EQ(split["state"], "succeeded");
-  EXPECT_EQ(split["outputs"]["tau"], stage(st, "whole")["outputs"]["tau"]);
-  EXPECT_EQ(split["metrics"]["tau"], stage(st, "whole")["metrics"]["tau"]);
-  EXPECT_EQ(split["metrics"]["ratio_to_reference"], stage(st, "whole")["metrics"]["ratio_to_reference"]);
+  EXPECT_EQ(split["outputs"]["tau"], stage_of(st, "whole")["outputs"]["tau"]);
+  EXPECT_EQ(split["metrics"]["tau"], stage_of(st, "whole")["metrics"]["tau"]);
+  EXPECT_EQ(split["metrics"]["ratio_to_reference"], stage_of(st, "whole")["metrics"]["ratio_to_reference"]);
   auto logs = ferry({"logs", "three-1", "split"}).out;
   EXPECT_NE(logs.find("shard    split-shard-2-of-3: prompts 7-13"), std::string::npos) << logs;
   EXPECT_NE(logs.find("gate: PASSED"), std::string::npos) << logs;
@@ -114,33 +111,33 @@ TEST_F(ShardedEvalTest, ResumeRunsOnlyTheShardThatFailed) {
   write_text(dir_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
   auto r = ferry({"run", workflow("mend", "    env: {LD_LIBRARY_PATH: " + dir_.file("broken-libtorch") + "}\n")});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  auto st = status("mend-1");
-  EXPECT_EQ(stage(st, kShards[0])["state"], "succeeded");
-  EXPECT_EQ(stage(st, kShards[1])["state"], "failed");
-  EXPECT_NE(stage(st, kShards[1]).value("error", "").find("host 'b' cannot run evals"), std::string::npos);
-  EXPECT_EQ(stage(st, kShards[2])["state"], "succeeded");
-  EXPECT_NE(stage(st, "split")["state"], "succeeded");
+  auto st = ferry.status("mend-1");
+  EXPECT_EQ(stage_of(st, kShards[0])["state"], "succeeded");
+  EXPECT_EQ(stage_of(st, kShards[1])["state"], "failed");
+  EXPECT_NE(stage_of(st, kShards[1]).value("error", "").find("host 'b' cannot run evals"), std::string::npos);
+  EXPECT_EQ(stage_of(st, kShards[2])["state"], "succeeded");
+  EXPECT_NE(stage_of(st, "split")["state"], "succeeded");
 
   ASSERT_EQ(std::remove(dir_.file("broken-libtorch/libtorch_cpu.so.1.13").c_str()), 0);
   r = ferry({"resume", "mend-1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  st = status("mend-1");
+  st = ferry.status("mend-1");
   for (int i = 0; i < 3; ++i) {
     SCOPED_TRACE(kShards[i]);
-    EXPECT_EQ(stage(st, kShards[i])["state"], "succeeded");
+    EXPECT_EQ(stage_of(st, kShards[i])["state"], "succeeded");
     // Shards 1 and 3 ran once; shard 2 twice.
-    EXPECT_EQ(stage(st, kShards[i])["attempt"], i == 1 ? 2 : 1);
-    EXPECT_EQ(events("mend-1", kShards[i], "eval.started").size(), i == 1 ? 2u : 1u);
-    EXPECT_EQ(events("mend-1", kShards[i], "eval.report").size(), 1u);
+    EXPECT_EQ(stage_of(st, kShards[i])["attempt"], i == 1 ? 2 : 1);
+    EXPECT_EQ(ferry.events("mend-1", kShards[i], "eval.started").size(), i == 1 ? 2u : 1u);
+    EXPECT_EQ(ferry.events("mend-1", kShards[i], "eval.report").size(), 1u);
   }
-  auto whole = events("mend-1", "whole", "eval.report");
-  auto merged = events("mend-1", "split", "eval.report");
+  auto whole = ferry.events("mend-1", "whole", "eval.report");
+  auto merged = ferry.events("mend-1", "split", "eval.report");
   ASSERT_EQ(whole.size(), 1u);
   ASSERT_EQ(merged.size(), 1u);
   nlohmann::json m = merged[0];
   m.erase("shards");
   EXPECT_EQ(testing::comparable_report(m).dump(1), testing::comparable_report(whole[0]).dump(1));
-  EXPECT_EQ(stage(st, "after")["state"], "succeeded");
+  EXPECT_EQ(stage_of(st, "after")["state"], "succeeded");
 }
 
 // A host listed twice runs two shards, which divide its cores when `threads` is 0.
@@ -154,11 +151,11 @@ TEST_F(ShardedEvalTest, TwoShardsOnOneHostShareItsCores) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   for (const char* shard : {"split-shard-1-of-2", "split-shard-2-of-2"}) {
-    auto part = events("twice-1", shard, "eval.report");
+    auto part = ferry.events("twice-1", shard, "eval.report");
     ASSERT_EQ(part.size(), 1u) << shard;
     EXPECT_EQ(part[0]["threads"], std::max(1, cores / 2)) << shard;
   }
-  auto merged = events("twice-1", "split", "eval.report");
+  auto merged = ferry.events("twice-1", "split", "eval.report");
   ASSERT_EQ(merged.size(), 1u);
   EXPECT_EQ(merged[0]["prompt_count"], 20);
 }
