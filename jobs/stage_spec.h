@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jobs/eval/run/eval_spec.h"
 #include "workflows/model.h"
 
 namespace ferry {
@@ -104,8 +105,10 @@ struct StageSpec {
 /// host's, and `--time` from slurm.time, else the stage's timeout (minutes, rounded up).
 nlohmann::json slurm_submit_json(const workflow::SlurmOptions& options, double timeout_s);
 
-/// The eval engine's spec (eval_plugin_api.h) of an eval stage: what travels
-/// through the plugin's C ABI or to the worker on a host. Paths are left as `spec` has them.
+/// The eval engine's spec of an eval stage (jobs/eval/run/eval_spec.h), and its JSON:
+/// what travels through the plugin's C ABI or to the worker on a host. Paths are left
+/// as `spec` has them.
+eval::EvalSpec eval_engine_spec(const EvalStageSpec& spec);
 nlohmann::json eval_engine_json(const EvalStageSpec& spec);
 
 }  // namespace ferry

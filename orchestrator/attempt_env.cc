@@ -21,7 +21,7 @@ void Scheduler::AttemptEnv::call_agent(const std::string& host, const std::strin
 
 void Scheduler::AttemptEnv::call_agent_lane(const std::string& host, int lane, const std::string& op,
                                             nlohmann::json args, std::string body, ReplyFn fn) {
-  s_.connection(host, lane).call(op, std::move(args), std::move(fn), std::move(body));
+  s_.call_lane(host, lane, op, std::move(args), std::move(body), std::move(fn));
 }
 
 std::string Scheduler::AttemptEnv::local_path(const std::string& path) { return s_.local_path(path); }

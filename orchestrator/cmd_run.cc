@@ -28,6 +28,10 @@ int drive(Store& store, const FileLock& lock, workflow::Workflow wf, RunRecord r
   opts.out = &progress;
   opts.color = use_color(progress_fd);
   opts.cancel_now = cancel_now;
+  // How long a copy's idle data lanes stay open (idle_lanes.h); tests shorten it.
+  if (const char* idle = std::getenv("FERRY_LANE_IDLE_S"); idle && std::atof(idle) > 0) {
+    opts.lane_idle_close_s = std::atof(idle);
+  }
   std::string id = run.id;
   progress << "run " << id << " (" << wf.path << ")\n" << std::flush;
   Scheduler scheduler(store, std::move(wf), std::move(run), opts);

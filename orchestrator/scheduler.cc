@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <iomanip>
@@ -68,7 +69,8 @@ std::string Scheduler::log_path(const std::string& logs_dir, const std::string& 
 
 Scheduler::Scheduler(Store& store, workflow::Workflow wf, RunRecord run, SchedulerOptions options)
     : store_(store), wf_(std::move(wf)), run_(std::move(run)), options_(std::move(options)),
-      signals_(io_, SIGINT, SIGTERM), cancel_watch_(io_), hard_cancel_deadline_(io_) {}
+      signals_(io_, SIGINT, SIGTERM), cancel_watch_(io_), hard_cancel_deadline_(io_),
+      idle_lanes_(static_cast<int64_t>(options_.lane_idle_close_s * 1000)), lane_sweep_(io_) {}
 
 Scheduler::~Scheduler() {
   for (auto& [name, h] : hosts_) h->request_stop();
@@ -136,8 +138,14 @@ void Scheduler::note_store(const Status& s) {
 
 std::string Scheduler::local_path(const std::string& path) { return resolve_local_path(path, run_.workflow_path); }
 
+namespace {
+std::string connection_key(const std::string& host, int lane) {
+  return lane == 0 ? host : host + "#" + std::to_string(lane);
+}
+}  // namespace
+
 HostConnection& Scheduler::connection(const std::string& name, int lane) {
-  std::string key = lane == 0 ? name : name + "#" + std::to_string(lane);
+  std::string key = connection_key(name, lane);
   auto it = hosts_.find(key);
   if (it != hosts_.end()) return *it->second;
   const workflow::Host* host = wf_.find_host(name);
@@ -158,6 +166,38 @@ HostConnection& Scheduler::connection(const std::string& name, int lane) {
   });
   hosts_[key] = conn;
   return *conn;
+}
+
+void Scheduler::call_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args,
+                          std::string body, ReplyFn fn) {
+  if (lane == 0) return connection(host).call(op, std::move(args), std::move(fn), std::move(body));
+  const std::string key = connection_key(host, lane);
+  idle_lanes_.call_started(key, now_ms());
+  connection(host, lane).call(
+      op, std::move(args),
+      [this, key, fn = std::move(fn)](Result<protocol::Frame> r) {
+        idle_lanes_.call_ended(key, now_ms());
+        fn(std::move(r));
+      },
+      std::move(body));
+}
+
+// Every few seconds: the data lanes idle for lane_idle_close_s are stopped (their
+// thread joined, their session closed); the main links stay.
+void Scheduler::close_idle_lanes() {
+  const auto every = std::chrono::milliseconds(
+      std::clamp<int64_t>(static_cast<int64_t>(options_.lane_idle_close_s * 250), 100, 5000));
+  lane_sweep_.expires_after(every);
+  lane_sweep_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || finished_) return;
+    for (const std::string& key : idle_lanes_.take_idle(now_ms())) {
+      auto it = hosts_.find(key);
+      if (it == hosts_.end()) continue;
+      it->second->stop();
+      hosts_.erase(it);
+    }
+    close_idle_lanes();
+  });
 }
 
 void Scheduler::schedule() {
@@ -411,6 +451,7 @@ void Scheduler::watch_cancel_flag() {
     auto r = store_.find_run(run_.id);
     if (r.ok() && r->cancel_requested && cancel_level_ == 0) request_cancel(false);
     watch_cancel_flag();
+  close_idle_lanes();
   });
 }
 
@@ -433,6 +474,7 @@ void Scheduler::finish_run() {
   say("", "run " + run_.id + " " + state_name(final_state_), final_state_ == RunState::kSucceeded ? "32" : "31");
   signals_.cancel();
   cancel_watch_.cancel();
+  lane_sweep_.cancel();
   for (auto& [name, h] : hosts_) h->request_stop();  // all at once, then wait
   for (auto& [name, h] : hosts_) h->stop();
   io_.stop();

@@ -30,6 +30,7 @@
 
 #include "jobs/stage_spec.h"
 #include "orchestrator/host_connection.h"
+#include "orchestrator/idle_lanes.h"
 #include "orchestrator/ssh/lane_socket.h"
 #include "orchestrator/store.h"
 #include "workflows/model.h"
@@ -43,6 +44,8 @@ struct SchedulerOptions {
   bool color = false;
   ConnectionOptions connection;
   bool cancel_now = false;  // `ferry cancel` on a run whose coordinator is gone
+  /// A copy's data lanes unused this long are closed (idle_lanes.h); the next call reopens them.
+  double lane_idle_close_s = 60;
 };
 
 class Scheduler {
@@ -78,6 +81,10 @@ class Scheduler {
   void watch_cancel_flag();
   void finish_run();
   HostConnection& connection(const std::string& host, int lane = 0);
+  /// A call on a data lane, counted so that an idle lane can be closed (close_idle_lanes).
+  void call_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args, std::string body,
+                 ReplyFn fn);
+  void close_idle_lanes();
   std::string local_path(const std::string& path);
   Result<std::string> resolve(const workflow::Text& text, const workflow::Stage* stage, bool shell_quote);
   std::string host_workdir(const workflow::Host& host);
@@ -97,6 +104,8 @@ class Scheduler {
   std::map<std::string, std::shared_ptr<HostConnection>> hosts_;
   std::map<std::string, std::shared_ptr<LaneSocket>> lane_sockets_;  // per host: its lanes' way in
   boost::asio::steady_timer hard_cancel_deadline_;
+  IdleLanes idle_lanes_;
+  boost::asio::steady_timer lane_sweep_;
   std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
   int cancel_level_ = 0;  // 0 none, 1 graceful, 2 hard
   bool finished_ = false;

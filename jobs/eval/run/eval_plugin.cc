@@ -35,34 +35,11 @@ char* ferry_eval_run(const char* spec_json, ferry_eval_progress_fn progress, voi
   try {
     auto j = nlohmann::json::parse(spec_json ? spec_json : "", nullptr, false);
     if (j.is_discarded() || !j.is_object()) return error_json("eval spec is not a JSON object");
-    ferry::eval::EvalSpec spec;
-    spec.target = j.value("target", std::string());
-    spec.drafter = j.value("drafter", std::string());
-    spec.reference = j.value("reference", std::string());
-    spec.prompts = j.value("prompts", std::string());
-    spec.tokenizer = j.value("tokenizer", std::string());
-    spec.prompt_format = j.value("prompt_format", spec.prompt_format);
-    spec.max_new_tokens = j.value("max_new_tokens", spec.max_new_tokens);
-    spec.block_size = j.value("block_size", spec.block_size);
-    spec.device = j.value("device", spec.device);
-    spec.dtype = j.value("dtype", spec.dtype);
-    spec.threads = j.value("threads", spec.threads);
-    spec.baseline = j.value("baseline", spec.baseline);
-    if (j.contains("shard_index") && j["shard_index"].is_number_integer() && j.contains("shard_count") &&
-        j["shard_count"].is_number_integer()) {
-      spec.shard_index = j["shard_index"].get<int>();
-      spec.shard_count = j["shard_count"].get<int>();
-    }
-    if (j.contains("shards_on_host") && j["shards_on_host"].is_number_integer()) {
-      spec.shards_on_host = j["shards_on_host"].get<int>();
-    }
-    if (j.contains("min_tau") && j["min_tau"].is_number()) spec.min_tau = j["min_tau"].get<double>();
-    if (j.contains("min_ratio_to_reference") && j["min_ratio_to_reference"].is_number()) {
-      spec.min_ratio_to_reference = j["min_ratio_to_reference"].get<double>();
-    }
+    auto spec = ferry::eval::eval_spec_from_json(j);
+    if (!spec.ok()) return error_json(spec.status().message());
     ferry::eval::ProgressFn fn;
     if (progress) fn = [progress, context](const std::string& line) { progress(line.c_str(), context); };
-    auto r = ferry::eval::run_eval(spec, fn, static_cast<const std::atomic<bool>*>(cancel));
+    auto r = ferry::eval::run_eval(*spec, fn, static_cast<const std::atomic<bool>*>(cancel));
     if (!r.ok()) return error_json(r.status().message());
     return dup_string(ferry::eval::eval_result_json(*r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } catch (const std::exception& e) {

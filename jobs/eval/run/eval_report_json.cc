@@ -2,128 +2,14 @@
 
 #include <algorithm>
 #include <optional>
-#include <type_traits>
 
 #include "base/peer_json.h"
+#include "jobs/eval/run/json_fields.h"
 
 namespace ferry::eval {
 namespace {
 
-using T = nlohmann::json::value_t;
-
-// Reads the fields of one JSON object into typed places; the first field of a wrong
-// type (or an array past kMaxReportItems) is remembered with its path, and later
-// reads do nothing.
-class Reader {
- public:
-  Reader(const nlohmann::json& j, std::string path, std::string* error)
-      : j_(j), path_(std::move(path)), error_(error) {}
-
-  void str(const char* key, std::string* out) {
-    if (const nlohmann::json* v = field(key, "a string", [](const nlohmann::json& x) { return x.is_string(); })) {
-      *out = v->get<std::string>();
-    }
-  }
-  void num(const char* key, double* out) {
-    if (const nlohmann::json* v = field(key, "a number", [](const nlohmann::json& x) { return x.is_number(); })) *out = v->get<double>();
-  }
-  void optional_num(const char* key, std::optional<double>* out) {
-    if (const nlohmann::json* v = field(key, "a number", [](const nlohmann::json& x) { return x.is_number(); })) *out = v->get<double>();
-  }
-  template <typename Int>
-  void integer(const char* key, Int* out) {
-    if (const nlohmann::json* v = field(key, "an integer", [](const nlohmann::json& x) { return x.is_number_integer(); })) {
-      *out = static_cast<Int>(v->get<int64_t>());
-    }
-  }
-  void boolean(const char* key, bool* out) {
-    if (const nlohmann::json* v = field(key, "true or false", [](const nlohmann::json& x) { return x.is_boolean(); })) {
-      *out = v->get<bool>();
-    }
-  }
-  void optional_boolean(const char* key, std::optional<bool>* out) {
-    if (const nlohmann::json* v = field(key, "true or false", [](const nlohmann::json& x) { return x.is_boolean(); })) {
-      *out = v->get<bool>();
-    }
-  }
-  template <typename Item>
-  void list(const char* key, std::vector<Item>* out) {
-    each(key, [&](const nlohmann::json& x, const std::string& at) {
-      if (!item_ok<Item>(x, at)) return;
-      out->push_back(x.template get<Item>());
-    });
-  }
-  /// `fn(reader)` for the object under `key`, when present.
-  template <typename Fn>
-  void object(const char* key, Fn fn) {
-    if (const nlohmann::json* v = field(key, "an object", [](const nlohmann::json& x) { return x.is_object(); })) {
-      Reader r(*v, join(key), error_);
-      fn(r);
-    }
-  }
-  /// `fn(reader)` for each object of the array under `key`.
-  template <typename Fn>
-  void objects(const char* key, Fn fn) {
-    each(key, [&](const nlohmann::json& x, const std::string& at) {
-      if (!x.is_object()) return fail(at, x, "an object");
-      Reader r(x, at, error_);
-      fn(r);
-    });
-  }
-  bool failed() const { return !error_->empty(); }
-
- private:
-  std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-
-  void fail(const std::string& at, const nlohmann::json& x, const char* want) {
-    if (error_->empty()) *error_ = at + " is " + json_type_phrase(x) + ", not " + want;
-  }
-
-  template <typename Pred>
-  const nlohmann::json* field(const char* key, const char* want, Pred ok) {
-    if (failed() || !j_.is_object()) return nullptr;
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return nullptr;
-    if (!ok(*it)) {
-      fail(join(key), *it, want);
-      return nullptr;
-    }
-    return &*it;
-  }
-
-  template <typename Fn>
-  void each(const char* key, Fn fn) {
-    auto* v = field(key, "an array", [](const nlohmann::json& x) { return x.is_array(); });
-    if (v == nullptr) return;
-    if (v->size() > kMaxReportItems) {
-      *error_ = join(key) + " has " + std::to_string(v->size()) + " entries, over the cap of " +
-                std::to_string(kMaxReportItems);
-      return;
-    }
-    for (size_t i = 0; i < v->size() && !failed(); ++i) fn((*v)[i], join(key) + "[" + std::to_string(i) + "]");
-  }
-
-  template <typename Item>
-  bool item_ok(const nlohmann::json& x, const std::string& at) {
-    if constexpr (std::is_same_v<Item, std::string>) {
-      if (x.is_string()) return true;
-      fail(at, x, "a string");
-    } else if constexpr (std::is_floating_point_v<Item>) {
-      if (x.is_number()) return true;
-      fail(at, x, "a number");
-    } else {
-      if (x.is_number_integer()) return true;
-      fail(at, x, "an integer");
-    }
-    return false;
-  }
-
-  const nlohmann::json& j_;
-  std::string path_;
-  std::string* error_;
-};
-
-void read_run(Reader& r, DecodeRun* run) {
+void read_run(JsonFields& r, DecodeRun* run) {
   r.str("label", &run->label);
   r.str("path", &run->path);
   r.integer("block_size", &run->block_size);
@@ -149,7 +35,7 @@ void read_run(Reader& r, DecodeRun* run) {
   r.integer("responses_differing_from_baseline", &run->responses_differing_from_baseline);
 }
 
-void read_load(Reader& r, LoadReport* l) {
+void read_load(JsonFields& r, LoadReport* l) {
   r.str("what", &l->what);
   r.str("location", &l->location);
   r.boolean("sharded", &l->sharded);
@@ -164,11 +50,11 @@ void read_load(Reader& r, LoadReport* l) {
   // The JSON keeps only how many were skipped; their names are not needed again.
   int64_t skipped = 0;
   r.integer("skipped_unread", &skipped);
-  if (skipped > 0) l->skipped.assign(static_cast<size_t>(std::min<int64_t>(skipped, kMaxReportItems)), "");
+  if (skipped > 0) l->skipped.assign(static_cast<size_t>(std::min<int64_t>(skipped, kMaxJsonItems)), "");
 }
 
-void read_diff(Reader& r, DrafterDiff* d) {
-  r.objects("fields", [&](Reader& f) {
+void read_diff(JsonFields& r, DrafterDiff* d) {
+  r.objects("fields", [&](JsonFields& f) {
     DrafterDiff::Field x;
     f.str("name", &x.name);
     f.str("candidate", &x.candidate);
@@ -176,7 +62,7 @@ void read_diff(Reader& r, DrafterDiff* d) {
     f.boolean("differs", &x.differs);
     d->fields.push_back(std::move(x));
   });
-  r.objects("tensors", [&](Reader& t) {
+  r.objects("tensors", [&](JsonFields& t) {
     DrafterDiff::Tensor x;
     t.str("name", &x.name);
     t.str("issue", &x.issue);
@@ -191,7 +77,7 @@ void read_diff(Reader& r, DrafterDiff* d) {
   r.integer("tensors_identical", &d->tensors_identical);
 }
 
-void read_response(Reader& r, ResponseText* x) {
+void read_response(JsonFields& r, ResponseText* x) {
   r.integer("line", &x->line);
   r.list("prompt_ids", &x->prompt_ids);
   r.list("ids", &x->ids);
@@ -212,7 +98,7 @@ Result<EvalReport> eval_report_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return invalid_argument("the eval report is " + json_type_phrase(j) + ", not an object");
   EvalReport rep;
   std::string error;
-  Reader r(j, "", &error);
+  JsonFields r(j, "", &error);
   for (auto [key, field] : {std::pair{"target", &rep.target}, {"target_architecture", &rep.target_architecture},
                             {"drafter", &rep.drafter}, {"reference", &rep.reference}, {"prompts", &rep.prompts},
                             {"prompt_format", &rep.prompt_format}, {"tokenizer", &rep.tokenizer},
@@ -224,13 +110,13 @@ Result<EvalReport> eval_report_from_json(const nlohmann::json& j) {
   r.integer("max_new_tokens", &rep.max_new_tokens);
   r.integer("block_size", &rep.block_size);
   r.integer("threads", &rep.threads);
-  r.object("shard", [&](Reader& s) {
+  r.object("shard", [&](JsonFields& s) {
     s.integer("index", &rep.shard.index);
     s.integer("count", &rep.shard.count);
     s.integer("first_prompt", &rep.shard.first_prompt);
     s.integer("prompt_total", &rep.shard.prompt_total);
   });
-  r.objects("shards", [&](Reader& s) {
+  r.objects("shards", [&](JsonFields& s) {
     ShardRow row;
     s.str("stage", &row.stage);
     s.integer("first_prompt", &row.first_prompt);
@@ -240,7 +126,7 @@ Result<EvalReport> eval_report_from_json(const nlohmann::json& j) {
     s.integer("cores", &row.cores);
     rep.shards.push_back(std::move(row));
   });
-  r.object("runtime", [&](Reader& rt) {
+  r.object("runtime", [&](JsonFields& rt) {
     rt.integer("cores", &rep.cores);
     rt.str("blas", &rep.blas);
     rt.str("blas_library", &rep.blas_library);
@@ -248,21 +134,21 @@ Result<EvalReport> eval_report_from_json(const nlohmann::json& j) {
     rt.boolean("blas_reference", &rep.blas_reference);
     rt.str("isa", &rep.isa);
   });
-  r.objects("loads", [&](Reader& l) {
+  r.objects("loads", [&](JsonFields& l) {
     rep.loads.emplace_back();
     read_load(l, &rep.loads.back());
   });
-  r.object("candidate", [&](Reader& c) { read_run(c, &rep.candidate); });
-  r.object("reference_run", [&](Reader& c) { read_run(c, &rep.reference_run.emplace()); });
-  r.object("baseline", [&](Reader& c) { read_run(c, &rep.baseline.emplace()); });
+  r.object("candidate", [&](JsonFields& c) { read_run(c, &rep.candidate); });
+  r.object("reference_run", [&](JsonFields& c) { read_run(c, &rep.reference_run.emplace()); });
+  r.object("baseline", [&](JsonFields& c) { read_run(c, &rep.baseline.emplace()); });
   r.num("speedup", &rep.speedup);
   r.num("reference_speedup", &rep.reference_speedup);
   r.optional_num("ratio_to_reference", &rep.ratio_to_reference);
-  r.object("diff", [&](Reader& d) { read_diff(d, &rep.diff.emplace()); });
+  r.object("diff", [&](JsonFields& d) { read_diff(d, &rep.diff.emplace()); });
   r.list("warnings", &rep.warnings);
   r.num("wall_seconds", &rep.wall_seconds);
   r.boolean("gate_passed", &rep.gate_passed);
-  r.objects("responses", [&](Reader& x) {
+  r.objects("responses", [&](JsonFields& x) {
     rep.responses.emplace_back();
     read_response(x, &rep.responses.back());
   });

@@ -2,7 +2,7 @@
 // does with a report a host or a worker wrote, to merge a sharded eval's parts
 // (shard_merge.h). The JSON is another party's: every field is checked for its type
 // and a wrong one fails with its path ("candidate.response_taus[3] is a string, not a
-// number"); absent fields keep their defaults. Arrays are bounded by kMaxReportItems.
+// number"); absent fields keep their defaults. Arrays are bounded (json_fields.h).
 // Plain function, no libtorch; any thread.
 #pragma once
 
@@ -14,9 +14,6 @@
 #include "jobs/eval/run/eval_report.h"
 
 namespace ferry::eval {
-
-/// Entries of any one array of a report read back (responses, ids, taus...).
-inline constexpr size_t kMaxReportItems = size_t{1} << 22;
 
 /// `j` as parse_peer_json gives it (depth already bounded).
 Result<EvalReport> eval_report_from_json(const nlohmann::json& j);
