@@ -18,6 +18,16 @@ EvalMergeStage::EvalMergeStage(StageEnv& env, std::vector<std::string> shards, s
     : env_(env), shards_(std::move(shards)), min_tau_(min_tau), min_ratio_(min_ratio_to_reference) {}
 
 std::string EvalMergeStage::merged_result() {
+  // The reports are the hosts' word, read bounded and typed; whatever still throws
+  // (an allocation) fails the merge rather than the coordinator.
+  try {
+    return merge_recorded();
+  } catch (const std::exception& e) {
+    return error_result(std::string("merging the shards: ") + e.what());
+  }
+}
+
+std::string EvalMergeStage::merge_recorded() {
   std::vector<eval::EvalReport> parts;
   for (const auto& stage : shards_) {
     nlohmann::json j = env_.stage_report(stage);

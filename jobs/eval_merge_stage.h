@@ -29,6 +29,8 @@ class EvalMergeStage : public StageRunner {
   std::string merged_result();
 
  private:
+  std::string merge_recorded();
+
   StageEnv& env_;
   std::vector<std::string> shards_;
   std::optional<double> min_tau_, min_ratio_;

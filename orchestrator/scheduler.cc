@@ -75,6 +75,7 @@ Scheduler::Scheduler(Store& store, workflow::Workflow wf, RunRecord run, Schedul
 Scheduler::~Scheduler() {
   for (auto& [name, h] : hosts_) h->request_stop();
   for (auto& [name, h] : hosts_) h->stop();
+  for (auto& h : closed_lanes_) h->stop();
 }
 
 void Scheduler::say(const std::string& stage, const std::string& message, const char* color) {
@@ -193,7 +194,10 @@ void Scheduler::close_idle_lanes() {
     for (const std::string& key : idle_lanes_.take_idle(now_ms())) {
       auto it = hosts_.find(key);
       if (it == hosts_.end()) continue;
-      it->second->stop();
+      // Asked to end, joined at the run's end: a lane inside a reconnect would
+      // otherwise hold the io thread for as long as its handshake takes.
+      it->second->request_stop();
+      closed_lanes_.push_back(std::move(it->second));
       hosts_.erase(it);
     }
     close_idle_lanes();
@@ -451,7 +455,6 @@ void Scheduler::watch_cancel_flag() {
     auto r = store_.find_run(run_.id);
     if (r.ok() && r->cancel_requested && cancel_level_ == 0) request_cancel(false);
     watch_cancel_flag();
-  close_idle_lanes();
   });
 }
 
@@ -477,6 +480,7 @@ void Scheduler::finish_run() {
   lane_sweep_.cancel();
   for (auto& [name, h] : hosts_) h->request_stop();  // all at once, then wait
   for (auto& [name, h] : hosts_) h->stop();
+  for (auto& h : closed_lanes_) h->stop();
   io_.stop();
 }
 
@@ -492,6 +496,7 @@ Result<RunState> Scheduler::run() {
   };
   signals_.async_wait(on_signal);
   watch_cancel_flag();
+  close_idle_lanes();
   if (options_.cancel_now) cancel_level_ = 1;
   boost::asio::post(io_, [this] {
     if (cancel_level_ > 0) {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -106,6 +107,7 @@ class Scheduler {
   boost::asio::steady_timer hard_cancel_deadline_;
   IdleLanes idle_lanes_;
   boost::asio::steady_timer lane_sweep_;
+  std::vector<std::shared_ptr<HostConnection>> closed_lanes_;  // idle lanes asked to stop, joined at the end
   std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
   int cancel_level_ = 0;  // 0 none, 1 graceful, 2 hard
   bool finished_ = false;

@@ -73,7 +73,11 @@ void expand_eval_shards(Workflow& wf, Diagnostics* diagnostics) {
       shard.hosts.clear();
       shard.shard_index = i;
       shard.shard_count = count;
-      shard.shards_on_host = static_cast<int>(std::count(s.hosts.begin(), s.hosts.end(), shard.host));
+      // Shards on one host share its cores; on a Slurm host each is a job with an allocation of its own.
+      const Host* on = wf.find_host(shard.host);
+      shard.shards_on_host = on && on->scheduler == Scheduler::kSlurm
+                                 ? 1
+                                 : static_cast<int>(std::count(s.hosts.begin(), s.hosts.end(), shard.host));
       shard.gate = EvalGate{};  // the merged report is judged, never a part
       merge.shards.push_back(shard.name);
       merge.needs.push_back(shard.name);

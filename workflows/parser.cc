@@ -624,6 +624,11 @@ class Parser {
                            (n.IsSequence() ? std::string("an empty list") : std::string(type_name(n))));
       return;
     }
+    if (n.size() == 1) {
+      d_.error(loc(n), what + ": 'hosts' lists one host; an eval on one host is 'host: " +
+                           (n[0].IsScalar() ? n[0].Scalar() : std::string("NAME")) + "'");
+      return;
+    }
     if (n.size() > kMaxEvalShards) {
       d_.error(loc(n), what + ": 'hosts' lists " + std::to_string(n.size()) + " shards; at most " +
                            std::to_string(kMaxEvalShards));

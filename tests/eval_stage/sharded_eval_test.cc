@@ -5,7 +5,7 @@
 // deterministic tiny ones (ferry-tiny-models suite), written by the test.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -149,7 +149,10 @@ TEST_F(ShardedEvalTest, TwoShardsOnOneHostShareItsCores) {
                  "    prompts: " + d + "/oracle-prompts.jsonl\n    max_new_tokens: 8\n");
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int cores = CPU_COUNT(&set);  // as the engine counts them (cpu_runtime.h)
   for (const char* shard : {"split-shard-1-of-2", "split-shard-2-of-2"}) {
     auto part = ferry.events("twice-1", shard, "eval.report");
     ASSERT_EQ(part.size(), 1u) << shard;

@@ -149,16 +149,18 @@ eval::EvalReport shard_seed(int i) {
 // A shard's report as the merge of a sharded eval reads it (jobs/eval_merge_stage.h):
 // mutated, it is read typed and merged, or refused with a message; never a throw.
 TEST(HostResultFuzzTest, MutatedShardReportsAreMergedOrRefusedNeverThrown) {
-  const eval::EvalReport first = shard_seed(0);
-  const nlohmann::json seed = shard_seed(1).to_json();
-  ASSERT_TRUE(eval::merge_shard_reports({first, *eval::eval_report_from_json(seed)}, {}, 2.0, std::nullopt).ok());
-  const std::vector<std::string> wires = {seed.dump()};
+  const nlohmann::json seeds[] = {shard_seed(0).to_json(), shard_seed(1).to_json()};
+  ASSERT_TRUE(eval::merge_shard_reports({*eval::eval_report_from_json(seeds[0]), *eval::eval_report_from_json(seeds[1])},
+                                        {}, 2.0, std::nullopt)
+                  .ok());
+  const std::vector<std::string> wires = {seeds[0].dump(), seeds[1].dump()};
   FuzzPlan plan = fuzz_plan(3000);
   int merged = 0, refused = 0;
   for (int round = plan.first; round < plan.end; ++round) {
     RoundGuard guard("HostResultFuzzTest.shard_merge", plan.seed, round);
     Mutator m(plan.seed, round);
-    std::string text = m.chance(80) ? wire_text(m.mutate_json(seed)) : m.mutate_bytes(wires[0], wires);
+    const size_t which = m.below(2);  // the shard mutated; the other stays as written
+    std::string text = m.chance(80) ? wire_text(m.mutate_json(seeds[which])) : m.mutate_bytes(wires[which], wires);
     try {
       auto parsed = parse_peer_json(text, "a shard's report");
       if (!parsed.ok()) {
@@ -171,7 +173,10 @@ TEST(HostResultFuzzTest, MutatedShardReportsAreMergedOrRefusedNeverThrown) {
         EXPECT_FALSE(part.status().message().empty());
         continue;
       }
-      auto m2 = eval::merge_shard_reports({first, *part}, {"a", "b"}, 2.0, std::nullopt);
+      auto other = eval::eval_report_from_json(seeds[1 - which]);
+      std::vector<eval::EvalReport> parts = which == 0 ? std::vector<eval::EvalReport>{*part, *other}
+                                                        : std::vector<eval::EvalReport>{*other, *part};
+      auto m2 = eval::merge_shard_reports(parts, {"a", "b"}, 2.0, std::nullopt);
       if (m2.ok()) {
         ++merged;
         EXPECT_EQ(m2->candidate.response_taus.size(), static_cast<size_t>(m2->candidate.responses));

@@ -376,7 +376,7 @@ TEST_F(LocalRunTest, IdleHostLinksSleepUntilTheirNextPing) {
 }
 
 // A copy's data lanes (4 streams: 4 threads and sessions per host) close once idle for
-// FERRY_LANE_IDLE_S (60 s by default; 1 s here), so a run that goes on after a copy
+// FERRY_LANE_IDLE_S (60 s by default; 2 s here), so a run that goes on after a copy
 // does not hold them; a later copy opens them again.
 TEST_F(LocalRunTest, IdleDataLanesAreClosedAndALaterCopyOpensThemAgain) {
   const std::string release = work_.file("release");
@@ -391,7 +391,7 @@ TEST_F(LocalRunTest, IdleDataLanesAreClosedAndALaterCopyOpensThemAgain) {
                      "  again:\n    kind: copy\n    needs: wait\n    from: a:payload\n    to: b:again\n"
                      "    route: relay\n    streams: 4\n");
   auto e = env();
-  e["FERRY_LANE_IDLE_S"] = "1";
+  e["FERRY_LANE_IDLE_S"] = "2";  // swept every 0.5 s
   pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, e, work_.file("run.log"));
   auto threads = [&] {
     auto ls = testing::run_process({"ls", "/proc/" + std::to_string(coordinator) + "/task"});

@@ -23,6 +23,9 @@ struct LoadReport {
   int64_t bytes_copied = 0;               // bytes of converted copies made from them (0 when all are in place)
   std::vector<std::string> unused;        // in the checkpoint, never used (reported, not fatal)
   std::vector<std::string> skipped;       // under a skip prefix (vision, mtp); never read
+  int64_t skipped_count = 0;              // a report read back from JSON: how many (the names are not kept)
+
+  int64_t skipped_total() const { return skipped.empty() ? skipped_count : static_cast<int64_t>(skipped.size()); }
   std::vector<std::string> problems;      // missing / shape / dtype; fatal
   std::vector<std::string> source_dtypes; // distinct dtypes of the tensors loaded
 };

@@ -24,7 +24,7 @@ nlohmann::json load_json(const LoadReport& l) {
           {"bytes_copied", l.bytes_copied},
           {"source_dtypes", l.source_dtypes},
           {"unused", l.unused},
-          {"skipped_unread", l.skipped.size()}};
+          {"skipped_unread", l.skipped_total()}};
 }
 
 void run_text(std::ostringstream& out, const DecodeRun& r) {
@@ -207,7 +207,7 @@ std::string EvalReport::to_text() const {
     for (size_t i = 0; i < l.source_dtypes.size(); ++i) out << (i ? "," : "") << l.source_dtypes[i];
     out << (l.sharded ? ", sharded" : "") << "), " << l.unused.size() << " unused";
     if (l.tensors_repacked > 0) out << ", " << l.tensors_repacked << " repacked for the BF16 kernel";
-    if (!l.skipped.empty()) out << ", " << l.skipped.size() << " vision/mtp skipped unread";
+    if (l.skipped_total() > 0) out << ", " << l.skipped_total() << " vision/mtp skipped unread";
     out << "; " << fixed(static_cast<double>(l.bytes_mapped) / (1 << 20), 1) << " MiB mapped, "
         << fixed(static_cast<double>(l.bytes_copied) / (1 << 20), 1) << " MiB copied\n";
     for (const auto& u : l.unused) out << "    unused: " << u << "\n";

@@ -47,10 +47,7 @@ void read_load(JsonFields& r, LoadReport* l) {
   r.integer("bytes_copied", &l->bytes_copied);
   r.list("source_dtypes", &l->source_dtypes);
   r.list("unused", &l->unused);
-  // The JSON keeps only how many were skipped; their names are not needed again.
-  int64_t skipped = 0;
-  r.integer("skipped_unread", &skipped);
-  if (skipped > 0) l->skipped.assign(static_cast<size_t>(std::min<int64_t>(skipped, kMaxJsonItems)), "");
+  r.integer("skipped_unread", &l->skipped_count);  // the JSON keeps how many, not their names
 }
 
 void read_diff(JsonFields& r, DrafterDiff* d) {

@@ -3,11 +3,15 @@
 #include <algorithm>
 
 #include "jobs/eval/run/eval_gate.h"
+#include "jobs/eval/run/json_fields.h"
 
 namespace ferry::eval {
 namespace {
 
 std::string shard_name(size_t i, size_t n) { return "shard " + std::to_string(i + 1) + " of " + std::to_string(n); }
+
+// *sum += x for a count read from a host: false when x is negative or the sum overflows.
+bool add_count(int64_t* sum, int64_t x) { return x >= 0 && !__builtin_add_overflow(*sum, x, sum); }
 
 // The counts of one decoding configuration over every shard, in prompt order.
 Result<DecodeRun> merge_runs(const std::vector<const DecodeRun*>& parts, const std::string& what) {
@@ -32,24 +36,24 @@ Result<DecodeRun> merge_runs(const std::vector<const DecodeRun*>& parts, const s
       return invalid_argument(at + " has " + std::to_string(p.response_taus.size()) + " response taus for " +
                               std::to_string(p.responses) + " responses");
     }
-    out.responses += p.responses;
+    bool counts_ok = add_count(&out.responses, p.responses) && add_count(&out.steps, p.steps) &&
+                     add_count(&out.target_forwards, p.target_forwards) &&
+                     add_count(&out.draft_forwards, p.draft_forwards) &&
+                     add_count(&out.generated_tokens, p.generated_tokens) && add_count(&out.tpot_count, p.tpot_count);
+    for (size_t k = 0; k < out.acceptance_histogram.size(); ++k) {
+      counts_ok = counts_ok && add_count(&out.acceptance_histogram[k], p.acceptance_histogram[k]);
+    }
+    for (size_t k = 0; k < out.accepted_at.size(); ++k) counts_ok = counts_ok && add_count(&out.accepted_at[k], p.accepted_at[k]);
+    if (!counts_ok) return invalid_argument(at + " has a count below zero or past 2^63");
     out.response_taus.insert(out.response_taus.end(), p.response_taus.begin(), p.response_taus.end());
-    for (size_t k = 0; k < out.acceptance_histogram.size(); ++k) out.acceptance_histogram[k] += p.acceptance_histogram[k];
-    for (size_t k = 0; k < out.accepted_at.size(); ++k) out.accepted_at[k] += p.accepted_at[k];
-    out.steps += p.steps;
-    out.target_forwards += p.target_forwards;
-    out.draft_forwards += p.draft_forwards;
-    out.generated_tokens += p.generated_tokens;
     out.prefill_seconds += p.prefill_seconds;
     out.decode_seconds += p.decode_seconds;
     out.target_seconds += p.target_seconds;
     out.draft_seconds += p.draft_seconds;
     out.tpot_sum += p.tpot_sum;
-    out.tpot_count += p.tpot_count;
-    if (p.responses_differing_from_baseline < 0 || out.responses_differing_from_baseline < 0) {
-      out.responses_differing_from_baseline = -1;
-    } else {
-      out.responses_differing_from_baseline += p.responses_differing_from_baseline;
+    if (out.responses_differing_from_baseline < 0 ||
+        !add_count(&out.responses_differing_from_baseline, p.responses_differing_from_baseline)) {
+      out.responses_differing_from_baseline = -1;  // no baseline ran (or a count that is no count)
     }
   }
   finish_decode_run(&out);
@@ -60,8 +64,11 @@ Result<DecodeRun> merge_runs(const std::vector<const DecodeRun*>& parts, const s
 Status check_part(const EvalReport& s, const EvalReport& first, size_t i, size_t n) {
   const std::string at = shard_name(i, n);
   if (s.shard.count != static_cast<int>(n) || s.shard.index != static_cast<int>(i)) {
-    return invalid_argument(at + " reports itself as shard " + std::to_string(s.shard.index + 1) + " of " +
+    return invalid_argument(at + " reports itself as shard " + std::to_string(int64_t{s.shard.index} + 1) + " of " +
                             std::to_string(s.shard.count));
+  }
+  if (s.shard.prompt_total < 0 || s.shard.prompt_total > static_cast<int64_t>(kMaxJsonItems)) {
+    return invalid_argument(at + " reports a prompt set of " + std::to_string(s.shard.prompt_total) + " prompts");
   }
   const ShardOf want = ShardOf::slice(static_cast<int>(i), static_cast<int>(n), first.shard.prompt_total);
   const int64_t want_count =
