@@ -15,7 +15,10 @@ std::string error_result(const std::string& why) { return nlohmann::json{{"ok", 
 
 EvalMergeStage::EvalMergeStage(StageEnv& env, std::vector<std::string> shards, std::optional<double> min_tau,
                                std::optional<double> min_ratio_to_reference)
-    : env_(env), shards_(std::move(shards)), min_tau_(min_tau), min_ratio_(min_ratio_to_reference) {}
+    : env_(env),
+      shards_(std::move(shards)),
+      min_tau_(min_tau),
+      min_ratio_(min_ratio_to_reference) {}
 
 std::string EvalMergeStage::merged_result() {
   // The reports are the hosts' word, read bounded and typed; whatever still throws

@@ -26,8 +26,8 @@ class IdleLanes {
 
  private:
   struct Use {
-    int calls = 0;         // in flight
-    int64_t last_ms = 0;   // the last start or end
+    int calls = 0;        // in flight
+    int64_t last_ms = 0;  // the last start or end
   };
   int64_t close_after_ms_;
   std::map<std::string, Use> lanes_;

@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/asio/post.hpp>
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <cmath>
 #include <csignal>
 #include <iomanip>
@@ -68,9 +68,15 @@ std::string Scheduler::log_path(const std::string& logs_dir, const std::string& 
 }
 
 Scheduler::Scheduler(Store& store, workflow::Workflow wf, RunRecord run, SchedulerOptions options)
-    : store_(store), wf_(std::move(wf)), run_(std::move(run)), options_(std::move(options)),
-      signals_(io_, SIGINT, SIGTERM), cancel_watch_(io_), hard_cancel_deadline_(io_),
-      idle_lanes_(static_cast<int64_t>(options_.lane_idle_close_s * 1000)), lane_sweep_(io_) {}
+    : store_(store),
+      wf_(std::move(wf)),
+      run_(std::move(run)),
+      options_(std::move(options)),
+      signals_(io_, SIGINT, SIGTERM),
+      cancel_watch_(io_),
+      hard_cancel_deadline_(io_),
+      idle_lanes_(static_cast<int64_t>(options_.lane_idle_close_s * 1000)),
+      lane_sweep_(io_) {}
 
 Scheduler::~Scheduler() {
   for (auto& [name, h] : hosts_) h->request_stop();
@@ -174,20 +180,21 @@ void Scheduler::call_lane(const std::string& host, int lane, const std::string& 
   if (lane == 0) return connection(host).call(op, std::move(args), std::move(fn), std::move(body));
   const std::string key = connection_key(host, lane);
   idle_lanes_.call_started(key, now_ms());
-  connection(host, lane).call(
-      op, std::move(args),
-      [this, key, fn = std::move(fn)](Result<protocol::Frame> r) {
-        idle_lanes_.call_ended(key, now_ms());
-        fn(std::move(r));
-      },
-      std::move(body));
+  connection(host, lane)
+      .call(
+          op, std::move(args),
+          [this, key, fn = std::move(fn)](Result<protocol::Frame> r) {
+            idle_lanes_.call_ended(key, now_ms());
+            fn(std::move(r));
+          },
+          std::move(body));
 }
 
 // Every few seconds: the data lanes idle for lane_idle_close_s are stopped (their
 // thread joined, their session closed); the main links stay.
 void Scheduler::close_idle_lanes() {
-  const auto every = std::chrono::milliseconds(
-      std::clamp<int64_t>(static_cast<int64_t>(options_.lane_idle_close_s * 250), 100, 5000));
+  const auto every =
+      std::chrono::milliseconds(std::clamp<int64_t>(static_cast<int64_t>(options_.lane_idle_close_s * 250), 100, 5000));
   lane_sweep_.expires_after(every);
   lane_sweep_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || finished_) return;

@@ -150,7 +150,7 @@ struct Stage {
   Location hosts_at;
   int shard_index = 0;  // a shard stage: decodes part shard_index of shard_count
   int shard_count = 1;
-  int shards_on_host = 1;  // a shard stage: how many of its eval's shards its host runs
+  int shards_on_host = 1;           // a shard stage: how many of its eval's shards its host runs
   std::vector<std::string> shards;  // the merge stage: its shard stages, in prompt order
 };
 

@@ -10,8 +10,8 @@
 #include "base/ssh_ciphers.h"
 #include "workflows/byte_size.h"
 #include "workflows/duration.h"
-#include "workflows/slurm_options.h"
 #include "workflows/eval_shards.h"
+#include "workflows/slurm_options.h"
 #include "workflows/validate.h"
 
 namespace ferry::workflow {
@@ -29,9 +29,9 @@ const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env
 const std::vector<std::string> kCommandKeys = {"run", "cwd", "slurm"};
 const std::vector<std::string> kSlurmKeys = {"partition", "time", "cpus", "mem", "gres", "account", "qos", "options"};
 const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
-const std::vector<std::string> kEvalKeys = {"target", "drafter", "reference", "prompts", "max_new_tokens",
-                                            "block_size", "device", "dtype", "threads", "gate",
-                                            "tokenizer", "prompt_format", "watch", "slurm", "hosts"};
+const std::vector<std::string> kEvalKeys = {"target",     "drafter",       "reference", "prompts", "max_new_tokens",
+                                            "block_size", "device",        "dtype",     "threads", "gate",
+                                            "tokenizer",  "prompt_format", "watch",     "slurm",   "hosts"};
 const std::vector<std::string> kWatchKeys = {"stage", "from", "pattern", "marker", "fail_on_error"};
 const std::vector<std::string> kGateKeys = {"min_tau", "min_ratio_to_reference"};
 

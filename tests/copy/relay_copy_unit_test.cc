@@ -24,7 +24,8 @@ class RelayCopyUnitTest : public ::testing::Test {
     env_.add_host("a", dir_.file("a"));
     env_.add_host("b", dir_.file("b"));
     // 2 shards of 2 chunks each, a config and an index of one chunk each.
-    for (const auto& f : copytest::make_checkpoint(dir_.file("src"), 2, 3 << 20)) chunks_ += copytest::chunks_of(f.size);
+    for (const auto& f : copytest::make_checkpoint(dir_.file("src"), 2, 3 << 20))
+      chunks_ += copytest::chunks_of(f.size);
   }
   // Copies dir_/src (or `from`) on a to dir_/dst on b; returns how it ended.
   StageOutcome copy(const std::string& from = "") {

@@ -4,9 +4,9 @@
 // eval of the same files; a link cut in the middle of the eval (one launch, the
 // report arrives); a SIGKILLed coordinator and `ferry resume` re-attaching to the
 // running eval; a sharded eval over two hosts, one cut and resumed; `ferry hosts
-// check` telling which hosts can run evals and why not. Cuts a link of the shared testbed: RUN_SERIAL in CMake. The models are the
-// engine's deterministic tiny ones (ferry-tiny-models suite), written by the test
-// into the host's workdir (testbed hosts share this machine's file system).
+// check` telling which hosts can run evals and why not. Cuts a link of the shared testbed: RUN_SERIAL in CMake. The
+// models are the engine's deterministic tiny ones (ferry-tiny-models suite), written by the test into the host's
+// workdir (testbed hosts share this machine's file system).
 #include <signal.h>
 
 #include <chrono>

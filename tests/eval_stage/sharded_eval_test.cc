@@ -35,11 +35,12 @@ class ShardedEvalTest : public ::testing::Test {
                                "/oracle-prompts.jsonl\n    max_new_tokens: 16\n    threads: 1\n" +
                                "    gate: {min_tau: 3.5, min_ratio_to_reference: 2}\n";
     std::string wf = dir_.file(name + ".yaml");
-    write_text(wf, "name: " + name + "\nhosts:\n  box: {workdir: " + d + "/box}\n  a: {workdir: " + d +
-                       "/a}\n  b:\n    workdir: " + d + "/b\n" + b_env + "  c: {workdir: " + d + "/c}\n" +
-                       "stages:\n  whole:\n    kind: eval\n    host: box\n" + fields +
-                       "  split:\n    kind: eval\n    hosts: [a, b, c]\n    needs: whole\n" + fields +
-                       "  after:\n    host: box\n    needs: split\n    run: echo tau ${{ stages.split.outputs.tau }}\n");
+    write_text(wf,
+               "name: " + name + "\nhosts:\n  box: {workdir: " + d + "/box}\n  a: {workdir: " + d +
+                   "/a}\n  b:\n    workdir: " + d + "/b\n" + b_env + "  c: {workdir: " + d + "/c}\n" +
+                   "stages:\n  whole:\n    kind: eval\n    host: box\n" + fields +
+                   "  split:\n    kind: eval\n    hosts: [a, b, c]\n    needs: whole\n" + fields +
+                   "  after:\n    host: box\n    needs: split\n    run: echo tau ${{ stages.split.outputs.tau }}\n");
     return wf;
   }
   testing::TempDir dir_;
@@ -144,9 +145,11 @@ TEST_F(ShardedEvalTest, ResumeRunsOnlyTheShardThatFailed) {
 TEST_F(ShardedEvalTest, TwoShardsOnOneHostShareItsCores) {
   const std::string d = dir_.path();
   std::string wf = dir_.file("twice.yaml");
-  write_text(wf, "name: twice\nhosts:\n  a: {workdir: " + d + "/a}\nstages:\n  split:\n    kind: eval\n"
-                 "    hosts: [a, a]\n    target: " + d + "/oracle-target\n    drafter: " + d + "/oracle-agree\n" +
-                 "    prompts: " + d + "/oracle-prompts.jsonl\n    max_new_tokens: 8\n");
+  write_text(wf, "name: twice\nhosts:\n  a: {workdir: " + d +
+                     "/a}\nstages:\n  split:\n    kind: eval\n"
+                     "    hosts: [a, a]\n    target: " +
+                     d + "/oracle-target\n    drafter: " + d + "/oracle-agree\n" + "    prompts: " + d +
+                     "/oracle-prompts.jsonl\n    max_new_tokens: 8\n");
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   cpu_set_t set;

@@ -150,9 +150,10 @@ eval::EvalReport shard_seed(int i) {
 // mutated, it is read typed and merged, or refused with a message; never a throw.
 TEST(HostResultFuzzTest, MutatedShardReportsAreMergedOrRefusedNeverThrown) {
   const nlohmann::json seeds[] = {shard_seed(0).to_json(), shard_seed(1).to_json()};
-  ASSERT_TRUE(eval::merge_shard_reports({*eval::eval_report_from_json(seeds[0]), *eval::eval_report_from_json(seeds[1])},
-                                        {}, 2.0, std::nullopt)
-                  .ok());
+  ASSERT_TRUE(
+      eval::merge_shard_reports({*eval::eval_report_from_json(seeds[0]), *eval::eval_report_from_json(seeds[1])}, {},
+                                2.0, std::nullopt)
+          .ok());
   const std::vector<std::string> wires = {seeds[0].dump(), seeds[1].dump()};
   FuzzPlan plan = fuzz_plan(3000);
   int merged = 0, refused = 0;
@@ -174,8 +175,8 @@ TEST(HostResultFuzzTest, MutatedShardReportsAreMergedOrRefusedNeverThrown) {
         continue;
       }
       auto other = eval::eval_report_from_json(seeds[1 - which]);
-      std::vector<eval::EvalReport> parts = which == 0 ? std::vector<eval::EvalReport>{*part, *other}
-                                                        : std::vector<eval::EvalReport>{*other, *part};
+      std::vector<eval::EvalReport> parts =
+          which == 0 ? std::vector<eval::EvalReport>{*part, *other} : std::vector<eval::EvalReport>{*other, *part};
       auto m2 = eval::merge_shard_reports(parts, {"a", "b"}, 2.0, std::nullopt);
       if (m2.ok()) {
         ++merged;

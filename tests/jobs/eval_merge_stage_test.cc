@@ -27,14 +27,11 @@ nlohmann::json shard_report(int index, std::vector<double> taus, std::vector<int
                         {"generated_tokens", 6 * n},
                         {"tpot_sum", 0.1 * static_cast<double>(n)},
                         {"tpot_count", n}};
-  return {{"drafter", "ckpt"},
-          {"prompts", "p.jsonl"},
-          {"block_size", 4},
-          {"max_new_tokens", 6},
-          {"prompt_count", n},
-          {"shard", {{"index", index}, {"count", 2}, {"first_prompt", first}, {"prompt_total", 3}}},
-          {"candidate", run},
-          {"responses", responses}};
+  return {
+      {"drafter", "ckpt"}, {"prompts", "p.jsonl"},
+      {"block_size", 4},   {"max_new_tokens", 6},
+      {"prompt_count", n}, {"shard", {{"index", index}, {"count", 2}, {"first_prompt", first}, {"prompt_total", 3}}},
+      {"candidate", run},  {"responses", responses}};
 }
 
 StageOutcome run_merge(testing::ScriptedStageEnv& env, std::optional<double> min_tau) {

@@ -14,9 +14,9 @@ TEST(IdleLanesTest, ALaneIsClosedOnlyAfterTheIntervalWithNoCallInFlight) {
   lanes.call_started("a#1", 0);
   lanes.call_started("a#2", 0);
   lanes.call_ended("a#2", 1'000);
-  EXPECT_EQ(lanes.take_idle(60'999), Names{});          // a#2 ended at 1 s: 59.999 s idle
-  EXPECT_EQ(lanes.take_idle(61'000), Names{"a#2"});     // a#1 still has its call in flight
-  EXPECT_EQ(lanes.take_idle(500'000), Names{});         // a#2 named once; a#1 still busy
+  EXPECT_EQ(lanes.take_idle(60'999), Names{});       // a#2 ended at 1 s: 59.999 s idle
+  EXPECT_EQ(lanes.take_idle(61'000), Names{"a#2"});  // a#1 still has its call in flight
+  EXPECT_EQ(lanes.take_idle(500'000), Names{});      // a#2 named once; a#1 still busy
   lanes.call_ended("a#1", 500'000);
   EXPECT_EQ(lanes.take_idle(559'999), Names{});
   EXPECT_EQ(lanes.take_idle(560'000), Names{"a#1"});

@@ -381,15 +381,20 @@ TEST_F(LocalRunTest, IdleHostLinksSleepUntilTheirNextPing) {
 TEST_F(LocalRunTest, IdleDataLanesAreClosedAndALaterCopyOpensThemAgain) {
   const std::string release = work_.file("release");
   write_text(work_.file("payload"), std::string(3 << 20, 'x'));
-  auto wf = workflow("name: lanes\nhosts:\n  a: {transport: local}\n  b: {transport: local, workdir: " +
-                     work_.file("b") + "}\nstages:\n"
-                     "  put:\n    host: a\n    run: cp " + work_.file("payload") + " payload\n"
-                     "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
-                     "    route: relay\n    streams: 4\n"
-                     "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
-                     "      while [ ! -f " + release + " ]; do sleep 0.1; done\n"
-                     "  again:\n    kind: copy\n    needs: wait\n    from: a:payload\n    to: b:again\n"
-                     "    route: relay\n    streams: 4\n");
+  auto wf =
+      workflow("name: lanes\nhosts:\n  a: {transport: local}\n  b: {transport: local, workdir: " + work_.file("b") +
+               "}\nstages:\n"
+               "  put:\n    host: a\n    run: cp " +
+               work_.file("payload") +
+               " payload\n"
+               "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
+               "    route: relay\n    streams: 4\n"
+               "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
+               "      while [ ! -f " +
+               release +
+               " ]; do sleep 0.1; done\n"
+               "  again:\n    kind: copy\n    needs: wait\n    from: a:payload\n    to: b:again\n"
+               "    route: relay\n    streams: 4\n");
   auto e = env();
   e["FERRY_LANE_IDLE_S"] = "2";  // swept every 0.5 s
   pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, e, work_.file("run.log"));
@@ -397,14 +402,16 @@ TEST_F(LocalRunTest, IdleDataLanesAreClosedAndALaterCopyOpensThemAgain) {
     auto ls = testing::run_process({"ls", "/proc/" + std::to_string(coordinator) + "/task"});
     return static_cast<int>(std::count(ls.out.begin(), ls.out.end(), '\n'));
   };
-  ASSERT_TRUE(wait_until([&] { return ferry({"logs", "lanes-1", "wait"}).out.find("waiting") != std::string::npos; },
-                         std::chrono::seconds(60)))
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return ferry({"logs", "lanes-1", "wait"}).out.find("waiting") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
       << read_text(work_.file("run.log"));
   // 8 lanes (4 per host) close: the coordinator ends up with at most the io thread, the
   // two hosts' main links and a few helpers.
   int now = threads();
-  EXPECT_TRUE(wait_until([&] { return (now = threads()) <= 6; }, std::chrono::seconds(20)))
-      << now << " threads still";
+  EXPECT_TRUE(wait_until([&] { return (now = threads()) <= 6; }, std::chrono::seconds(20))) << now << " threads still";
   write_text(release, "go");
   EXPECT_EQ(testing::wait_process(coordinator, 60), 0) << read_text(work_.file("run.log"));
   EXPECT_EQ(read_text(work_.file("b/again")).size(), size_t{3} << 20);

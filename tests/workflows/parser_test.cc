@@ -1,9 +1,9 @@
 // The parser on valid input: every key lands in the right model field, defaults
 // are filled in, and -p overrides are applied. Malformed input is covered by
 // malformed_test.cc and the corpus beside it.
+#include "workflows/parser.h"
 #include "workflows/eval_shards.h"
 #include "workflows/param_overrides.h"
-#include "workflows/parser.h"
 #include "workflows/slurm_options.h"
 
 #include <gtest/gtest.h>
@@ -435,7 +435,6 @@ TEST(ParamOverrideTest, UnknownParamIsAnErrorWithDidYouMean) {
   EXPECT_EQ(wf->find_param("learning_rate")->default_value, "0.1");
 }
 
-
 // `hosts:` on an eval: one shard stage per host, before the stage, which becomes
 // their merge: it keeps its name, outputs and gate, and needs every shard.
 TEST_F(ParserTest, AnEvalOverSeveralHostsBecomesItsShardsAndTheirMerge) {
@@ -465,8 +464,8 @@ stages:
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::vector<std::string> names;
   for (const auto& s : r->stages) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"train", "score-shard-1-of-3", "score-shard-2-of-3",
-                                             "score-shard-3-of-3", "score", "after"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"train", "score-shard-1-of-3", "score-shard-2-of-3", "score-shard-3-of-3",
+                                             "score", "after"}));
   for (int i = 0; i < 3; ++i) {
     const Stage* shard = r->find_stage(eval_shard_name("score", i, 3));
     ASSERT_NE(shard, nullptr);
@@ -484,7 +483,8 @@ stages:
   const Stage* merge = r->find_stage("score");
   ASSERT_NE(merge, nullptr);
   EXPECT_TRUE(merge->host.empty());
-  EXPECT_EQ(merge->shards, (std::vector<std::string>{"score-shard-1-of-3", "score-shard-2-of-3", "score-shard-3-of-3"}));
+  EXPECT_EQ(merge->shards,
+            (std::vector<std::string>{"score-shard-1-of-3", "score-shard-2-of-3", "score-shard-3-of-3"}));
   EXPECT_EQ(merge->needs, merge->shards);
   EXPECT_EQ(merge->gate.min_tau, 2.5);
   EXPECT_EQ(merge->retries, 0);

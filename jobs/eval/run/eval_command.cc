@@ -12,7 +12,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ferry eval --target DIR --drafter DIR [--reference DIR] --prompts FILE.jsonl\n"
-    "                  [--max-new-tokens N] [--block-size B] [--device cpu|cuda] [--dtype auto|float32|bfloat16|float16]\n"
+    "                  [--max-new-tokens N] [--block-size B] [--device cpu|cuda] [--dtype "
+    "auto|float32|bfloat16|float16]\n"
     "                  [--threads N] [--min-tau X] [--min-ratio X] [--no-baseline] [--json]\n"
     "                  [--tokenizer DIR] [--prompt-format raw|chat|chat-no-think] [--show N] [--shard K/N]\n"
     "example (tiny models from `ferry-tiny-models suite --out suite`):\n"
@@ -69,7 +70,8 @@ Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* jso
       size_t slash = v.find('/');
       auto k = parse_int(a, v.substr(0, slash));
       auto n = parse_int(a, slash == std::string::npos ? "" : v.substr(slash + 1));
-      if (!k.ok() || !n.ok() || *k < 1 || *k > *n) return invalid_argument(a + ": '" + v + "' is not K/N with 1 <= K <= N");
+      if (!k.ok() || !n.ok() || *k < 1 || *k > *n)
+        return invalid_argument(a + ": '" + v + "' is not K/N with 1 <= K <= N");
       spec.shard_index = *k - 1;
       spec.shard_count = *n;
     } else if (a == "--device") {

@@ -84,8 +84,8 @@ struct EvalReport {
   std::string prompts;
   std::string prompt_format;
   std::string tokenizer;  // tokenizer.json used; "" = none (byte-level text)
-  int64_t prompt_count = 0;  // decoded here (a shard: its part)
-  ShardOf shard;             // a shard's report: which part; a merged one has count 1
+  int64_t prompt_count = 0;      // decoded here (a shard: its part)
+  ShardOf shard;                 // a shard's report: which part; a merged one has count 1
   std::vector<ShardRow> shards;  // a merged report: its shards, in prompt order
   int64_t max_new_tokens = 0;
   int64_t block_size = 0;

@@ -96,10 +96,16 @@ Result<EvalReport> eval_report_from_json(const nlohmann::json& j) {
   EvalReport rep;
   std::string error;
   JsonFields r(j, "", &error);
-  for (auto [key, field] : {std::pair{"target", &rep.target}, {"target_architecture", &rep.target_architecture},
-                            {"drafter", &rep.drafter}, {"reference", &rep.reference}, {"prompts", &rep.prompts},
-                            {"prompt_format", &rep.prompt_format}, {"tokenizer", &rep.tokenizer},
-                            {"device", &rep.device}, {"dtype", &rep.dtype}, {"dtype_source", &rep.dtype_source},
+  for (auto [key, field] : {std::pair{"target", &rep.target},
+                            {"target_architecture", &rep.target_architecture},
+                            {"drafter", &rep.drafter},
+                            {"reference", &rep.reference},
+                            {"prompts", &rep.prompts},
+                            {"prompt_format", &rep.prompt_format},
+                            {"tokenizer", &rep.tokenizer},
+                            {"device", &rep.device},
+                            {"dtype", &rep.dtype},
+                            {"dtype_source", &rep.dtype_source},
                             {"gate_message", &rep.gate_message}}) {
     r.str(key, field);
   }

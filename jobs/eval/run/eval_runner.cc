@@ -10,14 +10,14 @@
 #include <optional>
 
 #include "jobs/eval/cpu/cpu_runtime.h"
+#include "jobs/eval/io/safetensors_reader.h"
 #include "jobs/eval/models/dflash_drafter.h"
+#include "jobs/eval/models/target_model.h"
 #include "jobs/eval/run/drafter_diff.h"
 #include "jobs/eval/run/eval_gate.h"
+#include "jobs/eval/run/progress_meter.h"
 #include "jobs/eval/run/prompt_encoder.h"
 #include "jobs/eval/run/prompt_file.h"
-#include "jobs/eval/run/progress_meter.h"
-#include "jobs/eval/models/target_model.h"
-#include "jobs/eval/io/safetensors_reader.h"
 #include "jobs/eval/run/speculative_decoder.h"
 
 namespace ferry::eval {

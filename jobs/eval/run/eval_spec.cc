@@ -33,14 +33,23 @@ Result<EvalSpec> eval_spec_from_json(const nlohmann::json& j) {
   EvalSpec s;
   std::string error;
   JsonFields f(j, "", &error);
-  for (auto [key, field] : {std::pair{"target", &s.target}, {"drafter", &s.drafter}, {"reference", &s.reference},
-                            {"prompts", &s.prompts}, {"tokenizer", &s.tokenizer},
-                            {"prompt_format", &s.prompt_format}, {"device", &s.device}, {"dtype", &s.dtype}}) {
+  for (auto [key, field] : {std::pair{"target", &s.target},
+                            {"drafter", &s.drafter},
+                            {"reference", &s.reference},
+                            {"prompts", &s.prompts},
+                            {"tokenizer", &s.tokenizer},
+                            {"prompt_format", &s.prompt_format},
+                            {"device", &s.device},
+                            {"dtype", &s.dtype}}) {
     f.str(key, field);
   }
-  for (auto [key, field] : {std::pair{"show_responses", &s.show_responses}, {"max_new_tokens", &s.max_new_tokens},
-                            {"block_size", &s.block_size}, {"threads", &s.threads}, {"shard_index", &s.shard_index},
-                            {"shard_count", &s.shard_count}, {"shards_on_host", &s.shards_on_host}}) {
+  for (auto [key, field] : {std::pair{"show_responses", &s.show_responses},
+                            {"max_new_tokens", &s.max_new_tokens},
+                            {"block_size", &s.block_size},
+                            {"threads", &s.threads},
+                            {"shard_index", &s.shard_index},
+                            {"shard_count", &s.shard_count},
+                            {"shards_on_host", &s.shards_on_host}}) {
     f.integer(key, field);
   }
   f.boolean("baseline", &s.baseline);

@@ -24,7 +24,9 @@ inline constexpr size_t kMaxJsonItems = size_t{1} << 22;
 class JsonFields {
  public:
   JsonFields(const nlohmann::json& j, std::string path, std::string* error)
-      : j_(j), path_(std::move(path)), error_(error) {}
+      : j_(j),
+        path_(std::move(path)),
+        error_(error) {}
 
   void str(const char* key, std::string* out) {
     if (const nlohmann::json* v = field(key, "a string", [](const nlohmann::json& x) { return x.is_string(); })) {
@@ -32,14 +34,17 @@ class JsonFields {
     }
   }
   void num(const char* key, double* out) {
-    if (const nlohmann::json* v = field(key, "a number", [](const nlohmann::json& x) { return x.is_number(); })) *out = v->get<double>();
+    if (const nlohmann::json* v = field(key, "a number", [](const nlohmann::json& x) { return x.is_number(); }))
+      *out = v->get<double>();
   }
   void optional_num(const char* key, std::optional<double>* out) {
-    if (const nlohmann::json* v = field(key, "a number", [](const nlohmann::json& x) { return x.is_number(); })) *out = v->get<double>();
+    if (const nlohmann::json* v = field(key, "a number", [](const nlohmann::json& x) { return x.is_number(); }))
+      *out = v->get<double>();
   }
   template <typename Int>
   void integer(const char* key, Int* out) {
-    if (const nlohmann::json* v = field(key, "an integer", [](const nlohmann::json& x) { return x.is_number_integer(); })) {
+    if (const nlohmann::json* v =
+            field(key, "an integer", [](const nlohmann::json& x) { return x.is_number_integer(); })) {
       *out = static_cast<Int>(v->get<int64_t>());
     }
   }

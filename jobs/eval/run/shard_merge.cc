@@ -43,7 +43,8 @@ Result<DecodeRun> merge_runs(const std::vector<const DecodeRun*>& parts, const s
     for (size_t k = 0; k < out.acceptance_histogram.size(); ++k) {
       counts_ok = counts_ok && add_count(&out.acceptance_histogram[k], p.acceptance_histogram[k]);
     }
-    for (size_t k = 0; k < out.accepted_at.size(); ++k) counts_ok = counts_ok && add_count(&out.accepted_at[k], p.accepted_at[k]);
+    for (size_t k = 0; k < out.accepted_at.size(); ++k)
+      counts_ok = counts_ok && add_count(&out.accepted_at[k], p.accepted_at[k]);
     if (!counts_ok) return invalid_argument(at + " has a count below zero or past 2^63");
     out.response_taus.insert(out.response_taus.end(), p.response_taus.begin(), p.response_taus.end());
     out.prefill_seconds += p.prefill_seconds;
@@ -93,7 +94,8 @@ Status check_part(const EvalReport& s, const EvalReport& first, size_t i, size_t
   if (s.max_new_tokens != first.max_new_tokens || s.block_size != first.block_size ||
       s.reference_run.has_value() != first.reference_run.has_value() ||
       s.baseline.has_value() != first.baseline.has_value()) {
-    return invalid_argument(at + " decoded differently from shard 1 (max_new_tokens, block size, reference or baseline)");
+    return invalid_argument(at +
+                            " decoded differently from shard 1 (max_new_tokens, block size, reference or baseline)");
   }
   return Status();
 }
@@ -125,8 +127,8 @@ Result<EvalReport> merge_shard_reports(const std::vector<EvalReport>& shards, co
       if (std::find(m.warnings.begin(), m.warnings.end(), w) == m.warnings.end()) m.warnings.push_back(w);
     }
     m.wall_seconds = std::max(m.wall_seconds, s.wall_seconds);  // side by side: the slowest shard
-    m.shards.push_back({i < stages.size() ? stages[i] : "", s.shard.first_prompt, s.prompt_count, s.wall_seconds,
-                        s.threads, s.cores});
+    m.shards.push_back(
+        {i < stages.size() ? stages[i] : "", s.shard.first_prompt, s.prompt_count, s.wall_seconds, s.threads, s.cores});
   }
   auto c = merge_runs(cand, "the candidate");
   if (!c.ok()) return c.status();
