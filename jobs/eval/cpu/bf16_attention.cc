@@ -157,8 +157,103 @@ FERRY_AVX512_BF16 void group_scores(const Shape& a, int64_t g, const std::vector
   }
 }
 
+// Row primitives of attend_group (as ggml-cpu/vec.h keeps its row kernels apart),
+// inlined into it: the same code as when they were written in place.
+
+// Float32 scores of query row `qr` against keys [s, s_len) of one kv head into p, four
+// keys at a time: four independent chains of multiply-adds and lane sums overlap where
+// one key's would wait on each other. Keys the mask hides are not computed.
+FERRY_AVX512_BF16 inline __attribute__((always_inline)) void scores_row(const bf16* qr, const bf16* kg, int64_t k_row, int64_t hd, int64_t s,
+                                  int64_t s_len, const float* mrow, float* p) {
+  auto hidden = [&](int64_t x) { return mrow != nullptr && mrow[x] == -INFINITY; };
+  for (; s + 4 <= s_len; s += 4) {
+    if (hidden(s) && hidden(s + 1) && hidden(s + 2) && hidden(s + 3)) continue;  // e^-inf = 0: skipped
+    const bf16* k0 = kg + s * k_row;
+    __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
+    for (int64_t d = 0; d < hd; d += 32) {
+      const __m512bh qv = (__m512bh)_mm512_loadu_si512(qr + d);
+      d0 = _mm512_dpbf16_ps(d0, qv, (__m512bh)_mm512_loadu_si512(k0 + d));
+      d1 = _mm512_dpbf16_ps(d1, qv, (__m512bh)_mm512_loadu_si512(k0 + k_row + d));
+      d2 = _mm512_dpbf16_ps(d2, qv, (__m512bh)_mm512_loadu_si512(k0 + 2 * k_row + d));
+      d3 = _mm512_dpbf16_ps(d3, qv, (__m512bh)_mm512_loadu_si512(k0 + 3 * k_row + d));
+    }
+    p[s] = sum_lanes(d0);
+    p[s + 1] = sum_lanes(d1);
+    p[s + 2] = sum_lanes(d2);
+    p[s + 3] = sum_lanes(d3);
+  }
+  for (; s < s_len; ++s) {
+    if (hidden(s)) continue;
+    const bf16* kr = kg + s * k_row;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t d = 0; d < hd; d += 32) {
+      acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(qr + d), (__m512bh)_mm512_loadu_si512(kr + d));
+    }
+    p[s] = sum_lanes(acc);
+  }
+}
+
+// One row of scores p[0, s_len) to BF16 probabilities in place, as libtorch rounds them:
+// the matmul's BF16 output, scaled in float32 and rounded again, plus the mask (a hidden
+// key -inf whatever its score); then max, exp, sum, and each probability rounded to BF16.
+FERRY_AVX512_BF16 inline __attribute__((always_inline)) void softmax_row_bf16(float scale_by, const float* mrow, int64_t s_len, float* p) {
+  const __m512 scale = _mm512_set1_ps(scale_by), minus_inf = _mm512_set1_ps(-INFINITY);
+  __m512 vmax = minus_inf;
+  int64_t s = 0;
+  for (s = 0; s < s_len; s += 16) {
+    const __mmask16 live = lanes_for(s_len - s);
+    __m512 x = round_bf16x16(_mm512_mul_ps(round_bf16x16(_mm512_maskz_loadu_ps(live, &p[s])), scale));
+    if (mrow != nullptr) {
+      const __m512 m = _mm512_maskz_loadu_ps(live, &mrow[s]);
+      x = _mm512_mask_mov_ps(_mm512_add_ps(x, m), _mm512_cmp_ps_mask(m, minus_inf, _CMP_EQ_OQ), minus_inf);
+    }
+    _mm512_mask_storeu_ps(&p[s], live, x);
+    vmax = _mm512_mask_max_ps(vmax, live, vmax, x);
+  }
+  vmax = _mm512_set1_ps(max_lanes(vmax));
+  __m512 sum = _mm512_setzero_ps();
+  for (s = 0; s + 16 <= s_len; s += 16) {
+    const __m512 e = exp_lanes(_mm512_sub_ps(_mm512_loadu_ps(&p[s]), vmax));
+    _mm512_storeu_ps(&p[s], e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (s < s_len) {
+    const __mmask16 m = lanes_for(s_len - s);
+    const __m512 e = exp_lanes(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, &p[s]), vmax));
+    _mm512_mask_storeu_ps(&p[s], m, e);
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / sum_lanes(sum));
+  for (s = 0; s < s_len; s += 16) {
+    const __mmask16 live = lanes_for(s_len - s);
+    _mm512_mask_storeu_ps(&p[s], live, round_bf16x16(_mm512_mul_ps(_mm512_maskz_loadu_ps(live, &p[s]), inv)));
+  }
+}
+
+// The weighted sum of the values for one row (p1 null) or two rows at once (p0 and p1,
+// into dst0 and dst1), over head columns [d0, d0 + width): one dispatch on the width.
+FERRY_AVX512_BF16 inline __attribute__((always_inline)) void weighted_sum_rows(const float* p0, const float* p1, int64_t s_len, const bf16* v, int64_t v_row,
+                                         int64_t width, bf16* dst0, bf16* dst1) {
+  if (p1 == nullptr) {
+    switch (width / 16) {
+      case 2: return weighted_sum<2>(p0, s_len, v, v_row, dst0);
+      case 4: return weighted_sum<4>(p0, s_len, v, v_row, dst0);
+      case 6: return weighted_sum<6>(p0, s_len, v, v_row, dst0);
+      default: return weighted_sum<8>(p0, s_len, v, v_row, dst0);
+    }
+  }
+  switch (width / 16) {
+    case 2: return weighted_sum2<2>(p0, p1, s_len, v, v_row, dst0, dst1);
+    case 4: return weighted_sum2<4>(p0, p1, s_len, v, v_row, dst0, dst1);
+    case 6: return weighted_sum2<6>(p0, p1, s_len, v, v_row, dst0, dst1);
+    default: return weighted_sum2<8>(p0, p1, s_len, v, v_row, dst0, dst1);
+  }
+}
+
 // Every query row of kv head g: scores, softmax, then the weighted sum of values.
-// Scores of one row in `p`, a buffer per thread that only grows.
+// Scores of one row in `p`, a buffer per thread that only grows. Many rows at once
+// (a prefill or a verify) take the tiled path: scores of up to kScoreRows rows as one
+// panel product, and probabilities times values 16 rows at a time.
 FERRY_AVX512_BF16 void attend_group(const Shape& a, int64_t g) {
   const int64_t rows = a.rep * a.t, s_len = a.s, hd = a.hd;
   thread_local std::vector<float> buffer;
@@ -182,7 +277,6 @@ FERRY_AVX512_BF16 void attend_group(const Shape& a, int64_t g) {
     const int64_t h = g * a.rep + r / a.t, i = r % a.t;
     const bf16* qr = a.q + h * a.q_head + i * a.q_row;
     const float* mrow = a.mask != nullptr ? a.mask + i * s_len : nullptr;
-    auto hidden = [&](int64_t s) { return mrow != nullptr && mrow[s] == -INFINITY; };
     int64_t s = 0;
     if (tiled) {
       if (r % kScoreRows == 0) group_scores(a, g, keys, r, std::min(kScoreRows, rows - r), &scores, &ldo);
@@ -190,65 +284,8 @@ FERRY_AVX512_BF16 void attend_group(const Shape& a, int64_t g) {
       for (; s + 16 <= s_len; s += 16) _mm512_storeu_ps(&p[s], load_bf16x16(&row_scores[s]));
       for (; s < s_len; ++s) p[s] = static_cast<float>(row_scores[s]);
     }
-    // Float32 dot products, four keys at a time: four independent chains of
-    // multiply-adds and lane sums overlap where one key's would wait on each other.
-    for (; s + 4 <= s_len; s += 4) {
-      if (hidden(s) && hidden(s + 1) && hidden(s + 2) && hidden(s + 3)) continue;  // e^-inf = 0: skipped
-      const bf16* k0 = kg + s * a.k_row;
-      __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
-      for (int64_t d = 0; d < hd; d += 32) {
-        const __m512bh qv = (__m512bh)_mm512_loadu_si512(qr + d);
-        d0 = _mm512_dpbf16_ps(d0, qv, (__m512bh)_mm512_loadu_si512(k0 + d));
-        d1 = _mm512_dpbf16_ps(d1, qv, (__m512bh)_mm512_loadu_si512(k0 + a.k_row + d));
-        d2 = _mm512_dpbf16_ps(d2, qv, (__m512bh)_mm512_loadu_si512(k0 + 2 * a.k_row + d));
-        d3 = _mm512_dpbf16_ps(d3, qv, (__m512bh)_mm512_loadu_si512(k0 + 3 * a.k_row + d));
-      }
-      p[s] = sum_lanes(d0);
-      p[s + 1] = sum_lanes(d1);
-      p[s + 2] = sum_lanes(d2);
-      p[s + 3] = sum_lanes(d3);
-    }
-    for (; s < s_len; ++s) {
-      if (hidden(s)) continue;
-      const bf16* kr = kg + s * a.k_row;
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t d = 0; d < hd; d += 32) {
-        acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(qr + d), (__m512bh)_mm512_loadu_si512(kr + d));
-      }
-      p[s] = sum_lanes(acc);
-    }
-    // libtorch: the matmul's BF16 output, scaled in float32 and rounded again, plus the
-    // mask; a hidden key -inf whatever its score (never computed on the dot-product path).
-    const __m512 scale = _mm512_set1_ps(a.scale), minus_inf = _mm512_set1_ps(-INFINITY);
-    __m512 vmax = minus_inf;
-    for (s = 0; s < s_len; s += 16) {
-      const __mmask16 live = lanes_for(s_len - s);
-      __m512 x = round_bf16x16(_mm512_mul_ps(round_bf16x16(_mm512_maskz_loadu_ps(live, &p[s])), scale));
-      if (mrow != nullptr) {
-        const __m512 m = _mm512_maskz_loadu_ps(live, &mrow[s]);
-        x = _mm512_mask_mov_ps(_mm512_add_ps(x, m), _mm512_cmp_ps_mask(m, minus_inf, _CMP_EQ_OQ), minus_inf);
-      }
-      _mm512_mask_storeu_ps(&p[s], live, x);
-      vmax = _mm512_mask_max_ps(vmax, live, vmax, x);
-    }
-    vmax = _mm512_set1_ps(max_lanes(vmax));
-    __m512 sum = _mm512_setzero_ps();
-    for (s = 0; s + 16 <= s_len; s += 16) {
-      const __m512 e = exp_lanes(_mm512_sub_ps(_mm512_loadu_ps(&p[s]), vmax));
-      _mm512_storeu_ps(&p[s], e);
-      sum = _mm512_add_ps(sum, e);
-    }
-    if (s < s_len) {
-      const __mmask16 m = lanes_for(s_len - s);
-      const __m512 e = exp_lanes(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, &p[s]), vmax));
-      _mm512_mask_storeu_ps(&p[s], m, e);
-      sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
-    }
-    const __m512 inv = _mm512_set1_ps(1.0f / sum_lanes(sum));
-    for (s = 0; s < s_len; s += 16) {  // probabilities in BF16
-      const __mmask16 live = lanes_for(s_len - s);
-      _mm512_mask_storeu_ps(&p[s], live, round_bf16x16(_mm512_mul_ps(_mm512_maskz_loadu_ps(live, &p[s]), inv)));
-    }
+    scores_row(qr, kg, a.k_row, hd, s, s_len, mrow, p);
+    softmax_row_bf16(a.scale, mrow, s_len, p);
 
     if (tiled) {  // a block of up to 16 rows' probabilities, then their product with the values
       const int64_t m = r % kBf16PanelColumns;
@@ -268,26 +305,12 @@ FERRY_AVX512_BF16 void attend_group(const Shape& a, int64_t g) {
       continue;
     }
     if (r % 2 == 0 && r + 1 < rows) continue;  // its pair's probabilities next
-    const float* p0 = buffer.data();
-    for (int64_t d0 = 0; d0 < hd; d0 += 128) {
+    for (int64_t d0 = 0; d0 < hd; d0 += 128) {  // rows r - 1 and r together, or a last odd row alone
       const int64_t width = std::min<int64_t>(128, hd - d0);
-      bf16* dst = out_row(r) + d0;
-      if (r % 2 == 1) {  // rows r - 1 and r together
-        bf16* dst0 = out_row(r - 1) + d0;
-        const bf16* v = vg + d0;
-        switch (width / 16) {
-          case 2: weighted_sum2<2>(p0, p, s_len, v, a.v_row, dst0, dst); break;
-          case 4: weighted_sum2<4>(p0, p, s_len, v, a.v_row, dst0, dst); break;
-          case 6: weighted_sum2<6>(p0, p, s_len, v, a.v_row, dst0, dst); break;
-          default: weighted_sum2<8>(p0, p, s_len, v, a.v_row, dst0, dst); break;
-        }
+      if (r % 2 == 1) {
+        weighted_sum_rows(buffer.data(), p, s_len, vg + d0, a.v_row, width, out_row(r - 1) + d0, out_row(r) + d0);
       } else {
-        switch (width / 16) {
-          case 2: weighted_sum<2>(p, s_len, vg + d0, a.v_row, dst); break;
-          case 4: weighted_sum<4>(p, s_len, vg + d0, a.v_row, dst); break;
-          case 6: weighted_sum<6>(p, s_len, vg + d0, a.v_row, dst); break;
-          default: weighted_sum<8>(p, s_len, vg + d0, a.v_row, dst); break;
-        }
+        weighted_sum_rows(p, nullptr, s_len, vg + d0, a.v_row, width, out_row(r) + d0, nullptr);
       }
     }
   }
