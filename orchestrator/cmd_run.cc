@@ -202,6 +202,7 @@ int cmd_validate(const FileOptions& o) {
       for (const auto& n : s->needs) std::cout << " " << n;
     }
     if (!s->watch.stage.empty()) std::cout << ", watches " << s->watch.stage << "'s checkpoints";
+    if (!s->shards.empty()) std::cout << ", merges its " << s->shards.size() << " shards' reports";
     std::cout << "\n";
   }
   return kExitOk;

@@ -55,7 +55,14 @@ nlohmann::json stage_of(const nlohmann::json& status, const std::string& name) {
 const char* kShards[] = {"split-shard-1-of-3", "split-shard-2-of-3", "split-shard-3-of-3"};
 
 TEST_F(ShardedEvalTest, ThePromptsSplitOverThreeHostsMergeIntoTheWholeEvalsReport) {
-  auto r = ferry({"run", workflow("three", "")});
+  const std::string wf = workflow("three", "");
+  auto v = ferry({"validate", wf});
+  EXPECT_NE(v.out.find("  split-shard-2-of-3 (eval on b) needs whole\n"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("  split (eval) needs split-shard-1-of-3 split-shard-2-of-3 split-shard-3-of-3, merges its 3 "
+                       "shards' reports\n"),
+            std::string::npos)
+      << v.out;
+  auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto st = ferry.status("three-1");
   const char* hosts[] = {"a", "b", "c"};
