@@ -29,6 +29,17 @@ bool can_shard(const Workflow& wf, const Stage& s, Diagnostics* d) {
     d->error(s.hosts_at, what + ": a watching eval runs on one 'host'; 'hosts' does not apply");
     ok = false;
   }
+  if (s.hosts.size() < 2) {
+    d->error(s.hosts_at, what + (s.hosts.empty() ? ": 'hosts' must be a list of host names (the shards' hosts), not "
+                                                   "an empty list"
+                                                 : ": 'hosts' lists one host; an eval on one host is 'host: " +
+                                                       s.hosts[0] + "'"));
+    ok = false;
+  } else if (s.hosts.size() > kMaxEvalShards) {
+    d->error(s.hosts_at, what + ": 'hosts' lists " + std::to_string(s.hosts.size()) + " shards; at most " +
+                             std::to_string(kMaxEvalShards));
+    ok = false;
+  }
   std::vector<std::string> names;
   for (const auto& h : wf.hosts) names.push_back(h.name);
   for (const auto& h : s.hosts) {
@@ -50,7 +61,8 @@ void expand_eval_shards(Workflow& wf, Diagnostics* diagnostics) {
   std::vector<Stage> out;
   out.reserve(wf.stages.size());
   for (auto& s : wf.stages) {
-    if (s.hosts.empty() || !can_shard(wf, s, diagnostics)) {
+    const bool written = s.hosts_at.line > 0;  // `hosts:` is in the file (an empty list too)
+    if (!written || !can_shard(wf, s, diagnostics)) {
       out.push_back(std::move(s));
       continue;
     }

@@ -5,8 +5,8 @@
 // merge: it needs every shard and joins their reports into the report of the whole
 // (jobs/eval/run/shard_merge.h). A host listed k times runs k shards, which divide its
 // cores when `threads` is 0. A failed shard is retried or resumed alone; finished
-// shards keep their results. Runs after parsing, before validation (which then sees
-// the shard stages as any eval on a host). Plain function; any thread.
+// shards keep their results. validate_workflow runs it first, then checks the shard
+// stages as any eval on a host. Plain function; any thread.
 #pragma once
 
 #include <string>

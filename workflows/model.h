@@ -147,7 +147,7 @@ struct Stage {
   /// A sharded eval (`hosts:`, eval_shards.h): the prompts are split over these hosts.
   /// After parsing, the stage is the merge of its shard stages, which come before it.
   std::vector<std::string> hosts;
-  Location hosts_at;
+  Location hosts_at;  // unknown when the key is absent
   int shard_index = 0;  // a shard stage: decodes part shard_index of shard_count
   int shard_count = 1;
   int shards_on_host = 1;           // a shard stage: how many of its eval's shards its host runs

@@ -10,7 +10,6 @@
 #include "base/ssh_ciphers.h"
 #include "workflows/byte_size.h"
 #include "workflows/duration.h"
-#include "workflows/eval_shards.h"
 #include "workflows/slurm_options.h"
 #include "workflows/validate.h"
 
@@ -612,30 +611,12 @@ class Parser {
       }
     }
     if (auto x = find(e, "watch")) parse_watch(*x, what, &s.watch);
-    if (auto x = find(e, "hosts")) parse_shard_hosts(*x, what, &s);
-  }
-
-  // `hosts: [a, b, c]`: the prompts split over these hosts (a host may repeat: several
-  // shards on it); workflows/eval_shards.h turns the stage into its shards and merge.
-  void parse_shard_hosts(const YAML::Node& n, const std::string& what, Stage* s) {
-    s->hosts_at = loc(n);
-    if (!n.IsSequence() || n.size() == 0) {
-      d_.error(loc(n), what + ": 'hosts' must be a list of host names (the shards' hosts), not " +
-                           (n.IsSequence() ? std::string("an empty list") : std::string(type_name(n))));
-      return;
-    }
-    if (n.size() == 1) {
-      d_.error(loc(n), what + ": 'hosts' lists one host; an eval on one host is 'host: " +
-                           (n[0].IsScalar() ? n[0].Scalar() : std::string("NAME")) + "'");
-      return;
-    }
-    if (n.size() > kMaxEvalShards) {
-      d_.error(loc(n), what + ": 'hosts' lists " + std::to_string(n.size()) + " shards; at most " +
-                           std::to_string(kMaxEvalShards));
-      return;
-    }
-    for (const auto& item : n) {
-      if (auto h = scalar(item, "hosts")) s->hosts.push_back(*h);
+    if (auto x = find(e, "hosts")) {  // as written: workflows/eval_shards.h checks and expands it
+      s.hosts_at = loc(*x);
+      if (!x->IsSequence()) d_.error(s.hosts_at, what + ": 'hosts' must be a list of host names, not " + type_name(*x));
+      for (const auto& item : x->IsSequence() ? *x : YAML::Node()) {
+        if (auto h = scalar(item, "hosts")) s.hosts.push_back(*h);
+      }
     }
   }
 
@@ -692,7 +673,6 @@ class Parser {
 
 Workflow parse_workflow_collecting(const std::string& path, const std::string& text, Diagnostics* diagnostics) {
   Workflow wf = Parser(diagnostics).parse(path, text);
-  expand_eval_shards(wf, diagnostics);
   validate_workflow(wf, diagnostics);
   return wf;
 }

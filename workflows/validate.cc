@@ -5,6 +5,7 @@
 
 #include "base/file_util.h"
 #include "workflows/dag.h"
+#include "workflows/eval_shards.h"
 #include "workflows/shell_context.h"
 #include "workflows/template.h"
 
@@ -140,6 +141,8 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
     local.name = "local";
     wf.hosts.push_back(local);
   }
+  // A sharded eval becomes its shard stages and their merge, checked below like any stage.
+  expand_eval_shards(wf, diagnostics);
   Checker check(wf, diagnostics);
   for (const auto& h : wf.hosts) {
     check.check_text(h.workdir, nullptr, "host '" + h.name + "' workdir");
