@@ -2,7 +2,7 @@
 // and optionally its stderr on a third (kept for messages). Used to run an agent
 // over pipes: `ferry-agent serve` for a local host (orchestrator/local_transport.h)
 // and `ssh HOST ferry-agent serve` for a direct copy (agents/push.h); and the
-// eval worker for an eval in the coordinator (jobs/eval_stage.h).
+// eval worker for an eval in the coordinator (jobs/eval/stage/eval_stage.h).
 //
 // The destructor closes the pipes, gives the child a moment to exit on EOF and
 // then kills it, and reaps it: no zombie, no leaked fd. One thread uses an object.

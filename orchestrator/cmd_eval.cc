@@ -1,7 +1,7 @@
 // `ferry eval`: the drafter eval engine standalone, through the eval plugin.
 #include <iostream>
 
-#include "jobs/eval_plugin.h"
+#include "jobs/eval/stage/eval_plugin.h"
 #include "orchestrator/cli.h"
 
 namespace ferry::cli {

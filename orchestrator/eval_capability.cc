@@ -7,8 +7,8 @@
 
 #include "base/capped_log.h"
 #include "jobs/command/command_stage.h"
-#include "jobs/eval_remote/host_file_upload.h"
-#include "jobs/eval_remote/remote_eval_stage.h"
+#include "jobs/eval/stage/remote/host_file_upload.h"
+#include "jobs/eval/stage/remote/remote_eval_stage.h"
 #include "base/peer_json.h"
 #include "base/shell_quote.h"
 

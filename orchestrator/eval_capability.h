@@ -1,6 +1,6 @@
 // EvalCapabilityCheck: can this host run evals (issue 17)? For `ferry hosts
 // check`: sends the eval worker to the host exactly as an eval stage would
-// (jobs/eval_remote/host_file_upload.h, by hash, nothing sent when it is there;
+// (jobs/eval/stage/remote/host_file_upload.h, by hash, nothing sent when it is there;
 // or takes the one the host's env names in $FERRY_EVAL_WORKER),
 // runs `ferry-eval check` there as a short detached job under the host's env, and
 // reads its answer: libtorch's version, the CPU's vector ISA and whether it has

@@ -113,4 +113,4 @@ printf '  the eval alone, ferry-eval (threads %s)    %6s\n' "$THREADS" "$m_whole
 printf '  each shard alone (threads %s)              %6s %6s %6s\n' "$THREADS" "$m1" "$m2" "$m3"
 printf '  3 hosts with their own cores: slowest shard %4s   (%.2fx faster than the eval alone)\n' "$slowest" \
   "$(awk -v a="$m_whole" -v b="$slowest" 'BEGIN { print a / b }')"
-echo "  (the merged report equals the 1-host one but for times: tests/eval_stage/sharded_eval_test.cc)"
+echo "  (the merged report equals the 1-host one but for times: tests/eval/stage/sharded_eval_test.cc)"

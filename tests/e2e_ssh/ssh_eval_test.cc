@@ -14,7 +14,7 @@
 #include <set>
 
 #include "tests/e2e_ssh/e2e_ssh_env.h"
-#include "tests/eval_stage/comparable_report.h"
+#include "tests/eval/stage/comparable_report.h"
 
 namespace ferry::e2e {
 namespace {

@@ -1,5 +1,5 @@
 // The readers of what hosts answer beyond the copy path (review 3, N2 and the F2
-// residual): an eval worker's result (jobs/eval_outcome.h), the replies an upload
+// residual): an eval worker's result (jobs/eval/stage/eval_outcome.h), the replies an upload
 // to a host reads (HostFileUpload: recv.begin, recv.write, recv.commit), the
 // listing a checkpoint watch groups (checkpoint_scan.h) and the report `ferry hosts
 // check` prints (hosts_check.h). Each mutated input ends in an outcome or an
@@ -12,10 +12,10 @@
 #include "base/terminal_text.h"
 #include "jobs/eval/run/eval_report_json.h"
 #include "jobs/eval/run/shard_merge.h"
-#include "jobs/eval_outcome.h"
-#include "jobs/eval_progress_reader.h"
-#include "jobs/eval_remote/host_file_upload.h"
-#include "jobs/watch/checkpoint_scan.h"
+#include "jobs/eval/stage/eval_outcome.h"
+#include "jobs/eval/stage/eval_progress_reader.h"
+#include "jobs/eval/stage/remote/host_file_upload.h"
+#include "jobs/eval/stage/watch/checkpoint_scan.h"
 #include "orchestrator/hosts_check.h"
 #include "protocol/frame.h"
 #include "tests/fuzz/random_input.h"
@@ -47,7 +47,7 @@ nlohmann::json result_seed() {
             {"responses", {{{"line", 1}, {"tau", 3.5}, {"text", "hi"}}}}}}};
 }
 
-// An eval's progress line from a host's log (jobs/eval_progress_reader.h): mutated,
+// An eval's progress line from a host's log (jobs/eval/stage/eval_progress_reader.h): mutated,
 // it is read as progress with only the known fields, or not at all; never a throw.
 TEST(HostResultFuzzTest, MutatedProgressLinesAreReadOrDroppedNeverThrown) {
   const nlohmann::json seed = {{"phase", "candidate"}, {"run", 1},      {"runs", 2},
@@ -146,7 +146,7 @@ eval::EvalReport shard_seed(int i) {
   return r;
 }
 
-// A shard's report as the merge of a sharded eval reads it (jobs/eval_merge_stage.h):
+// A shard's report as the merge of a sharded eval reads it (jobs/eval/stage/eval_merge_stage.h):
 // mutated, it is read typed and merged, or refused with a message; never a throw.
 TEST(HostResultFuzzTest, MutatedShardReportsAreMergedOrRefusedNeverThrown) {
   const nlohmann::json seeds[] = {shard_seed(0).to_json(), shard_seed(1).to_json()};

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "jobs/eval_progress.h"
+#include "jobs/eval/run/eval_progress.h"
 #include "jobs/tokenizer/chat_format.h"
 
 namespace ferry::eval {

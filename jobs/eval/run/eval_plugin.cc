@@ -1,4 +1,4 @@
-// libferry-eval.so: the eval engine behind the C boundary of jobs/eval_plugin_api.h.
+// libferry-eval.so: the eval engine behind the C boundary of jobs/eval/run/eval_plugin_api.h.
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include "jobs/eval/run/eval_command.h"
 #include "jobs/eval/run/eval_runner.h"
-#include "jobs/eval_plugin_api.h"
+#include "jobs/eval/run/eval_plugin_api.h"
 
 namespace {
 

@@ -122,7 +122,7 @@ struct EvalReport {
   std::map<std::string, double> metrics() const;
 };
 
-/// The engine's result for a finished eval, as jobs/eval_plugin_api.h gives it:
+/// The engine's result for a finished eval, as jobs/eval/run/eval_plugin_api.h gives it:
 /// {ok: true, report, text, metrics, gate_passed, gate_message}.
 nlohmann::json eval_result_json(const EvalReport& report);
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/duration_text.h"
-#include "jobs/eval_progress.h"
+#include "jobs/eval/run/eval_progress.h"
 
 namespace ferry::eval {
 namespace {

@@ -2,7 +2,7 @@
 // decoding runs (candidate, then reference and baseline when asked), tokens/s and an
 // ETA, and the candidate's τ so far. After each response it writes two progress
 // lines: one for people ("candidate: response 3/20: 128 tokens, tau 4.2, 35.1 tok/s,
-// ETA 1m20s") and one for ferry (kEvalProgressJson + a JSON object, jobs/eval_progress.h),
+// ETA 1m20s") and one for ferry (kEvalProgressJson + a JSON object, jobs/eval/run/eval_progress.h),
 // which the eval stages store as the stage's progress. Torch-free; the eval's thread.
 #pragma once
 

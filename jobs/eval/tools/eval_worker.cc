@@ -21,8 +21,8 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
-#include "jobs/eval_plugin_api.h"
-#include "jobs/eval_progress.h"
+#include "jobs/eval/run/eval_plugin_api.h"
+#include "jobs/eval/run/eval_progress.h"
 #include "jobs/eval/cpu/cpu_features.h"
 
 namespace ferry::eval {

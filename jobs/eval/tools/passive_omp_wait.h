@@ -2,7 +2,7 @@
 // main, and its default spins threads after every parallel region; a decode step runs
 // hundreds of small ones, and on a busy host the spinning threads take the CPUs from
 // the working ones (see jobs/eval/README.md, "Threads"). `ferry` sets the policy before
-// it loads the eval plugin (jobs/eval_plugin.cc); standalone tools call this first
+// it loads the eval plugin (jobs/eval/stage/eval_plugin.cc); standalone tools call this first
 // thing in main. Torch-free; call before any other thread exists.
 #pragma once
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "jobs/eval_progress.h"
+#include "jobs/eval/run/eval_progress.h"
 
 namespace ferry::eval {
 namespace {

@@ -1,4 +1,4 @@
-#include "jobs/eval_remote/host_file_upload.h"
+#include "jobs/eval/stage/remote/host_file_upload.h"
 
 #include <sys/stat.h>
 

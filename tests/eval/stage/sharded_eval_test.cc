@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/eval_stage/comparable_report.h"
+#include "tests/eval/stage/comparable_report.h"
 #include "tests/support/ferry_cli.h"
 #include "tests/support/process.h"
 

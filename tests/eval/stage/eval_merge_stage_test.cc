@@ -1,7 +1,7 @@
 // EvalMergeStage (a sharded eval's merge) through a scripted StageEnv: shard reports
 // written here by hand, with τ and counts worked out by hand, become the stage's
 // outcome; a missing, malformed or mismatched shard fails it, naming the shard.
-#include "jobs/eval_merge_stage.h"
+#include "jobs/eval/stage/eval_merge_stage.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-#include "jobs/eval_remote/remote_eval_factory.h"
+#include "jobs/eval/stage/remote/remote_eval_factory.h"
 
-#include "jobs/eval_remote/remote_eval_stage.h"
+#include "jobs/eval/stage/remote/remote_eval_stage.h"
 
 namespace ferry {
 

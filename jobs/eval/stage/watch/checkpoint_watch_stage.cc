@@ -1,10 +1,10 @@
-#include "jobs/watch/checkpoint_watch_stage.h"
+#include "jobs/eval/stage/watch/checkpoint_watch_stage.h"
 
 #include <cstdio>
 
 #include "base/clock.h"
 #include "base/file_hash.h"
-#include "jobs/eval_remote/remote_eval_factory.h"
+#include "jobs/eval/stage/remote/remote_eval_factory.h"
 #include "jobs/log_tap_env.h"
 #include "jobs/stage_factory.h"
 #include "jobs/states.h"

@@ -8,7 +8,7 @@
 // The worker's output (progress lines marked kEvalProgressPrefix, then the
 // readable report) is appended to the stage's log as it comes, the marked lines
 // are also notes for the person watching; its result file becomes the outcome
-// exactly as for an eval on a host (jobs/eval_outcome.h). Cancel: SIGTERM to the
+// exactly as for an eval on a host (jobs/eval/stage/eval_outcome.h). Cancel: SIGTERM to the
 // group (the engine stops between steps and reports), `hard` or timeout: SIGKILL.
 // The worker dies with the coordinator (PR_SET_PDEATHSIG).
 // io thread only, except the thread that reads the worker's output.

@@ -1,4 +1,4 @@
-#include "jobs/eval_plugin.h"
+#include "jobs/eval/stage/eval_plugin.h"
 
 #include <dlfcn.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "jobs/eval_remote/remote_eval_stage.h"
+#include "jobs/eval/stage/remote/remote_eval_stage.h"
 
 #include <unistd.h>
 
@@ -12,9 +12,9 @@
 #include "base/peer_json.h"
 #include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
-#include "jobs/eval_outcome.h"
-#include "jobs/eval_progress_reader.h"
-#include "jobs/eval_remote/host_file_upload.h"
+#include "jobs/eval/stage/eval_outcome.h"
+#include "jobs/eval/stage/eval_progress_reader.h"
+#include "jobs/eval/stage/remote/host_file_upload.h"
 #include "jobs/log_tap_env.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_plan.h"

@@ -1,10 +1,10 @@
-#include "jobs/eval_merge_stage.h"
+#include "jobs/eval/stage/eval_merge_stage.h"
 
 #include <boost/asio/post.hpp>
 
 #include "jobs/eval/run/eval_report_json.h"
 #include "jobs/eval/run/shard_merge.h"
-#include "jobs/eval_outcome.h"
+#include "jobs/eval/stage/eval_outcome.h"
 
 namespace ferry {
 namespace {

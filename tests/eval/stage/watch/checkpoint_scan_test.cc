@@ -1,10 +1,10 @@
-// The completion rule of watched checkpoints (jobs/watch/checkpoint_scan.h) on
+// The completion rule of watched checkpoints (jobs/eval/stage/watch/checkpoint_scan.h) on
 // listings shaped as the agent's fs.scan answers them.
-#include "jobs/watch/checkpoint_scan.h"
+#include "jobs/eval/stage/watch/checkpoint_scan.h"
 
 #include <gtest/gtest.h>
 
-#include "jobs/watch/checkpoint_watch_stage.h"
+#include "jobs/eval/stage/watch/checkpoint_watch_stage.h"
 
 namespace ferry {
 namespace {

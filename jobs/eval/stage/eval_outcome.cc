@@ -1,4 +1,4 @@
-#include "jobs/eval_outcome.h"
+#include "jobs/eval/stage/eval_outcome.h"
 
 #include <iomanip>
 #include <sstream>

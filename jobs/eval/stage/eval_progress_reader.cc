@@ -1,11 +1,11 @@
-#include "jobs/eval_progress_reader.h"
+#include "jobs/eval/stage/eval_progress_reader.h"
 
 #include <cmath>
 #include <cstdint>
 #include <utility>
 
 #include "base/json_depth.h"
-#include "jobs/eval_progress.h"
+#include "jobs/eval/run/eval_progress.h"
 
 namespace ferry {
 namespace {

@@ -1,4 +1,4 @@
-#include "jobs/watch/checkpoint_scan.h"
+#include "jobs/eval/stage/watch/checkpoint_scan.h"
 
 #include <fnmatch.h>
 

@@ -12,8 +12,8 @@
 // `ferry resume`, obeys cancel and timeout, and its log streams into the stage's
 // log. On a `scheduler: slurm` host that job is a Slurm job (the worker and the
 // checkpoints on the filesystem the login node shares with the compute nodes). When the job ends, the worker's result JSON (the plugin's, see
-// jobs/eval_plugin_api.h) is read back through the agent and becomes the
-// outcome exactly as for an eval in the coordinator (jobs/eval_outcome.h).
+// jobs/eval/run/eval_plugin_api.h) is read back through the agent and becomes the
+// outcome exactly as for an eval in the coordinator (jobs/eval/stage/eval_outcome.h).
 //
 // A host that cannot run the worker (its dynamic loader finds no libtorch) ends
 // the job within a second; the loader's words and what to install are the

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/eval_stage/comparable_report.h"
+#include "tests/eval/stage/comparable_report.h"
 #include "tests/support/ferry_cli.h"
 #include "tests/support/process.h"
 
@@ -138,7 +138,9 @@ TEST_F(RemoteEvalStageTest, EvalOnAHostGivesTheSameReportAsInTheCoordinator) {
   r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   for (auto& [type, d] : events("where-2", "shipped")) {
-    if (type == "eval.worker") EXPECT_EQ(d["bytes_sent"], 0) << d.dump();
+    if (type == "eval.worker") {
+      EXPECT_EQ(d["bytes_sent"], 0) << d.dump();
+    }
   }
 }
 

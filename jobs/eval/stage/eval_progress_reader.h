@@ -1,4 +1,4 @@
-// Reads an eval's progress line (jobs/eval_progress.h) as the stage's progress. The
+// Reads an eval's progress line (jobs/eval/run/eval_progress.h) as the stage's progress. The
 // line comes from a host's log, so it is read as untrusted: only the known fields,
 // each of its type and range, and nothing at all from a line that is not such an
 // object. io thread or any.

@@ -24,7 +24,7 @@ class EvalMergeStage : public StageRunner {
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool) override {}
 
-  /// The merged result as the engine writes one (jobs/eval_plugin_api.h), or an
+  /// The merged result as the engine writes one (jobs/eval/run/eval_plugin_api.h), or an
   /// error result naming the shard; what start() hands to eval_outcome.
   std::string merged_result();
 

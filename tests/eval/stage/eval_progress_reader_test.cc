@@ -1,7 +1,7 @@
 // An eval's JSON progress line, as the engine writes it (jobs/eval/run/progress_meter.h)
 // and as a host's log may hold it instead: only the known fields of their types and
 // ranges become the stage's progress; anything else is no progress at all.
-#include "jobs/eval_progress_reader.h"
+#include "jobs/eval/stage/eval_progress_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -29,7 +29,7 @@
 
 #include "jobs/stage_runner.h"
 #include "jobs/stage_spec.h"
-#include "jobs/watch/checkpoint_scan.h"
+#include "jobs/eval/stage/watch/checkpoint_scan.h"
 
 namespace ferry {
 

@@ -1,4 +1,4 @@
-#include "jobs/eval_stage.h"
+#include "jobs/eval/stage/eval_stage.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -17,8 +17,8 @@
 
 #include "base/child_process.h"
 #include "base/file_util.h"
-#include "jobs/eval_outcome.h"
-#include "jobs/eval_progress_reader.h"
+#include "jobs/eval/stage/eval_outcome.h"
+#include "jobs/eval/stage/eval_progress_reader.h"
 
 namespace ferry {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "base/status.h"
-#include "jobs/eval_plugin_api.h"
+#include "jobs/eval/run/eval_plugin_api.h"
 
 namespace ferry {
 

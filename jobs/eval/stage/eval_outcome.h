@@ -1,4 +1,4 @@
-// The stage outcome of an eval from the engine's result JSON (jobs/eval_plugin_api.h),
+// The stage outcome of an eval from the engine's result JSON (jobs/eval/run/eval_plugin_api.h),
 // the same whether the engine ran in the coordinator (eval_stage.h) or on a host
 // (eval_remote/remote_eval_stage.h): τ and friends become metrics and outputs, the
 // report is recorded as the eval.report event, a failed gate fails the stage.
