@@ -3,9 +3,9 @@
 #include "jobs/command/command_stage.h"
 #include "jobs/copy/copy_stage.h"
 #include "jobs/eval/stage/eval_merge_stage.h"
+#include "jobs/eval/stage/eval_stage.h"
 #include "jobs/eval/stage/remote/remote_eval_factory.h"
 #include "jobs/eval/stage/remote/remote_eval_stage.h"
-#include "jobs/eval/stage/eval_stage.h"
 #include "jobs/eval/stage/watch/checkpoint_watch_stage.h"
 
 namespace ferry {

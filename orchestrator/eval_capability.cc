@@ -6,11 +6,11 @@
 #include <sstream>
 
 #include "base/capped_log.h"
+#include "base/peer_json.h"
+#include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/eval/stage/remote/host_file_upload.h"
 #include "jobs/eval/stage/remote/remote_eval_stage.h"
-#include "base/peer_json.h"
-#include "base/shell_quote.h"
 
 namespace ferry {
 namespace {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "jobs/eval/run/eval_command.h"
-#include "jobs/eval/run/eval_runner.h"
 #include "jobs/eval/run/eval_plugin_api.h"
+#include "jobs/eval/run/eval_runner.h"
 
 namespace {
 

@@ -13,8 +13,8 @@ namespace {
 std::string metric_name(const std::string& key) {
   std::string out = key.substr(0, kMaxMetricNameBytes);
   for (char& c : out) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-              c == '-';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
     if (!ok) c = '_';
   }
   return out;
@@ -31,7 +31,9 @@ nlohmann::json bounded_report(nlohmann::json report) {
     dropped["responses"] = it->size() - kMaxStoredResponses;
     it->erase(it->begin() + static_cast<std::ptrdiff_t>(kMaxStoredResponses), it->end());
   }
-  auto size = [](const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size(); };
+  auto size = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+  };
   size_t bytes = size(report);
   if (bytes > kMaxStoredReportBytes) {
     for (const char* per_prompt : {"responses", "diff"}) {
@@ -77,8 +79,11 @@ StageOutcome eval_outcome(const std::string& result_json, bool cancelled, bool a
   if (!parsed.ok()) return failed(parsed.status().message(), cancelled);
   const nlohmann::json& r = *parsed;
   if (!r.is_object()) return failed("the eval result is " + json_type_phrase(r) + ", not an object", cancelled);
-  const std::pair<const char*, T> kTypes[] = {
-      {"ok", T::boolean}, {"error", T::string}, {"text", T::string}, {"gate_passed", T::boolean}, {"gate_message", T::string}};
+  const std::pair<const char*, T> kTypes[] = {{"ok", T::boolean},
+                                              {"error", T::string},
+                                              {"text", T::string},
+                                              {"gate_passed", T::boolean},
+                                              {"gate_message", T::string}};
   for (const auto& [key, type] : kTypes) {
     std::string why = wrong_type(r, key, type);
     if (!why.empty()) return failed(why, cancelled);

@@ -10,8 +10,8 @@
 namespace ferry {
 namespace {
 
-constexpr size_t kMaxLine = 4096;      // the engine's lines are ~200 bytes
-constexpr double kMaxCount = 1e12;     // prompts, tokens, seconds: past any real eval
+constexpr size_t kMaxLine = 4096;   // the engine's lines are ~200 bytes
+constexpr double kMaxCount = 1e12;  // prompts, tokens, seconds: past any real eval
 
 bool count(const nlohmann::json& in, const char* key, nlohmann::json* out, bool required) {
   auto it = in.find(key);

@@ -23,8 +23,8 @@
 namespace ferry {
 namespace {
 
-constexpr size_t kMaxLineBytes = 64 * 1024;      // a longer line reaches the log in pieces of this size
-constexpr int64_t kMaxResultBytes = 64 << 20;    // a report is KiBs; past this something is wrong
+constexpr size_t kMaxLineBytes = 64 * 1024;           // a longer line reaches the log in pieces of this size
+constexpr int64_t kMaxResultBytes = 64 << 20;         // a report is KiBs; past this something is wrong
 constexpr auto kKillGrace = std::chrono::seconds(5);  // SIGTERM → SIGKILL, as for a job on a host
 
 // The result file, read whole, or why not. Its folder is ours (mkdtemp) and the
@@ -68,7 +68,9 @@ struct EvalStage::Exit {
 };
 
 EvalStage::EvalStage(StageEnv& env, nlohmann::json spec, std::string worker)
-    : env_(env), spec_(std::move(spec)), worker_path_(std::move(worker)) {}
+    : env_(env),
+      spec_(std::move(spec)),
+      worker_path_(std::move(worker)) {}
 
 EvalStage::~EvalStage() = default;
 

@@ -21,9 +21,9 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include "jobs/eval/cpu/cpu_features.h"
 #include "jobs/eval/run/eval_plugin_api.h"
 #include "jobs/eval/run/eval_progress.h"
-#include "jobs/eval/cpu/cpu_features.h"
 
 namespace ferry::eval {
 namespace {

@@ -10,9 +10,8 @@
 namespace ferry {
 namespace {
 
-const char kLine[] =
-    R"(progress {"phase":"candidate","run":1,"runs":3,"prompts_done":4,"prompts_total":20,)"
-    R"("tokens":512,"tokens_per_s":35.5,"eta_s":310,"tau":4.25})";
+const char kLine[] = R"(progress {"phase":"candidate","run":1,"runs":3,"prompts_done":4,"prompts_total":20,)"
+                     R"("tokens":512,"tokens_per_s":35.5,"eta_s":310,"tau":4.25})";
 
 TEST(EvalProgressReaderTest, TheEnginesLineBecomesTheStagesProgress) {
   auto p = read_eval_progress(kLine);

@@ -41,9 +41,11 @@ class EvalStageTest : public ::testing::Test {
   }
   std::string workflow(const std::string& drafter, const std::string& gate) {
     std::string path = dir_.file("wf.yaml");
-    write_text(path, "name: evaltest\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n    drafter: " +
-                         drafter + "\n    reference: oracle-disagree\n    prompts: oracle-prompts.jsonl\n    max_new_tokens: 16\n"
-                         "    threads: 1\n" + gate);
+    write_text(path,
+               "name: evaltest\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n    drafter: " + drafter +
+                   "\n    reference: oracle-disagree\n    prompts: oracle-prompts.jsonl\n    max_new_tokens: 16\n"
+                   "    threads: 1\n" +
+                   gate);
     return path;
   }
   testing::TempDir dir_;
@@ -109,8 +111,10 @@ TEST_F(EvalStageTest, PromptFormatAndTokenizerReachTheEngine) {
   write_text(dir_.file("text-prompts.jsonl"), "{\"prompt\": \"hi\"}\n");
   auto stage_error = [&](const std::string& extra) {
     std::string path = dir_.file("wf-text.yaml");
-    write_text(path, "name: evaltext\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n"
-                     "    drafter: oracle-agree\n    prompts: text-prompts.jsonl\n    max_new_tokens: 4\n" + extra);
+    write_text(path,
+               "name: evaltext\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n"
+               "    drafter: oracle-agree\n    prompts: text-prompts.jsonl\n    max_new_tokens: 4\n" +
+                   extra);
     auto r = ferry({"run", path});
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     auto runs = nlohmann::json::parse(ferry({"runs", "--json"}).out);
@@ -120,7 +124,8 @@ TEST_F(EvalStageTest, PromptFormatAndTokenizerReachTheEngine) {
   };
   std::string chat = stage_error("");
   EXPECT_NE(chat.find("text-prompts.jsonl:1: 'prompt': prompt_format chat needs the model's tokenizer"),
-            std::string::npos) << chat;
+            std::string::npos)
+      << chat;
   std::string raw = stage_error("    prompt_format: raw\n");
   EXPECT_NE(raw.find("text-prompts.jsonl:1: 'prompt': no tokenizer"), std::string::npos) << raw;
   EXPECT_NE(raw.find("vocabulary (64) is not byte-level"), std::string::npos) << raw;
@@ -137,11 +142,13 @@ std::string catastrophic_tokenizer() {
   for (int b = 0; b < 256; ++b) {
     bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
     unsigned cp = printable ? b : 256 + shifted++;
-    std::string ch = cp < 0x80 ? std::string(1, static_cast<char>(cp))
-                               : std::string{static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+    std::string ch = cp < 0x80
+                         ? std::string(1, static_cast<char>(cp))
+                         : std::string{static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
     vocab[ch] = b;
   }
-  nlohmann::json split = {{"type", "Split"}, {"pattern", {{"Regex", "(a+)+b"}}}, {"behavior", "Isolated"}, {"invert", false}};
+  nlohmann::json split = {
+      {"type", "Split"}, {"pattern", {{"Regex", "(a+)+b"}}}, {"behavior", "Isolated"}, {"invert", false}};
   nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
   return nlohmann::json{{"normalizer", nullptr},
                         {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {split, byte_level}}}},
@@ -165,8 +172,9 @@ bool fifo_has_reader(const std::string& fifo) {
 // any failed run.
 TEST_F(EvalStageTest, TimeoutStopsAnInProcessEvalStuckInTheTokenizer) {
   // A target whose vocabulary holds the tokenizer's 256 ids, and a drafter for it.
-  for (auto args : std::vector<std::vector<std::string>>{{"target", "--out", dir_.file("byte-target"), "--vocab", "300"},
-                                                         {"drafter", "--out", dir_.file("byte-drafter"), "--target-vocab", "300"}}) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"target", "--out", dir_.file("byte-target"), "--vocab", "300"},
+           {"drafter", "--out", dir_.file("byte-drafter"), "--target-vocab", "300"}}) {
     args.insert(args.begin(), testing::bin_dir() + "/ferry-tiny-models");
     auto made = testing::run_process(args);
     ASSERT_EQ(made.exit_code, 0) << made.err;
@@ -178,12 +186,15 @@ TEST_F(EvalStageTest, TimeoutStopsAnInProcessEvalStuckInTheTokenizer) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // Long enough for the worker to start and load on a busy machine (7.5 s seen on 2 shared cores).
   constexpr int kTimeoutS = 20;
-  const std::string common = "    kind: eval\n    target: byte-target\n    drafter: byte-drafter\n"
-                             "    max_new_tokens: 4\n    threads: 1\n    timeout: " + std::to_string(kTimeoutS) + "s\n";
+  const std::string common =
+      "    kind: eval\n    target: byte-target\n    drafter: byte-drafter\n"
+      "    max_new_tokens: 4\n    threads: 1\n    timeout: " +
+      std::to_string(kTimeoutS) + "s\n";
   std::string path = dir_.file("wf-stuck.yaml");
   write_text(path, "name: stuck\nstages:\n  regex:\n" + common +
                        "    prompts: a-prompts.jsonl\n    prompt_format: raw\n    tokenizer: catastrophic\n"
-                       "  fifo:\n" + common + "    prompts: fifo-prompts.jsonl\n");
+                       "  fifo:\n" +
+                       common + "    prompts: fifo-prompts.jsonl\n");
   auto t0 = std::chrono::steady_clock::now();
   // Past the bound, the process is killed (and the exit code says so).
   auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", path},
@@ -220,9 +231,10 @@ TEST_F(EvalStageTest, ACheckpointTruncatedDuringTheEvalFailsTheStageNotTheCoordi
   const std::string fifo = dir_.file("fifo-prompts.jsonl");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::string path = dir_.file("wf-bus.yaml");
-  write_text(path, "name: bus\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n"
-                   "    drafter: oracle-agree\n    prompts: fifo-prompts.jsonl\n    max_new_tokens: 16\n"
-                   "    threads: 1\n");
+  write_text(path,
+             "name: bus\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n"
+             "    drafter: oracle-agree\n    prompts: fifo-prompts.jsonl\n    max_new_tokens: 16\n"
+             "    threads: 1\n");
   pid_t pid = testing::spawn_process({testing::bin_dir() + "/ferry", "run", path},
                                      {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}, dir_.file("run.log"));
   // Our end opens once the engine holds the reader's (blocked in its open until then);

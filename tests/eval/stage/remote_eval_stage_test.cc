@@ -153,10 +153,11 @@ TEST_F(RemoteEvalStageTest, HostWithoutAWorkingLibtorchFailsTheStageAtOnceSaying
   ASSERT_EQ(testing::run_process({"mkdir", "-p", dir_.file("broken-libtorch")}).exit_code, 0);
   write_text(dir_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
   std::string wf = dir_.file("wf.yaml");
-  write_text(wf, "name: nolib\nhosts:\n  bare:\n    workdir: " + dir_.path() + "\n    env: {LD_LIBRARY_PATH: " +
-                     dir_.file("broken-libtorch") +
+  write_text(wf, "name: nolib\nhosts:\n  bare:\n    workdir: " + dir_.path() +
+                     "\n    env: {LD_LIBRARY_PATH: " + dir_.file("broken-libtorch") +
                      "}\nstages:\n  eval:\n    kind: eval\n    host: bare\n    target: oracle-target\n"
-                     "    prompts: oracle-prompts.jsonl\n" + kDrafters + kEvalFields);
+                     "    prompts: oracle-prompts.jsonl\n" +
+                     kDrafters + kEvalFields);
   auto r = ferry({"run", wf});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto s = stage(status("nolib-1"), "eval");
@@ -181,7 +182,8 @@ TEST_F(RemoteEvalStageTest, HostsCheckShowsWhichHostsCanRunEvalsAndWhyNot) {
   write_text(wf, "name: caps\nhosts:\n  box: {workdir: " + dir_.path() + "}\n  bare:\n    workdir: " +
                      dir_.file("bare") + "\n    env: {LD_LIBRARY_PATH: " + dir_.file("broken-libtorch") +
                      "}\nstages:\n  eval:\n    kind: eval\n    host: box\n    target: oracle-target\n"
-                     "    prompts: oracle-prompts.jsonl\n" + kDrafters + kEvalFields);
+                     "    prompts: oracle-prompts.jsonl\n" +
+                     kDrafters + kEvalFields);
   auto r = ferry({"hosts", "check", wf, "--json"});
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.out << r.err;
@@ -213,7 +215,8 @@ TEST_F(RemoteEvalStageTest, CancelStopsTheWorkerOnItsHost) {
   std::string wf = dir_.file("wf.yaml");
   write_text(wf, "name: stop\nhosts:\n  box: {workdir: " + dir_.path() +
                      "}\nstages:\n  eval:\n    kind: eval\n    host: box\n    target: oracle-target\n"
-                     "    prompts: oracle-prompts.jsonl\n" + kDrafters +
+                     "    prompts: oracle-prompts.jsonl\n" +
+                     kDrafters +
                      "    max_new_tokens: 4000\n    threads: 1\n");  // minutes: cancelled long before the end
   std::map<std::string, std::string> env = {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}};
   pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env, dir_.file("run.log"));
@@ -246,7 +249,8 @@ TEST_F(RemoteEvalStageTest, AWorkerInstalledOnTheHostIsUsedAndNothingIsSent) {
                      "    target: ${{ hosts.box.workdir }}/../oracle-target\n"
                      "    drafter: ${{ hosts.box.workdir }}/../oracle-agree\n"
                      "    reference: ${{ hosts.box.workdir }}/../oracle-disagree\n"
-                     "    prompts: coordinator:oracle-prompts.jsonl\n" + kEvalFields);
+                     "    prompts: coordinator:oracle-prompts.jsonl\n" +
+                     kEvalFields);
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   nlohmann::json worker;

@@ -60,7 +60,7 @@ void HostFileUpload::begin() {
       return self->finish(r.status());
     }
     if (bool_field(r->header, "complete")) return self->finish(Status());  // already there
-    self->have_.assign(self->hashes_.size(), false);  // what the host's part file holds now
+    self->have_.assign(self->hashes_.size(), false);                       // what the host's part file holds now
     for (auto& [i, h] : chunk_map_from_json(obj_field(r->header, "have"))) {
       if (i >= 0 && static_cast<size_t>(i) < self->hashes_.size() && h == self->hashes_[i]) self->have_[i] = true;
     }
@@ -98,26 +98,27 @@ void HostFileUpload::commit() {
   auto hashes = protocol::move_field_to_body(&args, "chunks", "the chunk hashes of " + file_.dest);
   if (!hashes.ok()) return finish(hashes.status());
   auto self = shared_from_this();
-  env_.call_agent_lane(file_.host, 0, "recv.commit", args, std::move(hashes).value(), [self](Result<protocol::Frame> r) {
-    if (self->abandoned_) return;
-    if (!r.ok()) {
-      if (transient(r.status())) return self->retry([self] { self->begin(); });
-      return self->begin_again(r.status());
-    }
-    if (!bool_field(r->header, "committed")) {
-      // Chunks that went bad on the host's disk: send them again, a few times.
-      if (++self->recommits_ > kMaxRecommits) {
-        return self->finish(data_loss("uploading " + self->file_.dest + ": " +
-                                      str_field(r->header, "error", "chunks failed verification")));
-      }
-      for (const auto& bad : arr_field(r->header, "bad")) {
-        const int64_t i = bad.is_number_integer() ? bad.get<int64_t>() : -1;
-        if (i >= 0 && static_cast<size_t>(i) < self->have_.size()) self->have_[static_cast<size_t>(i)] = false;
-      }
-      return self->send(0);
-    }
-    self->finish(Status());
-  });
+  env_.call_agent_lane(
+      file_.host, 0, "recv.commit", args, std::move(hashes).value(), [self](Result<protocol::Frame> r) {
+        if (self->abandoned_) return;
+        if (!r.ok()) {
+          if (transient(r.status())) return self->retry([self] { self->begin(); });
+          return self->begin_again(r.status());
+        }
+        if (!bool_field(r->header, "committed")) {
+          // Chunks that went bad on the host's disk: send them again, a few times.
+          if (++self->recommits_ > kMaxRecommits) {
+            return self->finish(data_loss("uploading " + self->file_.dest + ": " +
+                                          str_field(r->header, "error", "chunks failed verification")));
+          }
+          for (const auto& bad : arr_field(r->header, "bad")) {
+            const int64_t i = bad.is_number_integer() ? bad.get<int64_t>() : -1;
+            if (i >= 0 && static_cast<size_t>(i) < self->have_.size()) self->have_[static_cast<size_t>(i)] = false;
+          }
+          return self->send(0);
+        }
+        self->finish(Status());
+      });
 }
 
 // Another upload of the same file to the same place (two evals starting on one

@@ -21,7 +21,7 @@ namespace ferry {
 struct HostFile {
   std::string local;  // the coordinator's file
   std::string host;
-  std::string dest;   // on the host (relative: to its workdir)
+  std::string dest;  // on the host (relative: to its workdir)
   int mode = 0644;
 };
 

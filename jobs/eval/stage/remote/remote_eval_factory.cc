@@ -4,8 +4,8 @@
 
 namespace ferry {
 
-std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, const EvalStageSpec& eval,
-                                                    StageEnv& env, const AttemptId& id) {
+std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, const EvalStageSpec& eval, StageEnv& env,
+                                                    const AttemptId& id) {
   RemoteEvalSpec spec;
   spec.host = host;
   spec.attempt = id;

@@ -13,7 +13,7 @@ namespace ferry {
 inline constexpr const char* kCoordinatorPrefix = "coordinator:";
 
 /// target, drafter, reference and prompts are the host's paths (relative: to its workdir).
-std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, const EvalStageSpec& eval,
-                                                    StageEnv& env, const AttemptId& id);
+std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, const EvalStageSpec& eval, StageEnv& env,
+                                                    const AttemptId& id);
 
 }  // namespace ferry

@@ -22,7 +22,7 @@
 namespace ferry {
 namespace {
 
-constexpr int kLoaderFailedExit = 127;               // sh's "cannot execute", ld.so's missing library
+constexpr int kLoaderFailedExit = 127;  // sh's "cannot execute", ld.so's missing library
 
 std::string gib_text(int64_t bytes) {
   char buf[32];
@@ -79,9 +79,11 @@ void RemoteEvalStage::install_worker() {
   upload_->start([self, hash = *hash](Status s, int64_t sent) {
     if (self->finished_) return;
     if (!s.ok()) return self->fail(s.message());
-    self->env_.record_event("eval.worker", {{"host", self->spec_.host}, {"path", self->worker_dest_},
-                                            {"hash", hash}, {"bytes_sent", sent}});
-    if (sent > 0) self->env_.note("sent the eval worker to " + self->spec_.host + " (" + std::to_string(sent) + " bytes)");
+    self->env_.record_event(
+        "eval.worker",
+        {{"host", self->spec_.host}, {"path", self->worker_dest_}, {"hash", hash}, {"bytes_sent", sent}});
+    if (sent > 0)
+      self->env_.note("sent the eval worker to " + self->spec_.host + " (" + std::to_string(sent) + " bytes)");
     self->check_memory();
   });
 }
@@ -109,10 +111,11 @@ void RemoteEvalStage::check_memory() {
     }
     self->ship_prompts();
   };
-  env_.call_agent(spec_.host, "host.info", nlohmann::json::object(), [host_memory, one_done](Result<protocol::Frame> r) {
-    if (r.ok()) *host_memory = int_field(r->header, "mem_total_bytes");
-    one_done();
-  });
+  env_.call_agent(spec_.host, "host.info", nlohmann::json::object(),
+                  [host_memory, one_done](Result<protocol::Frame> r) {
+                    if (r.ok()) *host_memory = int_field(r->header, "mem_total_bytes");
+                    one_done();
+                  });
   for (const char* key : {"target", "drafter", "reference"}) {
     std::string path = spec_.engine.value(key, std::string());
     if (path.empty()) continue;
@@ -212,31 +215,33 @@ void RemoteEvalStage::read_result(int64_t size, std::string sofar) {
   int64_t len = std::min(kResultPiece, size - offset);
   auto self = shared_from_this();
   nlohmann::json args = {{"path", result_path_}, {"offset", offset}, {"length", len}};
-  env_.call_agent(spec_.host, "fs.read", args, [self, size, sofar = std::move(sofar)](Result<protocol::Frame> r) mutable {
-    if (self->finished_) return;
-    if (!r.ok()) {
-      if (transient(r.status())) {
-        auto timer = std::make_shared<boost::asio::steady_timer>(self->env_.io(), std::chrono::milliseconds(kRetryMs));
-        return timer->async_wait([self, timer, size, sofar](const boost::system::error_code& ec) {
-          if (!ec) self->read_result(size, sofar);
-        });
-      }
-      return self->fail("reading the eval result on " + self->spec_.host + ": " + r.status().message());
-    }
-    // Each read must bring 1..len bytes: an empty one would never end, a longer one
-    // would outgrow the size checked above.
-    const int64_t len = std::min(kResultPiece, size - static_cast<int64_t>(sofar.size()));
-    if (r->body.empty() || static_cast<int64_t>(r->body.size()) > len) {
-      return self->fail("reading the eval result on " + self->spec_.host + ": asked for " + std::to_string(len) +
-                        " bytes at offset " + std::to_string(sofar.size()) + ", got " +
-                        std::to_string(r->body.size()) + " (was it truncated while read?)");
-    }
-    if (xxh128_hex(r->body.data(), r->body.size()) != str_field(r->header, "hash")) {
-      return self->fail("the eval result read from " + self->spec_.host + " does not match its hash");
-    }
-    sofar += r->body;
-    self->read_result(size, std::move(sofar));
-  });
+  env_.call_agent(
+      spec_.host, "fs.read", args, [self, size, sofar = std::move(sofar)](Result<protocol::Frame> r) mutable {
+        if (self->finished_) return;
+        if (!r.ok()) {
+          if (transient(r.status())) {
+            auto timer =
+                std::make_shared<boost::asio::steady_timer>(self->env_.io(), std::chrono::milliseconds(kRetryMs));
+            return timer->async_wait([self, timer, size, sofar](const boost::system::error_code& ec) {
+              if (!ec) self->read_result(size, sofar);
+            });
+          }
+          return self->fail("reading the eval result on " + self->spec_.host + ": " + r.status().message());
+        }
+        // Each read must bring 1..len bytes: an empty one would never end, a longer one
+        // would outgrow the size checked above.
+        const int64_t len = std::min(kResultPiece, size - static_cast<int64_t>(sofar.size()));
+        if (r->body.empty() || static_cast<int64_t>(r->body.size()) > len) {
+          return self->fail("reading the eval result on " + self->spec_.host + ": asked for " + std::to_string(len) +
+                            " bytes at offset " + std::to_string(sofar.size()) + ", got " +
+                            std::to_string(r->body.size()) + " (was it truncated while read?)");
+        }
+        if (xxh128_hex(r->body.data(), r->body.size()) != str_field(r->header, "hash")) {
+          return self->fail("the eval result read from " + self->spec_.host + " does not match its hash");
+        }
+        sofar += r->body;
+        self->read_result(size, std::move(sofar));
+      });
 }
 
 // Why the worker left no result: the loader's words when libtorch is missing,

@@ -11,9 +11,9 @@
 // CommandStage, so it has attempt tokens, re-attaches after drops and after
 // `ferry resume`, obeys cancel and timeout, and its log streams into the stage's
 // log. On a `scheduler: slurm` host that job is a Slurm job (the worker and the
-// checkpoints on the filesystem the login node shares with the compute nodes). When the job ends, the worker's result JSON (the plugin's, see
-// jobs/eval/run/eval_plugin_api.h) is read back through the agent and becomes the
-// outcome exactly as for an eval in the coordinator (jobs/eval/stage/eval_outcome.h).
+// checkpoints on the filesystem the login node shares with the compute nodes). When the job ends, the worker's result
+// JSON (the plugin's, see jobs/eval/run/eval_plugin_api.h) is read back through the agent and becomes the outcome
+// exactly as for an eval in the coordinator (jobs/eval/stage/eval_outcome.h).
 //
 // A host that cannot run the worker (its dynamic loader finds no libtorch) ends
 // the job within a second; the loader's words and what to install are the
@@ -36,11 +36,11 @@ class LogTapEnv;
 struct RemoteEvalSpec {
   std::string host;
   AttemptId attempt;
-  nlohmann::json engine;            // the plugin's spec; paths as the host sees them
-  std::string coordinator_prompts;  // a coordinator file to ship as the prompts ("" = none)
+  nlohmann::json engine;                   // the plugin's spec; paths as the host sees them
+  std::string coordinator_prompts;         // a coordinator file to ship as the prompts ("" = none)
   std::map<std::string, std::string> env;  // the host's and the stage's env
   double timeout_s = 0;
-  std::string worker;  // the coordinator's ferry-eval binary
+  std::string worker;    // the coordinator's ferry-eval binary
   nlohmann::json slurm;  // on a Slurm host: the worker runs as a Slurm job with these sbatch options
 };
 

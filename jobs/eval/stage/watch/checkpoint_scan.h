@@ -31,7 +31,7 @@ struct CheckpointFolder {
   int64_t newest_mtime_ns = 0;  // of the folder and its files
   bool has_weights = false;     // config.json and safetensors (or their index)
   bool has_marker = false;
-  bool listed_whole = true;     // false: too many files for one listing; never complete
+  bool listed_whole = true;  // false: too many files for one listing; never complete
 };
 
 /// The training step in a checkpoint's name: the digits it ends with.

@@ -20,7 +20,9 @@ bool ended(const std::string& state) {
 }
 
 // One version of a checkpoint: its name and a hash of its files, sizes and mtimes.
-std::string listing_hash(const CheckpointFolder& c) { return xxh128_hex(c.signature.data(), c.signature.size()).substr(0, 12); }
+std::string listing_hash(const CheckpointFolder& c) {
+  return xxh128_hex(c.signature.data(), c.signature.size()).substr(0, 12);
+}
 std::string version(const std::string& name, const std::string& listing) { return name + "\n" + listing; }
 
 }  // namespace
@@ -99,19 +101,20 @@ void CheckpointWatchStage::start(std::function<void(StageOutcome)> done) {
     for (const auto& d : env_.recorded_events(type)) {
       if (!d.is_object() || !d.contains("checkpoint") || !d["checkpoint"].is_string()) continue;
       const std::string name = d["checkpoint"].get<std::string>();
-      if (d.contains("listing") && d["listing"].is_string()) handled_.insert(version(name, d["listing"].get<std::string>()));
+      if (d.contains("listing") && d["listing"].is_string())
+        handled_.insert(version(name, d["listing"].get<std::string>()));
       else handled_names_.insert(name);
       if (std::string(type) == "watch.skipped") continue;
       ++recorded_;
-      if (d.contains("content_hash") && d["content_hash"].is_string() && !d["content_hash"].get<std::string>().empty()) {
+      if (d.contains("content_hash") && d["content_hash"].is_string() &&
+          !d["content_hash"].get<std::string>().empty()) {
         done_hashes_.emplace(d["content_hash"].get<std::string>(), name);
       }
     }
   }
-  env_.record_event("watch.started", {{"stage", watch_.stage},
-                                      {"from", watch_.copy.from_host + ":" +
-                                                   watch_.copy.from},
-                                      {"already_done", recorded_}});
+  env_.record_event(
+      "watch.started",
+      {{"stage", watch_.stage}, {"from", watch_.copy.from_host + ":" + watch_.copy.from}, {"already_done", recorded_}});
   poll();
 }
 
@@ -133,10 +136,10 @@ void CheckpointWatchStage::poll() {
 
 void CheckpointWatchStage::list_page(const std::string& after) {
   auto self = shared_from_this();
-  env_.call_agent(watch_.copy.from_host, "fs.scan",
-                  {{"path", watch_.copy.from}, {"pattern", watch_.pattern}, {"after", after},
-                   {"max_entries", kWatchPageEntries}},
-                  [self](Result<protocol::Frame> r) { self->on_page(std::move(r)); });
+  env_.call_agent(
+      watch_.copy.from_host, "fs.scan",
+      {{"path", watch_.copy.from}, {"pattern", watch_.pattern}, {"after", after}, {"max_entries", kWatchPageEntries}},
+      [self](Result<protocol::Frame> r) { self->on_page(std::move(r)); });
 }
 
 void CheckpointWatchStage::on_page(Result<protocol::Frame> r) {
@@ -311,10 +314,10 @@ StageOutcome CheckpointWatchStage::final_outcome() {
   o.metrics["checkpoints_skipped"] = skipped_;
   if (!have_eval_ && same_content_ == 0 && recorded_ == 0) {
     o.state = StageOutcome::State::kFailed;
-    o.error = skipped_ > 0 ? "no checkpoint could be evaluated: " + std::to_string(skipped_) + " skipped (last: " +
-                                 last_skip_ + ")"
-                           : "the followed stage '" + watch_.stage + "' ended with no completed checkpoint in " +
-                                 watch_.copy.from;
+    o.error =
+        skipped_ > 0
+            ? "no checkpoint could be evaluated: " + std::to_string(skipped_) + " skipped (last: " + last_skip_ + ")"
+            : "the followed stage '" + watch_.stage + "' ended with no completed checkpoint in " + watch_.copy.from;
     return o;
   }
   o.state = StageOutcome::State::kSucceeded;

@@ -27,9 +27,9 @@
 #include <memory>
 #include <set>
 
+#include "jobs/eval/stage/watch/checkpoint_scan.h"
 #include "jobs/stage_runner.h"
 #include "jobs/stage_spec.h"
-#include "jobs/eval/stage/watch/checkpoint_scan.h"
 
 namespace ferry {
 
@@ -84,10 +84,10 @@ class CheckpointWatchStage : public StageRunner, public std::enable_shared_from_
   // events written before versions were recorded.
   std::set<std::string> handled_, handled_names_;
   std::map<std::string, std::string> done_hashes_;  // content hash → the checkpoint evaluated with it
-  std::set<std::string> ignored_;                    // folders older than the followed attempt, reported
-  nlohmann::json pages_;                             // the listing's folders so far
-  int64_t host_ahead_ms_ = 0;                        // the trainer host's clock minus ours
-  std::vector<CheckpointFolder> queue_;              // complete, not yet done, in step order
+  std::set<std::string> ignored_;                   // folders older than the followed attempt, reported
+  nlohmann::json pages_;                            // the listing's folders so far
+  int64_t host_ahead_ms_ = 0;                       // the trainer host's clock minus ours
+  std::vector<CheckpointFolder> queue_;             // complete, not yet done, in step order
   std::shared_ptr<StageRunner> current_;
   std::unique_ptr<CheckpointEnv> current_env_;
   // Runners done with and their envs: a runner may still have a handler queued that
@@ -98,7 +98,7 @@ class CheckpointWatchStage : public StageRunner, public std::enable_shared_from_
   StageOutcome last_eval_;
   bool have_eval_ = false;
   int polls_since_followed_ended_ = -1;  // -1: the followed stage is still going
-  bool busy_ = false;  // a copy or an eval is under way
+  bool busy_ = false;                    // a copy or an eval is under way
   bool cancelled_ = false;
   bool finished_ = false;
   int evaluated_ = 0, same_content_ = 0, skipped_ = 0, recorded_ = 0;

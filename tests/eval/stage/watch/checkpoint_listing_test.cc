@@ -83,8 +83,8 @@ TEST(CheckpointListingTest, PagesStopAtTheirSizeAndJoinUp) {
     after = (*r)["next"];
     ASSERT_LT(++pages, 10);
   } while (!after.empty());
-  EXPECT_EQ(seen, (std::vector<std::string>{"checkpoint-0", "checkpoint-1", "checkpoint-2", "checkpoint-3",
-                                            "checkpoint-4"}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"checkpoint-0", "checkpoint-1", "checkpoint-2", "checkpoint-3", "checkpoint-4"}));
   EXPECT_EQ(pages, 3);
 }
 

@@ -84,8 +84,11 @@ TEST(CheckpointScanTest, WithAMarkerOnlyTheMarkerDecides) {
 }
 
 TEST(CheckpointScanTest, NamesThatAreNotOneMatchingComponentAndBadShapesAreLeftOut) {
-  json l = {folder("..", json::array()), folder("checkpoint-1/../../etc", json::array()),
-            folder("other-2", json::array()), json{{"name", 5}}, json("checkpoint-3"),
+  json l = {folder("..", json::array()),
+            folder("checkpoint-1/../../etc", json::array()),
+            folder("other-2", json::array()),
+            json{{"name", 5}},
+            json("checkpoint-3"),
             folder("checkpoint-4 (copy)", {json{{"path", 7}}, file("config.json", 1)})};
   auto c = checkpoint_folders(l, "*", "");
   EXPECT_EQ(names(c), (std::vector<std::string>{"other-2", "checkpoint-4 (copy)"}));

@@ -32,9 +32,9 @@ class CheckpointWatchTest : public ::testing::Test {
   }
   // The events of one stage of type `type`, in the order recorded.
   std::vector<nlohmann::json> events(const std::string& stage, const std::string& type) {
-    auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", "-json", home_.file("ferry.db"),
-                                   "SELECT detail FROM events WHERE stage='" + stage + "' AND type='" + type +
-                                       "' ORDER BY seq"});
+    auto r = testing::run_process(
+        {"sqlite3", "-cmd", ".timeout 10000", "-json", home_.file("ferry.db"),
+         "SELECT detail FROM events WHERE stage='" + stage + "' AND type='" + type + "' ORDER BY seq"});
     std::vector<nlohmann::json> out;
     auto j = nlohmann::json::parse(r.out.empty() ? "[]" : r.out, nullptr, false);
     if (!j.is_array()) return out;
@@ -47,8 +47,10 @@ class CheckpointWatchTest : public ::testing::Test {
   // `watch` and `eval` add to the eval stage's watch and to the stage itself.
   std::string write_workflow(const std::vector<std::string>& lines, const std::string& watch = "",
                              const std::string& eval = "") {
-    std::string trainer = "CK=" + ck_dir() + "\n      ck() { mkdir -p \"$CK/checkpoint-$1\"; echo $1 > \"$CK/checkpoint-$1/step.txt\"; cp " +
-                          suite_.path() + "/$2/* \"$CK/checkpoint-$1/\"; }\n";
+    std::string trainer =
+        "CK=" + ck_dir() +
+        "\n      ck() { mkdir -p \"$CK/checkpoint-$1\"; echo $1 > \"$CK/checkpoint-$1/step.txt\"; cp " + suite_.path() +
+        "/$2/* \"$CK/checkpoint-$1/\"; }\n";
     for (const auto& l : lines) trainer += "      " + l + "\n";
     const std::string wf = work_.file("wf.yaml");
     write_text(wf, "name: watch\nhosts:\n  trainer: {transport: local, workdir: " + work_.file("trainer") +
@@ -142,9 +144,9 @@ TEST_F(CheckpointWatchTest, CancelEndsAWatchThatWaitsForCheckpoints) {
 // pattern matches), a dangling one, a FIFO. The watch skips them and evaluates the
 // checkpoint; the copy never sees them.
 TEST_F(CheckpointWatchTest, LinksAndAFifoBesideTheCheckpointsAreIgnored) {
-  const std::string wf = write_workflow({"ck 1 oracle-agree", "ln -s checkpoint-1 $CK/latest",
-                                         "ln -s checkpoint-1 $CK/checkpoint-latest", "ln -s gone $CK/checkpoint-9",
-                                         "mkfifo $CK/checkpoint-pipe"});
+  const std::string wf =
+      write_workflow({"ck 1 oracle-agree", "ln -s checkpoint-1 $CK/latest", "ln -s checkpoint-1 $CK/checkpoint-latest",
+                      "ln -s gone $CK/checkpoint-9", "mkfifo $CK/checkpoint-pipe"});
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(evaluated(), std::vector<std::string>{"checkpoint-1"});
@@ -157,10 +159,10 @@ TEST_F(CheckpointWatchTest, LinksAndAFifoBesideTheCheckpointsAreIgnored) {
 // goes on to 3.
 TEST_F(CheckpointWatchTest, ACheckpointRotatedAwayWhileAnotherIsEvaluatedIsSkipped) {
   const std::string copied = work_.file("evaluator/checkpoints/checkpoint-1/.ferry-complete");
-  const std::string wf = write_workflow(
-      {"CK=" + work_.file("trainer/staging"), "ck 1 oracle-disagree", "ck 2 oracle-agree",
-       "mv $CK " + ck_dir() + "; CK=" + ck_dir(),
-       "while [ ! -e " + copied + " ]; do sleep 0.05; done", "rm -rf $CK/checkpoint-2", "ck 3 oracle-agree"});
+  const std::string wf =
+      write_workflow({"CK=" + work_.file("trainer/staging"), "ck 1 oracle-disagree", "ck 2 oracle-agree",
+                      "mv $CK " + ck_dir() + "; CK=" + ck_dir(), "while [ ! -e " + copied + " ]; do sleep 0.05; done",
+                      "rm -rf $CK/checkpoint-2", "ck 3 oracle-agree"});
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(evaluated(), (std::vector<std::string>{"checkpoint-1", "checkpoint-3"}));
@@ -174,11 +176,11 @@ TEST_F(CheckpointWatchTest, ACheckpointRotatedAwayWhileAnotherIsEvaluatedIsSkipp
 // The same rotation with `fail_on_error: true`: the skipped checkpoint fails the stage.
 TEST_F(CheckpointWatchTest, FailOnErrorMakesARotatedCheckpointFailTheStage) {
   const std::string copied = work_.file("evaluator/checkpoints/checkpoint-1/.ferry-complete");
-  const std::string wf = write_workflow(
-      {"CK=" + work_.file("trainer/staging"), "ck 1 oracle-disagree", "ck 2 oracle-agree",
-       "mv $CK " + ck_dir() + "; CK=" + ck_dir(),
-       "while [ ! -e " + copied + " ]; do sleep 0.05; done", "rm -rf $CK/checkpoint-2"},
-      ", fail_on_error: true");
+  const std::string wf =
+      write_workflow({"CK=" + work_.file("trainer/staging"), "ck 1 oracle-disagree", "ck 2 oracle-agree",
+                      "mv $CK " + ck_dir() + "; CK=" + ck_dir(), "while [ ! -e " + copied + " ]; do sleep 0.05; done",
+                      "rm -rf $CK/checkpoint-2"},
+                     ", fail_on_error: true");
   auto r = ferry({"run", wf});
   EXPECT_NE(r.exit_code, 0) << r.out << r.err;
   auto row = stage_row("eval");
@@ -191,7 +193,11 @@ TEST_F(CheckpointWatchTest, FailOnErrorMakesARotatedCheckpointFailTheStage) {
 TEST_F(CheckpointWatchTest, CheckpointsFromBeforeTheFollowedAttemptAreNotEvaluated) {
   const std::string old = ck_dir() + "/checkpoint-1";
   ASSERT_EQ(testing::run_process({"mkdir", "-p", old}).exit_code, 0);
-  ASSERT_EQ(testing::run_process({"sh", "-c", "cp " + suite_.path() + "/oracle-disagree/* " + old + "/ && touch -d '1 hour ago' " + old + "/* " + old}).exit_code, 0);
+  ASSERT_EQ(testing::run_process({"sh", "-c",
+                                  "cp " + suite_.path() + "/oracle-disagree/* " + old + "/ && touch -d '1 hour ago' " +
+                                      old + "/* " + old})
+                .exit_code,
+            0);
   const std::string wf = write_workflow({"ck 2 oracle-agree"});
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
