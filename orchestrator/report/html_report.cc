@@ -1,6 +1,9 @@
 #include "orchestrator/report/html_report.h"
 
+#include <optional>
+
 #include "base/peer_json.h"
+#include "jobs/eval/run/eval_report_json.h"
 #include "orchestrator/report/html_escape.h"
 #include "orchestrator/report/svg_chart.h"
 #include "orchestrator/report/timeline_chart.h"
@@ -118,7 +121,7 @@ std::string tau_curve(const json& evals) {
   double i = 0;
   for (const auto& p : evals) {
     double x = all_steps ? p["step"].get<double>() : ++i;
-    cand.points.push_back({x, num_field(p, "tau")});
+    if (p["tau"].is_number()) cand.points.push_back({x, p["tau"].get<double>()});  // null: unreadable
     if (p["reference_tau"].is_number()) ref.points.push_back({x, p["reference_tau"].get<double>()});
   }
   ChartFrame f;
@@ -134,21 +137,19 @@ std::string tau_curve(const json& evals) {
 }
 
 // One series of values indexed 0..n-1 (a histogram's lengths, a block's positions).
-ChartSeries indexed_series(const std::string& name, const char* color, const json& values) {
+template <typename Number>
+ChartSeries indexed_series(const std::string& name, const char* color, const std::vector<Number>& values) {
   ChartSeries s{name, color, {}};
-  if (!values.is_array()) return s;
-  for (size_t k = 0; k < values.size(); ++k) {
-    s.points.push_back({static_cast<double>(k), values[k].is_number() ? values[k].get<double>() : 0});
-  }
+  for (size_t k = 0; k < values.size(); ++k)
+    s.points.push_back({static_cast<double>(k), static_cast<double>(values[k])});
   return s;
 }
 
-// The candidate's series for one field of a DecodeRun, and the reference's if it ran.
-std::vector<ChartSeries> both_runs(const json& ev, const char* field) {
-  std::vector<ChartSeries> out = {
-      indexed_series("candidate", kCandidateColor, any_field(obj_field(ev, "candidate"), field))};
-  const json ref = any_field(ev, "reference_run");
-  if (ref.is_object()) out.push_back(indexed_series("reference", kReferenceColor, any_field(ref, field)));
+// The candidate's series for one figure of a DecodeRun, and the reference's if it ran.
+template <typename Number>
+std::vector<ChartSeries> both_runs(const eval::EvalReport& ev, std::vector<Number> eval::DecodeRun::*field) {
+  std::vector<ChartSeries> out = {indexed_series("candidate", kCandidateColor, ev.candidate.*field)};
+  if (ev.reference_run) out.push_back(indexed_series("reference", kReferenceColor, (*ev.reference_run).*field));
   return out;
 }
 
@@ -160,45 +161,40 @@ ChartFrame small_frame(const char* id, const char* title, const char* x_label, c
   return f;
 }
 
-std::string acceptance_charts(const json& ev) {
-  std::vector<ChartSeries> hs = both_runs(ev, "acceptance_histogram");
+std::string acceptance_charts(const eval::EvalReport& ev) {
+  std::vector<ChartSeries> hs = both_runs(ev, &eval::DecodeRun::acceptance_histogram);
   std::vector<std::string> lengths;
   for (size_t k = 0; k < hs[0].points.size(); ++k) lengths.push_back(std::to_string(k));
   const ChartFrame hf = small_frame(kHistogramId, "acceptance length per verify step",
                                     "acceptance length (accepted drafts + 1)", "steps", "%.0f");
   const ChartFrame pf = small_frame(kPositionsId, "acceptance by block position", "position in block",
                                     "share of steps accepted", "%.3f");
-  return "<div class=\"charts\">" + svg_bar_chart(hf, lengths, hs) + svg_line_chart(pf, both_runs(ev, "acceptance_rate")) +
-         "</div>";
+  return "<div class=\"charts\">" + svg_bar_chart(hf, lengths, hs) +
+         svg_line_chart(pf, both_runs(ev, &eval::DecodeRun::acceptance_rate)) + "</div>";
 }
 
-std::string diff_section(const json& diff) {
-  if (!diff.is_object()) return "";
+std::string diff_section(const std::optional<eval::DrafterDiff>& diff) {
+  if (!diff) return "";
   std::string s = "<h3>Drafter vs reference</h3><table><tr><th>config field</th><th>candidate</th><th>reference</th></tr>";
-  for (const auto& f : arr_field(diff, "fields")) {
-    bool differs = bool_field(f, "differs");
-    s += std::string("<tr") + (differs ? " class=\"differs\"" : "") + "><td>" + e(str(f, "name")) + "</td><td>" +
-         e(str(f, "candidate")) + "</td><td>" + e(str(f, "reference")) + "</td></tr>";
+  for (const auto& f : diff->fields) {
+    s += std::string("<tr") + (f.differs ? " class=\"differs\"" : "") + "><td>" + e(f.name) + "</td><td>" +
+         e(f.candidate) + "</td><td>" + e(f.reference) + "</td></tr>";
   }
   s += "</table><table><tr><th>tensor</th><th>issue</th><th>candidate</th><th>reference</th>"
        "<th class=\"num\">relative distance</th></tr>";
-  for (const auto& t : arr_field(diff, "tensors")) {
-    std::string issue = str(t, "issue");
-    s += std::string("<tr") + (issue.empty() || issue == "none" ? "" : " class=\"differs\"") + "><td>" +
-         e(str(t, "name")) + "</td><td>" + e(issue) + "</td><td>" + e(str(t, "candidate")) + "</td><td>" +
-         e(str(t, "reference")) + "</td><td class=\"num\">" +
-         (t.contains("relative_distance") && t["relative_distance"].is_number()
-              ? format_number(t["relative_distance"].get<double>(), "%.4f")
-              : "-") +
+  for (const auto& t : diff->tensors) {
+    s += std::string("<tr") + (t.issue.empty() || t.issue == "none" ? "" : " class=\"differs\"") + "><td>" + e(t.name) +
+         "</td><td>" + e(t.issue) + "</td><td>" + e(t.candidate) + "</td><td>" + e(t.reference) +
+         "</td><td class=\"num\">" + (t.relative_distance >= 0 ? format_number(t.relative_distance, "%.4f") : "-") +
          "</td></tr>";
   }
   return s + "</table>";
 }
 
 // The response with its accepted-draft spans (between ⟦ and ⟧ in marked_text) as <mark>.
-std::string marked_response(const json& r) {
-  const std::string marked = str(r, "marked_text");
-  if (marked.empty()) return e(str(r, "text"));
+std::string marked_response(const eval::ResponseText& r) {
+  const std::string& marked = r.marked_text;
+  if (marked.empty()) return e(r.text);
   static const std::string kOpen = "\u27e6", kClose = "\u27e7";
   std::string out;
   size_t i = 0;
@@ -217,24 +213,20 @@ std::string marked_response(const json& r) {
   return out;
 }
 
-std::string responses_section(const json& ev) {
-  const json rs = arr_field(ev, "responses");
-  if (rs.empty()) return "";
-  const json ref_taus = ev.contains("reference_run") && ev["reference_run"].is_object()
-                            ? arr_field(ev["reference_run"], "response_taus")
-                            : json::array();
+std::string responses_section(const eval::EvalReport& ev) {
+  if (ev.responses.empty()) return "";
+  const std::vector<double> no_taus;
+  const std::vector<double>& ref_taus = ev.reference_run ? ev.reference_run->response_taus : no_taus;
   std::string s = "<h3>Per prompt</h3><p class=\"sub\">highlighted: tokens that came from accepted drafts</p>"
                   "<table id=\"responses\"><tr><th class=\"num\">line</th><th class=\"num\">τ</th>"
                   "<th class=\"num\">reference τ</th><th>= plain</th><th>response</th></tr>";
-  for (size_t i = 0; i < rs.size(); ++i) {
-    const json& r = rs[i];
-    std::string same = r.contains("matches_baseline") && r["matches_baseline"].is_boolean()
-                           ? (r["matches_baseline"].get<bool>() ? "yes" : "NO")
-                           : "-";
-    s += "<tr class=\"response\"><td class=\"num\">" + e(str(r, "line")) + "</td><td class=\"num\">" +
-         format_number(num_field(r, "tau"), "%.2f") + "</td><td class=\"num\">" +
-         (i < ref_taus.size() && ref_taus[i].is_number() ? format_number(ref_taus[i].get<double>(), "%.2f") : "-") +
-         "</td><td>" + same + "</td><td class=\"text\">" + marked_response(r) + "</td></tr>";
+  for (size_t i = 0; i < ev.responses.size(); ++i) {
+    const eval::ResponseText& r = ev.responses[i];
+    std::string same = r.matches_baseline < 0 ? "-" : (r.matches_baseline ? "yes" : "NO");
+    s += "<tr class=\"response\"><td class=\"num\">" + std::to_string(r.line) + "</td><td class=\"num\">" +
+         format_number(r.tau, "%.2f") + "</td><td class=\"num\">" +
+         (i < ref_taus.size() ? format_number(ref_taus[i], "%.2f") : "-") + "</td><td>" + same +
+         "</td><td class=\"text\">" + marked_response(r) + "</td></tr>";
   }
   return s + "</table>";
 }
@@ -261,47 +253,59 @@ std::string running_evals_section(const json& report) {
   return s.empty() ? "" : "<h2>Eval in progress</h2>" + s;
 }
 
-std::string eval_section(const json& report) {
-  const json& evals = report["evals"];
-  const json& ev = report["eval"];
-  if (evals.empty() || !ev.is_object()) return running_evals_section(report);
-  std::string s = running_evals_section(report) + "<h2>Eval</h2>";
-  const json cand = obj_field(ev, "candidate");
-  s += "<div class=\"cards\">" + card(format_number(num_field(cand, "tau"), "%.3f"), "τ candidate");
-  if (ev.contains("reference_run") && ev["reference_run"].is_object()) {
-    s += card(format_number(num_field(ev["reference_run"], "tau"), "%.3f"), "τ reference");
-  }
-  if (ev.contains("ratio_to_reference") && ev["ratio_to_reference"].is_number()) {
-    s += card(format_number(ev["ratio_to_reference"].get<double>(), "%.3f"), "ratio to reference");
-  }
-  if (num_field(ev, "speedup") > 0) s += card(format_number(num_field(ev, "speedup"), "%.2f") + "×", "speedup over plain decoding");
-  if (num_field(ev, "reference_speedup") > 0) {
-    s += card(format_number(num_field(ev, "reference_speedup"), "%.2f") + "×", "reference speedup");
-  }
-  s += card(std::to_string(evals.size()), evals.size() == 1 ? "checkpoint evaluated" : "checkpoints evaluated");
-  s += "</div>";
-  bool passed = bool_field(ev, "gate_passed");
-  s += std::string("<p>gate: <span class=\"") + (passed ? "gate-pass\">passed" : "gate-fail\">FAILED") + "</span>" +
-       (str(ev, "gate_message").empty() ? "" : " — " + e(str(ev, "gate_message"))) + "</p>";
-  s += tau_curve(evals);
-  s += "<table><tr><th class=\"num\">step</th><th>drafter</th><th class=\"num\">τ</th><th class=\"num\">reference τ</th>"
-       "<th class=\"num\">speedup</th><th>gate</th></tr>";
+std::string gate_line(bool passed, const std::string& message) {
+  return std::string("<p>gate: <span class=\"") + (passed ? "gate-pass\">passed" : "gate-fail\">FAILED") + "</span>" +
+         (message.empty() ? "" : " — " + e(message)) + "</p>";
+}
+
+// The checkpoints' τ, one row each (run_report.cc made them from the stored reports).
+std::string evals_table(const json& evals) {
+  std::string s =
+      "<table><tr><th class=\"num\">step</th><th>drafter</th><th class=\"num\">τ</th>"
+      "<th class=\"num\">reference τ</th><th class=\"num\">speedup</th><th>gate</th></tr>";
   for (const auto& p : evals) {
     s += "<tr class=\"checkpoint\"><td class=\"num\">" + e(str(p, "step")) + "</td><td>" + e(str(p, "drafter")) +
-         "</td><td class=\"num\">" + format_number(num_field(p, "tau"), "%.3f") + "</td><td class=\"num\">" +
+         "</td><td class=\"num\">" + (p["tau"].is_number() ? format_number(p["tau"].get<double>(), "%.3f") : "-") +
+         "</td><td class=\"num\">" +
          (p["reference_tau"].is_number() ? format_number(p["reference_tau"].get<double>(), "%.3f") : "-") +
          "</td><td class=\"num\">" + format_number(num_field(p, "speedup"), "%.2f") + "×</td><td>" +
          (bool_field(p, "gate_passed") ? "passed" : "failed") + "</td></tr>";
   }
-  s += "</table>";
-  s += "<h3>Newest eval (stage " + e(str_field(report, "eval_stage")) + ", drafter <code>" +
-       e(str(ev, "drafter")) + "</code>)</h3>";
+  return s + "</table>";
+}
+
+// The newest eval's cards and gate; `ev` is its stored report read typed.
+std::string eval_cards(const eval::EvalReport& ev, size_t evaluated) {
+  std::string s = "<div class=\"cards\">" + card(format_number(ev.candidate.tau, "%.3f"), "τ candidate");
+  if (ev.reference_run) s += card(format_number(ev.reference_run->tau, "%.3f"), "τ reference");
+  if (ev.ratio_to_reference) s += card(format_number(*ev.ratio_to_reference, "%.3f"), "ratio to reference");
+  if (ev.speedup > 0) s += card(format_number(ev.speedup, "%.2f") + "×", "speedup over plain decoding");
+  if (ev.reference_speedup > 0) s += card(format_number(ev.reference_speedup, "%.2f") + "×", "reference speedup");
+  s += card(std::to_string(evaluated), evaluated == 1 ? "checkpoint evaluated" : "checkpoints evaluated");
+  return s + "</div>" + gate_line(ev.gate_passed, ev.gate_message);
+}
+
+std::string eval_section(const json& report) {
+  const json& evals = report["evals"];
+  if (evals.empty() || !report["eval"].is_object()) return running_evals_section(report);
+  std::string s = running_evals_section(report) + "<h2>Eval</h2>";
+  // The stored report, read as the type the engine wrote; one a host wrote wrong
+  // is shown as unreadable, without a verdict.
+  Result<eval::EvalReport> read = eval::eval_report_from_json(report["eval"]);
+  if (!read.ok()) {
+    return s + gate_line(false, "the newest eval's report cannot be read: " + read.status().message()) +
+           tau_curve(evals) + evals_table(evals);
+  }
+  const eval::EvalReport& ev = *read;
+  s += eval_cards(ev, evals.size()) + tau_curve(evals) + evals_table(evals);
+  s += "<h3>Newest eval (stage " + e(str_field(report, "eval_stage")) + ", drafter <code>" + e(ev.drafter) +
+       "</code>)</h3>";
   s += acceptance_charts(ev);
-  s += "<p class=\"sub\">target <code>" + e(str(ev, "target")) + "</code> (" + e(str(ev, "target_architecture")) +
-       "), reference <code>" + e(str(ev, "reference")) + "</code>, " + e(str(ev, "prompt_count")) +
-       " prompts, block " + e(str(ev, "block_size")) + ", up to " + e(str(ev, "max_new_tokens")) + " new tokens, " +
-       e(str(ev, "dtype")) + " on " + e(str(ev, "device")) + "</p>";
-  s += diff_section(any_field(ev, "diff"));
+  s += "<p class=\"sub\">target <code>" + e(ev.target) + "</code> (" + e(ev.target_architecture) +
+       "), reference <code>" + e(ev.reference) + "</code>, " + std::to_string(ev.prompt_count) + " prompts, block " +
+       std::to_string(ev.block_size) + ", up to " + std::to_string(ev.max_new_tokens) + " new tokens, " + e(ev.dtype) +
+       " on " + e(ev.device) + "</p>";
+  s += diff_section(ev.diff);
   s += responses_section(ev);
   return s;
 }

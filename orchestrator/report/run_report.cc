@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "base/peer_json.h"
+#include "jobs/eval/run/eval_report_json.h"
 #include "jobs/states.h"
 #include "orchestrator/status_view.h"
 
@@ -66,6 +67,28 @@ std::vector<nlohmann::json> checkpoint_copies(const StageRecord& s, const std::v
                    {"mib_per_s", secs > 0 ? nlohmann::json(sent / secs / (1 << 20)) : nlohmann::json()}});
   }
   return out;
+}
+
+// An eval's point on the curve from its stored report, read as the engine's type. A
+// report a host wrote wrong is shown, not thrown: no τ, no verdict (failed), and why.
+void eval_point(const nlohmann::json& stored, nlohmann::json* point) {
+  Result<eval::EvalReport> read = eval::eval_report_from_json(stored);
+  if (!read.ok()) {
+    (*point)["unreadable"] = read.status().message();
+    (*point)["gate_passed"] = false;
+    (*point)["tau"] = (*point)["reference_tau"] = (*point)["ratio_to_reference"] = nullptr;
+    (*point)["drafter"] = (*point)["reference"] = "";
+    (*point)["speedup"] = 0;
+    return;
+  }
+  const eval::EvalReport& r = *read;
+  (*point)["drafter"] = r.drafter;
+  (*point)["reference"] = r.reference;
+  (*point)["tau"] = r.candidate.tau;
+  (*point)["gate_passed"] = r.gate_passed;
+  (*point)["reference_tau"] = r.reference_run ? nlohmann::json(r.reference_run->tau) : nlohmann::json();
+  (*point)["speedup"] = r.speedup;
+  (*point)["ratio_to_reference"] = r.ratio_to_reference ? nlohmann::json(*r.ratio_to_reference) : nlohmann::json();
 }
 
 }  // namespace
@@ -144,23 +167,12 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
       // A shard's report is a part of an eval, not one: its merge stage has the whole.
       if (e.type != "eval.report" || !e.detail.is_object() || e.detail.contains("shard")) continue;
       const auto& d = e.detail;
-      nlohmann::json point = {{"stage", s.name},
-                              {"attempt", int_field(d, "attempt")},
-                              {"ts_ms", e.ts_ms},
-                              {"drafter", str_field(d, "drafter")},
-                              {"reference", str_field(d, "reference")},
-                              {"tau", num_field(obj_field(d, "candidate"), "tau", 0)},
-                              {"gate_passed", bool_field(d, "gate_passed")}};
+      // Outside the engine's type: what the stage added (attempt, checkpoint, content hash).
+      nlohmann::json point = {{"stage", s.name}, {"attempt", int_field(d, "attempt")}, {"ts_ms", e.ts_ms}};
       auto step = checkpoint_step(d);
       point["step"] = step ? nlohmann::json(*step) : nlohmann::json();
-      if (d.contains("reference_run") && d["reference_run"].is_object()) {
-        point["reference_tau"] = num_field(d["reference_run"], "tau", 0);
-      } else {
-        point["reference_tau"] = nullptr;
-      }
-      point["speedup"] = num_field(d, "speedup", 0);
-      point["ratio_to_reference"] = d.contains("ratio_to_reference") ? d["ratio_to_reference"] : nlohmann::json();
       if (d.contains("content_hash")) point["content_hash"] = d["content_hash"];
+      eval_point(d, &point);
       evals.push_back(point);
       last_eval = d;
       last_eval_stage = s.name;

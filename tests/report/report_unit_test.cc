@@ -197,9 +197,16 @@ TEST_F(RunReportTest, AMalformedStoredEvalIsShownAsFailedNotThrown) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ((*r)["evals"].size(), 4u);
   EXPECT_EQ((*r)["evals"][3]["gate_passed"], false) << "no boolean verdict is no pass";
+  EXPECT_TRUE((*r)["evals"][3]["tau"].is_null()) << (*r)["evals"][3].dump();
+  // Read as the engine's type: the first field of a wrong type is named.
+  EXPECT_EQ((*r)["evals"][3]["unreadable"], "the eval report's drafter is a number, not a string")
+      << (*r)["evals"][3].dump();
   std::string page;
   EXPECT_NO_THROW(page = report::render_html_report(*r));
   EXPECT_NE(page.find("gate-fail"), std::string::npos);
+  EXPECT_NE(page.find("the newest eval&#39;s report cannot be read: the eval report&#39;s drafter is a number"),
+            std::string::npos)
+      << page;
 }
 
 // A long eval still decoding: `ferry status` and `ferry report` show how far it is
