@@ -114,27 +114,6 @@ nlohmann::json StageSpec::stored_json() const {
   return in;
 }
 
-eval::EvalSpec eval_engine_spec(const EvalStageSpec& e) {
-  eval::EvalSpec spec;
-  spec.target = e.target;
-  spec.drafter = e.drafter;
-  spec.reference = e.reference;
-  spec.prompts = e.prompts;
-  spec.tokenizer = e.tokenizer;
-  spec.prompt_format = e.prompt_format;
-  spec.max_new_tokens = e.max_new_tokens;
-  spec.block_size = e.block_size;
-  spec.device = e.device;
-  spec.dtype = e.dtype;
-  spec.threads = e.threads;
-  spec.min_tau = e.min_tau;
-  spec.min_ratio_to_reference = e.min_ratio_to_reference;
-  spec.shard_index = e.shard_index;
-  spec.shard_count = e.shard_count;
-  spec.shards_on_host = e.shards_on_host;
-  return spec;
-}
-
-nlohmann::json eval_engine_json(const EvalStageSpec& e) { return eval::eval_spec_json(eval_engine_spec(e)); }
+nlohmann::json eval_engine_json(const EvalStageSpec& e) { return eval::eval_spec_json(e); }
 
 }  // namespace ferry

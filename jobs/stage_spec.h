@@ -62,27 +62,19 @@ struct WatchSpec {
   CopyStageSpec copy;
 };
 
-struct EvalStageSpec {
-  // Templates expanded; in the coordinator relative to the workflow file, on a host
-  // relative to its workdir (prompts may name a coordinator file: "coordinator:PATH").
-  std::string target, drafter, reference, prompts, tokenizer;
-  std::string prompt_format = "chat";
-  int max_new_tokens = 128;
-  int block_size = 0;
-  std::string device = "cpu";
-  std::string dtype = "auto";
-  int threads = 0;
-  std::optional<double> min_tau, min_ratio_to_reference;
+/// An eval stage: the engine's EvalSpec (jobs/eval/run/eval_spec.h; every field of
+/// what to evaluate and how, listed once there) and where and how the stage runs it.
+struct EvalStageSpec : eval::EvalSpec {
+  // The paths have their templates expanded; in the coordinator relative to the
+  // workflow file, on a host relative to its workdir (prompts may name a coordinator
+  // file: "coordinator:PATH").
   // On a host only: the worker is a job there.
   std::map<std::string, std::string> env;
   double timeout_s = 0;
   nlohmann::json slurm;  // on a `scheduler: slurm` host: the worker's sbatch options; null = a detached job
   std::optional<WatchSpec> watch;
-  /// A shard of a sharded eval (workflows/eval_shards.h): decodes part shard_index of shard_count.
-  int shard_index = 0;
-  int shard_count = 1;
-  int shards_on_host = 1;  // shards of this eval on this shard's host (threads 0: they share its cores)
-  /// The merge of a sharded eval: its shard stages, in prompt order (nothing is decoded).
+  /// The merge of a sharded eval (workflows/eval_shards.h): its shard stages, in prompt
+  /// order (nothing is decoded). A shard's part is the spec's shard_index/shard_count.
   std::vector<std::string> shards;
 };
 
@@ -105,10 +97,8 @@ struct StageSpec {
 /// host's, and `--time` from slurm.time, else the stage's timeout (minutes, rounded up).
 nlohmann::json slurm_submit_json(const workflow::SlurmOptions& options, double timeout_s);
 
-/// The eval engine's spec of an eval stage (jobs/eval/run/eval_spec.h), and its JSON:
-/// what travels through the plugin's C ABI or to the worker on a host. Paths are left
-/// as `spec` has them.
-eval::EvalSpec eval_engine_spec(const EvalStageSpec& spec);
+/// The eval engine's spec of an eval stage as JSON: what travels through the plugin's
+/// C ABI or to the worker on a host. Paths are left as `spec` has them.
 nlohmann::json eval_engine_json(const EvalStageSpec& spec);
 
 }  // namespace ferry
