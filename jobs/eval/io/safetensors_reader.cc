@@ -94,16 +94,26 @@ int64_t TensorInfo::numel() const {
   return n;
 }
 
-float bf16_to_float(uint16_t bits) {
-  uint32_t u = static_cast<uint32_t>(bits) << 16;
+namespace {
+
+float float_from_bits(uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
 
-uint16_t float_to_bf16(float value) {
+uint32_t bits_of_float(float f) {
   uint32_t u;
-  std::memcpy(&u, &value, sizeof u);
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+}  // namespace
+
+float bf16_to_float(uint16_t bits) { return float_from_bits(static_cast<uint32_t>(bits) << 16); }
+
+uint16_t float_to_bf16(float value) {
+  uint32_t u = bits_of_float(value);
   if (std::isnan(value)) return 0x7fc0;
   u += 0x7fff + ((u >> 16) & 1);  // round to nearest even
   return static_cast<uint16_t>(u >> 16);
@@ -128,14 +138,11 @@ float f16_to_float(uint16_t h) {
   } else {
     u = sign | ((exp + 127 - 15) << 23) | (mant << 13);
   }
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
+  return float_from_bits(u);
 }
 
 uint16_t float_to_f16(float value) {
-  uint32_t u;
-  std::memcpy(&u, &value, sizeof u);
+  uint32_t u = bits_of_float(value);
   uint32_t sign = (u >> 16) & 0x8000u;
   int32_t exp = static_cast<int32_t>((u >> 23) & 0xff) - 127 + 15;
   uint32_t mant = u & 0x7fffffu;

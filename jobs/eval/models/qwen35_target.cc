@@ -143,12 +143,8 @@ Qwen35Target::Output Qwen35Target::forward(const at::Tensor& ids, const std::vec
   }
   last_forward_start_ = past;
   length_ = past + t;
-  Output out;
-  at::Tensor last = x;
-  if (logits_rows >= 0 && logits_rows < t) last = x.narrow(0, t - logits_rows, logits_rows);
-  out.logits = lm_head(rms_norm_one_plus(last, norm_, c.rms_norm_eps));
-  if (!capture.empty()) out.features = at::cat(captured, -1);
-  return out;
+  return forward_output(*this, x, logits_rows, captured,
+                        [&](const at::Tensor& h) { return rms_norm_one_plus(h, norm_, c.rms_norm_eps); });
 }
 
 void Qwen35Target::crop(int64_t length) {

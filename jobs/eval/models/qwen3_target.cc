@@ -93,12 +93,8 @@ Qwen3Target::Output Qwen3Target::forward(const at::Tensor& ids, const std::vecto
       if (capture[j] == i) captured[j] = i == c.num_hidden_layers - 1 ? rms_norm(x, norm_, c.rms_norm_eps) : x;
     }
   }
-  Output out;
-  at::Tensor last = x;
-  if (logits_rows >= 0 && logits_rows < t) last = x.narrow(0, t - logits_rows, logits_rows);
-  out.logits = lm_head(rms_norm(last, norm_, c.rms_norm_eps));
-  if (!capture.empty()) out.features = at::cat(captured, -1);
-  return out;
+  return forward_output(*this, x, logits_rows, captured,
+                        [&](const at::Tensor& h) { return rms_norm(h, norm_, c.rms_norm_eps); });
 }
 
 void Qwen3Target::crop(int64_t length) {

@@ -62,6 +62,20 @@ class TargetModel {
   }
 };
 
+/// The end of a forward over `x` (its last layer's output, [T, hidden]): logits of the
+/// last `logits_rows` rows (every row when < 0) through `final_norm` and lm_head, and the
+/// captured layer outputs side by side.
+template <typename FinalNorm>
+TargetModel::Output forward_output(const TargetModel& target, const at::Tensor& x, int64_t logits_rows,
+                                   const std::vector<at::Tensor>& captured, FinalNorm final_norm) {
+  const int64_t t = x.size(0);
+  TargetModel::Output out;
+  at::Tensor last = logits_rows >= 0 && logits_rows < t ? x.narrow(0, t - logits_rows, logits_rows) : x;
+  out.logits = target.lm_head(final_norm(last));
+  if (!captured.empty()) out.features = at::cat(captured, -1);
+  return out;
+}
+
 /// Most positions one forward() of prefill() runs. A forward's temporaries grow with its
 /// rows: chunks keep a long prompt's within those of 64 rows. Measured on eval_bench's
 /// target (hidden 1,024, MLP 4,096): its 256-token prefill raises the peak by ~11 MB in

@@ -84,6 +84,14 @@ int run(const std::vector<std::string>& args) {
     if (!to_int(it->second, &v)) ok = false;
     return v;
   };
+  auto read_dims = [&](ferry::eval::TinyLayerDims* d) {
+    d->hidden = num("--hidden", d->hidden);
+    d->intermediate = num("--intermediate", d->intermediate);
+    d->layers = num("--layers", d->layers);
+    d->heads = num("--heads", d->heads);
+    d->kv_heads = num("--kv-heads", d->kv_heads);
+    d->head_dim = num("--head-dim", d->head_dim);
+  };
   ferry::eval::TinyWriteSpec write;
   write.dtype = flags.count("--dtype") ? flags["--dtype"] : "F32";
   write.shards = static_cast<int>(num("--shards", 0));
@@ -105,12 +113,7 @@ int run(const std::vector<std::string>& args) {
       return usage_error("--layer-types: expected a comma list of linear / full");
     }
     s.vocab = num("--vocab", s.vocab);
-    s.hidden = num("--hidden", s.hidden);
-    s.intermediate = num("--intermediate", s.intermediate);
-    s.layers = num("--layers", s.layers);
-    s.heads = num("--heads", s.heads);
-    s.kv_heads = num("--kv-heads", s.kv_heads);
-    s.head_dim = num("--head-dim", s.head_dim);
+    read_dims(&s);
     s.tie_embeddings = flags.count("--tie") != 0;
     s.eos_token_id = num("--eos", -1);
     s.oracle_fixed_token = num("--oracle-token", s.oracle_fixed_token);
@@ -127,12 +130,7 @@ int run(const std::vector<std::string>& args) {
       return usage_error("--layer-types: expected a comma list of sliding / full");
     }
     s.target_vocab = num("--target-vocab", s.target_vocab);
-    s.hidden = num("--hidden", s.hidden);
-    s.intermediate = num("--intermediate", s.intermediate);
-    s.layers = num("--layers", s.layers);
-    s.heads = num("--heads", s.heads);
-    s.kv_heads = num("--kv-heads", s.kv_heads);
-    s.head_dim = num("--head-dim", s.head_dim);
+    read_dims(&s);
     s.block_size = num("--block-size", s.block_size);
     s.mask_token_id = num("--mask", s.mask_token_id);
     s.num_target_layers = num("--num-target-layers", s.num_target_layers);

@@ -29,18 +29,22 @@
 
 namespace ferry::eval {
 
-struct TinyTargetSpec {
-  std::string arch = "qwen3";   // qwen3 | qwen3_5
-  std::string kind = "random";  // random | oracle
-  int64_t vocab = 320;
-  int64_t hidden = 64;
+/// The decoder layers' widths, which a target and its drafter both have.
+struct TinyLayerDims {
+  int64_t hidden = 64;  // a drafter's must equal its target's
   int64_t intermediate = 128;
   int64_t layers = 4;
   int64_t heads = 4;
   int64_t kv_heads = 2;
   int64_t head_dim = 16;
-  bool tie_embeddings = false;
   double rope_theta = 10000.0;
+};
+
+struct TinyTargetSpec : TinyLayerDims {
+  std::string arch = "qwen3";   // qwen3 | qwen3_5
+  std::string kind = "random";  // random | oracle
+  int64_t vocab = 320;
+  bool tie_embeddings = false;
   int64_t eos_token_id = -1;  // -1: none
   uint64_t seed = 1;
   // oracle: f(t) = fixed_token when t % period == 0, t == fixed_token or t == mask_token;
@@ -61,16 +65,10 @@ struct TinyTargetSpec {
   bool streamed = false;
 };
 
-struct TinyDrafterSpec {
+struct TinyDrafterSpec : TinyLayerDims {
+  TinyDrafterSpec() { layers = 2; }
   std::string kind = "random";  // random | agree | disagree
   int64_t target_vocab = 320;   // agree/disagree: the oracle target's vocab
-  int64_t hidden = 64;          // must equal the target's
-  int64_t intermediate = 128;
-  int64_t layers = 2;
-  int64_t heads = 4;
-  int64_t kv_heads = 2;
-  int64_t head_dim = 16;
-  double rope_theta = 10000.0;
   int64_t block_size = 16;
   int64_t mask_token_id = 0;
   int64_t num_target_layers = 4;
