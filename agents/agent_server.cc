@@ -21,11 +21,13 @@
 #include "agents/job_journal.h"
 #include "agents/lane_listener.h"
 #include "agents/slurm_job.h"
+#include "base/beneath.h"
 #include "base/capped_log.h"
 #include "base/clock.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
 #include "base/shell_quote.h"
+#include "base/unique_fd.h"
 #include "protocol/body_buffers.h"
 #include "transfer/chunk_files.h"
 
@@ -387,6 +389,13 @@ Result<std::string> AgentServer::data_path(const nlohmann::json& args, const cha
   return resolve_data_path(workdir_, *p);
 }
 
+Result<UniqueFd> AgentServer::open_data(const nlohmann::json& args, const char* key, int flags) const {
+  auto p = arg<std::string>(args, key);
+  if (!p.ok()) return p.status();
+  if (p->empty()) return invalid_argument(std::string("empty '") + key + "'");
+  return open_data_path(workdir_, *p, flags);
+}
+
 Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const protocol::Frame& req, std::string* body) {
   const nlohmann::json& a = req.header;
   if (op == "fs.list") {
@@ -409,8 +418,10 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   if (op == "fs.read") {
     auto path = data_path(a, "path");
     if (!path.ok()) return path.status();
+    auto file = open_data(a, "path", O_RDONLY);
+    if (!file.ok()) return file.status();
     std::string hash;
-    auto data = read_chunk(*path, a.value("offset", int64_t{-1}), a.value("length", int64_t{-1}), &hash);
+    auto data = read_chunk(file->get(), *path, a.value("offset", int64_t{-1}), a.value("length", int64_t{-1}), &hash);
     if (!data.ok()) return data.status();
     *body = std::move(data).value();
     return nlohmann::json{{"hash", hash}, {"length", static_cast<int64_t>(body->size())}};
@@ -418,8 +429,10 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   if (op == "fs.hash") {
     auto path = data_path(a, "path");
     if (!path.ok()) return path.status();
-    auto hashes = hash_chunks(*path, a.value("chunk_size", int64_t{0}),
-                              a.value("indices", std::vector<int64_t>{}));
+    auto file = open_data(a, "path", O_RDONLY);
+    if (!file.ok()) return file.status();
+    auto hashes =
+        hash_chunks(file->get(), *path, a.value("chunk_size", int64_t{0}), a.value("indices", std::vector<int64_t>{}));
     if (!hashes.ok()) return hashes.status();
     nlohmann::json out = nlohmann::json::object();
     for (auto& [i, h] : *hashes) out[std::to_string(i)] = h;
@@ -443,10 +456,20 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
       return nlohmann::json::object();
     }
     FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
+    // A relative folder is pruned through the folder opened beneath the workdir,
+    // never through a symlink swapped in since (review F26); an absolute one the
+    // prune opens itself, refusing a symlink at its end.
+    UniqueFd dir;
+    if (a["path"].get<std::string>()[0] != '/') {
+      auto opened = open_data(a, "path", O_RDONLY | O_DIRECTORY);
+      if (!opened.ok()) return opened.status();
+      dir = std::move(opened).value();
+    }
     // The copy's files ride in the body: a folder of 100,000 files is no header.
     std::vector<std::string> keep = decode_keep_list(req.body);
     PruneReport pruned;
-    FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string()), &keep, &pruned));
+    FERRY_RETURN_IF_ERROR(
+        receive_finish_dir(*path, a.value("manifest_hash", std::string()), &keep, &pruned, dir.get()));
     return prune_report_json(pruned);
   }
   auto dest = data_path(a, "dest");

@@ -30,7 +30,8 @@
 //   recv.write {dest, index, chunk_size, hash}, body → {}   (kDataLoss if the hash differs)
 //   recv.commit {dest, chunk_size, chunks: [hash]}  → {committed, bad?: [index]}
 //   recv.prepare_dir / recv.finish_dir {path, manifest_hash?, prune?}, body = kept files
-// (see chunk_files.h for the receiver's guarantees)
+// (see chunk_files.h for the receiver's guarantees). A relative path is taken beneath the
+// workdir and never through a symlink there (base/beneath.h); an absolute one as named.
 // The lists that grow with the data (fs.list files, fs.scan folders, fs.hash indices and chunks,
 // recv.begin have, recv.commit chunks and bad) ride in the frame body as JSON
 // (protocol::move_field_to_body): a folder of 100,000 files or a file of 64 GiB
@@ -45,6 +46,7 @@
 #include <string>
 
 #include "agents/job_journal.h"
+#include "base/unique_fd.h"
 #include "base/version.h"
 #include "protocol/frame.h"
 
@@ -88,8 +90,11 @@ class AgentServer {
   Result<nlohmann::json> fs_stat(const nlohmann::json& args);
   Result<nlohmann::json> net_probe(const nlohmann::json& args);
   Result<nlohmann::json> transfer_op(const std::string& op, const protocol::Frame& request, std::string* body);
-  /// A path argument resolved against the workdir; relative paths may not use "..".
+  /// A path argument resolved against the workdir; relative paths may not use ".."
+  /// nor pass through a symlink (base/beneath.h).
   Result<std::string> data_path(const nlohmann::json& args, const char* key) const;
+  /// The same path opened: a relative one beneath the workdir, following no symlink.
+  Result<UniqueFd> open_data(const nlohmann::json& args, const char* key, int flags) const;
   /// Checks the attempt's token against the journal; returns its paths.
   Result<JobPaths> attempt_with_token(const nlohmann::json& args);
   std::string resolve(const std::string& path) const;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 
+#include "base/beneath.h"
 #include "base/unique_fd.h"
 
 namespace ferry {
@@ -132,6 +133,8 @@ Result<std::string> resolve_data_path(const std::string& workdir, const std::str
   if (path.empty()) return invalid_argument("empty path");
   // A relative path stays inside the workdir; an absolute one was named on purpose.
   if (path[0] != '/' && has_dotdot_component(path)) return invalid_argument("path '" + path + "' escapes the workdir");
+  // Nor does it pass through a symlink there (review F26): `models -> /shared/models`.
+  if (path[0] != '/') FERRY_RETURN_IF_ERROR(check_no_symlink_beneath(workdir, path));
   return join_path(workdir, path);
 }
 

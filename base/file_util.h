@@ -29,7 +29,8 @@ std::string join_path(const std::string& a, const std::string& b);
 /// Whether `path` has a ".." component (it could climb out of where it was named).
 bool has_dotdot_component(const std::string& path);
 /// A data path of a copy on a host: relative paths are joined to `workdir` and
-/// may not use ".." (they stay inside it); absolute ones are taken as named.
+/// may not use ".." or pass through a symlink there (they stay inside it; see
+/// base/beneath.h); absolute ones are taken as named.
 Result<std::string> resolve_data_path(const std::string& workdir, const std::string& path);
 /// The absolute path of the running executable ("" if unknown).
 std::string self_exe();

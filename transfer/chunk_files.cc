@@ -268,27 +268,36 @@ Result<nlohmann::json> list_source(const std::string& path) {
 }
 
 Result<std::string> read_chunk(const std::string& path, int64_t offset, int64_t length, std::string* hash) {
-  if (offset < 0 || length < 0 || length > kMaxChunkBytes) return invalid_argument("bad read range");
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.ok()) return errno_status("open " + path, errno);
+  return read_chunk(fd.get(), path, offset, length, hash);
+}
+
+Result<std::string> read_chunk(int fd, const std::string& path, int64_t offset, int64_t length, std::string* hash) {
+  if (offset < 0 || length < 0 || length > kMaxChunkBytes) return invalid_argument("bad read range");
   std::string data = protocol::take_body_buffer(static_cast<size_t>(length));  // pread fills it all
-  FERRY_RETURN_IF_ERROR(pread_all(fd.get(), data.data(), length, offset, path));
+  FERRY_RETURN_IF_ERROR(pread_all(fd, data.data(), length, offset, path));
   *hash = xxh128_hex(data.data(), data.size());
   return data;
 }
 
 Result<std::map<int64_t, std::string>> hash_chunks(const std::string& path, int64_t chunk_size,
                                                    const std::vector<int64_t>& indices) {
-  if (chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad chunk size");
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.ok()) return errno_status("open " + path, errno);
+  return hash_chunks(fd.get(), path, chunk_size, indices);
+}
+
+Result<std::map<int64_t, std::string>> hash_chunks(int fd, const std::string& path, int64_t chunk_size,
+                                                   const std::vector<int64_t>& indices) {
+  if (chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad chunk size");
   struct stat st;
-  ::fstat(fd.get(), &st);
+  if (::fstat(fd, &st) != 0) return errno_status("stat " + path, errno);
   std::vector<int64_t> all = indices;
   if (all.empty()) {
     for (int64_t i = 0; i < chunk_count(st.st_size, chunk_size); ++i) all.push_back(i);
   }
-  return hash_range(fd.get(), path, st.st_size, chunk_size, all);
+  return hash_range(fd, path, st.st_size, chunk_size, all);
 }
 
 std::string file_hash_of(const std::vector<std::string>& chunk_hashes) {
@@ -552,10 +561,10 @@ std::vector<std::string> decode_keep_list(const std::string& body) {
 }
 
 Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
-                          const std::vector<std::string>* keep, PruneReport* pruned) {
+                          const std::vector<std::string>* keep, PruneReport* pruned, int dir_fd) {
   if (keep) {
     PruneReport report;
-    FERRY_RETURN_IF_ERROR(prune_copied_files(dir, *keep, &report));
+    FERRY_RETURN_IF_ERROR(prune_copied_files(dir, *keep, &report, dir_fd));
     if (pruned) *pruned = std::move(report);
   }
   return write_file_atomic(dir + "/" + kCompleteMarker, manifest_hash + "\n");

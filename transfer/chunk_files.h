@@ -52,11 +52,15 @@ nlohmann::json stat_reply(const std::string& path);
 /// symlinks and specials are refused with their name.
 Result<nlohmann::json> list_source(const std::string& path);
 
-/// Reads [offset, offset+length) of `path`; returns the bytes, sets *hash.
+/// Reads [offset, offset+length) of `path` (or of `fd`, named `path` in errors);
+/// returns the bytes, sets *hash.
 Result<std::string> read_chunk(const std::string& path, int64_t offset, int64_t length, std::string* hash);
+Result<std::string> read_chunk(int fd, const std::string& path, int64_t offset, int64_t length, std::string* hash);
 
-/// Hashes of the given chunk indices of `path` (all when `indices` is empty).
+/// Hashes of the given chunk indices of `path` or `fd` (all when `indices` is empty).
 Result<std::map<int64_t, std::string>> hash_chunks(const std::string& path, int64_t chunk_size,
+                                                   const std::vector<int64_t>& indices);
+Result<std::map<int64_t, std::string>> hash_chunks(int fd, const std::string& path, int64_t chunk_size,
                                                    const std::vector<int64_t>& indices);
 
 /// The hash of a file from its chunk hashes, in order.
@@ -100,8 +104,11 @@ Status receive_prepare_dir(const std::string& dir, const std::vector<std::string
 /// there that this one lacks (a sharded checkpoint copied over a single-file one
 /// must not leave the old weights to be loaded), and names in `pruned` what it
 /// removed and what it left: files ferry did not write are never removed.
+/// `dir_fd` (when ≥ 0) is `dir` already opened beneath the workdir: the prune acts
+/// in that folder only, whatever the path names by then.
 Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
-                          const std::vector<std::string>* keep = nullptr, PruneReport* pruned = nullptr);
+                          const std::vector<std::string>* keep = nullptr, PruneReport* pruned = nullptr,
+                          int dir_fd = -1);
 /// The copy's relative paths as a frame body for recv.finish_dir (NUL-separated:
 /// a file name may hold any other byte), and back.
 std::string encode_keep_list(const std::vector<std::string>& rels);

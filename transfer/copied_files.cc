@@ -228,12 +228,14 @@ Status record_copied_files(const std::string& dir, const std::vector<std::string
   return write_record(dir, all);
 }
 
-Status prune_copied_files(const std::string& dir, const std::vector<std::string>& keep, PruneReport* report) {
+Status prune_copied_files(const std::string& dir, const std::vector<std::string>& keep, PruneReport* report,
+                          int dir_fd) {
   *report = PruneReport();
   std::set<std::string> kept(keep.begin(), keep.end());
   // O_NOFOLLOW: a destination that is itself a symlink is written through (the
   // user named it) but never pruned (it may be a team's shared folder).
-  UniqueFd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd root(dir_fd >= 0 ? ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0)
+                            : ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!root.ok()) {
     if (errno != ELOOP && errno != ENOTDIR) return errno_status("open folder " + dir, errno);
     report->not_pruned = dir + " is a symlink: nothing in it is removed";

@@ -56,7 +56,10 @@ Status record_copied_files(const std::string& dir, const std::vector<std::string
 
 /// Removes the recorded files that `keep` (the finished copy's files) lacks, names
 /// the files under DIR that are neither kept nor recorded, then rewrites the
-/// record as exactly `keep`.
-Status prune_copied_files(const std::string& dir, const std::vector<std::string>& keep, PruneReport* report);
+/// record as exactly `keep`. With `dir_fd` ≥ 0 (DIR opened beneath the workdir,
+/// base/beneath.h) it prunes that folder; else it opens DIR itself, never through
+/// a symlink at its last component.
+Status prune_copied_files(const std::string& dir, const std::vector<std::string>& keep, PruneReport* report,
+                          int dir_fd = -1);
 
 }  // namespace ferry

@@ -355,6 +355,42 @@ TEST_F(LocalCopyTest, PathsEscapingTheWorkdirAreRefused) {
   EXPECT_FALSE(testing::exists(b_dir() + "/secret"));
 }
 
+// Review F26: b's workdir holds `models -> <a shared folder>`. A copy `to:
+// b:models/x` is refused naming the path and the link, and so is one reading
+// `from: a:models/...` through the same kind of link; the shared folder keeps
+// exactly what it held (no file written, none pruned).
+TEST_F(LocalCopyTest, ACopyThroughASymlinkedFolderInTheWorkdirIsRefusedAndTouchesNothingOutside) {
+  std::string shared = work_.file("shared");
+  ::mkdir(shared.c_str(), 0755);
+  testing::write_text(shared + "/notes.txt", "the team's");
+  ASSERT_EQ(::symlink(shared.c_str(), (b_dir() + "/models").c_str()), 0);
+  ASSERT_EQ(::symlink(shared.c_str(), (a_dir() + "/models").c_str()), 0);
+  auto shared_names = [&] {
+    std::vector<std::string> names;
+    DIR* d = ::opendir(shared.c_str());
+    while (dirent* e = d ? ::readdir(d) : nullptr) names.push_back(e->d_name);
+    if (d) ::closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const auto before = shared_names();
+
+  auto to = ferry({"run", copy_workflow("linkto", b_dir(), "a:ckpt", "b:models/x", "")});
+  EXPECT_EQ(to.exit_code, 1) << to.out << to.err;
+  std::string error = stage(status(run_id(to)), "copy").value("error", "");
+  EXPECT_NE(error.find("'models/x"), std::string::npos) << error;
+  EXPECT_NE(error.find("passes through a symlink ('models'"), std::string::npos) << error;
+
+  auto from = ferry({"run", copy_workflow("linkfrom", b_dir(), "a:models/notes.txt", "b:notes.txt", "")});
+  EXPECT_EQ(from.exit_code, 1) << from.out << from.err;
+  error = stage(status(run_id(from)), "copy").value("error", "");
+  EXPECT_NE(error.find("'models/notes.txt' passes through a symlink ('models'"), std::string::npos) << error;
+  EXPECT_FALSE(testing::exists(b_dir() + "/notes.txt"));
+
+  EXPECT_EQ(shared_names(), before);
+  EXPECT_EQ(testing::read_text(shared + "/notes.txt"), "the team's");
+}
+
 // The listing is the source host's word (review F1): a source agent that names a
 // file outside the copied folder must not make the coordinator (keep_local) or the
 // destination write there. The copy fails naming the host and the path.
