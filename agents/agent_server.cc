@@ -401,7 +401,11 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
   if (op == "fs.list") {
     auto path = data_path(a, "path");
     if (!path.ok()) return path.status();
-    auto listing = list_source(*path);
+    // Non-blocking: a FIFO named as a source is refused, not waited on.
+    auto source = open_data(a, "path", O_RDONLY | O_NONBLOCK);
+    if (!source.ok()) return source.status();
+    auto listing =
+        list_source_page(source->get(), *path, a.value("after", std::string()), a.value("limit", kListPageFiles));
     if (!listing.ok()) return listing.status();
     return in_body(std::move(listing).value(), "files", "the listing of " + *path, body);
   }

@@ -21,7 +21,8 @@
 //   host.info  {}                                   → cores, memory, free disk, GPUs
 //   slurm.info {}                                   → {partitions: [...]} from sinfo (slurm_job.h)
 //   net.probe  {address, port, timeout_ms}          → {reachable, ms, error}
-//   fs.list    {path}                               → {type, files: [{path, size, mode, mtime_ns, ino}]}
+//   fs.list    {path, after?, limit?}               → {type, files: [{path, size, mode, mtime_ns, ino}], more}:
+//              one page, the files after `after` (transfer/chunk_files.h; list_host_path reads them all)
 //   fs.scan    {path, pattern, after?, max_entries?} → {now_ns, folders, next}: a checkpoint
 //              watch's shallow, paged listing (checkpoint_listing.h)
 //   fs.read    {path, offset, length}               → {hash}, body = bytes

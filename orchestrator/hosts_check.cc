@@ -13,6 +13,7 @@
 #include "orchestrator/transport_factory.h"
 #include "orchestrator/workflow_paths.h"
 #include "transfer/copy_plan.h"
+#include "transfer/host_listing.h"
 #include "workflows/slurm_options.h"
 #include "workflows/template.h"
 
@@ -136,10 +137,11 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
     });
     for (const auto& target : eval_targets_on(wf, h.name)) {
       ++pending;
-      conns[i]->call("fs.list", {{"path", target}}, [&, i, target](Result<protocol::Frame> r) {
-        if (r.ok()) {
-          hosts[i]["eval_models"].push_back({{"path", target}, {"bytes", listed_bytes(r->header)}});
-        }
+      ListCall call = [conn = conns[i]](nlohmann::json args, ReplyFn fn) {
+        conn->call("fs.list", std::move(args), std::move(fn));
+      };
+      list_host_path(call, target, h.name + ":" + target, [&, i, target](Result<nlohmann::json> r) {
+        if (r.ok()) hosts[i]["eval_models"].push_back({{"path", target}, {"bytes", listed_bytes(*r)}});
         done_one();
       });
     }

@@ -179,50 +179,131 @@ bool is_utf8(const std::string& s) {
 
 namespace {
 
-void list_dir(const std::string& root, const std::string& rel, nlohmann::json& files, Status& status) {
-  std::string dir = rel.empty() ? root : root + "/" + rel;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) {
-    status = errno_status("open folder " + dir, errno);
-    return;
+std::vector<std::string> path_components(const std::string& rel) {
+  std::vector<std::string> parts;
+  for (size_t pos = 0; pos < rel.size();) {
+    size_t end = std::min(rel.find('/', pos), rel.size());
+    if (end > pos) parts.push_back(rel.substr(pos, end - pos));
+    pos = end + 1;
   }
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    names.push_back(n);
+  return parts;
+}
+
+// A name as a message may show it: bytes outside printable ASCII as \xNN.
+std::string shown_bytes(const std::string& name) {
+  std::string shown;
+  for (unsigned char c : name) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+    shown += c < 0x20 || c >= 0x7f ? std::string(hex) : std::string(1, static_cast<char>(c));
   }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const auto& n : names) {
-    if (!status.ok()) return;
-    std::string r = rel.empty() ? n : rel + "/" + n;
-    if (!is_utf8(n)) {
-      // JSON would carry it as U+FFFD and the read would then fail "no such file" (review F20.7).
-      std::string shown;
-      for (unsigned char c : root + "/" + r) {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "\\x%02x", c);
-        shown += c < 0x20 || c >= 0x7f ? std::string(hex) : std::string(1, static_cast<char>(c));
+  return shown;
+}
+
+// One page of a folder's listing: the regular files under it in listing_order,
+// those after `after` only, until `limit` files or about `byte_cap` bytes of
+// entries. Every folder is opened beneath the one above it with O_NOFOLLOW, so
+// the walk never leaves the source, whatever is swapped in meanwhile.
+class ListingPage {
+ public:
+  ListingPage(std::string root, const std::string& after, int64_t limit, size_t byte_cap)
+      : root_(std::move(root)),
+        after_(path_components(after)),
+        limit_(limit),
+        byte_cap_(byte_cap) {}
+
+  // Walks the folder open at `dir` (rel "" is the source itself). False when the
+  // page is full or an entry was refused (status()).
+  bool walk(int dir, const std::string& rel, size_t depth, bool on_after_path) {
+    DIR* d = ::fdopendir(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!d) return fail(errno_status("open folder " + shown(rel), errno));
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(std::move(n));
+    }
+    std::sort(names.begin(), names.end());
+    bool going = true;
+    // Below `after`'s own folders everything comes after it; beside them, what sorts after its name.
+    const std::string* bound = on_after_path && depth < after_.size() ? &after_[depth] : nullptr;
+    for (const auto& n : names) {
+      if (bound && n < *bound) continue;
+      std::string r = rel.empty() ? n : rel + "/" + n;
+      if (!is_utf8(n)) {
+        // JSON would carry it as U+FFFD and the read would then fail "no such file" (review F20.7).
+        going = fail(invalid_argument("the file name " + shown_bytes(shown(r)) +
+                                      " is not UTF-8: ferry copies only UTF-8 names; rename it"));
+        break;
       }
-      status = invalid_argument("the file name " + shown + " is not UTF-8: ferry copies only UTF-8 names; rename it");
-      return;
+      if (is_copy_bookkeeping(n)) continue;  // our own files never travel
+      struct stat st;
+      if (::fstatat(::dirfd(d), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        going = fail(errno_status("stat " + shown(r), errno));
+        break;
+      }
+      const bool on_path = bound && n == *bound;
+      if (S_ISDIR(st.st_mode)) {
+        UniqueFd sub(::openat(::dirfd(d), n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        going =
+            sub.ok() ? walk(sub.get(), r, depth + 1, on_path) : fail(errno_status("open folder " + shown(r), errno));
+      } else if (S_ISREG(st.st_mode)) {
+        if (on_path) continue;  // `after` itself: the last page ended with it
+        going = add(r, st);
+      } else {
+        going = fail(invalid_argument(shown(r) + " is not a regular file or folder (symlinks are not copied)"));
+      }
+      if (!going) break;
     }
-    if (is_copy_bookkeeping(n)) continue;  // our own files never travel
-    struct stat st;
-    if (::lstat((root + "/" + r).c_str(), &st) != 0) {
-      status = errno_status("stat " + root + "/" + r, errno);
-      return;
-    }
-    if (S_ISDIR(st.st_mode)) {
-      list_dir(root, r, files, status);
-    } else if (S_ISREG(st.st_mode)) {
-      files.push_back(listing_entry(r, st));
-    } else {
-      status = invalid_argument(root + "/" + r + " is not a regular file or folder (symlinks are not copied)");
-      return;
-    }
+    ::closedir(d);
+    return going;
   }
+
+  bool add(const std::string& rel, const struct stat& st) {
+    if (static_cast<int64_t>(files_.size()) >= limit_ || bytes_ >= byte_cap_) {
+      more_ = true;  // the next page starts here
+      return false;
+    }
+    bytes_ += rel.size() + kListEntryOverheadBytes;
+    files_.push_back(listing_entry(rel, st));
+    return true;
+  }
+  bool fail(Status s) {
+    status_ = std::move(s);
+    return false;
+  }
+  std::string shown(const std::string& rel) const { return rel.empty() ? root_ : root_ + "/" + rel; }
+
+  const Status& status() const { return status_; }
+  bool more() const { return more_; }
+  nlohmann::json take_files() { return std::move(files_); }
+
+ private:
+  // An entry's JSON beside its path (size, mode, mtime_ns, ino and the punctuation).
+  static constexpr size_t kListEntryOverheadBytes = 96;
+  std::string root_;
+  std::vector<std::string> after_;
+  int64_t limit_;
+  size_t byte_cap_;
+  size_t bytes_ = 0;
+  nlohmann::json files_ = nlohmann::json::array();
+  bool more_ = false;
+  Status status_;
+};
+
+Result<nlohmann::json> list_open_source(int source, const std::string& shown, const std::string& after, int64_t limit,
+                                        size_t byte_cap) {
+  struct stat st;
+  if (::fstat(source, &st) != 0) return errno_status("copy source " + shown, errno);
+  nlohmann::json files = nlohmann::json::array();
+  if (S_ISREG(st.st_mode)) {
+    if (after.empty()) files.push_back(listing_entry("", st));
+    return nlohmann::json{{"type", "file"}, {"files", std::move(files)}, {"more", false}};
+  }
+  if (!S_ISDIR(st.st_mode)) return invalid_argument("copy source " + shown + " is not a file or folder");
+  ListingPage page(shown, after, limit, byte_cap);
+  page.walk(source, "", 0, /*on_after_path=*/!after.empty());
+  if (!page.status().ok()) return page.status();
+  return nlohmann::json{{"type", "dir"}, {"files", page.take_files()}, {"more", page.more()}};
 }
 
 }  // namespace
@@ -252,19 +333,17 @@ nlohmann::json stat_reply(const std::string& path) {
                         {"ino", static_cast<int64_t>(st.st_ino)}};
 }
 
+bool listing_order(const std::string& a, const std::string& b) { return path_components(a) < path_components(b); }
+
+Result<nlohmann::json> list_source_page(int source, const std::string& shown, const std::string& after, int64_t limit) {
+  return list_open_source(source, shown, after, std::clamp<int64_t>(limit, 1, kMaxListPageFiles), kMaxListPageBytes);
+}
+
 Result<nlohmann::json> list_source(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return errno_status("copy source " + path, errno);
-  nlohmann::json files = nlohmann::json::array();
-  if (S_ISREG(st.st_mode)) {
-    files.push_back(listing_entry("", st));
-    return nlohmann::json{{"type", "file"}, {"files", files}};
-  }
-  if (!S_ISDIR(st.st_mode)) return invalid_argument("copy source " + path + " is not a file or folder");
-  Status s;
-  list_dir(path, "", files, s);
-  if (!s.ok()) return s;
-  return nlohmann::json{{"type", "dir"}, {"files", files}};
+  // Non-blocking: a FIFO named as a source must be refused, not waited on.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.ok()) return errno_status("copy source " + path, errno);
+  return list_open_source(fd.get(), path, "", INT64_MAX, SIZE_MAX);
 }
 
 Result<std::string> read_chunk(const std::string& path, int64_t offset, int64_t length, std::string* hash) {

@@ -47,10 +47,27 @@ int64_t file_mtime_ns(const struct stat& st);
 /// mtime_ms, mtime_ns, ino} ({exists: false, path} when there is nothing).
 nlohmann::json stat_reply(const std::string& path);
 
-/// What a source path holds: {type: "file"|"dir", files: [{path, size, mode}]}
-/// (`path` relative to the source; "" for a single file). Only regular files;
-/// symlinks and specials are refused with their name.
+/// What a source path holds: {type: "file"|"dir", files: [{path, size, mode,
+/// mtime_ns, ino}], more: false} (`path` relative to the source; "" for a single
+/// file). Only regular files; symlinks and specials are refused with their name,
+/// and no folder is entered through a symlink. All of it at once: for the push,
+/// which lists its own host's source in-process.
 Result<nlohmann::json> list_source(const std::string& path);
+
+/// fs.list answers in pages, so a folder of 200,000 shards meets no frame cap
+/// and no reply grows with the folder: a page holds at most `limit` files
+/// (kListPageFiles unless asked, never over kMaxListPageFiles) and about
+/// kMaxListPageBytes of entries.
+inline constexpr int64_t kListPageFiles = 4096;
+inline constexpr int64_t kMaxListPageFiles = 65536;
+inline constexpr size_t kMaxListPageBytes = 4 << 20;
+/// One page of the source open at `source` (named `shown` in errors): the files
+/// that come after `after` in listing_order ("" from the start), and `more` true
+/// when others remain (the next page is asked for after this one's last path).
+Result<nlohmann::json> list_source_page(int source, const std::string& shown, const std::string& after, int64_t limit);
+/// The order of a listing: component by component ("a/b" before "a-c"), as the
+/// walk visits folders; pages come in this order, strictly increasing.
+bool listing_order(const std::string& a, const std::string& b);
 
 /// Reads [offset, offset+length) of `path` (or of `fd`, named `path` in errors);
 /// returns the bytes, sets *hash.

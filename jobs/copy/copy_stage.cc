@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "jobs/copy/direct_copy.h"
 #include "jobs/copy/relay_copy.h"
+#include "transfer/host_listing.h"
 
 namespace ferry {
 
@@ -38,7 +39,11 @@ void CopyStage::start(std::function<void(StageOutcome)> done) {
 
 void CopyStage::list_source() {
   auto self = shared_from_this();
-  c_->env.call_agent(c_->spec.from_host, "fs.list", {{"path", c_->spec.from_path}}, [self](Result<protocol::Frame> r) {
+  const std::string& host = c_->spec.from_host;
+  ListCall call = [self, host](nlohmann::json args, ReplyFn fn) {
+    self->c_->env.call_agent(host, "fs.list", std::move(args), std::move(fn));
+  };
+  list_host_path(call, c_->spec.from_path, host + ":" + c_->spec.from_path, [self](Result<nlohmann::json> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->list_source(); });
@@ -47,10 +52,10 @@ void CopyStage::list_source() {
     }
     const CopySpec& spec = self->c_->spec;
     auto& files = self->c_->files;
-    if (r->header.contains("files") && r->header["files"].is_array()) files.reserve(r->header["files"].size());
+    if (r->contains("files") && (*r)["files"].is_array()) files.reserve((*r)["files"].size());
     CopyListing plan;
     Status planned = plan_copy_each(
-        std::move(r->header), spec.from_path, spec.to_path, spec.chunk_size,
+        std::move(r).value(), spec.from_path, spec.to_path, spec.chunk_size,
         copy_owner(spec.attempt.job, spec.attempt.attempt, spec.attempt.token), &plan, [&](CopyFile&& f) {
           CopyEntry file;
           static_cast<CopyFile&>(file) = std::move(f);

@@ -18,6 +18,7 @@
 #include "jobs/log_tap_env.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_plan.h"
+#include "transfer/host_listing.h"
 
 namespace ferry {
 namespace {
@@ -120,15 +121,18 @@ void RemoteEvalStage::check_memory() {
     std::string path = spec_.engine.value(key, std::string());
     if (path.empty()) continue;
     ++*pending;
-    env_.call_agent(spec_.host, "fs.list", {{"path", path}},
-                    [total, listed, one_done, key = std::string(key)](Result<protocol::Frame> r) {
-                      if (r.ok()) {
-                        const int64_t bytes = listed_bytes(r->header);
-                        *total = std::min(*total, INT64_MAX - bytes) + bytes;  // saturates
-                        listed->push_back(key + " " + gib_text(bytes));
-                      }
-                      one_done();
-                    });
+    ListCall call = [self](nlohmann::json args, ReplyFn fn) {
+      self->env_.call_agent(self->spec_.host, "fs.list", std::move(args), std::move(fn));
+    };
+    list_host_path(call, path, spec_.host + ":" + path,
+                   [total, listed, one_done, key = std::string(key)](Result<nlohmann::json> r) {
+                     if (r.ok()) {
+                       const int64_t bytes = listed_bytes(*r);
+                       *total = std::min(*total, INT64_MAX - bytes) + bytes;  // saturates
+                       listed->push_back(key + " " + gib_text(bytes));
+                     }
+                     one_done();
+                   });
   }
 }
 

@@ -1,0 +1,86 @@
+#include "transfer/host_listing.h"
+
+#include <memory>
+#include <utility>
+
+#include "transfer/chunk_files.h"
+
+namespace ferry {
+namespace {
+
+class PagedListing : public std::enable_shared_from_this<PagedListing> {
+ public:
+  PagedListing(ListCall call, std::string path, std::string what, ListDone done, int64_t page_files, int* pages)
+      : call_(std::move(call)),
+        path_(std::move(path)),
+        what_(std::move(what)),
+        done_(std::move(done)),
+        page_files_(page_files),
+        pages_(pages) {}
+
+  void next() {
+    nlohmann::json args = {{"path", path_}};
+    if (!after_.empty()) args["after"] = after_;
+    if (page_files_ > 0) args["limit"] = page_files_;
+    auto self = shared_from_this();
+    call_(std::move(args), [self](Result<protocol::Frame> r) { self->take(std::move(r)); });
+  }
+
+ private:
+  void take(Result<protocol::Frame> r) {
+    if (!r.ok()) return done_(r.status());
+    if (pages_) ++*pages_;
+    nlohmann::json& page = r->header;
+    auto files = page.find("files");
+    auto type = page.find("type");
+    if (!page.is_object() || files == page.end() || !files->is_array() || type == page.end() || !type->is_string()) {
+      return done_(data_loss("a page of the listing of " + what_ + " is malformed (no type or files)"));
+    }
+    if (listing_.is_null()) {
+      listing_ = {{"type", *type}, {"files", nlohmann::json::array()}};
+    } else if (listing_["type"] != *type) {
+      return done_(data_loss("the listing of " + what_ + " changed type between pages"));
+    }
+    if (listing_["files"].size() + files->size() > static_cast<size_t>(kMaxListedFiles)) {
+      return done_(invalid_argument(what_ + " holds more than " + std::to_string(kMaxListedFiles) +
+                                    " files: too many for one copy; copy its subfolders apart"));
+    }
+    const bool more = page.value("more", false) == true;
+    for (auto& f : *files) {
+      const auto p = f.is_object() ? f.find("path") : f.end();
+      if (p == f.end() || !p->is_string()) {
+        return done_(data_loss("an entry of the listing of " + what_ + " has no path"));
+      }
+      // Strictly after the last one: pages never repeat or go back, so the loop ends.
+      if (more || !after_.empty()) {
+        const std::string& path = p->get_ref<const std::string&>();
+        if (!after_.empty() && !listing_order(after_, path)) {
+          return done_(
+              data_loss("the listing of " + what_ + " is out of order at '" + path + "' (after '" + after_ + "')"));
+        }
+        after_ = path;
+      }
+      listing_["files"].push_back(std::move(f));
+    }
+    if (!more) return done_(std::move(listing_));
+    if (files->empty()) return done_(data_loss("a page of the listing of " + what_ + " was empty but said more"));
+    next();
+  }
+
+  ListCall call_;
+  std::string path_, what_;
+  ListDone done_;
+  int64_t page_files_;
+  int* pages_;
+  std::string after_;  // the last path so far: the next page starts after it
+  nlohmann::json listing_;
+};
+
+}  // namespace
+
+void list_host_path(const ListCall& call, const std::string& path, const std::string& what, ListDone done,
+                    int64_t page_files, int* pages) {
+  std::make_shared<PagedListing>(call, path, what, std::move(done), page_files, pages)->next();
+}
+
+}  // namespace ferry
