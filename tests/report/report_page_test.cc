@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/process.h"
+#include "tests/support/tiny_suite_test.h"
 
 namespace ferry {
 namespace {
@@ -18,18 +19,14 @@ namespace {
 using testing::read_text;
 using testing::write_text;
 
-class ReportPageTest : public ::testing::Test {
+class ReportPageTest : public testing::TinySuiteTest {
  protected:
+  ReportPageTest() : TinySuiteTest(300) {}
   void SetUp() override {
-    auto r = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", suite_.path()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    block_size_ = nlohmann::json::parse(read_text(suite_.file("oracle-agree/config.json")))["block_size"].get<int>();
+    TinySuiteTest::SetUp();
+    block_size_ = block_size();
     std::ifstream prompts(suite_.file("oracle-prompts.jsonl"));
     for (std::string line; std::getline(prompts, line);) prompt_count_ += line.empty() ? 0 : 1;
-  }
-  testing::ProcessResult ferry(std::vector<std::string> args) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}, 300);
   }
   std::string eval_stage(const std::string& name, const std::string& needs, int step) {
     return "  " + name + ":\n    kind: eval\n    needs: " + needs + "\n    target: " + suite_.file("oracle-target") +
@@ -37,7 +34,6 @@ class ReportPageTest : public ::testing::Test {
            suite_.file("oracle-disagree") + "\n    prompts: " + suite_.file("oracle-prompts.jsonl") +
            "\n    max_new_tokens: 16\n    threads: 1\n";
   }
-  testing::TempDir suite_, home_;
   int block_size_ = 0;
   int prompt_count_ = 0;
 };

@@ -3,6 +3,7 @@
 // read from the state store with sqlite3 (as a person would look). Tests only.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,10 @@ class FerryCli {
 
   ProcessResult operator()(std::vector<std::string> args) const {
     args.insert(args.begin(), bin_dir() + "/ferry");
-    return run_process(args, {{"FERRY_HOME", home_}, {"NO_COLOR", "1"}}, timeout_s_);
+    return run_process(args, env(), timeout_s_);
   }
+  /// The environment a `ferry` of this home runs in (for a coordinator the test spawns).
+  std::map<std::string, std::string> env() const { return {{"FERRY_HOME", home_}, {"NO_COLOR", "1"}}; }
   nlohmann::json status(const std::string& run) const {
     return nlohmann::json::parse((*this)({"status", run, "--json"}).out, nullptr, false);
   }

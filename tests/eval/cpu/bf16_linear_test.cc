@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/eval/cpu/bf16_kernel_test.h"
 #include "tests/eval/tensor_test_util.h"
 
 namespace ferry::eval {
@@ -13,12 +14,7 @@ namespace {
 using testing::bf16_randn;
 using testing::relative_error;
 
-class Bf16LinearTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!bf16_kernel_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16: libtorch's path is the only one";
-  }
-};
+using Bf16LinearTest = testing::Bf16KernelTest;
 
 TEST_F(Bf16LinearTest, MatchesAFloat64ProductForDecodeAndVerifyShapes) {
   // K: whole 128-wide steps, 32-wide steps, and tails shorter than a vector.

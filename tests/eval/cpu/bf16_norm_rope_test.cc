@@ -13,6 +13,7 @@
 
 #include "jobs/eval/cpu/bf16_linear.h"
 #include "jobs/eval/cpu/tensor_ops.h"
+#include "tests/eval/cpu/bf16_kernel_test.h"
 #include "tests/eval/tensor_test_util.h"
 
 namespace ferry::eval {
@@ -21,14 +22,7 @@ namespace {
 using testing::bf16_randn;
 using testing::relative_error;
 
-class Bf16NormRopeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!bf16_kernel_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
-    set_bf16_kernel_enabled(true);
-  }
-  void TearDown() override { set_bf16_kernel_enabled(true); }
-};
+using Bf16NormRopeTest = testing::Bf16KernelTest;
 
 template <typename F>
 at::Tensor on_libtorch(F f) {

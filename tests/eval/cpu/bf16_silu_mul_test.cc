@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "jobs/eval/cpu/bf16_linear.h"
+#include "tests/eval/cpu/bf16_kernel_test.h"
 #include "tests/eval/tensor_test_util.h"
 
 namespace ferry::eval {
@@ -16,13 +17,7 @@ namespace {
 
 using testing::bf16_randn;
 
-class Bf16SiluMulTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!bf16_kernel_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
-    set_bf16_kernel_enabled(true);
-  }
-};
+using Bf16SiluMulTest = testing::Bf16KernelTest;
 
 TEST_F(Bf16SiluMulTest, MatchesLibtorchsTwoOpsAndFloat64) {
   // A decode step's row, a verify's block (split over threads), the tiny models' width.

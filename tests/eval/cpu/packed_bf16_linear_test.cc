@@ -8,6 +8,7 @@
 
 #include "jobs/eval/cpu/bf16_linear.h"
 #include "jobs/eval/cpu/tensor_ops.h"
+#include "tests/eval/cpu/bf16_kernel_test.h"
 #include "tests/eval/tensor_test_util.h"
 
 namespace ferry::eval {
@@ -16,12 +17,7 @@ namespace {
 using testing::bf16_randn;
 using testing::relative_error;
 
-class PackedBf16LinearTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!bf16_kernel_supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16: nothing is packed";
-  }
-};
+using PackedBf16LinearTest = testing::Bf16KernelTest;
 
 at::Tensor float64_product(const at::Tensor& x, const at::Tensor& w) {
   return at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/process.h"
+#include "tests/support/tiny_suite_test.h"
 
 namespace ferry {
 namespace {
@@ -25,22 +26,14 @@ namespace {
 using testing::read_text;
 using testing::write_text;
 
-class EvalStageTest : public ::testing::Test {
+class EvalStageTest : public testing::TinySuiteTest {
  protected:
   void SetUp() override {
-    // The engine's own suite: an oracle target whose greedy next token is known,
-    // a drafter that always agrees with it (τ = B on every step) and one that
-    // never does (τ = 1).
-    auto r = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", dir_.path()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    block_size_ = nlohmann::json::parse(read_text(dir_.file("oracle-agree/config.json")))["block_size"].get<int>();
-  }
-  testing::ProcessResult ferry(std::vector<std::string> args) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}});
+    TinySuiteTest::SetUp();
+    block_size_ = block_size();
   }
   std::string workflow(const std::string& drafter, const std::string& gate) {
-    std::string path = dir_.file("wf.yaml");
+    std::string path = suite_.file("wf.yaml");
     write_text(path,
                "name: evaltest\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n    drafter: " + drafter +
                    "\n    reference: oracle-disagree\n    prompts: oracle-prompts.jsonl\n    max_new_tokens: 16\n"
@@ -48,8 +41,6 @@ class EvalStageTest : public ::testing::Test {
                    gate);
     return path;
   }
-  testing::TempDir dir_;
-  testing::TempDir home_;
   int block_size_ = 0;
 };
 
@@ -68,7 +59,7 @@ TEST_F(EvalStageTest, AgreeingDrafterPassesItsGateAndTheFiguresReachTheStore) {
   EXPECT_NEAR(std::stod(stage["outputs"]["tau"].get<std::string>()), tau, 1e-4);
   // The engine's last progress line, stored as the stage's progress: every prompt of
   // the last of its three runs (candidate, reference, baseline), and the candidate's τ.
-  const std::string prompt_text = read_text(dir_.file("oracle-prompts.jsonl"));
+  const std::string prompt_text = read_text(suite_.file("oracle-prompts.jsonl"));
   const auto prompts = static_cast<int64_t>(std::count(prompt_text.begin(), prompt_text.end(), '\n'));
   const auto& progress = stage["progress"];
   ASSERT_TRUE(progress.is_object()) << stage.dump(2);
@@ -108,9 +99,9 @@ TEST_F(EvalStageTest, MissingCheckpointIsAClearStageError) {
 // gives its own refusal of a text prompt on the oracle target (vocabulary 64, no
 // tokenizer.json), naming the prompt file's line and field.
 TEST_F(EvalStageTest, PromptFormatAndTokenizerReachTheEngine) {
-  write_text(dir_.file("text-prompts.jsonl"), "{\"prompt\": \"hi\"}\n");
+  write_text(suite_.file("text-prompts.jsonl"), "{\"prompt\": \"hi\"}\n");
   auto stage_error = [&](const std::string& extra) {
-    std::string path = dir_.file("wf-text.yaml");
+    std::string path = suite_.file("wf-text.yaml");
     write_text(path,
                "name: evaltext\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n"
                "    drafter: oracle-agree\n    prompts: text-prompts.jsonl\n    max_new_tokens: 4\n" +
@@ -173,16 +164,16 @@ bool fifo_has_reader(const std::string& fifo) {
 TEST_F(EvalStageTest, TimeoutStopsAnInProcessEvalStuckInTheTokenizer) {
   // A target whose vocabulary holds the tokenizer's 256 ids, and a drafter for it.
   for (auto args : std::vector<std::vector<std::string>>{
-           {"target", "--out", dir_.file("byte-target"), "--vocab", "300"},
-           {"drafter", "--out", dir_.file("byte-drafter"), "--target-vocab", "300"}}) {
+           {"target", "--out", suite_.file("byte-target"), "--vocab", "300"},
+           {"drafter", "--out", suite_.file("byte-drafter"), "--target-vocab", "300"}}) {
     args.insert(args.begin(), testing::bin_dir() + "/ferry-tiny-models");
     auto made = testing::run_process(args);
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
-  ::mkdir(dir_.file("catastrophic").c_str(), 0755);
-  write_text(dir_.file("catastrophic/tokenizer.json"), catastrophic_tokenizer());
-  write_text(dir_.file("a-prompts.jsonl"), "{\"prompt\": \"" + std::string(60, 'a') + "\"}\n");
-  const std::string fifo = dir_.file("fifo-prompts.jsonl");
+  ::mkdir(suite_.file("catastrophic").c_str(), 0755);
+  write_text(suite_.file("catastrophic/tokenizer.json"), catastrophic_tokenizer());
+  write_text(suite_.file("a-prompts.jsonl"), "{\"prompt\": \"" + std::string(60, 'a') + "\"}\n");
+  const std::string fifo = suite_.file("fifo-prompts.jsonl");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // Long enough for the worker to start and load on a busy machine (7.5 s seen on 2 shared cores).
   constexpr int kTimeoutS = 20;
@@ -190,15 +181,14 @@ TEST_F(EvalStageTest, TimeoutStopsAnInProcessEvalStuckInTheTokenizer) {
       "    kind: eval\n    target: byte-target\n    drafter: byte-drafter\n"
       "    max_new_tokens: 4\n    threads: 1\n    timeout: " +
       std::to_string(kTimeoutS) + "s\n";
-  std::string path = dir_.file("wf-stuck.yaml");
+  std::string path = suite_.file("wf-stuck.yaml");
   write_text(path, "name: stuck\nstages:\n  regex:\n" + common +
                        "    prompts: a-prompts.jsonl\n    prompt_format: raw\n    tokenizer: catastrophic\n"
                        "  fifo:\n" +
                        common + "    prompts: fifo-prompts.jsonl\n");
   auto t0 = std::chrono::steady_clock::now();
   // Past the bound, the process is killed (and the exit code says so).
-  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", path},
-                                {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}, 3 * kTimeoutS);
+  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", path}, ferry.env(), 3 * kTimeoutS);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_LT(took, kTimeoutS + 5) << r.out << r.err;
@@ -228,26 +218,25 @@ TEST_F(EvalStageTest, TimeoutStopsAnInProcessEvalStuckInTheTokenizer) {
 // opened only after every model is loaded: the test truncates the target's weights
 // then, before the first forward touches them.
 TEST_F(EvalStageTest, ACheckpointTruncatedDuringTheEvalFailsTheStageNotTheCoordinator) {
-  const std::string fifo = dir_.file("fifo-prompts.jsonl");
+  const std::string fifo = suite_.file("fifo-prompts.jsonl");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  std::string path = dir_.file("wf-bus.yaml");
+  std::string path = suite_.file("wf-bus.yaml");
   write_text(path,
              "name: bus\nstages:\n  eval:\n    kind: eval\n    target: oracle-target\n"
              "    drafter: oracle-agree\n    prompts: fifo-prompts.jsonl\n    max_new_tokens: 16\n"
              "    threads: 1\n");
-  pid_t pid = testing::spawn_process({testing::bin_dir() + "/ferry", "run", path},
-                                     {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}, dir_.file("run.log"));
+  pid_t pid = testing::spawn_process({testing::bin_dir() + "/ferry", "run", path}, ferry.env(), suite_.file("run.log"));
   // Our end opens once the engine holds the reader's (blocked in its open until then);
   // kept open, so the engine's read waits for the prompts.
   int fd = -1;
   ASSERT_TRUE(testing::wait_until([&] { return (fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0; },
                                   std::chrono::seconds(120)))
-      << read_text(dir_.file("run.log"));
-  ASSERT_EQ(::truncate(dir_.file("oracle-target/model.safetensors").c_str(), 0), 0) << std::strerror(errno);
-  std::string prompts = read_text(dir_.file("oracle-prompts.jsonl"));
+      << read_text(suite_.file("run.log"));
+  ASSERT_EQ(::truncate(suite_.file("oracle-target/model.safetensors").c_str(), 0), 0) << std::strerror(errno);
+  std::string prompts = read_text(suite_.file("oracle-prompts.jsonl"));
   ASSERT_EQ(::write(fd, prompts.data(), prompts.size()), static_cast<ssize_t>(prompts.size()));
   ::close(fd);
-  EXPECT_EQ(testing::wait_process(pid, 120), 1) << read_text(dir_.file("run.log"));
+  EXPECT_EQ(testing::wait_process(pid, 120), 1) << read_text(suite_.file("run.log"));
   auto st = nlohmann::json::parse(ferry({"status", "bus-1", "--json"}).out, nullptr, false);
   ASSERT_TRUE(st.is_object());
   auto stage = st["stages"][0];

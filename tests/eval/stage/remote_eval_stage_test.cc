@@ -15,6 +15,7 @@
 #include "tests/eval/stage/comparable_report.h"
 #include "tests/support/ferry_cli.h"
 #include "tests/support/process.h"
+#include "tests/support/tiny_suite_test.h"
 
 namespace ferry {
 namespace {
@@ -22,12 +23,8 @@ namespace {
 using testing::read_text;
 using testing::write_text;
 
-class RemoteEvalStageTest : public ::testing::Test {
+class RemoteEvalStageTest : public testing::TinySuiteTest {
  protected:
-  void SetUp() override {
-    auto r = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", dir_.path()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
   nlohmann::json status(const std::string& run) { return ferry.status(run); }
   static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
     return testing::FerryCli::stage(st, name);
@@ -44,9 +41,6 @@ class RemoteEvalStageTest : public ::testing::Test {
     }
     return nullptr;
   }
-  testing::TempDir dir_;
-  testing::TempDir home_;
-  testing::FerryCli ferry{home_.path()};
 };
 
 constexpr const char* kDrafters = "    drafter: oracle-agree\n    reference: oracle-disagree\n";
@@ -59,9 +53,9 @@ constexpr const char* kEvalFields = R"(    max_new_tokens: 16
 // workdir holds them, and on a host that has only the models (by absolute path)
 // and gets its prompts shipped from the coordinator. Every figure must agree.
 TEST_F(RemoteEvalStageTest, EvalOnAHostGivesTheSameReportAsInTheCoordinator) {
-  std::string wf = dir_.file("wf.yaml");
-  write_text(wf, "name: where\nhosts:\n  box: {transport: local, workdir: " + dir_.path() +
-                     "}\n  far: {transport: local, workdir: " + dir_.file("far") +
+  std::string wf = suite_.file("wf.yaml");
+  write_text(wf, "name: where\nhosts:\n  box: {transport: local, workdir: " + suite_.path() +
+                     "}\n  far: {transport: local, workdir: " + suite_.file("far") +
                      "}\nstages:\n"
                      "  here:\n    kind: eval\n    target: oracle-target\n    prompts: oracle-prompts.jsonl\n" +
                      kDrafters + kEvalFields +
@@ -128,10 +122,10 @@ TEST_F(RemoteEvalStageTest, EvalOnAHostGivesTheSameReportAsInTheCoordinator) {
   };
   auto w = worker_sent("shipped");
   ASSERT_TRUE(w.is_object());
-  EXPECT_TRUE(testing::exists(dir_.file("far") + "/" + w["path"].get<std::string>()));
-  EXPECT_EQ(read_text(dir_.file("far") + "/" + w["path"].get<std::string>()),
+  EXPECT_TRUE(testing::exists(suite_.file("far") + "/" + w["path"].get<std::string>()));
+  EXPECT_EQ(read_text(suite_.file("far") + "/" + w["path"].get<std::string>()),
             read_text(testing::bin_dir() + "/ferry-eval"));
-  auto prompts = testing::run_process({"sh", "-c", "ls " + dir_.file("far") + "/.ferry/eval-prompts/"});
+  auto prompts = testing::run_process({"sh", "-c", "ls " + suite_.file("far") + "/.ferry/eval-prompts/"});
   EXPECT_NE(prompts.out.find("oracle-prompts.jsonl"), std::string::npos) << prompts.out;
   EXPECT_GT(w["bytes_sent"].get<int64_t>(), 0);
   // A second run finds the worker in place: nothing is sent again.
@@ -150,11 +144,11 @@ TEST_F(RemoteEvalStageTest, EvalOnAHostGivesTheSameReportAsInTheCoordinator) {
 // /usr/lib is never reached). The worker cannot start there, so the stage fails
 // at once, with the loader's words and what to install.
 TEST_F(RemoteEvalStageTest, HostWithoutAWorkingLibtorchFailsTheStageAtOnceSayingWhatToInstall) {
-  ASSERT_EQ(testing::run_process({"mkdir", "-p", dir_.file("broken-libtorch")}).exit_code, 0);
-  write_text(dir_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
-  std::string wf = dir_.file("wf.yaml");
-  write_text(wf, "name: nolib\nhosts:\n  bare:\n    workdir: " + dir_.path() +
-                     "\n    env: {LD_LIBRARY_PATH: " + dir_.file("broken-libtorch") +
+  ASSERT_EQ(testing::run_process({"mkdir", "-p", suite_.file("broken-libtorch")}).exit_code, 0);
+  write_text(suite_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
+  std::string wf = suite_.file("wf.yaml");
+  write_text(wf, "name: nolib\nhosts:\n  bare:\n    workdir: " + suite_.path() +
+                     "\n    env: {LD_LIBRARY_PATH: " + suite_.file("broken-libtorch") +
                      "}\nstages:\n  eval:\n    kind: eval\n    host: bare\n    target: oracle-target\n"
                      "    prompts: oracle-prompts.jsonl\n" +
                      kDrafters + kEvalFields);
@@ -176,11 +170,11 @@ TEST_F(RemoteEvalStageTest, HostWithoutAWorkingLibtorchFailsTheStageAtOnceSaying
 // host's env: one host can run evals (with the figures the worker reports and the
 // size of the model its eval stage names), the other's loader cannot link libtorch.
 TEST_F(RemoteEvalStageTest, HostsCheckShowsWhichHostsCanRunEvalsAndWhyNot) {
-  ASSERT_EQ(testing::run_process({"mkdir", "-p", dir_.file("broken-libtorch")}).exit_code, 0);
-  write_text(dir_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
-  std::string wf = dir_.file("wf.yaml");
-  write_text(wf, "name: caps\nhosts:\n  box: {workdir: " + dir_.path() + "}\n  bare:\n    workdir: " +
-                     dir_.file("bare") + "\n    env: {LD_LIBRARY_PATH: " + dir_.file("broken-libtorch") +
+  ASSERT_EQ(testing::run_process({"mkdir", "-p", suite_.file("broken-libtorch")}).exit_code, 0);
+  write_text(suite_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
+  std::string wf = suite_.file("wf.yaml");
+  write_text(wf, "name: caps\nhosts:\n  box: {workdir: " + suite_.path() + "}\n  bare:\n    workdir: " +
+                     suite_.file("bare") + "\n    env: {LD_LIBRARY_PATH: " + suite_.file("broken-libtorch") +
                      "}\nstages:\n  eval:\n    kind: eval\n    host: box\n    target: oracle-target\n"
                      "    prompts: oracle-prompts.jsonl\n" +
                      kDrafters + kEvalFields);
@@ -196,8 +190,8 @@ TEST_F(RemoteEvalStageTest, HostsCheckShowsWhichHostsCanRunEvalsAndWhyNot) {
   EXPECT_TRUE(box["eval"]["bf16"].is_boolean());
   ASSERT_EQ(box["eval_models"].size(), 1u) << box.dump(2);
   EXPECT_EQ(box["eval_models"][0]["bytes"].get<int64_t>(),
-            static_cast<int64_t>(read_text(dir_.file("oracle-target/model.safetensors")).size() +
-                                 read_text(dir_.file("oracle-target/config.json")).size()));
+            static_cast<int64_t>(read_text(suite_.file("oracle-target/model.safetensors")).size() +
+                                 read_text(suite_.file("oracle-target/config.json")).size()));
   ASSERT_TRUE(bare.contains("eval")) << j.dump(2);
   EXPECT_EQ(bare["eval"]["can_run"], false) << bare.dump(2);
   EXPECT_NE(bare["eval"]["why"].get<std::string>().find("libtorch_cpu.so.1.13"), std::string::npos) << bare.dump(2);
@@ -212,19 +206,19 @@ TEST_F(RemoteEvalStageTest, HostsCheckShowsWhichHostsCanRunEvalsAndWhyNot) {
 // `ferry cancel` reaches the worker on its host like any job: SIGTERM to its
 // group, the engine stops between steps, the stage ends cancelled.
 TEST_F(RemoteEvalStageTest, CancelStopsTheWorkerOnItsHost) {
-  std::string wf = dir_.file("wf.yaml");
-  write_text(wf, "name: stop\nhosts:\n  box: {workdir: " + dir_.path() +
+  std::string wf = suite_.file("wf.yaml");
+  write_text(wf, "name: stop\nhosts:\n  box: {workdir: " + suite_.path() +
                      "}\nstages:\n  eval:\n    kind: eval\n    host: box\n    target: oracle-target\n"
                      "    prompts: oracle-prompts.jsonl\n" +
                      kDrafters +
                      "    max_new_tokens: 4000\n    threads: 1\n");  // minutes: cancelled long before the end
-  std::map<std::string, std::string> env = {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}};
-  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env, dir_.file("run.log"));
+  auto env = ferry.env();
+  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env, suite_.file("run.log"));
   ASSERT_GT(coordinator, 0);
   std::string log = home_.path() + "/logs/stop-1/eval/1.log";
   ASSERT_TRUE(testing::wait_until([&] { return read_text(log).find("[eval] decoding") != std::string::npos; },
                                   std::chrono::seconds(60)))
-      << read_text(dir_.file("run.log"));
+      << read_text(suite_.file("run.log"));
   int64_t worker = 0;
   for (auto& [type, d] : events("stop-1", "eval")) {
     if (type == "attempt.launched") worker = d.value("pid", int64_t{0});
@@ -232,7 +226,7 @@ TEST_F(RemoteEvalStageTest, CancelStopsTheWorkerOnItsHost) {
   ASSERT_GT(worker, 0);
   ASSERT_TRUE(testing::process_running(static_cast<pid_t>(worker)));
   EXPECT_EQ(ferry({"cancel", "stop-1"}).exit_code, 0);
-  EXPECT_EQ(testing::wait_process(coordinator, 60), 130) << read_text(dir_.file("run.log"));
+  EXPECT_EQ(testing::wait_process(coordinator, 60), 130) << read_text(suite_.file("run.log"));
   auto s = stage(status("stop-1"), "eval");
   EXPECT_EQ(s["state"], "cancelled") << s.dump();
   EXPECT_TRUE(testing::wait_until([&] { return !testing::process_running(static_cast<pid_t>(worker)); },
@@ -242,8 +236,8 @@ TEST_F(RemoteEvalStageTest, CancelStopsTheWorkerOnItsHost) {
 // A worker installed on the host, named by the host's env, is run as it is:
 // nothing is sent, and the report is the same.
 TEST_F(RemoteEvalStageTest, AWorkerInstalledOnTheHostIsUsedAndNothingIsSent) {
-  std::string wf = dir_.file("wf.yaml");
-  write_text(wf, "name: installed\nhosts:\n  box:\n    workdir: " + dir_.file("box") +
+  std::string wf = suite_.file("wf.yaml");
+  write_text(wf, "name: installed\nhosts:\n  box:\n    workdir: " + suite_.file("box") +
                      "\n    env: {FERRY_EVAL_WORKER: " + testing::bin_dir() +
                      "/ferry-eval}\nstages:\n  eval:\n    kind: eval\n    host: box\n"
                      "    target: ${{ hosts.box.workdir }}/../oracle-target\n"
@@ -259,7 +253,7 @@ TEST_F(RemoteEvalStageTest, AWorkerInstalledOnTheHostIsUsedAndNothingIsSent) {
   }
   EXPECT_EQ(worker.value("installed", false), true) << worker.dump();
   EXPECT_EQ(worker.value("path", ""), testing::bin_dir() + "/ferry-eval");
-  EXPECT_FALSE(testing::exists(dir_.file("box") + "/.ferry/eval-worker"));
+  EXPECT_FALSE(testing::exists(suite_.file("box") + "/.ferry/eval-worker"));
   EXPECT_GT(stage(status("installed-1"), "eval")["metrics"]["tau"].get<double>(), 3.5);
 }
 

@@ -15,26 +15,24 @@
 #include "tests/eval/stage/comparable_report.h"
 #include "tests/support/ferry_cli.h"
 #include "tests/support/process.h"
+#include "tests/support/tiny_suite_test.h"
 
 namespace ferry {
 namespace {
 
 using testing::write_text;
 
-class ShardedEvalTest : public ::testing::Test {
+class ShardedEvalTest : public testing::TinySuiteTest {
  protected:
-  void SetUp() override {
-    auto r = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", dir_.path()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
+  ShardedEvalTest() : TinySuiteTest(280) {}
   // Three local hosts, each with a workdir of its own; the models by absolute path.
   std::string workflow(const std::string& name, const std::string& b_env) {
-    const std::string d = dir_.path();
+    const std::string d = suite_.path();
     const std::string fields = "    target: " + d + "/oracle-target\n    drafter: " + d + "/oracle-agree\n" +
                                "    reference: " + d + "/oracle-disagree\n    prompts: " + d +
                                "/oracle-prompts.jsonl\n    max_new_tokens: 16\n    threads: 1\n" +
                                "    gate: {min_tau: 3.5, min_ratio_to_reference: 2}\n";
-    std::string wf = dir_.file(name + ".yaml");
+    std::string wf = suite_.file(name + ".yaml");
     write_text(wf,
                "name: " + name + "\nhosts:\n  box: {workdir: " + d + "/box}\n  a: {workdir: " + d +
                    "/a}\n  b:\n    workdir: " + d + "/b\n" + b_env + "  c: {workdir: " + d + "/c}\n" +
@@ -43,9 +41,6 @@ class ShardedEvalTest : public ::testing::Test {
                    "  after:\n    host: box\n    needs: split\n    run: echo tau ${{ stages.split.outputs.tau }}\n");
     return wf;
   }
-  testing::TempDir dir_;
-  testing::TempDir home_;
-  testing::FerryCli ferry{home_.path(), 280};
 };
 
 nlohmann::json stage_of(const nlohmann::json& status, const std::string& name) {
@@ -115,9 +110,9 @@ TEST_F(ShardedEvalTest, ThePromptsSplitOverThreeHostsMergeIntoTheWholeEvalsRepor
 // shard fails and the run stops short of the merge; the other two shards finish.
 // Once b is mended, `ferry resume` runs b's shard again and nothing else.
 TEST_F(ShardedEvalTest, ResumeRunsOnlyTheShardThatFailed) {
-  ASSERT_EQ(testing::run_process({"mkdir", "-p", dir_.file("broken-libtorch")}).exit_code, 0);
-  write_text(dir_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
-  auto r = ferry({"run", workflow("mend", "    env: {LD_LIBRARY_PATH: " + dir_.file("broken-libtorch") + "}\n")});
+  ASSERT_EQ(testing::run_process({"mkdir", "-p", suite_.file("broken-libtorch")}).exit_code, 0);
+  write_text(suite_.file("broken-libtorch/libtorch_cpu.so.1.13"), "");
+  auto r = ferry({"run", workflow("mend", "    env: {LD_LIBRARY_PATH: " + suite_.file("broken-libtorch") + "}\n")});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto st = ferry.status("mend-1");
   EXPECT_EQ(stage_of(st, kShards[0])["state"], "succeeded");
@@ -126,7 +121,7 @@ TEST_F(ShardedEvalTest, ResumeRunsOnlyTheShardThatFailed) {
   EXPECT_EQ(stage_of(st, kShards[2])["state"], "succeeded");
   EXPECT_NE(stage_of(st, "split")["state"], "succeeded");
 
-  ASSERT_EQ(std::remove(dir_.file("broken-libtorch/libtorch_cpu.so.1.13").c_str()), 0);
+  ASSERT_EQ(std::remove(suite_.file("broken-libtorch/libtorch_cpu.so.1.13").c_str()), 0);
   r = ferry({"resume", "mend-1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   st = ferry.status("mend-1");
@@ -150,8 +145,8 @@ TEST_F(ShardedEvalTest, ResumeRunsOnlyTheShardThatFailed) {
 
 // A host listed twice runs two shards, which divide its cores when `threads` is 0.
 TEST_F(ShardedEvalTest, TwoShardsOnOneHostShareItsCores) {
-  const std::string d = dir_.path();
-  std::string wf = dir_.file("twice.yaml");
+  const std::string d = suite_.path();
+  std::string wf = suite_.file("twice.yaml");
   write_text(wf, "name: twice\nhosts:\n  a: {workdir: " + d +
                      "/a}\nstages:\n  split:\n    kind: eval\n"
                      "    hosts: [a, a]\n    target: " +

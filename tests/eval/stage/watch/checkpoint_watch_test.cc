@@ -13,33 +13,19 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/process.h"
+#include "tests/support/tiny_suite_test.h"
 
 namespace ferry {
 namespace {
 
 using testing::write_text;
 
-class CheckpointWatchTest : public ::testing::Test {
+class CheckpointWatchTest : public testing::TinySuiteTest {
  protected:
-  void SetUp() override {
-    auto r = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "suite", "--out", suite_.path()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  std::map<std::string, std::string> env() { return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}; }
-  testing::ProcessResult ferry(std::vector<std::string> args) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, env(), 300);
-  }
-  // The events of one stage of type `type`, in the order recorded.
+  CheckpointWatchTest() : TinySuiteTest(300) {}
+  // The events of one stage of the run (watch-1) of type `type`, in the order recorded.
   std::vector<nlohmann::json> events(const std::string& stage, const std::string& type) {
-    auto r = testing::run_process(
-        {"sqlite3", "-cmd", ".timeout 10000", "-json", home_.file("ferry.db"),
-         "SELECT detail FROM events WHERE stage='" + stage + "' AND type='" + type + "' ORDER BY seq"});
-    std::vector<nlohmann::json> out;
-    auto j = nlohmann::json::parse(r.out.empty() ? "[]" : r.out, nullptr, false);
-    if (!j.is_array()) return out;
-    for (const auto& e : j) out.push_back(nlohmann::json::parse(e.value("detail", "null")));
-    return out;
+    return ferry.events("watch-1", stage, type);
   }
   // A trainer running `lines` (one shell line each) with `ck NAME DRAFTER`, which
   // makes the folder checkpoint-NAME with its step file first, then copies the
@@ -87,14 +73,15 @@ class CheckpointWatchTest : public ::testing::Test {
     auto row = stage_row(stage);
     return row.is_object() ? row.value("state", std::string()) : "";
   }
-  testing::TempDir suite_, home_, work_;
+  testing::TempDir work_;
 };
 
 TEST_F(CheckpointWatchTest, EachCheckpointEvaluatedOnceAcrossACoordinatorKillAndResume) {
   const std::string wf = write_workflow(), go = work_.file("go");
   ASSERT_EQ(ferry({"validate", wf}).exit_code, 0) << ferry({"validate", wf}).err;
 
-  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  pid_t coordinator =
+      testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, ferry.env(), work_.file("run.log"));
   bool two = testing::wait_until([&] { return events("eval", "eval.report").size() >= 2; }, std::chrono::seconds(120));
   ASSERT_TRUE(two) << testing::read_text(work_.file("run.log"));
   ASSERT_EQ(::kill(coordinator, SIGKILL), 0);
@@ -130,7 +117,8 @@ TEST_F(CheckpointWatchTest, EachCheckpointEvaluatedOnceAcrossACoordinatorKillAnd
 // the trainer, rather than waiting for checkpoints that will never come.
 TEST_F(CheckpointWatchTest, CancelEndsAWatchThatWaitsForCheckpoints) {
   const std::string wf = write_workflow();
-  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  pid_t coordinator =
+      testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, ferry.env(), work_.file("run.log"));
   bool two = testing::wait_until([&] { return events("eval", "eval.report").size() >= 2; }, std::chrono::seconds(120));
   ASSERT_TRUE(two) << testing::read_text(work_.file("run.log"));
   EXPECT_EQ(ferry({"cancel", "watch-1"}).exit_code, 0);
@@ -224,7 +212,8 @@ TEST_F(CheckpointWatchTest, ASameNameRewriteIsEvaluatedAgain) {
   const std::string go = work_.file("go");
   const std::string wf = write_workflow({"ck last oracle-disagree", "while [ ! -e " + go + " ]; do sleep 0.1; done",
                                          "rm -rf $CK/checkpoint-last", "ck last oracle-agree"});
-  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  pid_t coordinator =
+      testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, ferry.env(), work_.file("run.log"));
   bool one = testing::wait_until([&] { return events("eval", "eval.report").size() >= 1; }, std::chrono::seconds(120));
   write_text(go, "");
   ASSERT_TRUE(one) << testing::read_text(work_.file("run.log"));
@@ -243,7 +232,8 @@ TEST_F(CheckpointWatchTest, ASameNameRewriteIsEvaluatedAgain) {
 TEST_F(CheckpointWatchTest, TimeoutEndsAWatch) {
   const std::string go = work_.file("go");
   const std::string wf = write_workflow({"while [ ! -e " + go + " ]; do sleep 0.1; done"}, "", "    timeout: 3s\n");
-  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  pid_t coordinator =
+      testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, ferry.env(), work_.file("run.log"));
   bool timed_out = testing::wait_until([&] { return stage_state("eval") == "timed_out"; }, std::chrono::seconds(30));
   write_text(go, "");
   EXPECT_TRUE(timed_out) << stage_state("eval") << "\n" << testing::read_text(work_.file("run.log"));
