@@ -22,6 +22,7 @@
 
 #include "examples/dflash-tiny/corpus.h"
 #include "examples/dflash-tiny/tiny_model.h"
+#include "examples/dflash-tiny/train_flags.h"
 
 namespace {
 
@@ -36,14 +37,7 @@ const char kUsage[] =
     "            --target-layers build_target_layer_ids(target layers, drafter layers)\n"
     "  --quick: --steps 40\n";
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "dflash-train-drafter: %s\n", msg.c_str());
-  return 2;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+int fail(const std::string& msg) { return ferry::dflash_tiny::train_fail("dflash-train-drafter", msg); }
 
 std::string ids_text(const std::vector<int64_t>& ids) {
   std::string s;
@@ -56,45 +50,41 @@ std::string ids_text(const std::vector<int64_t>& ids) {
 int main(int argc, char** argv) {
   using namespace ferry::dflash_tiny;
   std::string target_dir, data, out, checkpoints, layers_flag, config_layers_flag;
-  long steps = 800, batch = 8, seq_len = 96, anchors = 12, block = 8, save_every = 100, threads = 1;
-  long draft_layers = 1, intermediate = 192, mask_id = kMaskId, config_mask_id = -1;
-  double gamma = 4.0, lr = 3e-3;
-  unsigned long long seed = 2;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") { std::fputs(kUsage, stdout); return 0; }
-    if (a == "--quick") { steps = 40; continue; }
-    if (i + 1 >= argc) return fail("missing value after " + a + "\n" + kUsage);
-    std::string v = argv[++i];
-    long n = std::atol(v.c_str());
+  TrainFlags flags;
+  flags.steps = 800;
+  flags.save_every = 100;
+  flags.lr = 3e-3;
+  flags.seed = 2;
+  long anchors = 12, block = 8, draft_layers = 1, intermediate = 192, mask_id = kMaskId, config_mask_id = -1;
+  double gamma = 4.0;
+  auto own = [&](const std::string& a, const std::string& v) {
+    const long n = std::atol(v.c_str());
     if (a == "--target") target_dir = v;
     else if (a == "--data") data = v;
     else if (a == "--out") out = v;
-    else if (a == "--steps") steps = n;
-    else if (a == "--batch") batch = n;
-    else if (a == "--seq-len") seq_len = n;
     else if (a == "--anchors") anchors = n;
     else if (a == "--block-size") block = n;
     else if (a == "--gamma") gamma = std::atof(v.c_str());
-    else if (a == "--lr") lr = std::atof(v.c_str());
-    else if (a == "--seed") seed = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--save-every") save_every = n;
     else if (a == "--checkpoints") checkpoints = v;
-    else if (a == "--threads") threads = n;
     else if (a == "--layers") draft_layers = n;
     else if (a == "--intermediate") intermediate = n;
     else if (a == "--target-layers") layers_flag = v;
     else if (a == "--mask-id") mask_id = n;
     else if (a == "--config-target-layers") config_layers_flag = v;
     else if (a == "--config-mask-id") config_mask_id = n;
-    else return fail("unknown flag " + a + "\n" + kUsage);
-  }
+    else return false;
+    return true;
+  };
+  if (int code = read_train_flags(argc, argv, "dflash-train-drafter", kUsage, &flags, own); code >= 0) return code;
+  const long steps = flags.steps, batch = flags.batch, seq_len = flags.seq_len, save_every = flags.save_every;
+  const double lr = flags.lr;
+  const unsigned long long seed = flags.seed;
   if (target_dir.empty() || data.empty() || out.empty()) {
     return fail(std::string("--target, --data and --out are required\n") + kUsage);
   }
   if (steps < 1 || batch < 1 || block < 2 || draft_layers < 1 || save_every < 1 || !(gamma > 0)) return fail("bad sizes");
   if (anchors < 1 || anchors > seq_len - 2) return fail("--anchors must be in 1..seq-len-2");
-  at::set_num_threads(static_cast<int>(threads));
+  at::set_num_threads(static_cast<int>(flags.threads));
 
   auto loaded = load_target(target_dir);
   if (!loaded.ok()) return fail(loaded.status().message());

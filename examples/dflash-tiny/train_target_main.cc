@@ -10,6 +10,7 @@
 
 #include "examples/dflash-tiny/corpus.h"
 #include "examples/dflash-tiny/tiny_model.h"
+#include "examples/dflash-tiny/train_flags.h"
 
 namespace {
 
@@ -21,48 +22,37 @@ const char kUsage[] =
     "            --layers 4 --hidden 64 --intermediate 192 --heads 4 --kv-heads 2 --head-dim 16\n"
     "  --quick: --steps 40\n";
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "dflash-train-target: %s\n", msg.c_str());
-  return 2;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+int fail(const std::string& msg) { return ferry::dflash_tiny::train_fail("dflash-train-target", msg); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace ferry::dflash_tiny;
   std::string data, out;
-  long steps = 300, batch = 8, seq_len = 96, save_every = 50, threads = 1;
-  double lr = 5e-3;
-  unsigned long long seed = 1;
+  TrainFlags flags;
+  flags.steps = 300;
+  flags.save_every = 50;
+  flags.lr = 5e-3;
+  flags.seed = 1;
   Dims dims;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") { std::fputs(kUsage, stdout); return 0; }
-    if (a == "--quick") { steps = 40; continue; }
-    if (i + 1 >= argc) return fail("missing value after " + a + "\n" + kUsage);
-    std::string v = argv[++i];
-    long n = std::atol(v.c_str());
+  auto own = [&](const std::string& a, const std::string& v) {
+    const long n = std::atol(v.c_str());
     if (a == "--data") data = v;
     else if (a == "--out") out = v;
-    else if (a == "--steps") steps = n;
-    else if (a == "--batch") batch = n;
-    else if (a == "--seq-len") seq_len = n;
-    else if (a == "--lr") lr = std::atof(v.c_str());
-    else if (a == "--seed") seed = std::strtoull(v.c_str(), nullptr, 10);
-    else if (a == "--save-every") save_every = n;
-    else if (a == "--threads") threads = n;
     else if (a == "--layers") dims.layers = n;
     else if (a == "--hidden") dims.hidden = n;
     else if (a == "--intermediate") dims.intermediate = n;
     else if (a == "--heads") dims.heads = n;
     else if (a == "--kv-heads") dims.kv_heads = n;
     else if (a == "--head-dim") dims.head_dim = n;
-    else return fail("unknown flag " + a + "\n" + kUsage);
-  }
+    else return false;
+    return true;
+  };
+  if (int code = read_train_flags(argc, argv, "dflash-train-target", kUsage, &flags, own); code >= 0) return code;
+  const long steps = flags.steps, batch = flags.batch, seq_len = flags.seq_len, save_every = flags.save_every;
+  const long threads = flags.threads;
+  const double lr = flags.lr;
+  const unsigned long long seed = flags.seed;
   if (data.empty() || out.empty()) return fail(std::string("--data and --out are required\n") + kUsage);
   if (steps < 1 || batch < 1 || seq_len < 2 || seq_len > dims.max_positions || save_every < 1) return fail("bad sizes");
   if (dims.heads % dims.kv_heads != 0 || dims.head_dim % 2 != 0) return fail("heads must be a multiple of kv-heads, head-dim even");
