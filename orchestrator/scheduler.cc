@@ -164,7 +164,9 @@ HostConnection& Scheduler::connection(const std::string& name, int lane) {
   opts.first_failure_is_final = lane == 0 && !hosts_with_jobs_.count(name);
   std::shared_ptr<LaneSocket>& lanes = lane_sockets_[name];
   if (!lanes) lanes = std::make_shared<LaneSocket>();
-  HostConnection::TransportFactory factory = make_transport_factory(*host, host_workdir(*host), lanes, lane);
+  const std::string workdir = host_workdir(*host);
+  HostConnection::TransportFactory factory = options_.transports ? options_.transports(*host, workdir, lanes, lane)
+                                                                 : make_transport_factory(*host, workdir, lanes, lane);
   auto conn = std::make_shared<HostConnection>(io_, name, std::move(factory), opts);
   conn->start([this, name, lane](bool connected, const std::string& why) {
     if (lane != 0) return;  // data lanes come and go with copies; the main link tells the story

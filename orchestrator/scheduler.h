@@ -34,6 +34,7 @@
 #include "orchestrator/idle_lanes.h"
 #include "orchestrator/ssh/lane_socket.h"
 #include "orchestrator/store.h"
+#include "orchestrator/transport_factory.h"
 #include "workflows/model.h"
 
 namespace ferry {
@@ -47,6 +48,9 @@ struct SchedulerOptions {
   bool cancel_now = false;  // `ferry cancel` on a run whose coordinator is gone
   /// A copy's data lanes unused this long are closed (idle_lanes.h); the next call reopens them.
   double lane_idle_close_s = 60;
+  /// How each host's links are carried; empty = make_transport_factory (a local agent
+  /// process or SSH). Unit tests put agents in their own process here.
+  TransportFactoryMaker transports;
 };
 
 class Scheduler {
