@@ -1,5 +1,5 @@
-// AgentStageEnv: a StageEnv whose hosts are in-process AgentServers, each over a folder
-// of the test's — the agent's real request handling and the frame codec, without
+// AgentStageEnv: a StageEnv whose hosts are in-process agents (in_process_agent.h), each
+// over a folder of the test's — the agent's real request handling and the frame codec, without
 // processes, pipes or SSH (as ninja's tests run builds through a FakeCommandRunner, and leveldb's through
 // an in-memory Env). Every call (any lane) is handled at once and its reply posted on
 // the env's io_context; `fault` may answer a call in the agent's place (a refused
@@ -18,8 +18,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "agents/agent_server.h"
 #include "jobs/stage_runner.h"
+#include "tests/support/in_process_agent.h"
 
 namespace ferry::testing {
 
@@ -31,7 +31,7 @@ class AgentStageEnv : public StageEnv {
 
   /// A host named `name` whose agent's workdir is `workdir`.
   void add_host(const std::string& name, const std::string& workdir) {
-    agents_[name] = std::make_unique<AgentServer>(workdir);
+    agents_[name] = std::make_unique<InProcessAgent>(workdir);
   }
 
   boost::asio::io_context& io() override { return io_; }
@@ -83,19 +83,20 @@ class AgentStageEnv : public StageEnv {
     }
     auto it = agents_.find(host);
     if (it == agents_.end()) return unavailable("no host '" + host + "' in this test");
-    auto request = over_the_wire(protocol::make_request(++next_id_, op, std::move(args), std::move(body)));
-    if (!request.ok()) return request.status();
-    auto reply = over_the_wire(it->second->handle(*request));
+    std::string request =
+        protocol::encode_frame(protocol::make_request(++next_id_, op, std::move(args), std::move(body)));
+    auto replies = it->second->take(request.data(), request.size());
+    if (!replies.ok()) return replies.status();
+    auto reply = decode_reply(*replies);
     if (!reply.ok()) return reply.status();
     if (reply->type == protocol::FrameType::kError) return protocol::status_from_error_frame(*reply);
     return reply;
   }
 
-  // A frame as the other side reads it: encoded and decoded, so a list the agent
-  // sent in the body is back in the header, and a frame the codec refuses fails.
-  static Result<protocol::Frame> over_the_wire(const protocol::Frame& frame) {
+  // The reply as the coordinator reads it: decoded, so a list the agent sent in the
+  // body is back in the header, and a frame the codec refuses fails.
+  static Result<protocol::Frame> decode_reply(const std::string& bytes) {
     protocol::FrameDecoder decoder;
-    std::string bytes = protocol::encode_frame(frame);
     decoder.feed(bytes.data(), bytes.size());
     auto decoded = decoder.next();
     if (!decoded.ok()) return decoded.status();
@@ -104,7 +105,7 @@ class AgentStageEnv : public StageEnv {
   }
 
   boost::asio::io_context io_;
-  std::map<std::string, std::unique_ptr<AgentServer>> agents_;
+  std::map<std::string, std::unique_ptr<InProcessAgent>> agents_;
   uint32_t next_id_ = 0;
 };
 
