@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "orchestrator/host_connection.h"
+#include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/fuzz/wire_frame.h"
 #include "transfer/copy_plan.h"
@@ -102,29 +103,18 @@ TEST(AgentReplyFuzzTest, MutatedRepliesAreTakenOrRefusedByTheCopyValidators) {
   for (const auto& s : seeds) wires.push_back(wire_frame(2, 1, s.dump()));
   FuzzPlan plan = fuzz_plan(6000);
   int planned = 0, refused = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("AgentReplyFuzzTest.validators", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "AgentReplyFuzzTest.validators", [&](Mutator& m, int) {
     // A listing (mutated or not) and one more reply of any kind, read as every kind.
     std::optional<nlohmann::json> listing =
         m.chance(30) ? std::optional<nlohmann::json>(seeds[m.below(2)]) : mutated_reply(m, seeds, wires);
     std::optional<nlohmann::json> reply = m.chance(20) ? std::optional<nlohmann::json>(seeds[2 + m.below(seeds.size() - 2)])
                                                        : mutated_reply(m, seeds, wires);
-    if (!listing || !reply) continue;
+    if (!listing || !reply) return;
     const int64_t chunk_size = m.chance(50) ? (2 << 20) : 4096;
-    try {
-      check_validators(*listing, *reply, chunk_size);
-      plan_copy(*listing, "/src", "/dst", chunk_size).ok() ? ++planned : ++refused;
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "a validator threw: " << e.what();
-    }
-    if (failed_in_round(plan, round)) break;
-  }
-  if (full_run(plan)) {
-    EXPECT_GT(planned, 100);
-    EXPECT_GT(refused, 100);
-  }
-  std::printf("listings planned %d, refused %d\n", planned, refused);
+    check_validators(*listing, *reply, chunk_size);
+    plan_copy(*listing, "/src", "/dst", chunk_size).ok() ? ++planned : ++refused;
+  });
+  expect_outcomes(plan, "listings", {{"planned", planned, 100}, {"refused", refused, 100}});
 }
 
 // A listing whose sizes would need more chunk hashes than a coordinator should hold
@@ -208,8 +198,7 @@ TEST(AgentReplyFuzzTest, HostConnectionAnswersEveryCallWhateverTheAgentSends) {
   const std::vector<nlohmann::json> seeds = reply_seeds();
   FuzzPlan plan = fuzz_plan(120);
   int got_frames = 0, got_errors = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("AgentReplyFuzzTest.host_connection", plan.seed, round);
+  for_each_round(plan, "AgentReplyFuzzTest.host_connection", [&](Mutator&, int round) {
     boost::asio::io_context io;
     ConnectionOptions options;
     options.dead_after_s = 0.3;
@@ -251,10 +240,11 @@ TEST(AgentReplyFuzzTest, HostConnectionAnswersEveryCallWhateverTheAgentSends) {
     conn->stop();
     io.restart();
     io.poll();
-    for (int c = 0; c < calls; ++c) EXPECT_EQ(answered[c], 1) << "call " << c << " answered " << answered[c] << " times";
-    if (failed_in_round(plan, round)) break;
-  }
-  std::printf("calls answered with a frame %d, with an error %d\n", got_frames, got_errors);
+    for (int c = 0; c < calls; ++c) {
+      EXPECT_EQ(answered[c], 1) << "call " << c << " answered " << answered[c] << " times";
+    }
+  });
+  expect_outcomes(plan, "calls answered", {{"with a frame", got_frames}, {"with an error", got_errors}});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "agents/agent_server.h"
 #include "base/file_hash.h"
 #include "base/file_util.h"
+#include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/fuzz/wire_frame.h"
 #include "tests/support/process.h"
@@ -100,9 +101,7 @@ TEST_F(AgentRequestFuzzTest, MutatedRequestsGetARepliesOrErrorsNeverACrash) {
   for (const auto& s : base) wires.push_back(wire_frame(1, 1, wire_text(s.header), s.body));
   FuzzPlan plan = fuzz_plan(6000);
   int replies = 0, errors = 0, undecodable = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("AgentRequestFuzzTest", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "AgentRequestFuzzTest", [&](Mutator& m, int) {
     m.sandbox = dir_.path();
     const RequestSeed& seed = base[m.below(base.size())];
     uint32_t id = static_cast<uint32_t>(m.next());
@@ -114,7 +113,7 @@ TEST_F(AgentRequestFuzzTest, MutatedRequestsGetARepliesOrErrorsNeverACrash) {
     auto frame = decoder.next();
     if (!frame.ok() || !frame->has_value()) {
       ++undecodable;  // serve() answers these with an id-0 error and closes
-      continue;
+      return;
     }
     protocol::Frame request = std::move(**frame);
     confine(request.header, "");
@@ -128,13 +127,9 @@ TEST_F(AgentRequestFuzzTest, MutatedRequestsGetARepliesOrErrorsNeverACrash) {
       ++replies;
       EXPECT_EQ(reply.type, protocol::FrameType::kReply);
     }
-    if (failed_in_round(plan, round)) break;
-  }
-  if (full_run(plan)) {
-    EXPECT_GT(replies, 100);
-    EXPECT_GT(errors, 100);
-  }
-  std::printf("replies %d, error replies %d, undecodable %d\n", replies, errors, undecodable);
+  });
+  expect_outcomes(plan, "requests",
+                  {{"replies", replies, 100}, {"error replies", errors, 100}, {"undecodable", undecodable}});
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "protocol/frame.h"
+#include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/fuzz/wire_frame.h"
 
@@ -69,9 +70,7 @@ TEST(FrameFuzzTest, MutatedStreamsDecodeOrFailCleanly) {
   const std::vector<std::string> seeds = frame_seeds();
   FuzzPlan plan = fuzz_plan(4000);
   int decoded = 0, failed_streams = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("FrameFuzzTest", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "FrameFuzzTest", [&](Mutator& m, int) {
     std::string stream;
     for (size_t k = 1 + m.below(3); k-- > 0;) stream += seeds[m.below(seeds.size())];
     stream = m.mutate_bytes(stream, seeds);
@@ -87,14 +86,11 @@ TEST(FrameFuzzTest, MutatedStreamsDecodeOrFailCleanly) {
       EXPECT_FALSE(s.ok());
     }
     failed_streams += failed;
-    if (failed_in_round(plan, round)) break;
-  }
+  });
   // The mix must reach both ends, or the mutations are too weak or too strong to tell.
-  if (full_run(plan)) {
-    EXPECT_GT(decoded, 100);
-    EXPECT_GT(failed_streams, 100);
-  }
-  std::printf("frames decoded %d, streams refused %d, rounds %d\n", decoded, failed_streams, plan.end - plan.first);
+  expect_outcomes(
+      plan, "frames",
+      {{"decoded", decoded, 100}, {"streams refused", failed_streams, 100}, {"rounds", plan.end - plan.first}});
 }
 
 // A header nested far deeper than any the protocol uses is refused by the decoder:

@@ -18,6 +18,7 @@
 #include "jobs/eval/stage/watch/checkpoint_scan.h"
 #include "orchestrator/hosts_check.h"
 #include "protocol/frame.h"
+#include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/support/process.h"
 #include "tests/support/scripted_stage_env.h"
@@ -58,31 +59,20 @@ TEST(HostResultFuzzTest, MutatedProgressLinesAreReadOrDroppedNeverThrown) {
                                        "tokens", "tokens_per_s", "eta_s", "tau"};
   FuzzPlan plan = fuzz_plan(4000);
   int read = 0, dropped = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("HostResultFuzzTest.progress", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "HostResultFuzzTest.progress", [&](Mutator& m, int) {
     std::string text = m.chance(70) ? wire_text(m.mutate_json(seed)) : m.mutate_bytes(wires[0], wires);
-    try {
-      auto p = read_eval_progress("progress " + text);
-      if (p) {
-        ++read;
-        for (const auto& [key, value] : p->items()) {
-          EXPECT_EQ(known.count(key), 1u) << key;
-          EXPECT_TRUE(value.is_primitive()) << key;
-        }
-      } else {
-        ++dropped;
+    auto p = read_eval_progress("progress " + text);
+    if (p) {
+      ++read;
+      for (const auto& [key, value] : p->items()) {
+        EXPECT_EQ(known.count(key), 1u) << key;
+        EXPECT_TRUE(value.is_primitive()) << key;
       }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "read_eval_progress threw: " << e.what();
+    } else {
+      ++dropped;
     }
-    if (failed_in_round(plan, round)) break;
-  }
-  if (full_run(plan)) {
-    EXPECT_GT(read, 50);
-    EXPECT_GT(dropped, 100);
-  }
-  std::printf("progress lines read %d, dropped %d\n", read, dropped);
+  });
+  expect_outcomes(plan, "progress lines", {{"read", read, 50}, {"dropped", dropped, 100}});
 }
 
 TEST(HostResultFuzzTest, MutatedEvalResultsBecomeAnOutcomeNeverAnException) {
@@ -90,36 +80,25 @@ TEST(HostResultFuzzTest, MutatedEvalResultsBecomeAnOutcomeNeverAnException) {
   const std::vector<std::string> wires = {seed.dump(), R"({"ok":false,"error":"no model"})"};
   FuzzPlan plan = fuzz_plan(4000);
   int succeeded = 0, failed = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("HostResultFuzzTest.eval_outcome", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "HostResultFuzzTest.eval_outcome", [&](Mutator& m, int) {
     std::string text = m.chance(70) ? wire_text(m.mutate_json(seed)) : m.mutate_bytes(wires[m.below(2)], wires);
     ScriptedEnv env([](const std::string&, const nlohmann::json&) -> Result<protocol::Frame> { return protocol::Frame(); });
-    try {
-      StageOutcome o = eval_outcome(text, /*cancelled=*/m.chance(10), /*append_text=*/true, env);
-      if (o.state == StageOutcome::State::kSucceeded) {
-        ++succeeded;
-        ASSERT_EQ(env.events.size(), 1u);
-        EXPECT_LE(env.events[0].second.size(), kMaxStoredReportBytes + 1024);
-        for (const auto& [name, value] : o.metrics) {
-          EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"),
-                    std::string::npos)
-              << name;
-        }
-      } else {
-        ++failed;
-        EXPECT_FALSE(o.error.empty());
+    StageOutcome o = eval_outcome(text, /*cancelled=*/m.chance(10), /*append_text=*/true, env);
+    if (o.state == StageOutcome::State::kSucceeded) {
+      ++succeeded;
+      ASSERT_EQ(env.events.size(), 1u);
+      EXPECT_LE(env.events[0].second.size(), kMaxStoredReportBytes + 1024);
+      for (const auto& [name, value] : o.metrics) {
+        EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"),
+                  std::string::npos)
+            << name;
       }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "eval_outcome threw: " << e.what();
+    } else {
+      ++failed;
+      EXPECT_FALSE(o.error.empty());
     }
-    if (failed_in_round(plan, round)) break;
-  }
-  if (full_run(plan)) {
-    EXPECT_GT(succeeded, 100);
-    EXPECT_GT(failed, 100);
-  }
-  std::printf("eval results taken %d, failed %d\n", succeeded, failed);
+  });
+  expect_outcomes(plan, "eval results", {{"taken", succeeded, 100}, {"failed", failed, 100}});
 }
 
 // Shard i of 2 of a 4-prompt eval with block 4, as a worker's report holds it.
@@ -157,45 +136,34 @@ TEST(HostResultFuzzTest, MutatedShardReportsAreMergedOrRefusedNeverThrown) {
   const std::vector<std::string> wires = {seeds[0].dump(), seeds[1].dump()};
   FuzzPlan plan = fuzz_plan(3000);
   int merged = 0, refused = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("HostResultFuzzTest.shard_merge", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "HostResultFuzzTest.shard_merge", [&](Mutator& m, int) {
     const size_t which = m.below(2);  // the shard mutated; the other stays as written
     std::string text = m.chance(80) ? wire_text(m.mutate_json(seeds[which])) : m.mutate_bytes(wires[which], wires);
-    try {
-      auto parsed = parse_peer_json(text, "a shard's report");
-      if (!parsed.ok()) {
-        ++refused;
-        continue;
-      }
-      auto part = eval::eval_report_from_json(*parsed);
-      if (!part.ok()) {
-        ++refused;
-        EXPECT_FALSE(part.status().message().empty());
-        continue;
-      }
-      auto other = eval::eval_report_from_json(seeds[1 - which]);
-      std::vector<eval::EvalReport> parts =
-          which == 0 ? std::vector<eval::EvalReport>{*part, *other} : std::vector<eval::EvalReport>{*other, *part};
-      auto m2 = eval::merge_shard_reports(parts, {"a", "b"}, 2.0, std::nullopt);
-      if (m2.ok()) {
-        ++merged;
-        EXPECT_EQ(m2->candidate.response_taus.size(), static_cast<size_t>(m2->candidate.responses));
-        (void)eval::eval_result_json(*m2).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      } else {
-        ++refused;
-        EXPECT_FALSE(m2.status().message().empty());
-      }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "reading or merging a shard report threw: " << e.what();
+    auto parsed = parse_peer_json(text, "a shard's report");
+    if (!parsed.ok()) {
+      ++refused;
+      return;
     }
-    if (failed_in_round(plan, round)) break;
-  }
-  if (full_run(plan)) {
-    EXPECT_GT(merged, 50);
-    EXPECT_GT(refused, 100);
-  }
-  std::printf("shard reports merged %d, refused %d\n", merged, refused);
+    auto part = eval::eval_report_from_json(*parsed);
+    if (!part.ok()) {
+      ++refused;
+      EXPECT_FALSE(part.status().message().empty());
+      return;
+    }
+    auto other = eval::eval_report_from_json(seeds[1 - which]);
+    std::vector<eval::EvalReport> parts =
+        which == 0 ? std::vector<eval::EvalReport>{*part, *other} : std::vector<eval::EvalReport>{*other, *part};
+    auto m2 = eval::merge_shard_reports(parts, {"a", "b"}, 2.0, std::nullopt);
+    if (m2.ok()) {
+      ++merged;
+      EXPECT_EQ(m2->candidate.response_taus.size(), static_cast<size_t>(m2->candidate.responses));
+      (void)eval::eval_result_json(*m2).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } else {
+      ++refused;
+      EXPECT_FALSE(m2.status().message().empty());
+    }
+  });
+  expect_outcomes(plan, "shard reports", {{"merged", merged, 50}, {"refused", refused, 100}});
 }
 
 // A report past the stored bounds keeps its figures and says what it dropped.
@@ -233,9 +201,7 @@ TEST(HostResultFuzzTest, AnUploadEndsOnMutatedRepliesWithAnAnswer) {
   };
   FuzzPlan plan = fuzz_plan(3000);
   int ok = 0, refused = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("HostResultFuzzTest.upload", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "HostResultFuzzTest.upload", [&](Mutator& m, int) {
     ScriptedEnv env([&](const std::string& op, const nlohmann::json&) -> Result<protocol::Frame> {
       if (m.chance(3)) return data_loss("scripted failure of " + op);  // not transient: no retry timer
       protocol::Frame f;
@@ -247,22 +213,17 @@ TEST(HostResultFuzzTest, AnUploadEndsOnMutatedRepliesWithAnAnswer) {
     });
     int answers = 0;
     Status end;
-    try {
-      auto upload = std::make_shared<HostFileUpload>(env, HostFile{local, "h", "dest", 0644});
-      upload->start([&](Status s, int64_t) {
-        ++answers;
-        end = s;
-      });
-      env.io().run();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "the upload threw: " << e.what();
-    }
+    auto upload = std::make_shared<HostFileUpload>(env, HostFile{local, "h", "dest", 0644});
+    upload->start([&](Status s, int64_t) {
+      ++answers;
+      end = s;
+    });
+    env.io().run();
     EXPECT_EQ(answers, 1);
     EXPECT_LT(env.calls, 100);
     end.ok() ? ++ok : ++refused;
-    if (failed_in_round(plan, round)) break;
-  }
-  std::printf("uploads done %d, refused %d\n", ok, refused);
+  });
+  expect_outcomes(plan, "uploads", {{"done", ok}, {"refused", refused}});
 }
 
 TEST(HostResultFuzzTest, MutatedListingsGroupIntoCheckpointsWithoutThrowing) {
@@ -274,23 +235,16 @@ TEST(HostResultFuzzTest, MutatedListingsGroupIntoCheckpointsWithoutThrowing) {
                   {{"path", "model.safetensors"}, {"size", 4096}, {"mtime_ns", 3}}}}},
       {{"name", "checkpoint-200"}, {"mtime_ns", 4}, {"files", {{{"path", "DONE"}, {"size", 0}, {"mtime_ns", 5}}}}}};
   FuzzPlan plan = fuzz_plan(4000);
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("HostResultFuzzTest.checkpoints", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "HostResultFuzzTest.checkpoints", [&](Mutator& m, int) {
     auto files = header_json(wire_text(m.mutate_json(seed)));
-    if (files.is_discarded()) continue;
-    try {
-      CheckpointScan scan(m.chance(50) ? "DONE" : "");
-      for (int i = 0; i < 4; ++i) {
-        for (const auto& c : scan.update(checkpoint_folders(files, "checkpoint-*", "DONE"), 1000 * i)) {
-          EXPECT_FALSE(c.name.empty());
-        }
+    if (files.is_discarded()) return;
+    CheckpointScan scan(m.chance(50) ? "DONE" : "");
+    for (int i = 0; i < 4; ++i) {
+      for (const auto& c : scan.update(checkpoint_folders(files, "checkpoint-*", "DONE"), 1000 * i)) {
+        EXPECT_FALSE(c.name.empty());
       }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "checkpoint_folders threw: " << e.what();
     }
-    if (failed_in_round(plan, round)) break;
-  }
+  });
 }
 
 TEST(HostResultFuzzTest, MutatedHostsCheckReportsRenderWithoutThrowingOrControls) {
@@ -308,21 +262,15 @@ TEST(HostResultFuzzTest, MutatedHostsCheckReportsRenderWithoutThrowingOrControls
         {{"name", "b"}, {"transport", "local"}, {"address", ""}, {"connected", false}, {"error", "no"}}}},
       {"reach", {{{"from", "gpu"}, {"to", "b"}, {"reachable", false}, {"error", "refused"}}}}};
   FuzzPlan plan = fuzz_plan(4000);
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("HostResultFuzzTest.hosts_check", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "HostResultFuzzTest.hosts_check", [&](Mutator& m, int) {
     auto report = header_json(wire_text(m.mutate_json(seed)));
-    if (report.is_discarded()) continue;
-    try {
-      std::string text = render_hosts_check(report);
-      for (char c : text) {
-        EXPECT_TRUE(c == '\n' || c == '\t' || (static_cast<unsigned char>(c) >= 0x20 && c != 0x7F)) << escape_controls(text);
-      }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "render_hosts_check threw: " << e.what();
+    if (report.is_discarded()) return;
+    std::string text = render_hosts_check(report);
+    for (char c : text) {
+      EXPECT_TRUE(c == '\n' || c == '\t' || (static_cast<unsigned char>(c) >= 0x20 && c != 0x7F))
+          << escape_controls(text);
     }
-    if (failed_in_round(plan, round)) break;
-  }
+  });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "jobs/eval/io/model_config.h"
 #include "jobs/eval/run/prompt_file.h"
 #include "jobs/tokenizer/tokenizer.h"
+#include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/support/process.h"
 
@@ -80,25 +81,13 @@ const std::vector<json>& prompt_seeds() {
   return seeds;
 }
 
-// A full run must see both outcomes often: mutations that only ever load or only ever
-// fail test nothing.
-void tally(const FuzzPlan& plan, const char* what, int loaded, int refused) {
-  if (full_run(plan)) {
-    EXPECT_GT(loaded, 100) << what;
-    EXPECT_GT(refused, 100) << what;
-  }
-  std::printf("%s loaded %d, refused %d\n", what, loaded, refused);
-}
-
 TEST(ModelFilesFuzzTest, MutatedTokenizerFilesLoadOrAreRefusedByName) {
   FuzzPlan plan = fuzz_plan(1500);
   const json seed = tokenizer_seed();
   ASSERT_TRUE(tokenizer::Tokenizer::from_json(seed.dump(), "seed").ok());
   const std::vector<std::string> texts = {"ab ab", std::string(60, 'a') + "b", "caf\xC3\xA9 <|endoftext|>\n\n  x"};
   int loaded = 0, refused = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("ModelFilesFuzzTest.tokenizer", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "ModelFilesFuzzTest.tokenizer", [&](Mutator& m, int) {
     std::string text = wire_text(m.mutate_json(seed));
     if (m.chance(20)) text = m.mutate_bytes(text, {});
     auto t = tokenizer::Tokenizer::from_json(text, "fuzz/tokenizer.json");
@@ -113,9 +102,8 @@ TEST(ModelFilesFuzzTest, MutatedTokenizerFilesLoadOrAreRefusedByName) {
         for (int32_t id : *ids) ASSERT_TRUE(id >= 0 && id < (*t)->vocab_size()) << id;
       }
     }
-    if (failed_in_round(plan, round)) break;
-  }
-  tally(plan, "tokenizers", loaded, refused);
+  });
+  expect_outcomes(plan, "tokenizers", {{"loaded", loaded, 100}, {"refused", refused, 100}});
 }
 
 TEST(ModelFilesFuzzTest, MutatedConfigsLoadOrAreRefusedByName) {
@@ -123,9 +111,7 @@ TEST(ModelFilesFuzzTest, MutatedConfigsLoadOrAreRefusedByName) {
   testing::TempDir dir;
   const std::string path = dir.file("config.json");
   int loaded = 0, refused = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("ModelFilesFuzzTest.config", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "ModelFilesFuzzTest.config", [&](Mutator& m, int) {
     std::string text = wire_text(m.mutate_json(config_seed()));
     if (m.chance(20)) text = m.mutate_bytes(text, {});
     testing::write_text(path, text);
@@ -142,9 +128,8 @@ TEST(ModelFilesFuzzTest, MutatedConfigsLoadOrAreRefusedByName) {
     } else {
       ++refused;
     }
-    if (failed_in_round(plan, round)) break;
-  }
-  tally(plan, "configs", loaded, refused);
+  });
+  expect_outcomes(plan, "configs", {{"loaded", loaded, 100}, {"refused", refused, 100}});
 }
 
 TEST(ModelFilesFuzzTest, MutatedPromptFilesLoadOrAreRefusedByLine) {
@@ -154,9 +139,7 @@ TEST(ModelFilesFuzzTest, MutatedPromptFilesLoadOrAreRefusedByLine) {
   constexpr int64_t kVocab = 300;  // byte-level: text is encoded without a tokenizer
   eval::PromptEncoder encoder(nullptr, "none", tokenizer::PromptFormat::kChat, kVocab);
   int loaded = 0, refused = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("ModelFilesFuzzTest.prompts", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "ModelFilesFuzzTest.prompts", [&](Mutator& m, int) {
     std::string text;
     const size_t lines = 1 + m.below(2);  // one bad line refuses the file: few lines, both outcomes often
     for (size_t i = 0; i < lines; ++i) {
@@ -177,9 +160,8 @@ TEST(ModelFilesFuzzTest, MutatedPromptFilesLoadOrAreRefusedByLine) {
       ++refused;
       EXPECT_EQ(prompts.status().message().rfind(path + ":", 0), 0u) << prompts.status().message();
     }
-    if (failed_in_round(plan, round)) break;
-  }
-  tally(plan, "prompt files", loaded, refused);
+  });
+  expect_outcomes(plan, "prompt files", {{"loaded", loaded, 100}, {"refused", refused, 100}});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "base/file_util.h"
 #include "jobs/eval/io/safetensors_reader.h"
 #include "jobs/eval/io/safetensors_writer.h"
+#include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/support/process.h"
 
@@ -77,9 +78,7 @@ TEST_F(SafetensorsFuzzTest, MutatedFilesAreReadOrRefusedByName) {
   FuzzPlan plan = fuzz_plan(2000);
   const std::string path = dir_.path() + "/fuzz.safetensors";
   int opened = 0, refused = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("SafetensorsFuzzTest.file", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "SafetensorsFuzzTest.file", [&](Mutator& m, int) {
     const std::string& seed = seeds_[m.below(seeds_.size())];
     std::string bytes;
     uint64_t header_len = 0;
@@ -104,13 +103,8 @@ TEST_F(SafetensorsFuzzTest, MutatedFilesAreReadOrRefusedByName) {
       ++refused;
       EXPECT_NE(file.status().message().find(path), std::string::npos) << file.status().message();
     }
-    if (failed_in_round(plan, round)) break;
-  }
-  if (full_run(plan)) {
-    EXPECT_GT(opened, 100);
-    EXPECT_GT(refused, 100);
-  }
-  std::printf("files opened %d, refused %d\n", opened, refused);
+  });
+  expect_outcomes(plan, "files", {{"opened", opened, 100}, {"refused", refused, 100}});
 }
 
 TEST_F(SafetensorsFuzzTest, MutatedShardIndexesAreReadOrRefused) {
@@ -118,16 +112,14 @@ TEST_F(SafetensorsFuzzTest, MutatedShardIndexesAreReadOrRefused) {
   const std::string folder = dir_.path() + "/sharded";
   const std::string index_path = folder + "/model.safetensors.index.json";
   int opened = 0, refused = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("SafetensorsFuzzTest.index", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "SafetensorsFuzzTest.index", [&](Mutator& m, int) {
     std::string text = wire_text(m.mutate_json(index_));
     if (m.chance(30)) text = m.mutate_bytes(text, {});
     testing::write_text(index_path, text);
     auto ckpt = SafetensorsCheckpoint::open(folder);
     if (!ckpt.ok()) {
       ++refused;
-      continue;
+      return;
     }
     ++opened;
     for (const std::string& name : (*ckpt)->names()) {
@@ -138,14 +130,9 @@ TEST_F(SafetensorsFuzzTest, MutatedShardIndexesAreReadOrRefused) {
         EXPECT_LE(rec->data + rec->nbytes, rec->owner->data() + rec->owner->size());
       }
     }
-    if (failed_in_round(plan, round)) break;
-  }
+  });
   testing::write_text(index_path, index_.dump());
-  if (full_run(plan)) {
-    EXPECT_GT(opened, 100);
-    EXPECT_GT(refused, 100);
-  }
-  std::printf("indexes opened %d, refused %d\n", opened, refused);
+  expect_outcomes(plan, "indexes", {{"opened", opened, 100}, {"refused", refused, 100}});
 }
 
 // A tensor of an unknown dtype (no element size to check its bytes against) whose

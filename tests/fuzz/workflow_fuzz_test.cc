@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/file_util.h"
+#include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "workflows/param_overrides.h"
 #include "workflows/parser.h"
@@ -67,40 +68,29 @@ TEST(WorkflowFuzzTest, MutatedWorkflowsParseOrGetDiagnostics) {
   ASSERT_GE(seeds.size(), 20u);
   FuzzPlan plan = fuzz_plan(2500);
   int clean = 0, diagnosed = 0;
-  for (int round = plan.first; round < plan.end; ++round) {
-    RoundGuard guard("WorkflowFuzzTest", plan.seed, round);
-    Mutator m(plan.seed, round);
+  for_each_round(plan, "WorkflowFuzzTest", [&](Mutator& m, int) {
     std::string text = seeds[m.below(seeds.size())];
     text = m.chance(40) ? mutate_lines(m, text) : m.mutate_bytes(text, seeds);
     if (m.chance(30)) text = m.mutate_bytes(text, seeds);
     const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-    try {
-      workflow::Diagnostics d("fuzz.yaml");
-      workflow::Workflow wf = workflow::parse_workflow_collecting("fuzz.yaml", text, &d);
-      for (const auto& diag : d.list()) {
-        EXPECT_FALSE(diag.message.empty());
-        EXPECT_GE(diag.at.line, 0);
-        EXPECT_LE(static_cast<size_t>(diag.at.line), lines + 1) << diag.message;
-      }
-      (void)d.to_string();
-      auto whole = workflow::parse_workflow("fuzz.yaml", text);
-      EXPECT_EQ(whole.ok(), d.empty());
-      if (d.empty()) {
-        ++clean;
-        (void)workflow::apply_param_overrides(&wf, {{"x", "1"}});
-      } else {
-        ++diagnosed;
-      }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "the parser threw: " << e.what();
+    workflow::Diagnostics d("fuzz.yaml");
+    workflow::Workflow wf = workflow::parse_workflow_collecting("fuzz.yaml", text, &d);
+    for (const auto& diag : d.list()) {
+      EXPECT_FALSE(diag.message.empty());
+      EXPECT_GE(diag.at.line, 0);
+      EXPECT_LE(static_cast<size_t>(diag.at.line), lines + 1) << diag.message;
     }
-    if (failed_in_round(plan, round)) break;
-  }
-  if (full_run(plan)) {
-    EXPECT_GT(clean, 20);
-    EXPECT_GT(diagnosed, 200);
-  }
-  std::printf("workflows clean %d, with diagnostics %d\n", clean, diagnosed);
+    (void)d.to_string();
+    auto whole = workflow::parse_workflow("fuzz.yaml", text);
+    EXPECT_EQ(whole.ok(), d.empty());
+    if (d.empty()) {
+      ++clean;
+      (void)workflow::apply_param_overrides(&wf, {{"x", "1"}});
+    } else {
+      ++diagnosed;
+    }
+  });
+  expect_outcomes(plan, "workflows", {{"clean", clean, 20}, {"with diagnostics", diagnosed, 200}});
 }
 
 }  // namespace
