@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/defer.h"
 #include "tests/support/process.h"
 
 namespace ferry::copytest {
@@ -251,15 +252,7 @@ struct Event {
   nlohmann::json detail;
 };
 
-/// Runs `f` at scope exit (unmount, restore a link, end a process) even when an
-/// assertion returns early.
-struct Defer {
-  std::function<void()> f;
-  ~Defer() {
-    if (f)
-      f();
-  }
-};
+using ::ferry::testing::Defer;
 
 /// The common fixture: a FERRY_HOME, a work folder (workflow file, keep_local,
 /// host workdirs), the `ferry` binary, status and events.

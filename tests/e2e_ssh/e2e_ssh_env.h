@@ -18,46 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/ssh/testbed_env.h"
 #include "tests/support/process.h"
 
 namespace ferry::e2e {
 
-struct Host {
-  std::string name, address, coordinator_address, sshd_log;
-  std::string netns;  // the host's network namespace (`ip netns exec NETNS ...` runs "on" it)
-};
-
-struct Testbed {
-  std::string state_dir, script, identity, known_hosts, user;
-  std::vector<Host> hosts;
-
-  /// `testbed.sh VERB ARGS STATE_DIR`; returns the exit code.
-  int run(const std::string& verb_and_args) const {
-    std::string cmd = "'" + script + "' " + verb_and_args + " '" + state_dir + "'";
-    return std::system(cmd.c_str());
-  }
-};
-
-/// Loads the testbed named by $FERRY_TESTBED; false when not run through ctest.
-inline bool load_testbed(Testbed* tb) {
-  const char* dir = std::getenv("FERRY_TESTBED");
-  const char* script = std::getenv("FERRY_TESTBED_SCRIPT");
-  if (dir == nullptr || script == nullptr) return false;
-  std::ifstream in(std::string(dir) + "/hosts.json");
-  EXPECT_TRUE(in.good()) << "no hosts.json in " << dir << ": is the testbed up?";
-  if (!in.good()) return false;
-  nlohmann::json j = nlohmann::json::parse(in);
-  tb->state_dir = j.at("state_dir");
-  tb->script = script;
-  tb->identity = j.at("identity");
-  tb->known_hosts = j.at("known_hosts");
-  tb->user = j.at("user");
-  for (const auto& h : j.at("hosts")) {
-    tb->hosts.push_back(
-        {h.at("name"), h.at("address"), h.at("coordinator_address"), h.at("sshd_log"), h.value("netns", "")});
-  }
-  return true;
-}
+// The testbed's hosts.json and script, read as the SSH tests read them.
+using testbed::Defer;
+using testbed::Host;
+using testbed::Testbed;
 
 struct Event {
   std::string stage, type;
@@ -65,20 +34,11 @@ struct Event {
   std::string detail;
 };
 
-/// Runs `f` at scope exit (restores a cut link, ends a stray process) even when
-/// an assertion returns early.
-struct Defer {
-  std::function<void()> f;
-  ~Defer() {
-    if (f) f();
-  }
-};
-
 /// Base fixture: one FERRY_HOME and one folder of host workdirs per test.
 class SshRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!load_testbed(&tb_)) GTEST_SKIP() << "FERRY_TESTBED not set (run through ctest -L testbed)";
+    if (!testbed::load(&tb_)) GTEST_SKIP() << "FERRY_TESTBED not set (run through ctest -L testbed)";
     ASSERT_GE(tb_.hosts.size(), 3u) << "the e2e tests need 3 testbed hosts";
   }
 

@@ -17,6 +17,7 @@
 
 #include "base/shell_quote.h"
 #include "orchestrator/ssh/ssh_target.h"
+#include "tests/support/defer.h"
 
 namespace ferry::testbed {
 
@@ -126,10 +127,6 @@ struct TempDir {
   ~TempDir() { std::system(("rm -rf " + shell_quote(path)).c_str()); }
 };
 
-/// Runs `f` at scope exit (restoring a cut link even when an assertion fails).
-struct Defer {
-  std::function<void()> f;
-  ~Defer() { if (f) f(); }
-};
+using ::ferry::testing::Defer;
 
 }  // namespace ferry::testbed
