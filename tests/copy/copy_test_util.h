@@ -319,6 +319,21 @@ protected:
     return s["outputs"].value(key, std::string());
   }
 
+  /// A copy stage `s` that succeeded at its first attempt: `dest` and the kept
+  /// copy `keep` are `source` byte for byte, each with the manifest's marker.
+  /// (`s` by value: a missing key reads as null, as in the test's own copy.)
+  static void expect_copied_at_first_attempt(nlohmann::json s, const std::string& source, const std::string& dest,
+                                             const std::string& keep) {
+    EXPECT_EQ(s["state"], "succeeded") << s.dump(2);
+    EXPECT_EQ(s["attempt"], 1);
+    EXPECT_EQ(compare_trees(source, dest), "");
+    EXPECT_EQ(compare_trees(source, keep), "");
+    std::string manifest = output(s, "manifest_hash");
+    ASSERT_EQ(manifest.size(), 32u) << s.dump(2);
+    EXPECT_EQ(testing::read_text(dest + "/.ferry-complete"), manifest + "\n");
+    EXPECT_EQ(testing::read_text(keep + "/.ferry-complete"), manifest + "\n");
+  }
+
   /// Every event of `run` (stage "" = the run's own, "*" = all), in the order
   /// recorded.
   std::vector<Event> events(const std::string &run,

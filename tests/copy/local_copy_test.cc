@@ -61,15 +61,7 @@ TEST_F(LocalCopyTest,
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto s = stage(status("ckpt-1"), "copy");
-  EXPECT_EQ(s["state"], "succeeded") << s.dump(2);
-  EXPECT_EQ(s["attempt"], 1);
-
-  EXPECT_EQ(compare_trees(source(), dest()), "");
-  EXPECT_EQ(compare_trees(source(), keep()), "");
-  std::string manifest = output(s, "manifest_hash");
-  ASSERT_EQ(manifest.size(), 32u) << s.dump(2);
-  EXPECT_EQ(testing::read_text(dest() + "/.ferry-complete"), manifest + "\n");
-  EXPECT_EQ(testing::read_text(keep() + "/.ferry-complete"), manifest + "\n");
+  ASSERT_NO_FATAL_FAILURE(expect_copied_at_first_attempt(s, source(), dest(), keep()));
   EXPECT_EQ(output(s, "bytes"), std::to_string(total_));
 
   EXPECT_EQ(metric(s, "bytes_total"), total_);
