@@ -73,16 +73,8 @@ Status SshTransport::open() {
   std::string probe = agent_dirs_check_command(workdir) + "; if [ -x " + shell_quote(remote_agent_path_) + " ]; then w=$(cd " + shell_quote(workdir) +
                       " && pwd) && printf 'FERRY-AGENT-READY %s\\n' \"$w\" && exec " + serve +
                       "; else printf 'FERRY-AGENT-MISSING\\n'; fi";
-  FERRY_RETURN_IF_ERROR(start_command(probe));
-  auto marker = read_marker();
-  if (!marker.ok()) {
-    close();
-    return marker.status();
-  }
-  if (marker->rfind(kAgentUnsafe, 0) == 0) {
-    close();
-    return agent_dirs_refusal(describe(), *marker);
-  }
+  auto marker = run_probe(probe);
+  if (!marker.ok()) return marker.status();
   if (*marker == kAgentMissing) {
     // Missing: install it over the same session, then start it the same way.
     channel_.reset();
@@ -92,16 +84,8 @@ Status SshTransport::open() {
       close();
       return s;
     }
-    FERRY_RETURN_IF_ERROR(start_command(probe));
-    marker = read_marker();
-    if (!marker.ok()) {
-      close();
-      return marker.status();
-    }
-    if (marker->rfind(kAgentUnsafe, 0) == 0) {
-      close();
-      return agent_dirs_refusal(describe(), *marker);
-    }
+    marker = run_probe(probe);
+    if (!marker.ok()) return marker.status();
     if (*marker == kAgentMissing) {
       close();
       return internal_error(describe() + ": the agent is missing right after it was installed");
@@ -141,6 +125,22 @@ Status SshTransport::start_command(const std::string& command) {
   }
   channel_ = std::move(*ch);
   return Status();
+}
+
+// Starts the probe and reads its marker: the agent is ready or missing. No marker,
+// or agent folders that are not safe to use, close the link and are the error.
+Result<std::string> SshTransport::run_probe(const std::string& probe) {
+  FERRY_RETURN_IF_ERROR(start_command(probe));
+  auto marker = read_marker();
+  if (!marker.ok()) {
+    close();
+    return marker.status();
+  }
+  if (marker->rfind(kAgentUnsafe, 0) == 0) {
+    close();
+    return agent_dirs_refusal(describe(), *marker);
+  }
+  return marker;
 }
 
 // Reads up to and including the marker line, byte by byte, so nothing after it is

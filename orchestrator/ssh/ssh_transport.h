@@ -58,6 +58,7 @@ class SshTransport : public AgentTransport {
  private:
   Status start_command(const std::string& command);
   Result<std::string> read_marker();
+  Result<std::string> run_probe(const std::string& probe);
   bool open_lane_channel();
 
   SshTarget target_;
