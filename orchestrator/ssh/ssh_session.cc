@@ -319,41 +319,47 @@ Status SshSession::authenticate() {
                            (err.empty() ? "" : " [" + err + "]"));
 }
 
-Result<std::unique_ptr<SshExecChannel>> SshSession::open_exec(const std::string& command) {
+// A fresh channel of a session that is connected and not known to be broken.
+Result<ssh_channel_struct*> SshSession::new_channel() {
   if (session_ == nullptr || !authenticated_) return failed_precondition(describe() + ": not connected");
   if (broken_) return unavailable(describe() + ": connection is broken");
   ssh_channel ch = ssh_channel_new(session_);
   if (ch == nullptr) return internal_error(describe() + ": ssh_channel_new: " + last_error());
-  auto fail = [&](const std::string& what) -> Status {
-    std::string err = last_error();
-    bool dead = ssh_is_connected(session_) == 0;
-    if (dead) broken_ = true;
-    ssh_channel_free(ch);
-    return Status(dead ? StatusCode::kUnavailable : StatusCode::kInternal,
-                  describe() + ": " + what + ": " + err);
-  };
-  if (ssh_channel_open_session(ch) != SSH_OK) return fail("cannot open a channel");
-  if (ssh_channel_request_exec(ch, command.c_str()) != SSH_OK) return fail("exec request refused");
-  auto out = std::make_unique<SshExecChannel>(this, ch, command);
+  return ch;
+}
+
+// Frees a channel the server did not open. A dead link marks the session broken and
+// is kUnavailable (worth a reconnect); else the refusal is `if_alive`.
+Status SshSession::channel_failure(ssh_channel_struct* ch, StatusCode if_alive, const std::string& what) {
+  std::string err = last_error();
+  bool dead = ssh_is_connected(session_) == 0;
+  if (dead) broken_ = true;
+  ssh_channel_free(ch);
+  return Status(dead ? StatusCode::kUnavailable : if_alive, describe() + ": " + what + ": " + err);
+}
+
+Result<std::unique_ptr<SshExecChannel>> SshSession::open_exec(const std::string& command) {
+  auto ch = new_channel();
+  if (!ch.ok()) return ch.status();
+  if (ssh_channel_open_session(*ch) != SSH_OK) {
+    return channel_failure(*ch, StatusCode::kInternal, "cannot open a channel");
+  }
+  if (ssh_channel_request_exec(*ch, command.c_str()) != SSH_OK) {
+    return channel_failure(*ch, StatusCode::kInternal, "exec request refused");
+  }
+  auto out = std::make_unique<SshExecChannel>(this, *ch, command);
   channels_.push_back(out.get());
   return out;
 }
 
 Result<std::unique_ptr<SshExecChannel>> SshSession::open_unix_socket(const std::string& path) {
-  if (session_ == nullptr || !authenticated_) return failed_precondition(describe() + ": not connected");
-  if (broken_) return unavailable(describe() + ": connection is broken");
-  ssh_channel ch = ssh_channel_new(session_);
-  if (ch == nullptr) return internal_error(describe() + ": ssh_channel_new: " + last_error());
+  auto ch = new_channel();
+  if (!ch.ok()) return ch.status();
   // The originator address and port are informational only (sshd logs them).
-  if (ssh_channel_open_forward_unix(ch, path.c_str(), "127.0.0.1", 0) != SSH_OK) {
-    std::string err = last_error();
-    bool dead = ssh_is_connected(session_) == 0;
-    if (dead) broken_ = true;
-    ssh_channel_free(ch);
-    return Status(dead ? StatusCode::kUnavailable : StatusCode::kFailedPrecondition,
-                  describe() + ": no channel to unix socket " + path + ": " + err);
+  if (ssh_channel_open_forward_unix(*ch, path.c_str(), "127.0.0.1", 0) != SSH_OK) {
+    return channel_failure(*ch, StatusCode::kFailedPrecondition, "no channel to unix socket " + path);
   }
-  auto out = std::make_unique<SshExecChannel>(this, ch, "unix socket " + path);
+  auto out = std::make_unique<SshExecChannel>(this, *ch, "unix socket " + path);
   channels_.push_back(out.get());
   return out;
 }

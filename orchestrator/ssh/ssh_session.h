@@ -108,6 +108,8 @@ class SshSession {
   Status verify_host_key();
   Status authenticate();
   void set_timeout_ms(int ms);
+  Result<ssh_channel_struct*> new_channel();
+  Status channel_failure(ssh_channel_struct* ch, StatusCode if_alive, const std::string& what);
   friend class SshExecChannel;
   void forget_channel(SshExecChannel* channel);
 
