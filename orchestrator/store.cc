@@ -520,26 +520,24 @@ Result<bool> Store::finish_attempt(const std::string& run_id, const std::string&
     const std::string state = state_name(ended_state);
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     int64_t now = now_ms();
+    // The attempt and its stage end alike: parameters 1-6 of both updates.
+    auto bind_ending = [&](SQLite::Statement& q) {
+      q.bind(1, state);
+      q.bind(2, static_cast<int64_t>(now));
+      if (exit_code) q.bind(3, *exit_code);
+      else q.bind(3);
+      q.bind(4, error);
+      q.bind(5, run_id);
+      q.bind(6, stage);
+    };
     SQLite::Statement a(*db_, "UPDATE attempts SET state=?, ended_ms=?, exit_code=?, error=? "
                               "WHERE run_id=? AND stage=? AND attempt=? AND state='running'");
-    a.bind(1, state);
-    a.bind(2, static_cast<int64_t>(now));
-    if (exit_code) a.bind(3, *exit_code);
-    else a.bind(3);
-    a.bind(4, error);
-    a.bind(5, run_id);
-    a.bind(6, stage);
+    bind_ending(a);
     a.bind(7, attempt);
     if (a.exec() == 0) return false;  // already recorded: never twice
     SQLite::Statement s(*db_, "UPDATE stages SET state=?, ended_ms=?, exit_code=?, error=?, disconnected_since_ms=0 "
                               "WHERE run_id=? AND name=?");
-    s.bind(1, state);
-    s.bind(2, static_cast<int64_t>(now));
-    if (exit_code) s.bind(3, *exit_code);
-    else s.bind(3);
-    s.bind(4, error);
-    s.bind(5, run_id);
-    s.bind(6, stage);
+    bind_ending(s);
     s.exec();
     nlohmann::json detail = {{"attempt", attempt}, {"state", state}, {"error", error}};
     if (exit_code) detail["exit_code"] = *exit_code;
