@@ -90,25 +90,28 @@ void CopyStage::decide_route() {
 // starts the destination's (installed there already: this coordinator reached it).
 void CopyStage::ask_hosts() {
   auto self = shared_from_this();
-  c_->env.call_agent(c_->spec.from_host, "hello", nlohmann::json::object(), [self](Result<protocol::Frame> r) {
+  say_hello(c_->spec.from_host, [self](std::string exe, std::string workdir) {
+    self->places_.src_exe = std::move(exe);
+    self->places_.src_workdir = std::move(workdir);
+    self->say_hello(self->c_->spec.to_host, [self](std::string exe, std::string workdir) {
+      self->places_.dest_exe = std::move(exe);
+      self->places_.dest_workdir = std::move(workdir);
+      self->find_push();
+    });
+  });
+}
+
+// One host's `hello`: its agent's binary and workdir, handed to `then`. A transient
+// failure asks both hosts again later; any other fails the stage.
+void CopyStage::say_hello(const std::string& host, std::function<void(std::string exe, std::string workdir)> then) {
+  auto self = shared_from_this();
+  c_->env.call_agent(host, "hello", nlohmann::json::object(), [self, host, then](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->ask_hosts(); });
-      return self->c_->fail("reaching " + self->c_->spec.from_host + ": " + r.status().message());
+      return self->c_->fail("reaching " + host + ": " + r.status().message());
     }
-    self->places_.src_exe = r->header.value("exe", std::string());
-    self->places_.src_workdir = r->header.value("workdir", std::string());
-    self->c_->env.call_agent(
-        self->c_->spec.to_host, "hello", nlohmann::json::object(), [self](Result<protocol::Frame> r) {
-          if (self->c_->finished) return;
-          if (!r.ok()) {
-            if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->ask_hosts(); });
-            return self->c_->fail("reaching " + self->c_->spec.to_host + ": " + r.status().message());
-          }
-          self->places_.dest_exe = r->header.value("exe", std::string());
-          self->places_.dest_workdir = r->header.value("workdir", std::string());
-          self->find_push();
-        });
+    then(r->header.value("exe", std::string()), r->header.value("workdir", std::string()));
   });
 }
 

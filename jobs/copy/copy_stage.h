@@ -19,7 +19,9 @@
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "jobs/copy/copy_context.h"
 #include "jobs/copy/direct_copy.h"
@@ -44,6 +46,7 @@ class CopyStage : public StageRunner, public std::enable_shared_from_this<CopySt
   void list_source();
   void decide_route();
   void ask_hosts();
+  void say_hello(const std::string& host, std::function<void(std::string exe, std::string workdir)> then);
   void find_push();
   void probe_route();
   void choose(workflow::CopyRoute route, const std::string& reason);
