@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "base/split.h"
+
 namespace ferry::workflow {
 namespace {
 
@@ -46,24 +48,12 @@ std::string slurm_value_problem(const std::string& key, const std::string& value
   }
   if (key == "gres") {
     // name, name:count or name:type:count; several separated by ','.
-    size_t start = 0;
-    while (start <= value.size()) {
-      size_t end = value.find(',', start);
-      std::string one = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      std::vector<std::string> parts;
-      size_t p = 0;
-      for (;;) {
-        size_t c = one.find(':', p);
-        parts.push_back(one.substr(p, c == std::string::npos ? std::string::npos : c - p));
-        if (c == std::string::npos) break;
-        p = c + 1;
-      }
+    for (const std::string& one : split(value, ',')) {
+      std::vector<std::string> parts = split(one, ':');
       bool ok = parts.size() <= 3 && plain_word(parts[0]);
       if (ok && parts.size() == 2) ok = digits(parts[1]) || plain_word(parts[1]);
       if (ok && parts.size() == 3) ok = plain_word(parts[1]) && digits(parts[2]);
       if (!ok) return "must be like gpu:1, gpu:a100:2 or gpu, got '" + value + "'";
-      if (end == std::string::npos) break;
-      start = end + 1;
     }
     return "";
   }

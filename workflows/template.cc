@@ -1,5 +1,7 @@
 #include "workflows/template.h"
 
+#include "base/split.h"
+
 namespace ferry::workflow {
 namespace {
 
@@ -8,18 +10,6 @@ std::string trim(const std::string& s) {
   if (b == std::string::npos) return "";
   size_t e = s.find_last_not_of(" \t");
   return s.substr(b, e - b + 1);
-}
-
-std::vector<std::string> split_dots(const std::string& s) {
-  std::vector<std::string> parts;
-  size_t pos = 0;
-  for (;;) {
-    size_t dot = s.find('.', pos);
-    parts.push_back(s.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos));
-    if (dot == std::string::npos) break;
-    pos = dot + 1;
-  }
-  return parts;
 }
 
 bool is_identifier(const std::string& s) {
@@ -35,7 +25,7 @@ Result<Reference> parse_expression(const std::string& expr, size_t offset) {
   Reference r;
   r.offset = offset;
   r.text = expr;
-  auto parts = split_dots(expr);
+  auto parts = split(expr, '.');
   for (const auto& p : parts) {
     if (!is_identifier(p)) return invalid_argument("bad template expression '${{ " + expr + " }}'");
   }
