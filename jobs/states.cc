@@ -1,47 +1,31 @@
 #include "jobs/states.h"
 
+#include "base/enum_names.h"
+
 namespace ferry {
 
-const char* state_name(RunState s) {
-  switch (s) {
-    case RunState::kPending: return "pending";
-    case RunState::kRunning: return "running";
-    case RunState::kSucceeded: return "succeeded";
-    case RunState::kFailed: return "failed";
-    case RunState::kCancelled: return "cancelled";
-  }
-  return "?";
-}
+namespace {
 
-const char* state_name(StageState s) {
-  switch (s) {
-    case StageState::kPending: return "pending";
-    case StageState::kRunning: return "running";
-    case StageState::kRetrying: return "retrying";
-    case StageState::kSucceeded: return "succeeded";
-    case StageState::kFailed: return "failed";
-    case StageState::kTimedOut: return "timed_out";
-    case StageState::kCancelled: return "cancelled";
-    case StageState::kSkipped: return "skipped";
-  }
-  return "?";
-}
+constexpr EnumName<RunState> kRunStateNames[] = {{RunState::kPending, "pending"},
+                                                 {RunState::kRunning, "running"},
+                                                 {RunState::kSucceeded, "succeeded"},
+                                                 {RunState::kFailed, "failed"},
+                                                 {RunState::kCancelled, "cancelled"}};
 
-std::optional<RunState> parse_run_state(const std::string& name) {
-  for (RunState s :
-       {RunState::kPending, RunState::kRunning, RunState::kSucceeded, RunState::kFailed, RunState::kCancelled}) {
-    if (name == state_name(s)) return s;
-  }
-  return std::nullopt;
-}
+constexpr EnumName<StageState> kStageStateNames[] = {
+    {StageState::kPending, "pending"},     {StageState::kRunning, "running"}, {StageState::kRetrying, "retrying"},
+    {StageState::kSucceeded, "succeeded"}, {StageState::kFailed, "failed"},   {StageState::kTimedOut, "timed_out"},
+    {StageState::kCancelled, "cancelled"}, {StageState::kSkipped, "skipped"}};
 
-std::optional<StageState> parse_stage_state(const std::string& name) {
-  for (StageState s : {StageState::kPending, StageState::kRunning, StageState::kRetrying, StageState::kSucceeded,
-                       StageState::kFailed, StageState::kTimedOut, StageState::kCancelled, StageState::kSkipped}) {
-    if (name == state_name(s)) return s;
-  }
-  return std::nullopt;
-}
+}  // namespace
+
+const char* state_name(RunState s) { return enum_name(kRunStateNames, s); }
+
+const char* state_name(StageState s) { return enum_name(kStageStateNames, s); }
+
+std::optional<RunState> parse_run_state(const std::string& name) { return enum_from_name(kRunStateNames, name); }
+
+std::optional<StageState> parse_stage_state(const std::string& name) { return enum_from_name(kStageStateNames, name); }
 
 bool run_ended(RunState s) { return s == RunState::kSucceeded || s == RunState::kFailed || s == RunState::kCancelled; }
 

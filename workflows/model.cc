@@ -1,31 +1,24 @@
 #include "workflows/model.h"
 
+#include "base/enum_names.h"
+
 namespace ferry::workflow {
 
-const char* stage_kind_name(StageKind kind) {
-  switch (kind) {
-    case StageKind::kCommand: return "command";
-    case StageKind::kCopy: return "copy";
-    case StageKind::kEval: return "eval";
-  }
-  return "?";
-}
+namespace {
 
-const char* copy_route_name(CopyRoute route) {
-  switch (route) {
-    case CopyRoute::kAuto: return "auto";
-    case CopyRoute::kDirect: return "direct";
-    case CopyRoute::kRelay: return "relay";
-  }
-  return "?";
-}
+constexpr EnumName<StageKind> kStageKindNames[] = {
+    {StageKind::kCommand, "command"}, {StageKind::kCopy, "copy"}, {StageKind::kEval, "eval"}};
 
-std::optional<CopyRoute> parse_copy_route(const std::string& name) {
-  for (CopyRoute r : {CopyRoute::kAuto, CopyRoute::kDirect, CopyRoute::kRelay}) {
-    if (name == copy_route_name(r)) return r;
-  }
-  return std::nullopt;
-}
+constexpr EnumName<CopyRoute> kCopyRouteNames[] = {
+    {CopyRoute::kAuto, "auto"}, {CopyRoute::kDirect, "direct"}, {CopyRoute::kRelay, "relay"}};
+
+}  // namespace
+
+const char* stage_kind_name(StageKind kind) { return enum_name(kStageKindNames, kind); }
+
+const char* copy_route_name(CopyRoute route) { return enum_name(kCopyRouteNames, route); }
+
+std::optional<CopyRoute> parse_copy_route(const std::string& name) { return enum_from_name(kCopyRouteNames, name); }
 
 const Host* Workflow::find_host(const std::string& n) const {
   for (const auto& h : hosts) {

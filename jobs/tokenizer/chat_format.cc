@@ -1,7 +1,12 @@
 #include "jobs/tokenizer/chat_format.h"
 
+#include "base/enum_names.h"
+
 namespace ferry::tokenizer {
 namespace {
+
+constexpr EnumName<PromptFormat> kPromptFormatNames[] = {
+    {PromptFormat::kRaw, "raw"}, {PromptFormat::kChat, "chat"}, {PromptFormat::kChatNoThink, "chat-no-think"}};
 
 // Jinja's str.strip/lstrip/rstrip with '\n' as the only character removed.
 std::string lstrip_newlines(const std::string& s) {
@@ -25,20 +30,11 @@ bool is_tool_response(const std::string& content) {
 }  // namespace
 
 Result<PromptFormat> parse_prompt_format(const std::string& name) {
-  if (name == "raw") return PromptFormat::kRaw;
-  if (name == "chat") return PromptFormat::kChat;
-  if (name == "chat-no-think") return PromptFormat::kChatNoThink;
-  return invalid_argument("prompt format '" + name + "' is unknown (raw, chat, chat-no-think)");
+  if (auto format = enum_from_name(kPromptFormatNames, name)) return *format;
+  return invalid_argument("prompt format '" + name + "' is unknown (" + enum_names(kPromptFormatNames) + ")");
 }
 
-const char* prompt_format_name(PromptFormat format) {
-  switch (format) {
-    case PromptFormat::kRaw: return "raw";
-    case PromptFormat::kChat: return "chat";
-    case PromptFormat::kChatNoThink: return "chat-no-think";
-  }
-  return "?";
-}
+const char* prompt_format_name(PromptFormat format) { return enum_name(kPromptFormatNames, format); }
 
 Result<std::string> render_chatml(const std::vector<ChatMessage>& messages, bool thinking) {
   const int n = static_cast<int>(messages.size());
