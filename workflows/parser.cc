@@ -85,7 +85,7 @@ class Parser {
       if (auto s = scalar(*n, "name")) {
         wf.name = *s;
         wf.name_at = loc(*n);
-        if (!valid_name(*s)) d_.error(loc(*n), "workflow name '" + *s + "' may use only letters, digits, '_' and '-'");
+        check_name("workflow", *s, loc(*n));
       }
     } else if (!hinted.count("name")) {  // a misspelt 'name' was reported already
       d_.error(loc(root), "missing required field 'name'");
@@ -127,6 +127,24 @@ class Parser {
       if (!ok) return false;
     }
     return true;
+  }
+
+  // Every name a workflow gives (its own, a param's, host's, stage's, output's) obeys
+  // one rule; false, with the error reported, when `name` does not.
+  bool check_name(const std::string& kind, const std::string& name, Location at) {
+    if (valid_name(name)) return true;
+    d_.error(at, kind + " name '" + name + "' may use only letters, digits, '_' and '-'");
+    return false;
+  }
+
+  // A param, host or stage named by its key, the name checked.
+  template <typename T>
+  T named_entry(const std::string& kind, const std::string& name, Location at) {
+    T entry;
+    entry.name = name;
+    entry.at = at;
+    check_name(kind, name, at);
+    return entry;
   }
 
   // The keys of a mapping, checked against `allowed`: unknown keys get a
@@ -269,10 +287,7 @@ class Parser {
     if (n.IsNull()) return;
     if (!expect_map(n, "params")) return;
     for (const auto& [k, k_at, v] : entries_of(n, {}, "'params'")) {
-      Param p;
-      p.name = k;
-      p.at = k_at;
-      if (!valid_name(k)) d_.error(p.at, "param name '" + k + "' may use only letters, digits, '_' and '-'");
+      Param p = named_entry<Param>("param", k, k_at);
       if (v.IsNull()) {
         p.default_value = "";
       } else if (auto s = scalar(v, "params." + k)) {
@@ -286,10 +301,7 @@ class Parser {
     if (n.IsNull()) return;
     if (!expect_map(n, "hosts")) return;
     for (const auto& [name, name_at, v] : entries_of(n, {}, "'hosts'")) {
-      Host h;
-      h.name = name;
-      h.at = name_at;
-      if (!valid_name(name)) d_.error(h.at, "host name '" + name + "' may use only letters, digits, '_' and '-'");
+      Host h = named_entry<Host>("host", name, name_at);
       std::string what = "host '" + name + "'";
       if (v.IsNull()) {  // `name:` alone is a local host with defaults
         wf->hosts.push_back(h);
@@ -428,10 +440,7 @@ class Parser {
   void parse_outputs(const YAML::Node& n, Stage* s) {
     std::set<std::string> seen;
     auto add = [&](const std::string& name, Location at, std::optional<Text> value) {
-      if (!valid_name(name)) {
-        d_.error(at, "output name '" + name + "' may use only letters, digits, '_' and '-'");
-        return;
-      }
+      if (!check_name("output", name, at)) return;
       if (!seen.insert(name).second) {
         d_.error(at, "duplicate output '" + name + "' in stage '" + s->name + "'");
         return;
@@ -470,10 +479,7 @@ class Parser {
     if (!expect_map(n, "stages")) return;
     if (n.size() == 0) d_.error(loc(n), "a workflow needs at least one stage");
     for (const auto& [name, name_at, v] : entries_of(n, {}, "'stages'")) {
-      Stage s;
-      s.name = name;
-      s.at = name_at;
-      if (!valid_name(name)) d_.error(s.at, "stage name '" + name + "' may use only letters, digits, '_' and '-'");
+      Stage s = named_entry<Stage>("stage", name, name_at);
       std::string what = "stage '" + name + "'";
       if (!v.IsMap()) {
         d_.error(v.IsNull() ? s.at : loc(v), what + " must be a mapping with at least 'run' or 'kind'");
