@@ -52,6 +52,13 @@ class SshSessionTest : public ::testing::Test {
         10000);
   }
 
+  // A connection refused (permission denied) for the reason `why`, which the message names.
+  static void expect_refused(const Status& st, const std::string& why) {
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st.to_string();
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+  }
+
   testbed::Testbed tb_;
 };
 
@@ -96,9 +103,7 @@ TEST_F(SshSessionTest, UnknownHostKeyIsRefusedBeforeAuthentication) {
   testbed::write_file(t.known_hosts, "");
   Status st;
   std::string log = refused_attempt_log(0, t, &st);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st.to_string();
-  EXPECT_NE(st.message().find("unknown host key"), std::string::npos) << st.message();
+  ASSERT_NO_FATAL_FAILURE(expect_refused(st, "unknown host key"));
   EXPECT_NE(st.message().find("SHA256:"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("ssh-keyscan -p 22 -t ed25519 " + tb_.hosts[0].address), std::string::npos)
       << st.message();
@@ -131,9 +136,7 @@ TEST_F(SshSessionTest, ChangedHostKeyIsRefusedEvenWithTrustFirstUse) {
     testbed::write_file(t.known_hosts, forged);
     Status st;
     std::string log = refused_attempt_log(0, t, &st);
-    ASSERT_FALSE(st.ok());
-    EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st.to_string();
-    EXPECT_NE(st.message().find("HOST KEY CHANGED"), std::string::npos) << st.message();
+    ASSERT_NO_FATAL_FAILURE(expect_refused(st, "HOST KEY CHANGED"));
     EXPECT_NE(st.message().find("SHA256:"), std::string::npos) << st.message();
     EXPECT_NE(st.message().find("ssh-keygen -R " + tb_.hosts[0].address), std::string::npos) << st.message();
     EXPECT_EQ(testbed::read_file(t.known_hosts), forged) << "tofu=" << tofu;
@@ -197,9 +200,7 @@ TEST_F(SshSessionTest, FirstUseRecordsOneKeyInFerrysOwnFileAndThenHoldsToIt) {
   testbed::write_file(t.first_use_known_hosts, forged);
   Status st;
   std::string log = refused_attempt_log(2, t, &st);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st.to_string();
-  EXPECT_NE(st.message().find("HOST KEY CHANGED"), std::string::npos) << st.message();
+  ASSERT_NO_FATAL_FAILURE(expect_refused(st, "HOST KEY CHANGED"));
   EXPECT_NE(st.message().find(t.first_use_known_hosts), std::string::npos) << st.message();
   EXPECT_EQ(testbed::read_file(t.first_use_known_hosts), forged);
   EXPECT_EQ(log.find("userauth-request"), std::string::npos) << log;
@@ -213,11 +214,8 @@ TEST_F(SshSessionTest, WrongUserKeyGivesAClearAuthenticationError) {
   t.identity = key;
   SshSession s(t);
   Status st = s.connect();
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st.to_string();
-  EXPECT_NE(st.message().find("authentication failed for root@" + tb_.hosts[2].address + ":22 with keys: " + key),
-            std::string::npos)
-      << st.message();
+  ASSERT_NO_FATAL_FAILURE(
+      expect_refused(st, "authentication failed for root@" + tb_.hosts[2].address + ":22 with keys: " + key));
 }
 
 TEST_F(SshSessionTest, MissingIdentityFileIsNamed) {
