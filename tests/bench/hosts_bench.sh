@@ -23,13 +23,10 @@ readonly REPS=${HOSTS_BENCH_REPS:-5}
 readonly SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 readonly TESTBED="$SRC/tests/testbed/testbed.sh"
 
-die() { echo "hosts_bench: $*" >&2; exit 1; }
-
-(( $# == 1 )) || die "usage: hosts_bench.sh BUILD_DIR"
-BUILD=$(realpath -- "$1")
-FERRY="$BUILD/bin/ferry"
-[[ -x "$FERRY" && -x "$BUILD/bin/ferry-agent" ]] || die "no $FERRY or ferry-agent: build first"
-[[ $(id -u) -eq 0 ]] || die "must run as root (the testbed uses network namespaces)"
+readonly BENCH=hosts_bench
+source "$SRC/tests/bench/bench_start.sh"
+bench_build_dir "$@"
+bench_needs_agent_and_root "the testbed uses network namespaces"
 missing=()
 for tool in pdsh ansible python3 ssh; do command -v "$tool" >/dev/null || missing+=("$tool"); done
 if (( ${#missing[@]} )); then

@@ -19,12 +19,10 @@ readonly N_JOBS=${SLURM_BENCH_JOBS:-100}
 readonly WINDOW_S=${SLURM_BENCH_WINDOW_S:-60}
 readonly SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
-die() { echo "slurm_bench: $*" >&2; exit 1; }
-(( $# == 1 )) || die "usage: slurm_bench.sh BUILD_DIR"
-BUILD=$(realpath -- "$1")
-FERRY="$BUILD/bin/ferry"
-[[ -x "$FERRY" && -x "$BUILD/bin/ferry-agent" ]] || die "no $FERRY or ferry-agent: build first"
-[[ $(id -u) -eq 0 ]] || die "must run as root (slurmd, munged)"
+readonly BENCH=slurm_bench
+source "$SRC/tests/bench/bench_start.sh"
+bench_build_dir "$@"
+bench_needs_agent_and_root "slurmd, munged"
 
 WORK=$(mktemp -d /tmp/ferry-slurm-bench.XXXXXX)
 ferry_pid=""
