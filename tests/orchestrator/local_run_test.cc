@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 
 namespace ferry {
@@ -21,13 +22,8 @@ using testing::read_text;
 using testing::wait_until;
 using testing::write_text;
 
-class LocalRunTest : public ::testing::Test {
+class LocalRunTest : public testing::FerryHomeTest {
  protected:
-  testing::ProcessResult ferry(std::vector<std::string> args) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, env());
-  }
-  std::map<std::string, std::string> env() { return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}; }
   std::string workflow(const std::string& text) {
     std::string path = work_.file("wf.yaml");
     write_text(path, text);
@@ -52,9 +48,6 @@ class LocalRunTest : public ::testing::Test {
                                        "' AND type='" + type + "'"});
     return std::atoi(r.out.c_str());
   }
-
-  testing::TempDir home_;
-  testing::TempDir work_;
 };
 
 TEST_F(LocalRunTest, HelloExampleRunsEndToEnd) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 #include "tests/support/sqlite_lock.h"
 
@@ -27,13 +28,8 @@ using testing::write_text;
 
 constexpr auto kEventWait = std::chrono::seconds(30);
 
-class StoreFaultTest : public ::testing::Test {
+class StoreFaultTest : public testing::FerryHomeTest {
  protected:
-  std::map<std::string, std::string> env() { return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}; }
-  testing::ProcessResult ferry(std::vector<std::string> args, int timeout_s = 120) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, env(), timeout_s);
-  }
   std::string db() { return home_.file("ferry.db"); }
   std::string job_dir() { return home_.path() + "/hosts/local/"; }
   /// `long` waits for the file `release` (then exits 3); `tick` for `tick_go`.
@@ -81,7 +77,6 @@ class StoreFaultTest : public ::testing::Test {
     return e;
   }
 
-  testing::TempDir home_, work_;
   std::map<std::string, std::string> extra_env_;
 };
 

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 
 namespace ferry {
@@ -27,6 +28,7 @@ using testing::wait_until;
 // A run against an unreachable host used to wait for give_up (600 s); the tests
 // bound each run far below that.
 constexpr int kRunBoundS = 60;
+constexpr int kStatusBoundS = 30;
 
 // A listening TCP socket on 127.0.0.1 that never accepts: connects complete in
 // the kernel and then nothing is ever said. Closed with the fixture.
@@ -47,13 +49,8 @@ struct SilentPort {
   ~SilentPort() { ::close(fd); }
 };
 
-class UnreachableHostTest : public ::testing::Test {
+class UnreachableHostTest : public testing::FerryHomeTest {
  protected:
-  std::map<std::string, std::string> env() { return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}; }
-  testing::ProcessResult ferry(std::vector<std::string> args, int timeout_s = 30) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, env(), timeout_s);
-  }
   /// One command stage on an SSH host at `address`:`port` (give_up left at its 10 m default).
   std::string workflow(const std::string& name, const std::string& address, int port) {
     testing::write_text(work_.file("id"), "not a key\n");
@@ -66,11 +63,10 @@ class UnreachableHostTest : public ::testing::Test {
     return path;
   }
   nlohmann::json stage_s(const std::string& run) {
-    auto r = ferry({"status", run, "--json"});
+    auto r = ferry({"status", run, "--json"}, kStatusBoundS);
     auto j = nlohmann::json::parse(r.out, nullptr, false);
     return j.is_object() && j.contains("stages") ? j["stages"][0] : nlohmann::json::object();
   }
-  testing::TempDir home_, work_;
 };
 
 TEST_F(UnreachableHostTest, AnUnresolvableHostFailsItsStageAtOnceWithTheCause) {
@@ -114,7 +110,7 @@ TEST_F(UnreachableHostTest, SecondCtrlCLeavesPromptlyWhileAHostSaysNothing) {
       << read_text(work_.file("run.log"));
   EXPECT_NE(read_text(work_.file("run.log")).find("ferry resume mute-1"), std::string::npos)
       << read_text(work_.file("run.log"));
-  auto st = ferry({"status", "mute-1", "--json"});
+  auto st = ferry({"status", "mute-1", "--json"}, kStatusBoundS);
   auto j = nlohmann::json::parse(st.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << st.out;
   EXPECT_EQ(j["state"], "running") << "left as it stands, for resume";
