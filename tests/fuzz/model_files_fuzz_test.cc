@@ -118,7 +118,9 @@ TEST(ModelFilesFuzzTest, MutatedConfigsLoadOrAreRefusedByName) {
     auto drafter = eval::load_dflash_config(dir.path());
     auto target = eval::load_qwen3_config(dir.path());
     for (const Status& s : {drafter.status(), target.status()}) {
-      if (!s.ok()) EXPECT_EQ(s.message().rfind(path + ": ", 0), 0u) << s.message();
+      if (!s.ok()) {
+        EXPECT_EQ(s.message().rfind(path + ": ", 0), 0u) << s.message();
+      }
     }
     if (drafter.ok()) {
       ++loaded;
