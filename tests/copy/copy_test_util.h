@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tests/support/defer.h"
+#include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 
 namespace ferry::copytest {
@@ -256,55 +257,15 @@ using ::ferry::testing::Defer;
 
 /// The common fixture: a FERRY_HOME, a work folder (workflow file, keep_local,
 /// host workdirs), the `ferry` binary, status and events.
-class CopyTestBase : public ::testing::Test {
-protected:
-  std::map<std::string, std::string> env() const {
-    return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}};
-  }
-
-  testing::ProcessResult ferry(std::vector<std::string> args,
-                               int timeout_s = 300) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, env(), timeout_s);
-  }
+class CopyTestBase : public testing::FerryHomeTest {
+ protected:
+  CopyTestBase() : FerryHomeTest(300) {}
 
   /// The run id `ferry run` printed first ("run NAME-N (FILE)").
   static std::string run_id(const testing::ProcessResult &r) {
     if (r.out.rfind("run ", 0) != 0)
       return "";
     return r.out.substr(4, r.out.find(' ', 4) - 4);
-  }
-
-  pid_t spawn_ferry(std::vector<std::string> args,
-                    const std::string &log_name) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::spawn_process(args, env(), work_.file(log_name));
-  }
-
-  std::string write_workflow(const std::string &text,
-                             const std::string &name = "wf.yaml") {
-    std::string path = work_.file(name);
-    testing::write_text(path, text);
-    return path;
-  }
-
-  nlohmann::json status(const std::string &run) {
-    auto r = ferry({"status", run, "--json"}, 30);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << r.out;
-    return j;
-  }
-
-  static nlohmann::json stage(const nlohmann::json &st,
-                              const std::string &name) {
-    if (st.is_object() && st.contains("stages")) {
-      for (const auto &s : st["stages"]) {
-        if (s["name"] == name)
-          return s;
-      }
-    }
-    return nlohmann::json::object();
   }
 
   static double metric(const nlohmann::json &s, const std::string &key) {
@@ -383,9 +344,6 @@ protected:
       testing::wait_process(pid, 10);
     }
   }
-
-  testing::TempDir home_;
-  testing::TempDir work_;
 };
 
 } // namespace ferry::copytest

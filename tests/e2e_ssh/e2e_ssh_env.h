@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/ssh/testbed_env.h"
+#include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 
 namespace ferry::e2e {
@@ -35,24 +36,13 @@ struct Event {
 };
 
 /// Base fixture: one FERRY_HOME and one folder of host workdirs per test.
-class SshRunTest : public ::testing::Test {
+class SshRunTest : public testing::FerryHomeTest {
  protected:
+  SshRunTest() : FerryHomeTest(180) {}
+
   void SetUp() override {
     if (!testbed::load(&tb_)) GTEST_SKIP() << "FERRY_TESTBED not set (run through ctest -L testbed)";
     ASSERT_GE(tb_.hosts.size(), 3u) << "the e2e tests need 3 testbed hosts";
-  }
-
-  std::map<std::string, std::string> env() const { return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}; }
-
-  testing::ProcessResult ferry(std::vector<std::string> args, int timeout_s = 180) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, env(), timeout_s);
-  }
-
-  /// `ferry ARGS` in the background, output to a file of the test; returns its pid.
-  pid_t spawn_ferry(std::vector<std::string> args, const std::string& log_name) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::spawn_process(args, env(), work_.file(log_name));
   }
 
   /// The workdir host `name` gets in this test (created by its agent).
@@ -78,29 +68,6 @@ class SshRunTest : public ::testing::Test {
       sep = ", ";
     }
     return out + "}\n";
-  }
-
-  std::string write_workflow(const std::string& text) {
-    std::string path = work_.file("wf.yaml");
-    testing::write_text(path, text);
-    return path;
-  }
-
-  nlohmann::json status(const std::string& run) {
-    auto r = ferry({"status", run, "--json"}, 30);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << r.out;
-    return j;
-  }
-
-  static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
-    if (st.contains("stages")) {
-      for (const auto& s : st["stages"]) {
-        if (s["name"] == name) return s;
-      }
-    }
-    return nlohmann::json::object();
   }
 
   /// Every event of `run` (and `stage`, when given), in the order recorded.
@@ -153,8 +120,6 @@ class SshRunTest : public ::testing::Test {
   }
 
   Testbed tb_;
-  testing::TempDir home_;
-  testing::TempDir work_;
 };
 
 }  // namespace ferry::e2e

@@ -29,19 +29,6 @@ class LocalRunTest : public testing::FerryHomeTest {
     write_text(path, text);
     return path;
   }
-  nlohmann::json status(const std::string& run) {
-    auto r = ferry({"status", run, "--json"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << r.out;
-    return j;
-  }
-  static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
-    for (const auto& s : st["stages"]) {
-      if (s["name"] == name) return s;
-    }
-    return nlohmann::json();
-  }
   int count_events(const std::string& run, const std::string& stage_name, const std::string& type) {
     auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"),
                                    "SELECT count(*) FROM events WHERE run_id='" + run + "' AND stage='" + stage_name +
