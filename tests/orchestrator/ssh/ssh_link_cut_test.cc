@@ -8,7 +8,7 @@
 
 #include "orchestrator/ssh/ssh_transport.h"
 #include "orchestrator/ssh/tcp_socket.h"
-#include "tests/ssh/testbed_env.h"
+#include "tests/orchestrator/ssh/testbed_env.h"
 
 namespace ferry {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "orchestrator/ssh/ssh_session.h"
-#include "tests/ssh/testbed_env.h"
+#include "tests/orchestrator/ssh/testbed_env.h"
 
 namespace ferry {
 namespace {
