@@ -80,7 +80,8 @@ Status AgentPeer::skip_to_marker(const std::string& marker, int timeout_ms) {
                               "top of ~/.bashrc)");
     }
     int64_t left = deadline - mono_ms();
-    if (left <= 0) return broken("no answer from the agent start command in " + std::to_string(timeout_ms / 1000) + " s");
+    if (left <= 0)
+      return broken("no answer from the agent start command in " + std::to_string(timeout_ms / 1000) + " s");
     auto got = child_->read_some(buf_.data(), buf_.size(), static_cast<int>(std::min<int64_t>(left, 1000)));
     if (!got.ok()) return broken("the link to the agent closed before it started");
     seen.append(buf_.data(), *got);

@@ -166,7 +166,8 @@ Result<JobPaths> AgentServer::attempt_with_token(const nlohmann::json& args) {
   if (*attempt < 1) return invalid_argument("attempt must be ≥ 1");
   JobPaths paths = job_paths(workdir_, *job, *attempt);
   auto spec_text = read_file(paths.spec());
-  if (!spec_text.ok()) return not_found("job " + *job + " attempt " + std::to_string(*attempt) + " was never started here");
+  if (!spec_text.ok())
+    return not_found("job " + *job + " attempt " + std::to_string(*attempt) + " was never started here");
   auto spec = nlohmann::json::parse(*spec_text, nullptr, false);
   if (spec.is_discarded()) return data_loss("corrupt " + paths.spec());
   if (spec.value("token", std::string()) != *token) {
@@ -247,9 +248,10 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
                                  "must stop driving the stage: see `ferry status` for the newer attempt");
     }
     if (*attempt == cur_attempt && cur_token != *token) {
-      return failed_precondition("stale attempt token for job " + *job + ": attempt " + std::to_string(*attempt) +
-                                 " on this host was started by another coordinator (a different token); its journal is " +
-                                 paths.job_dir + ". " + kSharedKeyAdvice);
+      return failed_precondition(
+          "stale attempt token for job " + *job + ": attempt " + std::to_string(*attempt) +
+          " on this host was started by another coordinator (a different token); its journal is " + paths.job_dir +
+          ". " + kSharedKeyAdvice);
     }
     if (*attempt == cur_attempt) {
       auto rec = read_record(paths);
@@ -311,7 +313,8 @@ Status AgentServer::stop_attempt(const JobPaths& older) {
   if (is_slurm_attempt(older)) return rec->state == "running" ? stop_slurm_attempt(older, rec->slurm_job) : Status();
   // What an attempt that ended left running in its cgroup (a daemon, a setsid'd
   // child) goes too: it could still write where the new attempt writes.
-  if (rec->state != "running") return rec->cgroup.empty() ? Status() : job_cgroup_kill(rec->cgroup, kStopOlderAttemptS * 1000);
+  if (rec->state != "running")
+    return rec->cgroup.empty() ? Status() : job_cgroup_kill(rec->cgroup, kStopOlderAttemptS * 1000);
   FERRY_RETURN_IF_ERROR(signal_job(older, /*hard=*/true));
   // Its supervisor reaps the group and records the exit at once; wait for that.
   auto until = mono_s() + kStopOlderAttemptS;

@@ -531,8 +531,9 @@ Result<PushResult> Pusher::run() {
     std::vector<std::string> keep;
     for (const auto& f : plan_.files) keep.push_back(f.rel);
     s = with_peer(0, [this, &result, &keep](AgentPeer& peer) {
-      auto r = peer.call("recv.finish_dir", {{"path", spec_.to}, {"manifest_hash", result.manifest_hash}, {"prune", true}},
-                         kCallTimeoutMs, encode_keep_list(keep));
+      auto r =
+          peer.call("recv.finish_dir", {{"path", spec_.to}, {"manifest_hash", result.manifest_hash}, {"prune", true}},
+                    kCallTimeoutMs, encode_keep_list(keep));
       if (!r.ok()) return on_dest(r.status());
       for (const auto& line : prune_report_lines(dest_name(), prune_report_from_json(r->header))) {
         say("ferry-push: " + line);

@@ -261,8 +261,13 @@ Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& sp
   auto script = slurm_script(paths, spec, "job " + name);
   if (!script.ok()) return script.status();
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.job_script(), *script, 0700));
-  std::vector<std::string> argv = {"sbatch",         "--parsable",  "--job-name=" + name, "--output=" + paths.slurm_out(),
-                                   "--open-mode=append", "--no-requeue", "--chdir=" + paths.attempt_dir};
+  std::vector<std::string> argv = {"sbatch",
+                                   "--parsable",
+                                   "--job-name=" + name,
+                                   "--output=" + paths.slurm_out(),
+                                   "--open-mode=append",
+                                   "--no-requeue",
+                                   "--chdir=" + paths.attempt_dir};
   for (const char* k : {"partition", "account", "qos", "mem", "gres"}) {
     std::string v = slurm.value(k, std::string());
     if (!v.empty()) argv.push_back("--" + std::string(k) + "=" + v);

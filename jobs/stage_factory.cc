@@ -65,7 +65,8 @@ std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStage
 
 std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id) {
   if (auto* c = std::get_if<CommandStageSpec>(&stage.spec)) return command_runner(stage, *c, env, id);
-  if (auto* c = std::get_if<CopyStageSpec>(&stage.spec)) return std::make_shared<CopyStage>(env, copy_spec(*c, env, id));
+  if (auto* c = std::get_if<CopyStageSpec>(&stage.spec))
+    return std::make_shared<CopyStage>(env, copy_spec(*c, env, id));
   return eval_runner(stage, std::get<EvalStageSpec>(stage.spec), env, id);
 }
 

@@ -191,7 +191,8 @@ Status HostConnection::greet(Session& s) {
       if (!f.ok()) return f.status();
       if (!f->has_value()) break;
       if ((*f)->type == protocol::FrameType::kReply && (*f)->request_id == 0) reply = (*f)->header;
-      if ((*f)->type == protocol::FrameType::kError && (*f)->request_id == 0) st = protocol::status_from_error_frame(**f);
+      if ((*f)->type == protocol::FrameType::kError && (*f)->request_id == 0)
+        st = protocol::status_from_error_frame(**f);
     }
   }
   if (!st.ok()) return st;
@@ -251,7 +252,8 @@ Status HostConnection::receive(Session& s, int wait_ms) {
       std::string awaited;
       for (const auto& [id, op] : s.in_flight_op) awaited += (awaited.empty() ? "" : ", ") + op;
       return unavailable("no data from the agent for " + std::to_string(static_cast<int>(options_.dead_after_s)) +
-                         " s" + (awaited.empty() ? "" : " (awaiting " + awaited.substr(0, 200) + "; no heartbeat either)"));
+                         " s" +
+                         (awaited.empty() ? "" : " (awaiting " + awaited.substr(0, 200) + "; no heartbeat either)"));
     }
     return Status();
   }

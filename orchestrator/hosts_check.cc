@@ -177,7 +177,8 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
                 {"connected", false}};
     ConnectionOptions opts;
     opts.give_up_s = 0;  // a check reports the first failure, it does not wait for the host
-    auto conn = std::make_shared<HostConnection>(io, h.name, make_transport_factory(h, workdir_of(wf, h, ferry_home)), opts);
+    auto conn =
+        std::make_shared<HostConnection>(io, h.name, make_transport_factory(h, workdir_of(wf, h, ferry_home)), opts);
     conn->start([&hosts, i](bool connected, const std::string& why) {
       if (connected) hosts[i]["connected"] = true;
       else if (!why.empty()) hosts[i]["error"] = why;
@@ -245,8 +246,8 @@ std::string render_hosts_check(const nlohmann::json& report) {
       continue;
     }
     const auto& info = obj_field(h, "info");
-    out << "ok, agent " << shown(obj_field(h, "agent"), "version", "?") << " on " << shown(info, "hostname", "?") << ", "
-        << int_field(info, "cores") << " cores, " << gib(num_field(info, "mem_available_bytes")) << " of "
+    out << "ok, agent " << shown(obj_field(h, "agent"), "version", "?") << " on " << shown(info, "hostname", "?")
+        << ", " << int_field(info, "cores") << " cores, " << gib(num_field(info, "mem_available_bytes")) << " of "
         << gib(num_field(info, "mem_total_bytes")) << " memory free, " << gib(num_field(info, "disk_free_bytes"))
         << " free in " << shown(info, "workdir") << ", ";
     const auto& gpus = arr_field(info, "gpus");

@@ -498,7 +498,7 @@ Result<RunState> Scheduler::run() {
   FERRY_RETURN_IF_ERROR(load());
   FERRY_RETURN_IF_ERROR(store_.set_run_state(run_.id, RunState::kRunning, static_cast<int>(::getpid())));
   std::function<void(const boost::system::error_code&, int)> on_signal = [this, &on_signal](
-                                                                               const boost::system::error_code& ec, int) {
+                                                                             const boost::system::error_code& ec, int) {
     if (ec) return;
     request_cancel(cancel_level_ >= 1);
     signals_.async_wait(on_signal);

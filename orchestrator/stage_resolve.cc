@@ -27,7 +27,8 @@ Result<std::string> Scheduler::resolve(const workflow::Text& text, const Stage* 
         using K = workflow::Reference::Kind;
         switch (r.kind) {
           case K::kParam: {
-            if (run_.params.contains(r.name) && run_.params[r.name].is_string()) return run_.params[r.name].get<std::string>();
+            if (run_.params.contains(r.name) && run_.params[r.name].is_string())
+              return run_.params[r.name].get<std::string>();
             const auto* p = wf_.find_param(r.name);
             if (p) return p->default_value;
             return not_found("unknown param '" + r.name + "'");

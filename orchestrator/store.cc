@@ -313,7 +313,8 @@ Result<RunRecord> Store::create_run(const std::string& name, const std::string& 
     upd.bind(2, uid);
     upd.bind(3, seq);
     upd.exec();
-    SQLite::Statement st(*db_, "INSERT INTO stages(run_id, name, position, kind, host, state) VALUES(?,?,?,?,?, 'pending')");
+    SQLite::Statement st(*db_,
+                         "INSERT INTO stages(run_id, name, position, kind, host, state) VALUES(?,?,?,?,?, 'pending')");
     int pos = 0;
     for (const auto& s : stages) {
       st.bind(1, id);
@@ -408,8 +409,10 @@ Result<std::vector<StageRecord>> Store::stages(const std::string& run_id) {
 
 Result<std::vector<EventRecord>> Store::events(const std::string& run_id, const std::string& stage) {
   try {
-    SQLite::Statement q(*db_, stage.empty() ? "SELECT seq, stage, ts_ms, type, detail FROM events WHERE run_id=? ORDER BY seq"
-                                            : "SELECT seq, stage, ts_ms, type, detail FROM events WHERE run_id=? AND stage=? ORDER BY seq");
+    SQLite::Statement q(
+        *db_, stage.empty()
+                  ? "SELECT seq, stage, ts_ms, type, detail FROM events WHERE run_id=? ORDER BY seq"
+                  : "SELECT seq, stage, ts_ms, type, detail FROM events WHERE run_id=? AND stage=? ORDER BY seq");
     q.bind(1, run_id);
     if (!stage.empty()) q.bind(2, stage);
     std::vector<EventRecord> out;
@@ -594,7 +597,8 @@ Status Store::set_outputs(const std::string& run_id, const std::string& stage,
   });
 }
 
-Status Store::set_metrics(const std::string& run_id, const std::string& stage, const std::map<std::string, double>& kv) {
+Status Store::set_metrics(const std::string& run_id, const std::string& stage,
+                          const std::map<std::string, double>& kv) {
   return write_retrying(patience_ms_, "set metrics", [&]() -> Status {
     put_stage_values(*db_, "metrics", run_id, stage, kv);
     return Status();

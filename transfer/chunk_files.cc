@@ -504,7 +504,8 @@ Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size,
   if (!fd.ok()) return errno_status("open " + part + " (was the copy begun?)", errno);
   // A chunk of zeros (a sparse source's hole, padding) becomes a hole here too: it
   // reads back the same and costs no disk; where the file system cannot punch, it is written.
-  const bool zeros = !data.empty() && data[0] == '\0' && std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
+  const bool zeros =
+      !data.empty() && data[0] == '\0' && std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
   const bool punched = zeros && ::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, index * chunk_size,
                                             static_cast<off_t>(data.size())) == 0;
   Status s = punched ? Status()

@@ -189,8 +189,9 @@ std::vector<std::string> prune_report_lines(const std::string& where, const Prun
   };
   std::vector<std::string> lines;
   if (r.removed_count > 0) {
-    lines.push_back("removed " + std::to_string(r.removed_count) + " file(s) from " + where +
-                    " that an earlier ferry copy wrote and the source no longer has: " + list(r.removed, r.removed_count));
+    lines.push_back(
+        "removed " + std::to_string(r.removed_count) + " file(s) from " + where +
+        " that an earlier ferry copy wrote and the source no longer has: " + list(r.removed, r.removed_count));
   }
   if (r.left_count > 0) {
     lines.push_back("left " + std::to_string(r.left_count) + " file(s) in " + where +

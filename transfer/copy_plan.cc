@@ -294,7 +294,8 @@ std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile
   std::vector<int64_t> bad;
   if (reply.is_object() && reply.contains("bad") && reply["bad"].is_array()) {
     for (const auto& i : reply["bad"]) {
-      if (i.is_number_integer() && i.get<int64_t>() >= 0 && i.get<int64_t>() < f.chunks) bad.push_back(i.get<int64_t>());
+      if (i.is_number_integer() && i.get<int64_t>() >= 0 && i.get<int64_t>() < f.chunks)
+        bad.push_back(i.get<int64_t>());
     }
   }
   // Not committed and no chunk of this file named: trust none of it; send every chunk again.

@@ -20,9 +20,9 @@ namespace {
 constexpr int64_t kMinLogMaxBytes = int64_t{1} << 20;
 
 const std::vector<std::string> kTopKeys = {"name", "description", "params", "hosts", "stages"};
-const std::vector<std::string> kHostKeys = {"transport", "address", "port", "user", "identity", "known_hosts",
-                                            "trust", "ssh_config", "ciphers", "workdir", "env", "give_up", "description",
-                                            "scheduler", "slurm"};
+const std::vector<std::string> kHostKeys = {"transport",   "address", "port",        "user",      "identity",
+                                            "known_hosts", "trust",   "ssh_config",  "ciphers",   "workdir",
+                                            "env",         "give_up", "description", "scheduler", "slurm"};
 const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env", "outputs", "timeout",
                                                    "log_max", "retries", "retry_backoff", "retry_on", "description"};
 const std::vector<std::string> kCommandKeys = {"run", "cwd", "slurm"};
@@ -171,7 +171,8 @@ class Parser {
       if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
         std::string hint = did_you_mean(k, allowed);
         if (hinted && !hint.empty()) hinted->insert(hint);
-        d_.error(loc(key), "unknown key '" + k + "' in " + what + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+        d_.error(loc(key),
+                 "unknown key '" + k + "' in " + what + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
         continue;
       }
       out.push_back({k, loc(key), value});
@@ -258,7 +259,8 @@ class Parser {
     return v;
   }
 
-  std::optional<std::string> one_of(const YAML::Node& n, const std::string& what, const std::vector<std::string>& choices) {
+  std::optional<std::string> one_of(const YAML::Node& n, const std::string& what,
+                                    const std::vector<std::string>& choices) {
     auto s = scalar(n, what);
     if (!s) return std::nullopt;
     if (std::find(choices.begin(), choices.end(), *s) != choices.end()) return s;
@@ -310,7 +312,8 @@ class Parser {
       if (!expect_map(v, "hosts." + name)) continue;
       auto e = entries_of(v, kHostKeys, what);
       if (auto x = find(e, "transport")) {
-        if (auto t = one_of(*x, "transport", {"local", "ssh"})) h.transport = *t == "ssh" ? Transport::kSsh : Transport::kLocal;
+        if (auto t = one_of(*x, "transport", {"local", "ssh"}))
+          h.transport = *t == "ssh" ? Transport::kSsh : Transport::kLocal;
       }
       if (auto x = find(e, "address")) {
         if (auto s = scalar(*x, "address")) h.address = *s;
@@ -348,7 +351,8 @@ class Parser {
         if (auto d = duration(*x, "give_up")) h.give_up_s = *d;
       }
       if (auto x = find(e, "scheduler")) {
-        if (auto t = one_of(*x, "scheduler", {"none", "slurm"})) h.scheduler = *t == "slurm" ? Scheduler::kSlurm : Scheduler::kNone;
+        if (auto t = one_of(*x, "scheduler", {"none", "slurm"}))
+          h.scheduler = *t == "slurm" ? Scheduler::kSlurm : Scheduler::kNone;
       }
       if (auto x = find(e, "slurm")) {
         parse_slurm(*x, key_at(e, "slurm"), what, &h.slurm);
@@ -361,7 +365,8 @@ class Parser {
       }
       if (h.transport == Transport::kLocal) {
         for (const char* k : {"address", "user", "identity", "known_hosts", "trust", "ssh_config", "ciphers"}) {
-          if (find(e, k)) d_.error(key_at(e, k), "'" + std::string(k) + "' applies to ssh hosts only; " + what + " is local");
+          if (find(e, k))
+            d_.error(key_at(e, k), "'" + std::string(k) + "' applies to ssh hosts only; " + what + " is local");
         }
       }
       wf->hosts.push_back(h);

@@ -51,10 +51,11 @@ class Checker {
       size_t end = t.value.find("}}", u.offset);
       std::string expr = t.value.substr(u.offset, end == std::string::npos ? std::string::npos : end + 2 - u.offset);
       int k = static_cast<int>(std::count(t.value.begin(), t.value.begin() + static_cast<long>(u.offset), '\n'));
-      std::string fix = u.where == "a here-document" ? "pass it to the command as a bare argument or through the stage's env instead"
-                        : u.where == "backquotes"   ? "write $( … ) instead, where the value stands as a bare word"
-                        : u.where == "a comment"    ? "take it out of the comment"
-                                                    : "write it bare, outside the quotes (ferry quotes the value as one word)";
+      std::string fix =
+          u.where == "a here-document" ? "pass it to the command as a bare argument or through the stage's env instead"
+          : u.where == "backquotes"    ? "write $( … ) instead, where the value stands as a bare word"
+          : u.where == "a comment"     ? "take it out of the comment"
+                                       : "write it bare, outside the quotes (ferry quotes the value as one word)";
       d_.error(place_of(t, k, expr), field + ": " + expr + " stands inside " + u.where +
                                          ", where a value could run commands (ferry's quoting holds only for a "
                                          "bare word): " + fix);
@@ -98,7 +99,8 @@ class Checker {
           return;
         }
         if (!wf_.find_host(r.name)) {
-          d_.error(at, field + ": " + expr + " references unknown host '" + r.name + "'" + hint(r.name, host_names(wf_)));
+          d_.error(at,
+                   field + ": " + expr + " references unknown host '" + r.name + "'" + hint(r.name, host_names(wf_)));
         }
         return;
       }
@@ -109,7 +111,8 @@ class Checker {
         }
         const Stage* src = wf_.find_stage(r.name);
         if (!src) {
-          d_.error(at, field + ": " + expr + " references unknown stage '" + r.name + "'" + hint(r.name, stage_names(wf_)));
+          d_.error(at,
+                   field + ": " + expr + " references unknown stage '" + r.name + "'" + hint(r.name, stage_names(wf_)));
           return;
         }
         if (src->name == stage->name || !ancestors(wf_, stage->name).count(src->name)) {

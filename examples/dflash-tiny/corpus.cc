@@ -52,7 +52,8 @@ std::string arithmetic(std::mt19937_64& rng) {
   const int b = 1 + static_cast<int>(rng() % 9);
   std::string s;
   const int n = 7 + static_cast<int>(rng() % 5);
-  for (int i = 0; i < n; ++i, ++a) s += std::to_string(a) + "+" + std::to_string(b) + "=" + std::to_string(a + b) + "; ";
+  for (int i = 0; i < n; ++i, ++a)
+    s += std::to_string(a) + "+" + std::to_string(b) + "=" + std::to_string(a + b) + "; ";
   s.back() = '\n';
   return s;
 }
@@ -99,7 +100,8 @@ Result<std::vector<uint16_t>> read_tokens(const std::string& path) {
   for (size_t i = 0; i < tokens.size(); ++i) {
     tokens[i] = static_cast<uint16_t>(static_cast<unsigned char>(bytes[2 * i]) |
                                       (static_cast<unsigned char>(bytes[2 * i + 1]) << 8));
-    if (tokens[i] >= kVocabSize) return invalid_argument(path + ": token " + std::to_string(tokens[i]) + " out of range");
+    if (tokens[i] >= kVocabSize)
+      return invalid_argument(path + ": token " + std::to_string(tokens[i]) + " out of range");
   }
   return tokens;
 }

@@ -215,7 +215,8 @@ Result<Target> load_target(const std::string& folder) {
   } catch (const json::exception& e) {
     return invalid_argument(path + ": " + e.what());
   }
-  if (j.value("tie_word_embeddings", false)) return invalid_argument(path + ": tied heads are not written by this example");
+  if (j.value("tie_word_embeddings", false))
+    return invalid_argument(path + ": tied heads are not written by this example");
   Target t = init_target(d, 0);
   if (j.contains("eos_token_id") && j["eos_token_id"].is_number_integer()) t.eos_id = j["eos_token_id"].get<int64_t>();
   auto ckpt = eval::SafetensorsCheckpoint::open(folder);
@@ -281,7 +282,8 @@ at::Tensor drafter_loss(const Drafter& drafter, const Target& target, const at::
   // Blocks: [batch, A, B] ids = [tokens[p], MASK x (B-1)] at positions p..p+B-1.
   at::Tensor offsets = at::arange(b, at::kLong);
   at::Tensor pos = anchors.unsqueeze(-1) + offsets;  // [batch, A, B]
-  at::Tensor ids = at::cat({tokens.gather(1, anchors).unsqueeze(-1), at::full({batch, a, b - 1}, drafter.mask_id, at::kLong)}, -1);
+  at::Tensor ids =
+      at::cat({tokens.gather(1, anchors).unsqueeze(-1), at::full({batch, a, b - 1}, drafter.mask_id, at::kLong)}, -1);
   at::Tensor x = at::embedding(target.embed, ids.view({batch, ab}));  // [batch, AB, hidden]
   at::Tensor cos_blk = rope.cos.index_select(0, pos.view(-1)).view({batch, 1, ab, d.head_dim});
   at::Tensor sin_blk = rope.sin.index_select(0, pos.view(-1)).view({batch, 1, ab, d.head_dim});
@@ -413,8 +415,8 @@ std::vector<int64_t> default_target_layer_ids(int64_t num_target_layers, int64_t
   const int64_t start = 1, end = num_target_layers - 3, span = end - start;
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < num_draft_layers; ++i) {
-    ids.push_back(static_cast<int64_t>(std::nearbyint(static_cast<double>(start) +
-                                                      static_cast<double>(i * span) / static_cast<double>(num_draft_layers - 1))));
+    ids.push_back(static_cast<int64_t>(std::nearbyint(
+        static_cast<double>(start) + static_cast<double>(i * span) / static_cast<double>(num_draft_layers - 1))));
   }
   return ids;
 }

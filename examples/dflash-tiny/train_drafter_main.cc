@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
   if (target_dir.empty() || data.empty() || out.empty()) {
     return fail(std::string("--target, --data and --out are required\n") + kUsage);
   }
-  if (steps < 1 || batch < 1 || block < 2 || draft_layers < 1 || save_every < 1 || !(gamma > 0)) return fail("bad sizes");
+  if (steps < 1 || batch < 1 || block < 2 || draft_layers < 1 || save_every < 1 || !(gamma > 0))
+    return fail("bad sizes");
   if (anchors < 1 || anchors > seq_len - 2) return fail("--anchors must be in 1..seq-len-2");
   at::set_num_threads(static_cast<int>(flags.threads));
 

@@ -17,7 +17,8 @@ namespace {
 const char kUsage[] =
     "usage: dflash-train-target --data DIR --out DIR [--steps N] [--quick] [--batch N] [--seq-len N]\n"
     "                           [--lr X] [--seed N] [--save-every N] [--threads N]\n"
-    "                           [--layers N] [--hidden N] [--intermediate N] [--heads N] [--kv-heads N] [--head-dim N]\n"
+    "                           [--layers N] [--hidden N] [--intermediate N] [--heads N] [--kv-heads N] [--head-dim "
+    "N]\n"
     "  defaults: --steps 300 --batch 8 --seq-len 96 --lr 5e-3 --seed 1 --save-every 50 --threads 1\n"
     "            --layers 4 --hidden 64 --intermediate 192 --heads 4 --kv-heads 2 --head-dim 16\n"
     "  --quick: --steps 40\n";
@@ -55,7 +56,8 @@ int main(int argc, char** argv) {
   const unsigned long long seed = flags.seed;
   if (data.empty() || out.empty()) return fail(std::string("--data and --out are required\n") + kUsage);
   if (steps < 1 || batch < 1 || seq_len < 2 || seq_len > dims.max_positions || save_every < 1) return fail("bad sizes");
-  if (dims.heads % dims.kv_heads != 0 || dims.head_dim % 2 != 0) return fail("heads must be a multiple of kv-heads, head-dim even");
+  if (dims.heads % dims.kv_heads != 0 || dims.head_dim % 2 != 0)
+    return fail("heads must be a multiple of kv-heads, head-dim even");
   at::set_num_threads(static_cast<int>(threads));
 
   auto train = load_stream(data + "/train.bin");

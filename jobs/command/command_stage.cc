@@ -85,7 +85,8 @@ void CommandStage::send_start() {
       self->env_.note("attempt " + h["stopped_attempt"].dump() + " was still running on " + self->spec_.host +
                       "; stopped it before starting attempt " + std::to_string(self->spec_.attempt));
     }
-    nlohmann::json launched = {{"host", self->spec_.host}, {"pid", h.value("pid", 0)}, {"attempt", self->spec_.attempt}};
+    nlohmann::json launched = {
+        {"host", self->spec_.host}, {"pid", h.value("pid", 0)}, {"attempt", self->spec_.attempt}};
     // Whether a cancel or a newer attempt reaches what the job starts with setsid
     // (a cgroup) or only its process group, and why (review F6).
     if (h.contains("contained_by")) launched["contained_by"] = h["contained_by"];
@@ -188,7 +189,8 @@ void CommandStage::on_status(const nlohmann::json& rec) {
     }
     if (rec.value("timed_out", false)) {
       o.state = StageOutcome::State::kTimedOut;
-      o.error = "timed out after " + std::to_string(static_cast<int>(self->spec_.timeout_s)) + "s; process group killed";
+      o.error =
+          "timed out after " + std::to_string(static_cast<int>(self->spec_.timeout_s)) + "s; process group killed";
     } else if (rec.value("cancelled", false)) {
       o.state = StageOutcome::State::kCancelled;
       o.error = "cancelled";

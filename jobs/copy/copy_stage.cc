@@ -33,7 +33,8 @@ void CopyStage::start(std::function<void(StageOutcome)> done) {
   if (!may_go_direct) RelayCopy::warm_lanes(*c_);
   // Either way the destination's main link is needed (hello, or the relay's
   // recv.begin): log in there now, beside the source's, not after it.
-  if (may_go_direct) c_->env.call_agent(c_->spec.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
+  if (may_go_direct)
+    c_->env.call_agent(c_->spec.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
   list_source();
 }
 
@@ -59,7 +60,8 @@ void CopyStage::list_source() {
         copy_owner(spec.attempt.job, spec.attempt.attempt, spec.attempt.token), &plan, [&](CopyFile&& f) {
           CopyEntry file;
           static_cast<CopyFile&>(file) = std::move(f);
-          if (!spec.keep_local.empty()) file.local = copy_dest_for(spec.keep_local, spec.from_path, file.rel, plan.is_dir);
+          if (!spec.keep_local.empty())
+            file.local = copy_dest_for(spec.keep_local, spec.from_path, file.rel, plan.is_dir);
           files.push_back(std::move(file));
         });
     if (!planned.ok()) return self->c_->fail("source host " + spec.from_host + ": " + planned.message());

@@ -293,8 +293,8 @@ void RelayCopy::write_chunk(int lane, Chunk c, std::string data, std::string has
                                 self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
                                 return self->wake_other_lanes(lane);
                               }
-                              return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[c.file].dest() + ": " +
-                                                    r.status().message());
+                              return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[c.file].dest() +
+                                                    ": " + r.status().message());
                             }
                             self->c_->files[c.file].dest_have[c.index] = hash;
                             self->chunk_done(lane, c);

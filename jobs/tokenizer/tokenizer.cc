@@ -29,7 +29,9 @@ constexpr size_t kMaxFileBytes = 64 << 20;
 constexpr const char* kGpt2Pattern =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-std::string type_of(const json& j) { return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : ""; }
+std::string type_of(const json& j) {
+  return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+}
 
 // model.vocab and model.merges, taken out of the JSON while it is parsed: a DOM of
 // 151k vocabulary keys in a std::map and 151k two-string arrays costs most of the load.

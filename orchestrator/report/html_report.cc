@@ -18,7 +18,8 @@ constexpr const char* kCandidateColor = "#3b7dd8";
 constexpr const char* kReferenceColor = "#e08a2c";
 
 // Every fetch forbidden: the page is whole as written, and a test can tell if not.
-constexpr const char* kPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'";
+constexpr const char* kPolicy =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'";
 
 constexpr const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1000px;color:#222;padding:0 12px}
@@ -99,12 +100,15 @@ std::string copies_section(const json& copies) {
   std::string s = "<h2>Copies</h2><table><tr><th>stage</th><th>state</th><th>route</th><th class=\"num\">files</th>"
                   "<th class=\"num\">bytes</th><th class=\"num\">sent</th><th class=\"num\">resent</th>"
                   "<th class=\"num\">already there</th><th class=\"num\">seconds</th><th class=\"num\">rate</th></tr>";
-  auto b = [](const json& c, const char* k) { return c.contains(k) && c[k].is_number() ? bytes(c[k].get<double>()) : "-"; };
+  auto b = [](const json& c, const char* k) {
+    return c.contains(k) && c[k].is_number() ? bytes(c[k].get<double>()) : "-";
+  };
   for (const auto& c : copies) {
-    s += "<tr><td>" + e(str(c, "stage")) + "</td>" + state_cell(str(c, "state")) + "<td title=\"" + e(str(c, "reason")) +
-         "\">" + e(str(c, "route")) + "</td><td class=\"num\">" + e(str(c, "files")) + "</td><td class=\"num\">" +
-         b(c, "bytes_total") + "</td><td class=\"num\">" + b(c, "bytes_sent") + "</td><td class=\"num\">" +
-         b(c, "bytes_resent") + "</td><td class=\"num\">" + b(c, "bytes_already_there") + "</td><td class=\"num\">" +
+    s += "<tr><td>" + e(str(c, "stage")) + "</td>" + state_cell(str(c, "state")) + "<td title=\"" +
+         e(str(c, "reason")) + "\">" + e(str(c, "route")) + "</td><td class=\"num\">" + e(str(c, "files")) +
+         "</td><td class=\"num\">" + b(c, "bytes_total") + "</td><td class=\"num\">" + b(c, "bytes_sent") +
+         "</td><td class=\"num\">" + b(c, "bytes_resent") + "</td><td class=\"num\">" + b(c, "bytes_already_there") +
+         "</td><td class=\"num\">" +
          (c["seconds"].is_number() ? format_number(c["seconds"].get<double>(), "%.2f") : "-") +
          "</td><td class=\"num\">" +
          (c["mib_per_s"].is_number() ? format_number(c["mib_per_s"].get<double>(), "%.1f") + " MiB/s" : "-") +
@@ -175,7 +179,8 @@ std::string acceptance_charts(const eval::EvalReport& ev) {
 
 std::string diff_section(const std::optional<eval::DrafterDiff>& diff) {
   if (!diff) return "";
-  std::string s = "<h3>Drafter vs reference</h3><table><tr><th>config field</th><th>candidate</th><th>reference</th></tr>";
+  std::string s =
+      "<h3>Drafter vs reference</h3><table><tr><th>config field</th><th>candidate</th><th>reference</th></tr>";
   for (const auto& f : diff->fields) {
     s += std::string("<tr") + (f.differs ? " class=\"differs\"" : "") + "><td>" + e(f.name) + "</td><td>" +
          e(f.candidate) + "</td><td>" + e(f.reference) + "</td></tr>";
@@ -236,9 +241,9 @@ std::string running_evals_section(const json& report) {
   if (!report.contains("running_evals") || !report["running_evals"].is_array()) return "";
   std::string s;
   for (const auto& r : report["running_evals"]) {
-    s += "<p class=\"running\">eval <code>" + e(str_field(r, "stage")) + "</code> running: " + e(str_field(r, "phase")) +
-         " " + std::to_string(int_field(r, "prompts_done")) + " of " + std::to_string(int_field(r, "prompts_total")) +
-         " prompts";
+    s += "<p class=\"running\">eval <code>" + e(str_field(r, "stage")) +
+         "</code> running: " + e(str_field(r, "phase")) + " " + std::to_string(int_field(r, "prompts_done")) + " of " +
+         std::to_string(int_field(r, "prompts_total")) + " prompts";
     if (int_field(r, "runs") > 1) {
       s += " (run " + std::to_string(int_field(r, "run")) + " of " + std::to_string(int_field(r, "runs")) + ")";
     }

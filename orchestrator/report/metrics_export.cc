@@ -23,7 +23,8 @@ std::vector<MetricRow> metric_rows(const nlohmann::json& report) {
   }
   for (const auto& p : report.value("evals", nlohmann::json::array())) {
     for (const char* k : {"tau", "reference_tau", "speedup", "ratio_to_reference"}) {
-      if (p.contains(k) && p[k].is_number()) rows.push_back({p.value("stage", std::string()), p["step"], k, p[k].get<double>()});
+      if (p.contains(k) && p[k].is_number())
+        rows.push_back({p.value("stage", std::string()), p["step"], k, p[k].get<double>()});
     }
   }
   return rows;

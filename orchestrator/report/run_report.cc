@@ -24,7 +24,8 @@ nlohmann::json attempt_json(const AttemptRecord& a) {
 
 // One copy stage: what its last copy.started said (route, why, size) and what it measured.
 nlohmann::json copy_json(const StageRecord& s, const std::vector<EventRecord>& events) {
-  nlohmann::json c = {{"stage", s.name}, {"state", state_name(s.state)}, {"attempts", s.attempt}, {"route", ""}, {"reason", ""}};
+  nlohmann::json c = {
+      {"stage", s.name}, {"state", state_name(s.state)}, {"attempts", s.attempt}, {"route", ""}, {"reason", ""}};
   for (const auto& e : events) {
     if (e.type != "copy.started") continue;
     c["route"] = str_field(e.detail, "route");
@@ -144,7 +145,8 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
     stage_rows[i]["drops"] = drops;
     nlohmann::json evaluated = nlohmann::json::array();  // when each eval's report came in (a watch has several)
     for (const auto& e : mine) {
-      if (e.type == "eval.report") evaluated.push_back({{"ts_ms", e.ts_ms}, {"checkpoint", str_field(e.detail, "checkpoint")}});
+      if (e.type == "eval.report")
+        evaluated.push_back({{"ts_ms", e.ts_ms}, {"checkpoint", str_field(e.detail, "checkpoint")}});
     }
     stage_rows[i]["evaluated"] = evaluated;
     if (s.state == StageState::kRunning && s.progress.is_object() && s.progress.contains("prompts_total")) {

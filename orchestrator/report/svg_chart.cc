@@ -22,7 +22,9 @@ std::string num(double v) {
 struct Scale {
   double lo = 0, hi = 1;
   double px_lo = 0, px_hi = 1;
-  double operator()(double v) const { return hi == lo ? (px_lo + px_hi) / 2 : px_lo + (v - lo) / (hi - lo) * (px_hi - px_lo); }
+  double operator()(double v) const {
+    return hi == lo ? (px_lo + px_hi) / 2 : px_lo + (v - lo) / (hi - lo) * (px_hi - px_lo);
+  }
 };
 
 std::string open_svg(const ChartFrame& f) {
@@ -139,8 +141,8 @@ std::string svg_line_chart(const ChartFrame& f, const std::vector<ChartSeries>& 
     std::string path;
     for (auto [px, py] : pts) path += (path.empty() ? "M" : " L") + num(x(px)) + " " + num(y(py));
     if (pts.size() > 1) {
-      s += "<path class=\"line\" fill=\"none\" stroke-width=\"2\" stroke=\"" + html_escape(ser.color) + "\" d=\"" + path +
-           "\"/>";
+      s += "<path class=\"line\" fill=\"none\" stroke-width=\"2\" stroke=\"" + html_escape(ser.color) + "\" d=\"" +
+           path + "\"/>";
     }
     for (auto [px, py] : pts) {
       s += "<circle class=\"pt\" data-series=\"" + html_escape(ser.name) + "\" cx=\"" + num(x(px)) + "\" cy=\"" +

@@ -57,8 +57,8 @@ std::string svg_timeline(const std::string& id, const nlohmann::json& run, int64
     double px = x(t0 + static_cast<int64_t>(t * 1000));
     s += "<line class=\"grid\" x1=\"" + num(px) + "\" x2=\"" + num(px) + "\" y1=\"" + std::to_string(kTop - 6) +
          "\" y2=\"" + std::to_string(height - kBottom) + "\"/>";
-    s += "<text class=\"tick\" text-anchor=\"middle\" x=\"" + num(px) + "\" y=\"" + std::to_string(height - kBottom + 16) +
-         "\">" + format_number(t, "%g") + " s</text>";
+    s += "<text class=\"tick\" text-anchor=\"middle\" x=\"" + num(px) + "\" y=\"" +
+         std::to_string(height - kBottom + 16) + "\">" + format_number(t, "%g") + " s</text>";
   }
   int row = 0;
   for (const auto& st : stages) {
@@ -109,7 +109,8 @@ std::string svg_timeline(const std::string& id, const nlohmann::json& run, int64
     }
   }
   s += "<defs><pattern id=\"drop-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
-       "patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"6\" fill=\"#d64545\" opacity=\"0.55\"/></pattern></defs>";
+       "patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"6\" fill=\"#d64545\" "
+       "opacity=\"0.55\"/></pattern></defs>";
   return s + "</svg>";
 }
 

@@ -24,7 +24,8 @@ Status SshExecChannel::error_status(const std::string& what) const {
   bool dead = s == nullptr || ssh_is_connected(s) == 0;
   if (dead) session_->mark_broken();
   std::string msg = session_->describe() + ": " + what + " (`" + command_ + "`): " + err;
-  if (!stderr_tail_.empty()) msg += "; remote stderr: " + stderr_tail_.substr(stderr_tail_.size() > 512 ? stderr_tail_.size() - 512 : 0);
+  if (!stderr_tail_.empty())
+    msg += "; remote stderr: " + stderr_tail_.substr(stderr_tail_.size() > 512 ? stderr_tail_.size() - 512 : 0);
   return Status(StatusCode::kUnavailable, msg);
 }
 

@@ -70,7 +70,8 @@ Status SshTransport::open() {
   // Only the main link listens for lanes; the shell names the absolute path.
   std::string serve = shell_quote(remote_agent_path_) + " serve --workdir " + shell_quote(workdir);
   if (lanes_ && !data_lane_) serve += " --lanes-socket \"$w\"/" + shell_quote(rel_socket);
-  std::string probe = agent_dirs_check_command(workdir) + "; if [ -x " + shell_quote(remote_agent_path_) + " ]; then w=$(cd " + shell_quote(workdir) +
+  std::string probe = agent_dirs_check_command(workdir) + "; if [ -x " + shell_quote(remote_agent_path_) +
+                      " ]; then w=$(cd " + shell_quote(workdir) +
                       " && pwd) && printf 'FERRY-AGENT-READY %s\\n' \"$w\" && exec " + serve +
                       "; else printf 'FERRY-AGENT-MISSING\\n'; fi";
   auto marker = run_probe(probe);
@@ -152,8 +153,9 @@ Result<std::string> SshTransport::read_marker() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kMarkerTimeoutMs);
   for (;;) {
     if (std::chrono::steady_clock::now() > deadline) {
-      return Status(StatusCode::kDeadlineExceeded, describe() + ": no answer from the agent start command" +
-                                                       (skipped.empty() ? "" : " (it printed: " + skipped.substr(0, 256) + ")"));
+      return Status(StatusCode::kDeadlineExceeded,
+                    describe() + ": no answer from the agent start command" +
+                        (skipped.empty() ? "" : " (it printed: " + skipped.substr(0, 256) + ")"));
     }
     char c;
     auto n = read_some(&c, 1, 100);
@@ -173,10 +175,11 @@ Result<std::string> SshTransport::read_marker() {
     if (skipped.size() > kMaxMarkerBytes) break;
   }
   skipped += line;
-  return invalid_argument(describe() + ": the login shell printed more than " + std::to_string(kMaxMarkerBytes) +
-                    " bytes before the agent started (" + skipped.substr(0, 256) +
-                    "...): make the remote user's shell rc quiet when not interactive (e.g. `[[ $- == *i* ]] || return` "
-                    "at the top of ~/.bashrc)");
+  return invalid_argument(
+      describe() + ": the login shell printed more than " + std::to_string(kMaxMarkerBytes) +
+      " bytes before the agent started (" + skipped.substr(0, 256) +
+      "...): make the remote user's shell rc quiet when not interactive (e.g. `[[ $- == *i* ]] || return` "
+      "at the top of ~/.bashrc)");
 }
 
 Result<size_t> SshTransport::read_some(char* buf, size_t n, int timeout_ms) {

@@ -146,7 +146,8 @@ TEST_F(AgentServerTest, JobOutlivesTheAgentAndANewAgentReadsItsFate) {
   {
     // A second agent over the same workdir (the first "died") sees it running...
     AgentServer other(dir_.path());
-    auto r = other.handle(protocol::make_request(1, "job.status", {{"job", "run-1.long"}, {"attempt", 1}, {"token", "tok"}}));
+    auto r = other.handle(
+        protocol::make_request(1, "job.status", {{"job", "run-1.long"}, {"attempt", 1}, {"token", "tok"}}));
     EXPECT_EQ(r.header["state"], "running");
   }
   testing::write_text(release, "go");
@@ -363,8 +364,12 @@ TEST_F(AgentServerTest, BadRequestsGetErrorsNotCrashes) {
   EXPECT_FALSE(call("no.such.op", {}).ok());
   EXPECT_FALSE(call("job.start", {{"job", "../escape"}, {"attempt", 1}, {"token", "t"}, {"command", "true"}}).ok());
   EXPECT_FALSE(call("job.start", {{"job", "ok"}, {"attempt", "one"}, {"token", "t"}, {"command", "true"}}).ok());
-  EXPECT_FALSE(call("job.start", {{"job", "ok"}, {"attempt", 1}, {"token", "t"}, {"command", "true"}, {"timeout_s", "soon"}}).ok());
-  EXPECT_FALSE(call("job.start", {{"job", "ok"}, {"attempt", 1}, {"token", "t"}, {"command", "true"}, {"env", {{"A", 1}}}}).ok());
+  EXPECT_FALSE(
+      call("job.start", {{"job", "ok"}, {"attempt", 1}, {"token", "t"}, {"command", "true"}, {"timeout_s", "soon"}})
+          .ok());
+  EXPECT_FALSE(
+      call("job.start", {{"job", "ok"}, {"attempt", 1}, {"token", "t"}, {"command", "true"}, {"env", {{"A", 1}}}})
+          .ok());
   EXPECT_FALSE(call("log.read", {{"job", "ok"}, {"attempt", 1}, {"offset", -5}}).ok());
   EXPECT_FALSE(call("job.status", {{"job", "never"}, {"attempt", 1}, {"token", "t"}}).ok());
   protocol::Frame reply = server_.handle(protocol::make_reply(9, {}));
@@ -407,11 +412,12 @@ TEST_F(AgentServerTest, ServeWritesAndReadsBackAChunkOverAStream) {
   ASSERT_TRUE(read_chunk(dir_.path() + "/src.bin", 0, static_cast<int64_t>(chunk.size()), &hash).ok());
   int64_t size = static_cast<int64_t>(chunk.size());
   std::string in =
-      protocol::encode_frame(protocol::make_request(1, "recv.begin", {{"dest", "out.bin"}, {"size", size},
-                                                                      {"chunk_size", 2 << 20}, {"mode", 0644}})) +
+      protocol::encode_frame(protocol::make_request(
+          1, "recv.begin", {{"dest", "out.bin"}, {"size", size}, {"chunk_size", 2 << 20}, {"mode", 0644}})) +
       protocol::encode_frame(protocol::make_request(
           2, "recv.write", {{"dest", "out.bin"}, {"index", 0}, {"chunk_size", 2 << 20}, {"hash", hash}}, chunk)) +
-      protocol::encode_frame(protocol::make_request(3, "fs.read", {{"path", "src.bin"}, {"offset", 0}, {"length", size}}));
+      protocol::encode_frame(
+          protocol::make_request(3, "fs.read", {{"path", "src.bin"}, {"offset", 0}, {"length", size}}));
   std::thread server([&] {
     server_.serve(sv[0], sv[0], 10);
     close(sv[0]);  // our end of the stream sees EOF

@@ -301,7 +301,8 @@ TEST_F(LocalPushTest, UnknownHostKeyEndsAtOnceWithAMessageNamingBothHosts) {
 TEST_F(LocalPushTest, DestinationOutOfSpaceEndsWithTheReceiversMessageAndNoMarker) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs";
   // 3 shards of 5 MiB each fit alone, not together in 8 MiB: the space runs out mid-copy.
-  if (::mount("tmpfs", dest_dir().c_str(), "tmpfs", 0, "size=8m,mode=0700") != 0) GTEST_SKIP() << "cannot mount a tmpfs here";
+  if (::mount("tmpfs", dest_dir().c_str(), "tmpfs", 0, "size=8m,mode=0700") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here";
   copytest::Defer unmount{[&] { ::umount2(dest_dir().c_str(), MNT_DETACH); }};
   auto r = push(1);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;

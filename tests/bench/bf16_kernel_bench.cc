@@ -130,7 +130,9 @@ int main(int argc, char** argv) {
                           {"gate_proj", 4096, 1024}, {"down_proj", 1024, 4096}};
   std::printf("\n%lld rows, %d threads, medians of %d; GFLOP/s per CPU second (share of the peak), wall GFLOP/s\n",
               static_cast<long long>(rows), threads, reps);
-  std::printf("| matrix | packed | checkpoint layout | libtorch | 1 row packed: GB/s wall |\n| --- | ---: | ---: | ---: | ---: |\n");
+  std::printf(
+      "| matrix | packed | checkpoint layout | libtorch | 1 row packed: GB/s wall |\n| --- | ---: | ---: | ---: | ---: "
+      "|\n");
   for (const Shape& s : shapes) {
     at::manual_seed(1);
     const at::Tensor w = at::randn({s.n, s.k}).to(at::kBFloat16), x = at::randn({rows, s.k}).to(at::kBFloat16);

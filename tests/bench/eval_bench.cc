@@ -233,11 +233,14 @@ int main(int argc, char** argv) {
     else if (a == "--also" && i + 1 < argc) also = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--spin-us" && i + 1 < argc) set_compute_spin_microseconds(std::atoi(argv[++i]));
-    else if (a == "--arch" && i + 1 < argc && (std::string(argv[i + 1]) == "qwen3" || std::string(argv[i + 1]) == "qwen3_5")) arch = argv[++i];
+    else if (a == "--arch" && i + 1 < argc &&
+             (std::string(argv[i + 1]) == "qwen3" || std::string(argv[i + 1]) == "qwen3_5"))
+      arch = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32] "
-                   "[--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5] [--only forward|verify|speculative] [--spin-us N]\n");
+                   "[--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5] [--only forward|verify|speculative] "
+                   "[--spin-us N]\n");
       return 2;
     }
   }
@@ -307,10 +310,11 @@ int main(int argc, char** argv) {
               static_cast<long long>(target.vocab), static_cast<long long>(kBlock), static_cast<long long>(tokens),
               static_cast<long long>(kPromptTokens));
   const char* wait = std::getenv("OMP_WAIT_POLICY");
-  std::printf("runtime: %d threads of %d cores (OMP_WAIT_POLICY %s), %s; BLAS %s%s%s (%s); load average %.1f; "
-              "%d rounds\n",
-              used_threads, rt.cores, wait != nullptr ? wait : "unset", rt.isa.c_str(), rt.blas.name.c_str(), rt.blas.threading.empty() ? "" : ", ",
-              rt.blas.threading.c_str(), rt.blas.library.c_str(), load_avg[0], reps);
+  std::printf(
+      "runtime: %d threads of %d cores (OMP_WAIT_POLICY %s), %s; BLAS %s%s%s (%s); load average %.1f; "
+      "%d rounds\n",
+      used_threads, rt.cores, wait != nullptr ? wait : "unset", rt.isa.c_str(), rt.blas.name.c_str(),
+      rt.blas.threading.empty() ? "" : ", ", rt.blas.threading.c_str(), rt.blas.library.c_str(), load_avg[0], reps);
   if (rt.blas.reference) std::printf("WARNING: %s\n", rt.blas.advice().c_str());
 
   // Kept for the whole run, so every round reads it; allocated before the RSS baseline

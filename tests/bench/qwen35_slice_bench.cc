@@ -179,7 +179,8 @@ int main(int argc, char** argv) {
       set_gdn_chunked_enabled(kGdnChunkedByDefault);
       const double diff =
           (logits[0] - logits[1]).abs().max().item<double>() / logits[1].abs().max().item<double>();
-      const std::string how = whole ? "one forward" : "ferry's prefill, " + std::to_string(kPrefillChunk) + " a forward";
+      const std::string how =
+          whole ? "one forward" : "ferry's prefill, " + std::to_string(kPrefillChunk) + " a forward";
       std::printf("prefill %d tokens (%s): GDN chunked %.1f tok/s (%.2f s), step by step %.1f tok/s (%.2f s): "
                   "%.2fx; last logits differ by %.2e of their largest\n",
                   compare_gdn, how.c_str(), compare_gdn / seconds[0], seconds[0], compare_gdn / seconds[1],

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   auto store = Store::open(home.file("ferry.db"));
   if (!store.ok()) return 1;
   std::vector<StageSeed> seeds;
-  for (int i = 0; i < stages; ++i) seeds.push_back({"stage-" + std::to_string(i), "command", "host-" + std::to_string(i % 16)});
+  for (int i = 0; i < stages; ++i)
+    seeds.push_back({"stage-" + std::to_string(i), "command", "host-" + std::to_string(i % 16)});
   auto run = (*store)->create_run("big", "big.yaml", "name: big", nlohmann::json::object(), seeds);
   if (!run.ok()) return 1;
   for (int i = 0; i < stages; ++i) {

@@ -127,7 +127,8 @@ TEST_F(LargeCopyTest, AFolderOfManyTinyFilesIsRelayedWhole) {
   EXPECT_EQ(s["state"], "succeeded") << s.dump(2);
   // Each file holds its index (compare_trees reads 4 MiB at a time: minutes for 100,000 tiny files).
   int wrong = 0;
-  for (int i = 0; i < n; ++i) wrong += testing::read_text(b_dir() + "/in/many/" + path_of(i)) != std::to_string(i) + "\n";
+  for (int i = 0; i < n; ++i)
+    wrong += testing::read_text(b_dir() + "/in/many/" + path_of(i)) != std::to_string(i) + "\n";
   EXPECT_EQ(wrong, 0) << "files missing or with other bytes";
   EXPECT_EQ(list_tree(b_dir() + "/in/many").size(), static_cast<size_t>(n) + 2)
       << "the files, the marker and the record of copied files, no bookkeeping left over";

@@ -430,8 +430,8 @@ TEST_F(LocalCopyTest, AFailedFlushFailsTheCommitAndPublishesNothing) {
   auto env = this->env();
   env["FERRY_AGENT_BIN"] = wrapper;
   std::string one = "a:ckpt/" + files_[0].rel;
-  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run", copy_workflow("eio", b_dir(), one, "b:one.bin", "")},
-                                env, 120);
+  auto r = testing::run_process(
+      {testing::bin_dir() + "/ferry", "run", copy_workflow("eio", b_dir(), one, "b:one.bin", "")}, env, 120);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto s = stage(status(run_id(r)), "copy");
   EXPECT_EQ(s["state"], "failed") << s.dump(2);
@@ -470,9 +470,9 @@ TEST_F(LocalCopyTest, ASourceThatChangesDuringTheCopyFailsItAndPublishesNothing)
   env["LYING_AGENT_REAL"] = testing::bin_dir() + "/ferry-agent";
   env["LYING_AGENT_WORKDIR"] = a_dir();
   env["LYING_AGENT_ON_READ"] = "printf X | dd of='" + src + "' bs=1 seek=7 conv=notrunc status=none";
-  auto r = testing::run_process(
-      {testing::bin_dir() + "/ferry", "run", copy_workflow("torn", b_dir(), "a:ckpt/" + files_[0].rel, "b:one.bin", "")},
-      env, 120);
+  auto r = testing::run_process({testing::bin_dir() + "/ferry", "run",
+                                 copy_workflow("torn", b_dir(), "a:ckpt/" + files_[0].rel, "b:one.bin", "")},
+                                env, 120);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto s = stage(status(run_id(r)), "copy");
   EXPECT_EQ(s["state"], "failed") << s.dump(2);
@@ -570,7 +570,8 @@ TEST_F(LocalCopyTest, TwoCopiesIntoOneDestinationTakeTurns) {
   testing::write_text(go, "");
   EXPECT_EQ(testing::wait_process(first, 60), 0) << testing::read_text(work_.file("first.log"));
   EXPECT_EQ(testing::wait_process(second, 60), 0) << testing::read_text(work_.file("second.log"));
-  EXPECT_EQ(testing::read_text(one), testing::read_text(source() + "/" + files_[1].rel)) << "the last commit wins, whole";
+  EXPECT_EQ(testing::read_text(one), testing::read_text(source() + "/" + files_[1].rel))
+      << "the last commit wins, whole";
   EXPECT_FALSE(testing::exists(one + ".ferry-owner"));
 }
 

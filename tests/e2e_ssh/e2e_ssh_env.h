@@ -79,7 +79,8 @@ class SshRunTest : public testing::FerryHomeTest {
     if (r.exit_code != 0 || r.out.empty()) return out;
     auto j = nlohmann::json::parse(r.out, nullptr, false);
     if (!j.is_array()) return out;
-    for (const auto& e : j) out.push_back({e.value("stage", ""), e.value("type", ""), e.value("ts_ms", int64_t{0}), e.value("detail", "")});
+    for (const auto& e : j)
+      out.push_back({e.value("stage", ""), e.value("type", ""), e.value("ts_ms", int64_t{0}), e.value("detail", "")});
     return out;
   }
 

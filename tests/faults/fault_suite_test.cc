@@ -116,7 +116,8 @@ class FaultSuiteTest : public SshRunTest {
       }
     }
     for (const auto& sj : st.value("stages", nlohmann::json::array())) {
-      if (sj.value("state", "") == "failed") o.note += sj.value("name", "") + " failed: " + sj.value("error", "") + "; ";
+      if (sj.value("state", "") == "failed")
+        o.note += sj.value("name", "") + " failed: " + sj.value("error", "") + "; ";
     }
     auto ev = stage(st, "eval");
     if (ev.contains("metrics") && ev["metrics"].contains("tau")) o.tau = ev["metrics"]["tau"].get<double>();

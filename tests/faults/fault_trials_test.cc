@@ -264,7 +264,8 @@ TEST_F(FaultTrialsTest, ADatabaseLockHeldTwentySecondsKillsNoJobAndRecordsEachEx
   pid_t long_job = pid_in(dir + "/long.pid");
   // 20 s is the fault's length, not a wait for an event.
   auto locked_at = std::chrono::steady_clock::now();
-  pid_t holder = testing::hold_sqlite_write_lock(home_.file("ferry.db"), "sleep 20", work_.file("hold.log"), seconds(30));
+  pid_t holder =
+      testing::hold_sqlite_write_lock(home_.file("ferry.db"), "sleep 20", work_.file("hold.log"), seconds(30));
   ASSERT_GT(holder, 0) << read_text(work_.file("hold.log"));
   write_text(dir + "/tick.go", "");  // tick ends while the lock is held
   EXPECT_EQ(testing::wait_process(holder, 60), 0) << read_text(work_.file("hold.log"));
@@ -324,8 +325,9 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
         "63", "--target-layer-ids", "1,2", "--shards", "2"});
   // The old one, copied to the destination by ferry first: the disagreeing drafter,
   // one file, and a shard of a 3-shard save.
-  ASSERT_EQ(testing::run_process({"sh", "-c", "cp " + workdir("h2") + "/oracle-disagree/* '" + old + "'/ && cp '" + old +
-                                                  "/model.safetensors' '" + old + "/model-00003-of-00003.safetensors'"})
+  ASSERT_EQ(testing::run_process({"sh", "-c",
+                                  "cp " + workdir("h2") + "/oracle-disagree/* '" + old + "'/ && cp '" + old +
+                                      "/model.safetensors' '" + old + "/model-00003-of-00003.safetensors'"})
                 .exit_code,
             0);
   std::string seed = write_workflow("name: seed\nhosts:\n" + host_entry(0) + host_entry(1) +
@@ -335,9 +337,9 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
   ASSERT_EQ(seeded.exit_code, 0) << seeded.out << seeded.err;
   write_text(dst + "/notes.txt", "the user's own");
   auto eval = [](const std::string& name, const std::string& host, const std::string& at, const std::string& drafter) {
-    return "  " + name + ":\n    kind: eval\n" + (host.empty() ? "" : "    host: " + host + "\n") + "    target: " + at +
-           "oracle-target\n    drafter: " + drafter + "\n    reference: " + at + "oracle-disagree\n    prompts: " + at +
-           "oracle-prompts.jsonl\n    max_new_tokens: 16\n    threads: 1\n";
+    return "  " + name + ":\n    kind: eval\n" + (host.empty() ? "" : "    host: " + host + "\n") +
+           "    target: " + at + "oracle-target\n    drafter: " + drafter + "\n    reference: " + at +
+           "oracle-disagree\n    prompts: " + at + "oracle-prompts.jsonl\n    max_new_tokens: 16\n    threads: 1\n";
   };
   std::string wf = write_workflow("name: stale\nhosts:\n" + host_entry(0) + host_entry(1) +
                                   "stages:\n  ship:\n    kind: copy\n    from: h1:ckpt\n    to: h2:models/drafter\n"
@@ -348,7 +350,8 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto st = status("stale-2");  // run ids count in the database: seed-1, then stale-2
   std::string differs =
-      testing::run_process({"diff", "-r", "-x", ".ferry-complete", "-x", ".ferry-files", "-x", "notes.txt", src, dst}).out;
+      testing::run_process({"diff", "-r", "-x", ".ferry-complete", "-x", ".ferry-files", "-x", "notes.txt", src, dst})
+          .out;
   bool gone = !exists(dst + "/model.safetensors") && !exists(dst + "/model-00003-of-00003.safetensors");
   bool notes_kept = read_text(dst + "/notes.txt") == "the user's own";
   EXPECT_TRUE(gone);
@@ -357,13 +360,16 @@ TEST_F(FaultTrialsTest, AStaleShardInTheDestinationIsRemovedNamedAndNeverEvaluat
   auto removed = details("stale-2", "ship", "copy.stale_removed");
   std::string named;
   for (const auto& d : removed) {
-    for (const auto& f : d.value("files", nlohmann::json::array())) named += (named.empty() ? "" : ", ") + f.get<std::string>();
+    for (const auto& f : d.value("files", nlohmann::json::array()))
+      named += (named.empty() ? "" : ", ") + f.get<std::string>();
   }
   bool logged = r.out.find("model-00003-of-00003.safetensors") != std::string::npos &&
-                r.out.find("model.safetensors") != std::string::npos && r.out.find("removed 2 file(s)") != std::string::npos;
+                r.out.find("model.safetensors") != std::string::npos &&
+                r.out.find("removed 2 file(s)") != std::string::npos;
   EXPECT_TRUE(logged) << r.out;
   auto left = details("stale-2", "ship", "copy.left");
-  bool left_named = left.size() == 1 && left[0].value("files", nlohmann::json()) == nlohmann::json::array({"notes.txt"});
+  bool left_named =
+      left.size() == 1 && left[0].value("files", nlohmann::json()) == nlohmann::json::array({"notes.txt"});
   EXPECT_TRUE(left_named) << nlohmann::json(left).dump();
   auto tau = [&](const char* s) { return stage(st, s).value("metrics", nlohmann::json::object()).value("tau", -1.0); };
   auto stale_tau = stage(st, "there").value("metrics", nlohmann::json::object()).value("reference_tau", -1.0);
@@ -444,11 +450,12 @@ TEST_F(FaultTrialsTest, TwoCopiesIntoOneDestinationTakeTurnsAndBothEndWhole) {
   ASSERT_EQ(testing::run_process({"mkdir", "-p", workdir("h1"), workdir("h2")}).exit_code, 0);
   // The first copy is large enough (512 MiB, sparse at the source) to still run when
   // its source is cut; its ends say whose file it is.
-  ASSERT_EQ(testing::run_process({"sh", "-c", "printf one-begins > " + one + " && truncate -s 512M " + one +
-                                                  " && printf one-ends >> " + one + " && head -c 4M /dev/urandom > " + two +
-                                                  " && printf two-ends >> " + two})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      testing::run_process({"sh", "-c",
+                            "printf one-begins > " + one + " && truncate -s 512M " + one + " && printf one-ends >> " +
+                                one + " && head -c 4M /dev/urandom > " + two + " && printf two-ends >> " + two})
+          .exit_code,
+      0);
   auto copy_wf = [&](const std::string& name, size_t from, const std::string& file) {
     std::string path = work_.file(name + ".yaml");
     write_text(path, "name: " + name + "\nhosts:\n" + host_entry(from) + host_entry(2) + "stages:\n  ship:\n" +
@@ -464,7 +471,8 @@ TEST_F(FaultTrialsTest, TwoCopiesIntoOneDestinationTakeTurnsAndBothEndWhole) {
     end_process(first);
     end_process(second);
   }};
-  ASSERT_TRUE(wait_until([&] { return exists(dest + ".ferry-owner"); }, kColdStart)) << read_text(work_.file("first.log"));
+  ASSERT_TRUE(wait_until([&] { return exists(dest + ".ferry-owner"); }, kColdStart))
+      << read_text(work_.file("first.log"));
   ASSERT_EQ(tb_.run("cut h1"), 0);
   cut = true;
   ASSERT_FALSE(exists(dest)) << "the first copy ended before its source was cut: the trial tests nothing";
@@ -509,11 +517,12 @@ TEST_F(FaultTrialsTest, TwoCopiesIntoOneDestinationTakeTurnsAndBothEndWhole) {
 //    used to run both). Each job notes at its start any earlier one still alive.
 TEST_F(FaultTrialsTest, AHostBackAfterGiveUpNeverRunsTheStageTwiceAtOnce) {
   const std::string dir = workdir("h1");
-  std::string wf = write_workflow("name: giveup\nhosts:\n" + host_entry(0, {{"give_up", "8s"}}) +
-                                  "stages:\n  long:\n    host: h1\n    run: |\n"
-                                  "      for p in $(cat pids 2>/dev/null); do kill -0 $p 2>/dev/null && echo $p >> alongside; done\n"
-                                  "      echo $$ >> pids\n"
-                                  "      while [ ! -f long.go ]; do sleep 0.1; done\n");
+  std::string wf =
+      write_workflow("name: giveup\nhosts:\n" + host_entry(0, {{"give_up", "8s"}}) +
+                     "stages:\n  long:\n    host: h1\n    run: |\n"
+                     "      for p in $(cat pids 2>/dev/null); do kill -0 $p 2>/dev/null && echo $p >> alongside; done\n"
+                     "      echo $$ >> pids\n"
+                     "      while [ ! -f long.go ]; do sleep 0.1; done\n");
   pid_t c = spawn_ferry({"run", wf}, "run.log"), resume = -1;
   bool cut = false;
   Defer guard{[&] {
@@ -540,7 +549,8 @@ TEST_F(FaultTrialsTest, AHostBackAfterGiveUpNeverRunsTheStageTwiceAtOnce) {
   cut = false;
 
   resume = spawn_ferry({"resume", "giveup-1"}, "resume.log");
-  ASSERT_TRUE(wait_until([&] { return lines(dir + "/pids").size() == 2; }, kColdStart)) << read_text(work_.file("resume.log"));
+  ASSERT_TRUE(wait_until([&] { return lines(dir + "/pids").size() == 2; }, kColdStart))
+      << read_text(work_.file("resume.log"));
   bool first_stopped = !testing::process_running(attempt1);
   EXPECT_TRUE(first_stopped) << "attempt 1 still runs beside attempt 2";
   int code = release_and_wait(dir + "/long.go", &resume);
@@ -633,8 +643,9 @@ TEST_F(FaultTrialsTest, ASixteenGiBSparseFileIsRelayedInBoundedMemory) {
   const std::string src = workdir("h1") + "/big.bin";
   ASSERT_EQ(testing::run_process({"mkdir", "-p", workdir("h1"), workdir("h3")}).exit_code, 0);
   const std::string tail = "the last bytes";
-  ASSERT_EQ(testing::run_process({"sh", "-c", "truncate -s " + std::to_string(kSize - static_cast<int64_t>(tail.size())) +
-                                                  " " + src + " && printf '" + tail + "' >> " + src})
+  ASSERT_EQ(testing::run_process({"sh", "-c",
+                                  "truncate -s " + std::to_string(kSize - static_cast<int64_t>(tail.size())) + " " +
+                                      src + " && printf '" + tail + "' >> " + src})
                 .exit_code,
             0);
   // The destination keeps holes as holes where its file system can; else it needs the room.

@@ -37,8 +37,8 @@ class HostileResultTrialTest : public SshRunTest {
                           "  side:\n    host: h2\n    run: echo beside > side-" + name + ".txt\n");
   }
 
-  // Runs (run ids count across the test's database), then resumes: true when both end with the eval failed for `cause`, exit 1,
-  // and the side stage done; `why` says what differed.
+  // Runs (run ids count across the test's database), then resumes: true when both end with the eval failed for `cause`,
+  // exit 1, and the side stage done; `why` says what differed.
   bool fails_for(const std::string& name, const std::string& cause, std::string* why) {
     const std::string run = name + "-" + std::to_string(++runs_);
     for (const char* step : {"run", "resume"}) {

@@ -107,8 +107,9 @@ TEST(AgentReplyFuzzTest, MutatedRepliesAreTakenOrRefusedByTheCopyValidators) {
     // A listing (mutated or not) and one more reply of any kind, read as every kind.
     std::optional<nlohmann::json> listing =
         m.chance(30) ? std::optional<nlohmann::json>(seeds[m.below(2)]) : mutated_reply(m, seeds, wires);
-    std::optional<nlohmann::json> reply = m.chance(20) ? std::optional<nlohmann::json>(seeds[2 + m.below(seeds.size() - 2)])
-                                                       : mutated_reply(m, seeds, wires);
+    std::optional<nlohmann::json> reply = m.chance(20)
+                                              ? std::optional<nlohmann::json>(seeds[2 + m.below(seeds.size() - 2)])
+                                              : mutated_reply(m, seeds, wires);
     if (!listing || !reply) return;
     const int64_t chunk_size = m.chance(50) ? (2 << 20) : 4096;
     check_validators(*listing, *reply, chunk_size);
@@ -126,7 +127,8 @@ TEST(AgentReplyFuzzTest, AListingThatNeedsTooManyChunksIsRefusedNotAllocated) {
   EXPECT_NE(planned.status().message().find("chunks"), std::string::npos) << planned.status().message();
   // Many large files: the total is bounded too (and never overflows).
   nlohmann::json many = {{"type", "dir"}, {"files", nlohmann::json::array()}};
-  for (int i = 0; i < 9000; ++i) many["files"].push_back({{"path", "f" + std::to_string(i)}, {"size", int64_t{1} << 50}});
+  for (int i = 0; i < 9000; ++i)
+    many["files"].push_back({{"path", "f" + std::to_string(i)}, {"size", int64_t{1} << 50}});
   EXPECT_FALSE(plan_copy(many, "/src", "/dst", int64_t{1} << 40).ok());
 }
 
@@ -136,7 +138,8 @@ TEST(AgentReplyFuzzTest, AStatReplyOfTheWrongShapeIsNoMatch) {
   f.size = 5;
   f.mtime_ns = 1;
   for (const nlohmann::json& reply :
-       {nlohmann::json{{"exists", 1}, {"type", "file"}, {"size", 5}}, nlohmann::json{{"exists", true}, {"type", 7}, {"size", 5}},
+       {nlohmann::json{{"exists", 1}, {"type", "file"}, {"size", 5}},
+        nlohmann::json{{"exists", true}, {"type", 7}, {"size", 5}},
         nlohmann::json{{"exists", true}, {"type", "file"}, {"size", "5"}}, nlohmann::json::array()}) {
     EXPECT_FALSE(dest_may_hold(reply, 5));
     EXPECT_FALSE(source_change(reply, f).empty());

@@ -82,7 +82,8 @@ TEST(HostResultFuzzTest, MutatedEvalResultsBecomeAnOutcomeNeverAnException) {
   int succeeded = 0, failed = 0;
   for_each_round(plan, "HostResultFuzzTest.eval_outcome", [&](Mutator& m, int) {
     std::string text = m.chance(70) ? wire_text(m.mutate_json(seed)) : m.mutate_bytes(wires[m.below(2)], wires);
-    ScriptedEnv env([](const std::string&, const nlohmann::json&) -> Result<protocol::Frame> { return protocol::Frame(); });
+    ScriptedEnv env(
+        [](const std::string&, const nlohmann::json&) -> Result<protocol::Frame> { return protocol::Frame(); });
     StageOutcome o = eval_outcome(text, /*cancelled=*/m.chance(10), /*append_text=*/true, env);
     if (o.state == StageOutcome::State::kSucceeded) {
       ++succeeded;
@@ -171,7 +172,8 @@ TEST(HostResultFuzzTest, AHugeReportIsStoredBoundedAndSaysWhatWasDropped) {
   nlohmann::json r = result_seed();
   auto& responses = r["report"]["responses"];
   for (size_t i = 0; i < kMaxStoredResponses + 5; ++i) responses.push_back({{"line", i}, {"text", "x"}});
-  ScriptedEnv env([](const std::string&, const nlohmann::json&) -> Result<protocol::Frame> { return protocol::Frame(); });
+  ScriptedEnv env(
+      [](const std::string&, const nlohmann::json&) -> Result<protocol::Frame> { return protocol::Frame(); });
   StageOutcome o = eval_outcome(r.dump(), false, false, env);
   ASSERT_EQ(o.state, StageOutcome::State::kSucceeded) << o.error;
   EXPECT_EQ(o.report["responses"].size(), kMaxStoredResponses);
@@ -206,7 +208,9 @@ TEST(HostResultFuzzTest, AnUploadEndsOnMutatedRepliesWithAnAnswer) {
       if (m.chance(3)) return data_loss("scripted failure of " + op);  // not transient: no retry timer
       protocol::Frame f;
       f.type = protocol::FrameType::kReply;
-      const nlohmann::json& seed = op == "recv.begin" ? seeds[m.below(2)] : op == "recv.write" ? seeds[2] : seeds[3 + m.below(2)];
+      const nlohmann::json& seed = op == "recv.begin"   ? seeds[m.below(2)]
+                                   : op == "recv.write" ? seeds[2]
+                                                        : seeds[3 + m.below(2)];
       auto parsed = header_json(wire_text(m.chance(60) ? m.mutate_json(seed) : seed));
       if (parsed.is_object()) f.header = std::move(parsed);
       return f;

@@ -42,8 +42,9 @@ void say_round(const char* why) {
   const char* what = g_what.load();
   if (what == nullptr) return;
   char line[512];
-  int n = std::snprintf(line, sizeof line, "\nfuzz: %s in %s round %d (replay: FERRY_FUZZ_SEED=%llu FERRY_FUZZ_ROUND=%d)\n",
-                        why, what, g_round.load(), static_cast<unsigned long long>(g_seed.load()), g_round.load());
+  int n =
+      std::snprintf(line, sizeof line, "\nfuzz: %s in %s round %d (replay: FERRY_FUZZ_SEED=%llu FERRY_FUZZ_ROUND=%d)\n",
+                    why, what, g_round.load(), static_cast<unsigned long long>(g_seed.load()), g_round.load());
   if (n > 0) (void)!::write(2, line, static_cast<size_t>(std::min<int>(n, sizeof line - 1)));
 }
 
@@ -153,7 +154,8 @@ std::string Mutator::mutate_bytes(const std::string& seed, const std::vector<std
         if (!s.empty()) s[below(s.size())] ^= static_cast<char>(1u << below(8));
         break;
       case 1: {  // an interesting byte
-        static const char bytes[] = {'\0', '\xff', '\x7f', '\x80', '"', '{', '}', '[', ']', ':', ',', '\n', ' ', '-', '\\'};
+        static const char bytes[] = {'\0', '\xff', '\x7f', '\x80', '"', '{', '}', '[',
+                                     ']',  ':',    ',',    '\n',   ' ', '-', '\\'};
         if (!s.empty()) s[below(s.size())] = bytes[below(sizeof bytes)];
         break;
       }
@@ -227,7 +229,8 @@ nlohmann::json Mutator::odd_value() {
       return reals[below(8)];
     }
     case 6: {
-      static const char* strings[] = {"", "..", "../..", "a/../../b", ".", "x\ny", "\x1b[2J", "\xc3\xa9", "a b", "-", "0"};
+      static const char* strings[] = {"",        "..",       "../..", "a/../../b", ".", "x\ny",
+                                      "\x1b[2J", "\xc3\xa9", "a b",   "-",         "0"};
       return strings[below(11)];
     }
     case 7: return sandbox + (chance(50) ? "/abs" : "/..");
@@ -264,7 +267,9 @@ nlohmann::json Mutator::mutate_json(const nlohmann::json& seed) {
         if (!where.empty()) {
           nlohmann::json& parent = v[where.parent_pointer()];
           if (parent.is_object()) parent.erase(where.back());
-          else if (parent.is_array() && !parent.empty()) parent.erase(parent.begin() + static_cast<long>(std::min<size_t>(std::strtoull(where.back().c_str(), nullptr, 10), parent.size() - 1)));
+          else if (parent.is_array() && !parent.empty())
+            parent.erase(parent.begin() + static_cast<long>(std::min<size_t>(
+                                              std::strtoull(where.back().c_str(), nullptr, 10), parent.size() - 1)));
         }
         break;
       case 3:  // add a key

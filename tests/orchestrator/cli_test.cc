@@ -113,8 +113,9 @@ stages:
       {testing::bin_dir() + "/ferry", "status", "watched-1", "--watch", "--interval", "0.1"}, env(),
       work_.file("watch.log"));
   ASSERT_GT(watcher, 0);
-  ASSERT_TRUE(testing::wait_until([&] { return read_text(work_.file("watch.log")).find("running") != std::string::npos; },
-                                  std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      testing::wait_until([&] { return read_text(work_.file("watch.log")).find("running") != std::string::npos; },
+                          std::chrono::seconds(30)));
   EXPECT_TRUE(testing::process_running(watcher)) << "watch ended while the run was live";
   write_text(release, "go");
   EXPECT_EQ(testing::wait_process(coordinator, 60), 1);

@@ -84,9 +84,10 @@ class HostileEvalResultTest : public ::testing::Test {
 
 // 200,000 levels: copying or printing it recursively overflows the coordinator's stack.
 TEST_F(HostileEvalResultTest, AResultNestedTwoHundredThousandDeepFailsTheStage) {
-  auto wf = workflow("deep",
-                     "{ printf '{\"ok\":true,\"gate_passed\":true,\"report\":'; head -c 200000 /dev/zero | tr '\\0' '[';"
-                     " head -c 200000 /dev/zero | tr '\\0' ']'; printf '}'; } > \"$result\"");
+  auto wf =
+      workflow("deep",
+               "{ printf '{\"ok\":true,\"gate_passed\":true,\"report\":'; head -c 200000 /dev/zero | tr '\\0' '[';"
+               " head -c 200000 /dev/zero | tr '\\0' ']'; printf '}'; } > \"$result\"");
   expect_stage_fails_for(wf, "deep-1", "nests arrays or objects deeper than 128 levels");
 }
 

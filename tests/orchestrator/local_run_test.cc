@@ -256,9 +256,11 @@ stages:
                                              env(), work_.file("run.log"));
   ASSERT_GT(coordinator, 0);
   // The event: the long stage's process exists and has said so in its log.
-  ASSERT_TRUE(wait_until([&] { return exists(dir + "long.pid"); }, std::chrono::seconds(30))) << read_text(work_.file("run.log"));
-  ASSERT_TRUE(wait_until([&] { return read_text(home_.path() + "/logs/crash-1/long/1.log").find("started") != std::string::npos; },
-                         std::chrono::seconds(30)));
+  ASSERT_TRUE(wait_until([&] { return exists(dir + "long.pid"); }, std::chrono::seconds(30)))
+      << read_text(work_.file("run.log"));
+  ASSERT_TRUE(wait_until(
+      [&] { return read_text(home_.path() + "/logs/crash-1/long/1.log").find("started") != std::string::npos; },
+      std::chrono::seconds(30)));
   kill(coordinator, SIGKILL);
   testing::wait_process(coordinator);
   pid_t job = std::stoi(read_text(dir + "long.pid"));
@@ -415,7 +417,8 @@ class SharedHostRunTest : public LocalRunTest {
     return nlohmann::json::parse(r.out, nullptr, false);
   }
   std::string shared_workflow(const std::string& stages) {
-    return workflow("name: same\nhosts:\n  box: {transport: local, workdir: " + shared_.path() + "}\nstages:\n" + stages);
+    return workflow("name: same\nhosts:\n  box: {transport: local, workdir: " + shared_.path() + "}\nstages:\n" +
+                    stages);
   }
   testing::TempDir home2_;
   testing::TempDir shared_;
@@ -485,13 +488,13 @@ TEST_F(SharedHostRunTest, RunRecordedBeforeUidsResumesUnderItsOldJobKey) {
   auto first = ferry_in(home_, {"run", wf});
   ASSERT_EQ(first.exit_code, 1) << "gate fails until its file exists\n" << first.out << first.err;
   // Turn the database into what ferry wrote before this change: schema 1, no uid.
-  auto down = testing::run_process(
-      {"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"), "ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version=1;"});
+  auto down = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"),
+                                    "ALTER TABLE runs DROP COLUMN uid; PRAGMA user_version=1;"});
   ASSERT_EQ(down.exit_code, 0) << down.err;
 
   write_text(gate, "open");
-  pid_t coordinator =
-      testing::spawn_process({testing::bin_dir() + "/ferry", "resume", "same-1"}, env_of(home_), work_.file("resume.log"));
+  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "resume", "same-1"}, env_of(home_),
+                                             work_.file("resume.log"));
   ASSERT_GT(coordinator, 0);
   ASSERT_TRUE(wait_until([&] { return exists(shared_.path() + "/long.pid"); }, std::chrono::seconds(60)))
       << read_text(work_.file("resume.log"));

@@ -47,8 +47,9 @@ class StoreFaultTest : public testing::FerryHomeTest {
                                      env_with_extra(), work_.file("run.log"));
     EXPECT_GT(p, 0);
     // The event: both jobs exist on their host.
-    EXPECT_TRUE(wait_until([&] { return !read_text(job_dir() + "long.pid").empty() && !read_text(job_dir() + "tick.pid").empty(); },
-                           kEventWait))
+    EXPECT_TRUE(wait_until(
+        [&] { return !read_text(job_dir() + "long.pid").empty() && !read_text(job_dir() + "tick.pid").empty(); },
+        kEventWait))
         << read_text(work_.file("run.log"));
     return p;
   }
@@ -132,7 +133,9 @@ TEST_F(StoreFaultTest, AStoreThatStaysBrokenStopsTheCoordinatorAndLeavesTheJobsF
 TEST_F(StoreFaultTest, ASecondCoordinatorIsRefusedEvenWhenTheRecordedPidSaysNothing) {
   pid_t coordinator = start_run();
   // What PID reuse or another machine's PID looks like from here: no live pid.
-  ASSERT_EQ(testing::run_process({"sqlite3", "-cmd", ".timeout 10000", db(), "UPDATE runs SET coordinator_pid=0"}).exit_code, 0);
+  ASSERT_EQ(
+      testing::run_process({"sqlite3", "-cmd", ".timeout 10000", db(), "UPDATE runs SET coordinator_pid=0"}).exit_code,
+      0);
   // `status` asks the run's lock, not the PID: the run is still driven.
   auto st = ferry({"status", "store-1", "--json"}, 20);
   ASSERT_EQ(st.exit_code, 0) << st.err;
@@ -154,7 +157,8 @@ TEST_F(StoreFaultTest, ResumeTakesOverOnceTheCoordinatorIsGone) {
   ::kill(coordinator, SIGKILL);
   testing::wait_process(coordinator);
   // A recorded PID that names a live process (reuse) does not make the run look driven.
-  ASSERT_EQ(testing::run_process({"sqlite3", "-cmd", ".timeout 10000", db(), "UPDATE runs SET coordinator_pid=" + std::to_string(::getpid())})
+  ASSERT_EQ(testing::run_process({"sqlite3", "-cmd", ".timeout 10000", db(),
+                                  "UPDATE runs SET coordinator_pid=" + std::to_string(::getpid())})
                 .exit_code,
             0);
   auto st = ferry({"status", "store-1", "--json"}, 20);

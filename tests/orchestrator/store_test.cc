@@ -90,7 +90,8 @@ TEST_F(StoreTest, StatesAreStoredByTheWordsEarlierVersionsWrote) {
   EXPECT_EQ(rows.out, "timed_out\nskipped\ntimed_out\ncancelled\n");
 
   // A word no version wrote is a damaged file, said as such, not a guess.
-  auto bad = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", dir_.file("ferry.db"), "UPDATE stages SET state='runing' WHERE name='b';"});
+  auto bad = testing::run_process(
+      {"sqlite3", "-cmd", ".timeout 10000", dir_.file("ferry.db"), "UPDATE stages SET state='runing' WHERE name='b';"});
   ASSERT_EQ(bad.exit_code, 0) << bad.err;
   auto stages = store_->stages(run->id);
   ASSERT_FALSE(stages.ok());
@@ -121,7 +122,8 @@ TEST_F(StoreTest, ASecondConnectionSeesCommittedChanges) {
 
 TEST_F(StoreTest, RefusesADatabaseFromANewerFerry) {
   store_.reset();
-  auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", dir_.file("ferry.db"), "PRAGMA user_version=99;"});
+  auto r =
+      testing::run_process({"sqlite3", "-cmd", ".timeout 10000", dir_.file("ferry.db"), "PRAGMA user_version=99;"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto s = Store::open(dir_.file("ferry.db"));
   ASSERT_FALSE(s.ok());

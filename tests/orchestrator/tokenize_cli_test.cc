@@ -41,7 +41,8 @@ TEST_F(TokenizeCliTest, ChatFormsMatchTheReferences) {
   std::string error;
   json rendered = ref::run_reference("chat", {ref::qwen3_tokenizer_config()}, conversations, &error);
   ASSERT_EQ(error, "");
-  json expected = ref::run_reference("encode", {ref::qwen3_tokenizer_json(), ref::qwen3_tokenizer_config()}, rendered, &error);
+  json expected =
+      ref::run_reference("encode", {ref::qwen3_tokenizer_json(), ref::qwen3_tokenizer_config()}, rendered, &error);
   ASSERT_EQ(error, "");
   const char* flags[] = {"--chat", "--chat-no-think"};
   for (int i = 0; i < 2; ++i) {

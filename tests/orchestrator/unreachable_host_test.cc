@@ -94,8 +94,8 @@ TEST_F(UnreachableHostTest, AHostRefusingTheConnectionFailsItsStageAtOnce) {
 TEST_F(UnreachableHostTest, SecondCtrlCLeavesPromptlyWhileAHostSaysNothing) {
   SilentPort silent;
   ASSERT_GT(silent.port, 0);
-  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", workflow("mute", "127.0.0.1", silent.port)},
-                                             env(), work_.file("run.log"));
+  pid_t coordinator = testing::spawn_process(
+      {testing::bin_dir() + "/ferry", "run", workflow("mute", "127.0.0.1", silent.port)}, env(), work_.file("run.log"));
   ASSERT_GT(coordinator, 0);
   // The event: the stage's attempt is recorded and waits for its host.
   ASSERT_TRUE(wait_until([&] { return stage_s("mute-1").value("state", "") == "running"; }, std::chrono::seconds(30)))

@@ -227,7 +227,8 @@ TEST(FrameTest, AListTooLargeForABodyIsRefusedWithItsName) {
 TEST(FrameTest, RefusesABodyFieldThatIsNotJson) {
   std::string hdr = R"({"body_field":"files"})";
   std::string body = "[1,2";
-  std::string bytes = u32(9 + hdr.size() + body.size()) + std::string(1, '\x02') + u32(1) + u32(hdr.size()) + hdr + body;
+  std::string bytes =
+      u32(9 + hdr.size() + body.size()) + std::string(1, '\x02') + u32(1) + u32(hdr.size()) + hdr + body;
   FrameDecoder d;
   d.feed(bytes.data(), bytes.size());
   auto got = d.next();
@@ -241,7 +242,8 @@ TEST(FrameTest, RefusesABodyFieldThatIsNotJson) {
 TEST(FrameTest, RefusesABodyFieldNestedDeeperThanAHeaderMayBe) {
   std::string hdr = R"({"body_field":"files"})";
   std::string body = std::string(kMaxHeaderDepth + 1, '[') + std::string(kMaxHeaderDepth + 1, ']');
-  std::string bytes = u32(9 + hdr.size() + body.size()) + std::string(1, '\x02') + u32(1) + u32(hdr.size()) + hdr + body;
+  std::string bytes =
+      u32(9 + hdr.size() + body.size()) + std::string(1, '\x02') + u32(1) + u32(hdr.size()) + hdr + body;
   FrameDecoder d;
   d.feed(bytes.data(), bytes.size());
   auto got = d.next();

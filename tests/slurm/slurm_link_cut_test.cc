@@ -125,7 +125,8 @@ TEST_F(SlurmLinkCutTest, ALoginNodeCutForThirtySecondsChangesNothingForItsJob) {
   EXPECT_EQ(count(evs, "attempt.finished"), 1) << dump(evs);
   std::string calls = read_text(calls_file());
   size_t sbatches = 0;
-  for (size_t at = 0; (at = calls.find("sbatch ", at)) != std::string::npos; ++at) sbatches += at == 0 || calls[at - 1] == '\n';
+  for (size_t at = 0; (at = calls.find("sbatch ", at)) != std::string::npos; ++at)
+    sbatches += at == 0 || calls[at - 1] == '\n';
   EXPECT_EQ(sbatches, 1u) << calls;
   EXPECT_EQ(read_text(log), "started\nfinished\n");
 }

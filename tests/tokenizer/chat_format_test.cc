@@ -87,7 +87,8 @@ TEST(ChatFormatTest, MatchesJinjaOnQwen3Template) {
 
 TEST(ChatFormatTest, SingleUserTurnEndsWithTheGenerationPrompt) {
   // Qwen3's documented tails for one user turn (thinking on, and off).
-  EXPECT_EQ(*render_chatml({{"user", "hi", std::nullopt}}, true), "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(*render_chatml({{"user", "hi", std::nullopt}}, true),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(*render_chatml({{"user", "hi", std::nullopt}}, false),
             "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }

@@ -43,7 +43,8 @@ TEST(ListSourceTest, OnlyFerrysOwnFilesAreLeftOut) {
   ASSERT_TRUE(listing.ok()) << listing.status().message();
   std::vector<std::string> names;
   for (const auto& f : (*listing)["files"]) names.push_back(f["path"].get<std::string>());
-  EXPECT_EQ(names, (std::vector<std::string>{"model.safetensors", "notes.ferry-spec.txt", "weights.ferry-partial.bin"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"model.safetensors", "notes.ferry-spec.txt", "weights.ferry-partial.bin"}));
 }
 
 TEST(ReceiveCommitTest, ASecondCommitOfTheSameBytesSucceeds) {
@@ -158,7 +159,8 @@ TEST(ReceiveWriteTest, AChunkOfZerosBecomesAHoleAndReadsBackAsZeros) {
   ASSERT_TRUE(c.ok()) << c.message();
   EXPECT_EQ(testing::read_text(dest), ones + zeros + zeros);
   // Where the file system punches no holes, the zeros were written.
-  if (!testing::punches_holes(dir.path())) GTEST_SKIP() << "the file system under " << dir.path() << " cannot punch holes";
+  if (!testing::punches_holes(dir.path()))
+    GTEST_SKIP() << "the file system under " << dir.path() << " cannot punch holes";
   struct stat st;
   ASSERT_EQ(::stat(dest.c_str(), &st), 0);
   EXPECT_LT(st.st_blocks * 512, 2 * kBig) << "the two chunks of zeros take disk space";

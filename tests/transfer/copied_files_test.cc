@@ -15,7 +15,9 @@
 namespace ferry {
 namespace {
 
-bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 // One folder copy into `dir` as the receiver sees it: prepare (recording what
 // comes), the files written, then the finish that prunes.

@@ -17,8 +17,8 @@ TEST(CopyManifestTest, HashesTheJsonTextOfEachFilesPathSizeAndHashInListingOrder
   CopyManifest m;
   m.add("shards/model-00001.safetensors", 9, h1);
   m.add("config \"quoted\".json", 0, h2);
-  const std::string text = "[[\"shards/model-00001.safetensors\",9,\"" + h1 + "\"],[\"config \\\"quoted\\\".json\",0,\"" +
-                           h2 + "\"]]";
+  const std::string text =
+      "[[\"shards/model-00001.safetensors\",9,\"" + h1 + "\"],[\"config \\\"quoted\\\".json\",0,\"" + h2 + "\"]]";
   EXPECT_EQ(m.hash(), xxh128_hex(text.data(), text.size()));
 
   CopyManifest empty;

@@ -384,17 +384,18 @@ TEST_F(ParserTest, ErrorsAreListedOnePerLineSortedByPlace) {
 // the key iteration once kept a reference into a dead temporary.)
 TEST_F(ParserTest, OddInputIsReportedNotCrashedOn) {
   for (const char* text : {
-           "name: x\nstages: &s\n  a: *s\n",                      // alias to the enclosing map
+           "name: x\nstages: &s\n  a: *s\n",                              // alias to the enclosing map
            "name: x\nbase: &b {run: echo}\nstages:\n  a:\n    <<: *b\n",  // merge keys are not special
-           "name: x\nstages:\n  a:\n    run: *nope\n",            // undefined alias
-           "? [a, b]\n: c\nname: x\nstages: {a: {run: x}}\n",     // a list as a key
+           "name: x\nstages:\n  a:\n    run: *nope\n",                    // undefined alias
+           "? [a, b]\n: c\nname: x\nstages: {a: {run: x}}\n",             // a list as a key
            "name: x\nstages:\n  a:\n    run: echo\n    needs: [~, '', [b]]\n",
            "name: x\nstages:\n  a:\n    run: |\n      echo ${{ params.x }}\n    env:\n      A: ${{ params.y }}\n",
            "name: [x]\nparams: [a]\nhosts: x\nstages: x\n",
            "name: x\nhosts:\n  h: [1]\nstages:\n  a: [1]\n  b: 3\n",
            "name: x\nstages:\n  a:\n    kind: [copy]\n    outputs: 5\n    gate: 1\n    retry_on: {a: 1}\n",
            "\t\x01\xff: [\n",
-           "name: x\nstages:\n  a:\n    run: x\n    timeout: 99999999999999999999999h\n    retries: 99999999999999999999\n",
+           "name: x\nstages:\n  a:\n    run: x\n    timeout: 99999999999999999999999h\n    retries: "
+           "99999999999999999999\n",
        }) {
     Diagnostics d("odd.yaml");
     parse_workflow_collecting("odd.yaml", text, &d);

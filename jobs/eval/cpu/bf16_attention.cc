@@ -163,8 +163,9 @@ FERRY_AVX512_BF16 void group_scores(const Shape& a, int64_t g, const std::vector
 // Float32 scores of query row `qr` against keys [s, s_len) of one kv head into p, four
 // keys at a time: four independent chains of multiply-adds and lane sums overlap where
 // one key's would wait on each other. Keys the mask hides are not computed.
-FERRY_AVX512_BF16 inline __attribute__((always_inline)) void scores_row(const bf16* qr, const bf16* kg, int64_t k_row, int64_t hd, int64_t s,
-                                  int64_t s_len, const float* mrow, float* p) {
+FERRY_AVX512_BF16 inline __attribute__((always_inline)) void scores_row(const bf16* qr, const bf16* kg, int64_t k_row,
+                                                                        int64_t hd, int64_t s, int64_t s_len,
+                                                                        const float* mrow, float* p) {
   auto hidden = [&](int64_t x) { return mrow != nullptr && mrow[x] == -INFINITY; };
   for (; s + 4 <= s_len; s += 4) {
     if (hidden(s) && hidden(s + 1) && hidden(s + 2) && hidden(s + 3)) continue;  // e^-inf = 0: skipped
@@ -196,7 +197,8 @@ FERRY_AVX512_BF16 inline __attribute__((always_inline)) void scores_row(const bf
 // One row of scores p[0, s_len) to BF16 probabilities in place, as libtorch rounds them:
 // the matmul's BF16 output, scaled in float32 and rounded again, plus the mask (a hidden
 // key -inf whatever its score); then max, exp, sum, and each probability rounded to BF16.
-FERRY_AVX512_BF16 inline __attribute__((always_inline)) void softmax_row_bf16(float scale_by, const float* mrow, int64_t s_len, float* p) {
+FERRY_AVX512_BF16 inline __attribute__((always_inline)) void softmax_row_bf16(float scale_by, const float* mrow,
+                                                                              int64_t s_len, float* p) {
   const __m512 scale = _mm512_set1_ps(scale_by), minus_inf = _mm512_set1_ps(-INFINITY);
   __m512 vmax = minus_inf;
   int64_t s = 0;
@@ -232,8 +234,10 @@ FERRY_AVX512_BF16 inline __attribute__((always_inline)) void softmax_row_bf16(fl
 
 // The weighted sum of the values for one row (p1 null) or two rows at once (p0 and p1,
 // into dst0 and dst1), over head columns [d0, d0 + width): one dispatch on the width.
-FERRY_AVX512_BF16 inline __attribute__((always_inline)) void weighted_sum_rows(const float* p0, const float* p1, int64_t s_len, const bf16* v, int64_t v_row,
-                                         int64_t width, bf16* dst0, bf16* dst1) {
+FERRY_AVX512_BF16 inline __attribute__((always_inline)) void weighted_sum_rows(const float* p0, const float* p1,
+                                                                               int64_t s_len, const bf16* v,
+                                                                               int64_t v_row, int64_t width, bf16* dst0,
+                                                                               bf16* dst1) {
   if (p1 == nullptr) {
     switch (width / 16) {
       case 2: return weighted_sum<2>(p0, s_len, v, v_row, dst0);

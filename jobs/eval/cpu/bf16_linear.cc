@@ -167,8 +167,9 @@ bool bf16_kernel_enabled() { return g_enabled.load(std::memory_order_relaxed) &&
 bool bf16_linear_applies(const at::Tensor& x, const at::Tensor& w) {
   return g_enabled.load(std::memory_order_relaxed) && x.scalar_type() == at::kBFloat16 &&
          w.scalar_type() == at::kBFloat16 && x.device().is_cpu() && w.device().is_cpu() && x.dim() == 2 &&
-         w.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kBf16LinearMaxRows && x.size(1) == w.size(1) &&
-         x.size(1) > 0 && (x.size(0) == 1 || x.size(1) >= kBf16LinearMinBlockDepth) && x.is_contiguous() && w.is_contiguous() && bf16_kernel_supported();
+         w.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kBf16LinearMaxRows && x.size(1) == w.size(1) && x.size(1) > 0 &&
+         (x.size(0) == 1 || x.size(1) >= kBf16LinearMinBlockDepth) && x.is_contiguous() && w.is_contiguous() &&
+         bf16_kernel_supported();
 }
 
 at::Tensor bf16_linear(const at::Tensor& x, const at::Tensor& w) {

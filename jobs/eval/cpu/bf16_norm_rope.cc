@@ -21,7 +21,8 @@ FERRY_AVX512_BF16 void norm_row(const bf16* x, const bf16* w, int64_t h, float e
   const float r = 1.0f / std::sqrt(sum_lanes(squares) / static_cast<float>(h) + eps);
   const __m512 scale = _mm512_set1_ps(r);
   for (int64_t i = 0; i < h; i += 16) {
-    store_bf16x16(out + i, _mm512_mul_ps(load_bf16x16(w + i), round_bf16x16(_mm512_mul_ps(load_bf16x16(x + i), scale))));
+    store_bf16x16(out + i,
+                  _mm512_mul_ps(load_bf16x16(w + i), round_bf16x16(_mm512_mul_ps(load_bf16x16(x + i), scale))));
   }
 }
 

@@ -79,8 +79,9 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
     }
     at::Tensor h = rms_norm(x, layer.input_norm, c.rms_norm_eps);
     std::vector<at::Tensor> qkv = project_all(h, {layer.q, layer.k, layer.v});
-    at::Tensor q = norm_rope_heads(qkv[0].view({b, nh, hd}), layer.q_norm, c.rms_norm_eps, block_rope);    // [nh, B, hd]
-    at::Tensor kb = norm_rope_heads(qkv[1].view({b, nkv, hd}), layer.k_norm, c.rms_norm_eps, block_rope);  // [nkv, B, hd]
+    at::Tensor q = norm_rope_heads(qkv[0].view({b, nh, hd}), layer.q_norm, c.rms_norm_eps, block_rope);  // [nh, B, hd]
+    at::Tensor kb =
+        norm_rope_heads(qkv[1].view({b, nkv, hd}), layer.k_norm, c.rms_norm_eps, block_rope);  // [nkv, B, hd]
     at::Tensor vb = qkv[2].view({b, nkv, hd});
     // The block's K/V go after the context's in the cache for this call only (cropped
     // below): attention then reads one buffer instead of a fresh concatenation.

@@ -131,7 +131,8 @@ Qwen35Target::Output Qwen35Target::forward(const at::Tensor& ids, const std::vec
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& layer = layers_[i];
     at::Tensor h = rms_norm_one_plus(x, layer.input_norm, c.rms_norm_eps);
-    x = x + (layer.linear ? gdn_forward(gdn_dims_, layer.gdn, h, &states_[i]) : attention_layer(layer, i, h, past, rope));
+    x = x +
+        (layer.linear ? gdn_forward(gdn_dims_, layer.gdn, h, &states_[i]) : attention_layer(layer, i, h, past, rope));
     at::Tensor m = rms_norm_one_plus(x, layer.post_norm, c.rms_norm_eps);
     x = x + swiglu(m, layer.gate, layer.up, layer.down);
     for (size_t j = 0; j < capture.size(); ++j) {

@@ -159,7 +159,8 @@ nlohmann::json DrafterDiff::to_json() const {
   nlohmann::json j;
   j["fields"] = nlohmann::json::array();
   for (const Field& f : fields) {
-    j["fields"].push_back({{"name", f.name}, {"candidate", f.candidate}, {"reference", f.reference}, {"differs", f.differs}});
+    j["fields"].push_back(
+        {{"name", f.name}, {"candidate", f.candidate}, {"reference", f.reference}, {"differs", f.differs}});
   }
   j["tensors"] = nlohmann::json::array();
   for (const Tensor& t : tensors) {

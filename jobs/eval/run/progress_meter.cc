@@ -45,9 +45,9 @@ void ProgressMeter::response_done(int64_t tokens, double tau, Clock::time_point 
   eta_s_ = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(left) : -1;
   if (!out_) return;
   char human[192];
-  std::snprintf(human, sizeof human, "%s: response %lld/%lld: %lld tokens, tau %g, %.1f tok/s, ETA %s",
-                label_.c_str(), static_cast<long long>(run_done_), static_cast<long long>(prompts_),
-                static_cast<long long>(tokens), tau, tokens_per_s_, duration_text(std::llround(std::max(eta_s_, 0.0) * 1000)).c_str());
+  std::snprintf(human, sizeof human, "%s: response %lld/%lld: %lld tokens, tau %g, %.1f tok/s, ETA %s", label_.c_str(),
+                static_cast<long long>(run_done_), static_cast<long long>(prompts_), static_cast<long long>(tokens),
+                tau, tokens_per_s_, duration_text(std::llround(std::max(eta_s_, 0.0) * 1000)).c_str());
   out_(human);
   out_(kEvalProgressJson + json_line());
 }

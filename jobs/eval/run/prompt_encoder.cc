@@ -27,7 +27,8 @@ Result<PromptEncoder> PromptEncoder::open(const std::string& tokenizer_dir, cons
                                           tokenizer::PromptFormat format, int64_t vocab_size) {
   const std::string path = (tokenizer_dir.empty() ? target_dir : tokenizer_dir) + "/tokenizer.json";
   if (!is_file(path)) {
-    if (!tokenizer_dir.empty()) return not_found(path + ": no such file (--tokenizer names a folder with tokenizer.json)");
+    if (!tokenizer_dir.empty())
+      return not_found(path + ": no such file (--tokenizer names a folder with tokenizer.json)");
     return PromptEncoder(nullptr, path, format, vocab_size);
   }
   auto t = tokenizer::Tokenizer::from_file(path);
@@ -68,7 +69,8 @@ Result<std::vector<int64_t>> PromptEncoder::encode_chat(const std::vector<tokeni
                             " is missing); give --tokenizer DIR or use prompt_format raw");
   }
   if (tokenizer_->token_id("<|im_start|>") < 0) {
-    return invalid_argument(tokenizer_path_ + " has no <|im_start|> token: not a ChatML (Qwen) tokenizer; use prompt_format raw");
+    return invalid_argument(tokenizer_path_ +
+                            " has no <|im_start|> token: not a ChatML (Qwen) tokenizer; use prompt_format raw");
   }
   auto text = tokenizer::render_chatml(messages, format_ == tokenizer::PromptFormat::kChat);
   if (!text.ok()) return text.status();

@@ -20,8 +20,8 @@ std::vector<bool> drafted_tokens(const std::vector<int64_t>& acceptance_lengths,
   return drafted;
 }
 
-ResponseText make_response_text(int line, const std::vector<int64_t>& ids, const std::vector<int64_t>& acceptance_lengths,
-                                const tokenizer::Tokenizer* tokenizer) {
+ResponseText make_response_text(int line, const std::vector<int64_t>& ids,
+                                const std::vector<int64_t>& acceptance_lengths, const tokenizer::Tokenizer* tokenizer) {
   ResponseText r;
   r.line = line;
   r.ids = ids;

@@ -40,8 +40,8 @@ inline constexpr const char* kDraftClose = "\u27e7";  // ⟧
 std::vector<bool> drafted_tokens(const std::vector<int64_t>& acceptance_lengths, size_t token_count);
 
 /// Decodes through `tokenizer`, or as bytes when it is null (ids >= 256 as "<N>").
-ResponseText make_response_text(int line, const std::vector<int64_t>& ids, const std::vector<int64_t>& acceptance_lengths,
-                                const tokenizer::Tokenizer* tokenizer);
+ResponseText make_response_text(int line, const std::vector<int64_t>& ids,
+                                const std::vector<int64_t>& acceptance_lengths, const tokenizer::Tokenizer* tokenizer);
 
 /// The first `count` responses with their draft spans marked, for the text report.
 std::string render_responses(const std::vector<ResponseText>& responses, int count);

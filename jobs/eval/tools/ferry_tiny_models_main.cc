@@ -15,7 +15,8 @@ constexpr const char* kUsage =
     "usage: ferry-tiny-models target  --out DIR [--arch qwen3|qwen3_5] [--kind random|oracle] [--seed N]\n"
     "                                 [--vocab N] [--hidden N] [--intermediate N] [--layers N] [--heads N]\n"
     "                                 [--kv-heads N] [--head-dim N] [--tie] [--eos N] [--oracle-token N]\n"
-    "                                 [--oracle-period N] [--oracle-mask N] [--dtype F32|BF16|F16] [--shards N] [--vlm]\n"
+    "                                 [--oracle-period N] [--oracle-mask N] [--dtype F32|BF16|F16] [--shards N] "
+    "[--vlm]\n"
     "                                 qwen3_5: [--layer-types linear,linear,linear,full] [--linear-key-heads N]\n"
     "                                 [--linear-value-heads N] [--linear-key-dim N] [--linear-value-dim N]\n"
     "                                 [--conv-kernel N] [--rope-theta X] [--stream]\n"
@@ -146,7 +147,8 @@ int run(const std::vector<std::string>& args) {
     if (!ok) return usage_error("a numeric flag is not an integer");
     status = ferry::eval::write_tiny_drafter(out, s, write);
   } else if (cmd == "prompts") {
-    int64_t count = num("--count", 20), vocab = num("--vocab", 320), lo = num("--min-len", 4), hi = num("--max-len", 24);
+    int64_t count = num("--count", 20), vocab = num("--vocab", 320), lo = num("--min-len", 4),
+            hi = num("--max-len", 24);
     int64_t seed = num("--seed", 3);
     if (!ok) return usage_error("a numeric flag is not an integer");
     status = ferry::eval::write_tiny_prompts(out, static_cast<int>(count), vocab, static_cast<int>(lo),

@@ -148,7 +148,8 @@ void add_qwen35_layer(std::vector<WriteTensor>* out, Rng& rng, const std::string
     out->push_back(spec_random(rng, s, a + "in_proj_z.weight", {vd, h}, bound(h, 1.0)));
     out->push_back(spec_random(rng, s, a + "in_proj_b.weight", {s.linear_value_heads, h}, bound(h, 1.0)));
     out->push_back(spec_random(rng, s, a + "in_proj_a.weight", {s.linear_value_heads, h}, bound(h, 1.0)));
-    out->push_back(spec_random(rng, s, a + "conv1d.weight", {2 * kd + vd, 1, s.conv_kernel}, bound(s.conv_kernel, 1.0)));
+    out->push_back(
+        spec_random(rng, s, a + "conv1d.weight", {2 * kd + vd, 1, s.conv_kernel}, bound(s.conv_kernel, 1.0)));
     // A_log near -2: per-step decay 0.75..0.97, so the state carries over many tokens.
     WriteTensor a_log = tensor(a + "A_log", {s.linear_value_heads});
     for (float& v : a_log.values) v = Rng::bf16_exact(-2.0f + rng.uniform(1.0));
@@ -354,7 +355,8 @@ Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, con
 
 Status write_tiny_drafter(const std::string& folder, const TinyDrafterSpec& s, const TinyWriteSpec& w) {
   const bool constructed = s.kind == "agree" || s.kind == "disagree";
-  if (!constructed && s.kind != "random") return invalid_argument("tiny drafter kind must be random, agree or disagree");
+  if (!constructed && s.kind != "random")
+    return invalid_argument("tiny drafter kind must be random, agree or disagree");
   if (s.heads % s.kv_heads != 0) return invalid_argument("heads must be a multiple of kv_heads");
   if (!s.layer_types.empty() && static_cast<int64_t>(s.layer_types.size()) != s.layers) {
     return invalid_argument("drafter layer types must name every layer");

@@ -113,7 +113,8 @@ TEST_F(Bf16NormRopeTest, LeavesOtherInputsToLibtorch) {
   set_bf16_kernel_enabled(true);
   const at::Tensor cs = bf16_randn(4, 64, 4);
   EXPECT_TRUE(bf16_rope_applies(x.view({1, 4, 64}), cs, cs));
-  EXPECT_FALSE(bf16_rope_applies(x.view({2, 2, 64}).transpose(0, 1), cs.narrow(0, 0, 2), cs.narrow(0, 0, 2)));  // strided
+  EXPECT_FALSE(
+      bf16_rope_applies(x.view({2, 2, 64}).transpose(0, 1), cs.narrow(0, 0, 2), cs.narrow(0, 0, 2)));  // strided
   EXPECT_FALSE(bf16_rope_applies(x.narrow(1, 0, 16).contiguous().view({1, 4, 16}), cs.narrow(1, 0, 16).contiguous(),
                                  cs.narrow(1, 0, 16).contiguous()));  // 16 wide (the tiny models)
   EXPECT_FALSE(bf16_rope_applies(x.view({1, 4, 64}), cs.narrow(0, 0, 3), cs.narrow(0, 0, 3)));  // wrong T

@@ -55,7 +55,8 @@ TEST(ComputeThreadsTest, RegionsOfChangingSizesEachRunEveryIndexOnce) {
   std::vector<std::function<void(int64_t)>> works;
   works.reserve(kRounds);
   for (int round = 0; round < kRounds; ++round) {
-    works.emplace_back([&runs, round](int64_t i) { runs[static_cast<size_t>(round)][static_cast<size_t>(i)].fetch_add(1); });
+    works.emplace_back(
+        [&runs, round](int64_t i) { runs[static_cast<size_t>(round)][static_cast<size_t>(i)].fetch_add(1); });
   }
   for (int round = 0; round < kRounds; ++round) run_on_threads(sizes[round % 7], works[static_cast<size_t>(round)]);
   run_on_threads(4, [](int64_t) {});  // one more region: a stray run of the last round lands before the check

@@ -82,7 +82,8 @@ TEST(ModelConfigTest, BadConfigsNameFileAndField) {
   std::vector<Case> cases = {
       {"{\"hidden_size\": ", "invalid JSON"},
       {"[1, 2]", "JSON object"},
-      {R"({"intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 9})", "'hidden_size'"},
+      {R"({"intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 9})",
+       "'hidden_size'"},
       {"{" + dims + R"(, "num_key_value_heads": 3})", "num_key_value_heads"},
       {"{" + dims + R"(, "layer_types": ["sliding_attention", "full_attention"]})", "layer_types[0]"},
       {"{" + dims + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4}})", "yarn"},

@@ -126,7 +126,8 @@ struct NaiveModel {
     const int64_t nh = t.num_attention_heads, nkv = t.num_key_value_heads, hd = t.head_dim;
     at::Tensor qg = at::mv(w.at(p + "q_proj.weight"), h).view({nh, 2 * hd});
     at::Tensor q = at::empty({nh, hd}, at::kDouble), gate = qg.narrow(1, hd, hd);
-    for (int64_t i = 0; i < nh; ++i) q[i].copy_(rms1p(qg[i].narrow(0, 0, hd), w.at(p + "q_norm.weight"), t.rms_norm_eps));
+    for (int64_t i = 0; i < nh; ++i)
+      q[i].copy_(rms1p(qg[i].narrow(0, 0, hd), w.at(p + "q_norm.weight"), t.rms_norm_eps));
     at::Tensor kr = at::mv(w.at(p + "k_proj.weight"), h).view({nkv, hd});
     at::Tensor k = at::empty({nkv, hd}, at::kDouble);
     for (int64_t i = 0; i < nkv; ++i) k[i].copy_(rms1p(kr[i], w.at(p + "k_norm.weight"), t.rms_norm_eps));
@@ -265,7 +266,8 @@ TEST_F(Qwen35TargetTest, GdnLayerMatchesNaiveRecurrenceAcrossCalls) {
   NaiveModel naive(w, c);
   at::Tensor x = at::randn({11, d.hidden});
   GdnState state = gdn_initial_state(d, at::kCPU);
-  at::Tensor got = at::cat({gdn_forward(d, gw, x.narrow(0, 0, 7), &state), gdn_forward(d, gw, x.narrow(0, 7, 4), &state)});
+  at::Tensor got =
+      at::cat({gdn_forward(d, gw, x.narrow(0, 0, 7), &state), gdn_forward(d, gw, x.narrow(0, 7, 4), &state)});
   std::vector<at::Tensor> want;
   for (int64_t t = 0; t < 11; ++t) want.push_back(naive.gdn(0, "", x[t].to(at::kDouble)));
   EXPECT_LT(relative_error(got, at::stack(want)), 1e-5);

@@ -149,7 +149,8 @@ TEST_F(EvalRunnerTest, ReportNamesTheBlasDtypeAndThreadsItRanWith) {
   char real[PATH_MAX];
   const std::string openmp = "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3";
   const char* blas = ::access(openmp.c_str(), F_OK) == 0 ? openmp.c_str() : "/usr/lib/x86_64-linux-gnu/libblas.so.3";
-  const bool netlib = ::realpath(blas, real) != nullptr && std::string(real).find("/blas/libblas.so") != std::string::npos;
+  const bool netlib =
+      ::realpath(blas, real) != nullptr && std::string(real).find("/blas/libblas.so") != std::string::npos;
   EXPECT_EQ(r->blas_reference, netlib) << r->blas;
   if (std::string(real).find("openblas") != std::string::npos) {
     EXPECT_EQ(r->blas_library, std::string(real));

@@ -52,7 +52,8 @@ class PromptTextTest : public ::testing::Test {
     d.target_layer_ids = {0, 1};
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "drafter", d, {}).ok());
     if (ref::references_missing().empty()) {
-      ferry::testing::write_text(*dir_ / "target/tokenizer.json", ferry::testing::read_text(ref::qwen3_tokenizer_json()));
+      ferry::testing::write_text(*dir_ / "target/tokenizer.json",
+                                 ferry::testing::read_text(ref::qwen3_tokenizer_json()));
     }
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -113,7 +114,8 @@ TEST_F(PromptTextTest, EveryPromptFormThroughFerryEval) {
     ASSERT_EQ(error, "");
     json texts = json::array({"def add(a, b):\n    return a + b"});
     for (const auto& x : rendered) texts.push_back(x);
-    json expected = ref::run_reference("encode", {ref::qwen3_tokenizer_json(), ref::qwen3_tokenizer_config()}, texts, &error);
+    json expected =
+        ref::run_reference("encode", {ref::qwen3_tokenizer_json(), ref::qwen3_tokenizer_config()}, texts, &error);
     ASSERT_EQ(error, "");
     EXPECT_EQ(report["responses"][0]["prompt_ids"], json::array({9707, 1879}));
     for (size_t i = 0; i < 4; ++i) EXPECT_EQ(report["responses"][i + 1]["prompt_ids"], expected["ids"][i]) << i;
@@ -121,7 +123,8 @@ TEST_F(PromptTextTest, EveryPromptFormThroughFerryEval) {
     // Each answer decoded as Hugging Face's decoder decodes its ids.
     json ids = json::array();
     for (const auto& resp : report["responses"]) ids.push_back(resp["ids"]);
-    json decoded = ref::run_reference("decode", {ref::qwen3_tokenizer_json(), ref::qwen3_tokenizer_config()}, ids, &error);
+    json decoded =
+        ref::run_reference("decode", {ref::qwen3_tokenizer_json(), ref::qwen3_tokenizer_config()}, ids, &error);
     ASSERT_EQ(error, "");
     for (size_t i = 0; i < 5; ++i) {
       EXPECT_FALSE(report["responses"][i]["ids"].empty());

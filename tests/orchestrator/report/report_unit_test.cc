@@ -30,7 +30,13 @@ TEST(HtmlEscapeTest, MarkupQuotesAndBadBytesCannotLeaveTheText) {
   EXPECT_EQ(report::html_escape("<script>alert(\"x\" & 'y')</script>"),
             "&lt;script&gt;alert(&quot;x&quot; &amp; &#39;y&#39;)&lt;/script&gt;");
   EXPECT_EQ(report::html_escape("τ → 2.5\n"), "τ → 2.5\n") << "valid UTF-8 stays";
-  EXPECT_EQ(report::html_escape(std::string("a\xff" "b\x01" "c\xe2\x82", 7)), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(report::html_escape(std::string("a\xff"
+                                            "b\x01"
+                                            "c\xe2\x82",
+                                            7)),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD"
+            "c\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 // F5..FF start no UTF-8 sequence (nor do C0, C1 and a lone continuation byte):
@@ -64,19 +70,29 @@ TEST(CheckpointStepTest, FromTheEventOrTheCheckpointFolderName) {
 // An eval.report event as the engine writes it (jobs/eval/run/eval_report.cc), cut to
 // what the report reads, with text a run could hold.
 json eval_event(const std::string& drafter, double tau, double ref_tau) {
-  return {{"drafter", drafter},
-          {"reference", "models/reference"},
-          {"candidate", {{"tau", tau}, {"acceptance_histogram", {0, 5, 3, 1, 1}}, {"acceptance_rate", {1, 0.5, 0.2, 0.1}}}},
-          {"reference_run", {{"tau", ref_tau}, {"acceptance_histogram", {0, 2, 2, 3, 3}}, {"acceptance_rate", {1, 0.8, 0.6, 0.3}}, {"response_taus", {ref_tau}}}},
-          {"speedup", 1.7},
-          {"ratio_to_reference", tau / ref_tau},
-          {"gate_passed", true},
-          {"gate_message", "all gates met"},
-          {"block_size", 4},
-          {"diff", {{"fields", {{{"name", "mask_token_id"}, {"candidate", "258"}, {"reference", "259"}, {"differs", true}}}},
-                    {"tensors", json::array()}}},
-          {"responses", {{{"line", 1}, {"tau", tau}, {"text", "<b>hi</b>"}, {"marked_text", "<b>\u27e6hi\u27e7</b>"},
-                          {"matches_baseline", true}}}}};
+  return {
+      {"drafter", drafter},
+      {"reference", "models/reference"},
+      {"candidate", {{"tau", tau}, {"acceptance_histogram", {0, 5, 3, 1, 1}}, {"acceptance_rate", {1, 0.5, 0.2, 0.1}}}},
+      {"reference_run",
+       {{"tau", ref_tau},
+        {"acceptance_histogram", {0, 2, 2, 3, 3}},
+        {"acceptance_rate", {1, 0.8, 0.6, 0.3}},
+        {"response_taus", {ref_tau}}}},
+      {"speedup", 1.7},
+      {"ratio_to_reference", tau / ref_tau},
+      {"gate_passed", true},
+      {"gate_message", "all gates met"},
+      {"block_size", 4},
+      {"diff",
+       {{"fields", {{{"name", "mask_token_id"}, {"candidate", "258"}, {"reference", "259"}, {"differs", true}}}},
+        {"tensors", json::array()}}},
+      {"responses",
+       {{{"line", 1},
+         {"tau", tau},
+         {"text", "<b>hi</b>"},
+         {"marked_text", "<b>\u27e6hi\u27e7</b>"},
+         {"matches_baseline", true}}}}};
 }
 
 class RunReportTest : public ::testing::Test {
@@ -91,18 +107,29 @@ class RunReportTest : public ::testing::Test {
     ASSERT_TRUE(store_->set_run_state("wf-1", RunState::kRunning, 1).ok());
     // train: attempt 1 loses its host for a while and fails, attempt 2 succeeds.
     ASSERT_TRUE(store_->begin_attempt("wf-1", "train", 1, "t1", "h").ok());
-    ASSERT_TRUE(store_->add_event("wf-1", "train", "host.disconnected", {{"host", "trainer"}, {"why", "link <cut>"}}).ok());
+    ASSERT_TRUE(
+        store_->add_event("wf-1", "train", "host.disconnected", {{"host", "trainer"}, {"why", "link <cut>"}}).ok());
     ASSERT_TRUE(store_->add_event("wf-1", "train", "host.reconnected", {{"host", "trainer"}}).ok());
     ASSERT_TRUE(store_->finish_attempt("wf-1", "train", 1, StageState::kFailed, 1, "exit 1 <oops>").ok());
     ASSERT_TRUE(store_->begin_attempt("wf-1", "train", 2, "t2", "h").ok());
     ASSERT_TRUE(store_->finish_attempt("wf-1", "train", 2, StageState::kSucceeded, 0, "").ok());
     ASSERT_TRUE(store_->begin_attempt("wf-1", "ship", 1, "s1", "h").ok());
-    ASSERT_TRUE(store_->add_event("wf-1", "ship", "copy.started", {{"route", "relay"}, {"reason", "no link"}, {"files", 3}}).ok());
+    ASSERT_TRUE(
+        store_->add_event("wf-1", "ship", "copy.started", {{"route", "relay"}, {"reason", "no link"}, {"files", 3}})
+            .ok());
     ASSERT_TRUE(store_->set_metrics("wf-1", "ship", {{"bytes_sent", 4096}, {"mib_per_s", 12.5}}).ok());
     ASSERT_TRUE(store_->finish_attempt("wf-1", "ship", 1, StageState::kSucceeded, std::nullopt, "").ok());
     ASSERT_TRUE(store_->begin_attempt("wf-1", "eval", 1, "e1", "h").ok());
-    ASSERT_TRUE(store_->add_event("wf-1", "eval", "copy.started", {{"route", "relay"}, {"bytes", 2048}, {"files", 2}, {"checkpoint", "checkpoint-100"}}).ok());
-    ASSERT_TRUE(store_->add_event("wf-1", "eval", "copy.finished", {{"state", "succeeded"}, {"bytes_sent", 2048}, {"seconds", 0.5}, {"checkpoint", "checkpoint-100"}}).ok());
+    ASSERT_TRUE(store_
+                    ->add_event("wf-1", "eval", "copy.started",
+                                {{"route", "relay"}, {"bytes", 2048}, {"files", 2}, {"checkpoint", "checkpoint-100"}})
+                    .ok());
+    ASSERT_TRUE(
+        store_
+            ->add_event(
+                "wf-1", "eval", "copy.finished",
+                {{"state", "succeeded"}, {"bytes_sent", 2048}, {"seconds", 0.5}, {"checkpoint", "checkpoint-100"}})
+            .ok());
     // Recorded out of step order: the report puts them in order.
     ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-200", 2.5, 3.0)).ok());
     ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-100", 1.5, 3.0)).ok());

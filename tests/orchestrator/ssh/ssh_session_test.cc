@@ -356,8 +356,8 @@ TEST_F(SshSessionTest, AnAuthenticationLeftUnansweredIsRetriedNotTakenForARefuse
     int pid = std::atoi(testbed::read_file(dir.path + "/sshd.pid").c_str());
     if (pid > 0) ::kill(pid, SIGTERM);
   }};
-  ASSERT_NE(testbed::wait_for_log(log, 0, [](const std::string& s) { return s.find("Server listening") != std::string::npos; },
-                                  10000)
+  ASSERT_NE(testbed::wait_for_log(
+                log, 0, [](const std::string& s) { return s.find("Server listening") != std::string::npos; }, 10000)
                 .find("Server listening"),
             std::string::npos);
   // The host key, recorded for this port.
