@@ -22,7 +22,6 @@
 #include "jobs/immediate_stage.h"
 #include "jobs/stage_factory.h"
 #include "orchestrator/attempt_env.h"
-#include "orchestrator/local_transport.h"
 #include "orchestrator/stage_resolve.h"
 #include "orchestrator/stage_slot.h"
 #include "orchestrator/transport_factory.h"
