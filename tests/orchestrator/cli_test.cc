@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 
 namespace ferry {
@@ -13,21 +14,7 @@ namespace {
 using testing::read_text;
 using testing::write_text;
 
-class CliTest : public ::testing::Test {
- protected:
-  std::map<std::string, std::string> env() { return {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}; }
-  testing::ProcessResult ferry(std::vector<std::string> args) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, env());
-  }
-  std::string workflow(const std::string& text) {
-    std::string path = work_.file("wf.yaml");
-    write_text(path, text);
-    return path;
-  }
-  testing::TempDir home_;
-  testing::TempDir work_;
-};
+class CliTest : public testing::FerryHomeTest {};
 
 TEST_F(CliTest, VersionAndHelp) {
   auto v = ferry({"--version"});
@@ -52,13 +39,13 @@ TEST_F(CliTest, UnknownFlagsAndCommandsExitTwoWithTheCommandsUsage) {
   auto missing = ferry({"run"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("workflow"), std::string::npos) << missing.err;
-  auto bad_param = ferry({"run", workflow("name: w\nstages:\n  s:\n    run: 'true'\n"), "-p", "novalue"});
+  auto bad_param = ferry({"run", write_workflow("name: w\nstages:\n  s:\n    run: 'true'\n"), "-p", "novalue"});
   EXPECT_EQ(bad_param.exit_code, 2);
   EXPECT_NE(bad_param.err.find("NAME=VALUE"), std::string::npos) << bad_param.err;
 }
 
 TEST_F(CliTest, RunJsonPrintsTheFinishedRunOnStdoutAndProgressOnStderr) {
-  auto wf = workflow(R"(name: js
+  auto wf = write_workflow(R"(name: js
 params:
   word: a
 stages:
@@ -77,7 +64,7 @@ stages:
 }
 
 TEST_F(CliTest, ValidateJsonListsEveryErrorWithItsPlace) {
-  auto wf = workflow("name: bad\nstages:\n  a:\n    run: 'true'\n    needs: nope\n  b:\n    rnu: x\n");
+  auto wf = write_workflow("name: bad\nstages:\n  a:\n    run: 'true'\n    needs: nope\n  b:\n    rnu: x\n");
   auto r = ferry({"validate", wf, "--json"});
   EXPECT_EQ(r.exit_code, 2);
   auto j = nlohmann::json::parse(r.out, nullptr, false);
@@ -86,32 +73,31 @@ TEST_F(CliTest, ValidateJsonListsEveryErrorWithItsPlace) {
   ASSERT_GE(j["errors"].size(), 2u) << j.dump(2);
   EXPECT_EQ(j["errors"][0]["line"], 5) << j.dump(2);  // needs: nope
   EXPECT_GT(j["errors"][0]["column"].get<int>(), 0);
-  auto good = ferry({"validate", workflow("name: ok\nstages:\n  a:\n    run: 'true'\n"), "--json"});
+  auto good = ferry({"validate", write_workflow("name: ok\nstages:\n  a:\n    run: 'true'\n"), "--json"});
   EXPECT_EQ(good.exit_code, 0) << good.out;
   EXPECT_EQ(nlohmann::json::parse(good.out)["stages"], nlohmann::json::array({"a"}));
 }
 
 TEST_F(CliTest, StatusWatchFollowsALiveRunToItsEnd) {
   std::string release = work_.file("release");
-  auto wf = workflow(R"(name: watched
+  auto wf = write_workflow(R"(name: watched
 stages:
   wait:
     run: |
-      while [ ! -f )" + release + R"( ]; do sleep 0.05; done
+      while [ ! -f )" + release +
+                           R"( ]; do sleep 0.05; done
   after:
     needs: wait
     run: exit 5
 )");
-  pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
+  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
   ASSERT_GT(coordinator, 0);
   // The event: the run is recorded and its first stage runs.
   ASSERT_TRUE(testing::wait_until(
       [&] { return ferry({"status", "watched-1"}).out.find("running") != std::string::npos; },
       std::chrono::seconds(30)))
       << read_text(work_.file("run.log"));
-  pid_t watcher = testing::spawn_process(
-      {testing::bin_dir() + "/ferry", "status", "watched-1", "--watch", "--interval", "0.1"}, env(),
-      work_.file("watch.log"));
+  pid_t watcher = spawn_ferry({"status", "watched-1", "--watch", "--interval", "0.1"}, "watch.log");
   ASSERT_GT(watcher, 0);
   ASSERT_TRUE(
       testing::wait_until([&] { return read_text(work_.file("watch.log")).find("running") != std::string::npos; },
@@ -131,7 +117,7 @@ stages:
 // result, review 3 N6): `ferry report` writes the page and shows the eval as what
 // it is, a report without a verdict, instead of aborting on a type error.
 TEST_F(CliTest, ReportOfAMalformedStoredEvalWritesThePage) {
-  auto r = ferry({"run", workflow("name: odd\nstages:\n  s:\n    run: 'true'\n")});
+  auto r = ferry({"run", write_workflow("name: odd\nstages:\n  s:\n    run: 'true'\n")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string detail =
       R"({"attempt":"one","drafter":7,"candidate":"x","reference_run":{"response_taus":5,"tau":"2"},)"

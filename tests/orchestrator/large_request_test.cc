@@ -9,6 +9,7 @@
 
 #include "orchestrator/host_connection.h"
 #include "orchestrator/local_transport.h"
+#include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 
 namespace ferry {
@@ -17,18 +18,12 @@ namespace {
 using testing::read_text;
 using testing::write_text;
 
-class LargeRequestTest : public ::testing::Test {
+class LargeRequestTest : public testing::FerryHomeTest {
  protected:
-  testing::ProcessResult ferry(std::vector<std::string> args, int timeout_s = 300) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    return testing::run_process(args, {{"FERRY_HOME", home_.path()}, {"NO_COLOR", "1"}}, timeout_s);
-  }
+  LargeRequestTest() : FerryHomeTest(300) {}
   std::string sql(const std::string& query) {
     return testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"), query}).out;
   }
-
-  testing::TempDir home_;
-  testing::TempDir work_;
 };
 
 TEST_F(LargeRequestTest, ARequestOverTheHeaderCapFailsThatCallOnly) {

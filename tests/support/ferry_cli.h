@@ -1,7 +1,11 @@
 // Test support: the `ferry` CLI of one FERRY_HOME, as the end-to-end tests drive it —
-// a command, a run's status as JSON, one stage of it, and a stage's recorded events
-// read from the state store with sqlite3 (as a person would look). Tests only.
+// a command in the foreground or the background, a run's status as JSON, one stage of
+// it, and a stage's recorded events read from the state store with sqlite3 (as a
+// person would look). Tests only.
 #pragma once
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <map>
 #include <string>
@@ -15,19 +19,33 @@ namespace ferry::testing {
 
 class FerryCli {
  public:
+  /// `timeout_s`: how long one foreground `ferry` may take unless a call says.
   explicit FerryCli(std::string home, int timeout_s = 240) : home_(std::move(home)), timeout_s_(timeout_s) {}
 
-  ProcessResult operator()(std::vector<std::string> args) const {
+  /// `ferry ARGS` to its end, killed after `timeout_s` (0: the bound given at construction).
+  ProcessResult operator()(std::vector<std::string> args, int timeout_s = 0) const {
     args.insert(args.begin(), bin_dir() + "/ferry");
-    return run_process(args, env(), timeout_s_);
+    return run_process(args, env(), timeout_s > 0 ? timeout_s : timeout_s_);
   }
-  /// The environment a `ferry` of this home runs in (for a coordinator the test spawns).
+  /// `ferry ARGS` in the background, its output to `log_path`; its pid.
+  pid_t spawn(std::vector<std::string> args, const std::string& log_path) const {
+    args.insert(args.begin(), bin_dir() + "/ferry");
+    return spawn_process(args, env(), log_path);
+  }
+  /// The environment a `ferry` of this home runs in: its home, no colour.
   std::map<std::string, std::string> env() const { return {{"FERRY_HOME", home_}, {"NO_COLOR", "1"}}; }
+
+  /// `ferry status RUN --json`, which must answer with JSON.
   nlohmann::json status(const std::string& run) const {
-    return nlohmann::json::parse((*this)({"status", run, "--json"}).out, nullptr, false);
+    auto r = (*this)({"status", run, "--json"}, kStatusTimeoutS);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
   }
   /// One stage of a status; an empty object when there is none of that name.
   static nlohmann::json stage(const nlohmann::json& status, const std::string& name) {
+    if (!status.is_object()) return nlohmann::json::object();
     for (const auto& s : status.value("stages", nlohmann::json::array())) {
       if (s["name"] == name) return s;
     }
@@ -48,6 +66,8 @@ class FerryCli {
     }
     return out;
   }
+
+  static constexpr int kStatusTimeoutS = 30;
 
  private:
   std::string home_;

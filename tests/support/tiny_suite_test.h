@@ -1,8 +1,8 @@
 // TinySuiteTest: the fixture of the tests that run `ferry` on the engine's own tiny
 // models. SetUp makes ferry-tiny-models' suite in suite_ (an oracle target whose
 // greedy next token is known, a drafter that always agrees with it, τ = B on every
-// step, and one that never does, τ = 1, with their prompts); `ferry` drives the CLI
-// over a FERRY_HOME of the test's own. Needs the torch build (ferry-tiny-models).
+// step, and one that never does, τ = 1, with their prompts); the rest is
+// FerryHomeTest's. Needs the torch build (ferry-tiny-models).
 #pragma once
 
 #include <string>
@@ -10,15 +10,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/support/ferry_cli.h"
+#include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 
 namespace ferry::testing {
 
-class TinySuiteTest : public ::testing::Test {
+class TinySuiteTest : public FerryHomeTest {
  protected:
   /// `ferry_timeout_s`: how long one `ferry` command may take.
-  explicit TinySuiteTest(int ferry_timeout_s = 240) : ferry(home_.path(), ferry_timeout_s) {}
+  explicit TinySuiteTest(int ferry_timeout_s = 240) : FerryHomeTest(ferry_timeout_s) {}
 
   void SetUp() override {
     auto r = run_process({bin_dir() + "/ferry-tiny-models", "suite", "--out", suite_.path()});
@@ -30,8 +30,6 @@ class TinySuiteTest : public ::testing::Test {
   }
 
   TempDir suite_;
-  TempDir home_;
-  FerryCli ferry;
 };
 
 }  // namespace ferry::testing

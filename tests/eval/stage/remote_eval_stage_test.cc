@@ -25,10 +25,6 @@ using testing::write_text;
 
 class RemoteEvalStageTest : public testing::TinySuiteTest {
  protected:
-  nlohmann::json status(const std::string& run) { return ferry.status(run); }
-  static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
-    return testing::FerryCli::stage(st, name);
-  }
   // The events of one stage, as {type, detail} in the order recorded.
   std::vector<std::pair<std::string, nlohmann::json>> events(const std::string& run, const std::string& stage_name) {
     std::vector<std::pair<std::string, nlohmann::json>> out;
