@@ -63,18 +63,11 @@ TinyTargetSpec oracle_target_spec(int64_t period) {
 }
 
 TinyDrafterSpec oracle_drafter_spec(const std::string& kind, int64_t block_size) {
-  TinyDrafterSpec d;
+  TinyDrafterSpec d = drafter_spec_for(oracle_target_spec(1));
   d.kind = kind;
-  d.target_vocab = 64;
-  d.hidden = 96;
-  d.heads = 6;
-  d.kv_heads = 2;
-  d.head_dim = 16;
-  d.layers = 2;
   d.block_size = block_size;
   d.mask_token_id = 63;
   d.target_layer_ids = {0, 2};
-  d.num_target_layers = 3;
   d.seed = kind == "agree" ? 31 : 32;
   return d;
 }

@@ -174,11 +174,8 @@ int run(const std::vector<std::string>& args) {
     oracle.oracle_period = 3;
     oracle.oracle_mask_token = 63;
     if (status.ok()) status = write_tiny_target(out + "/oracle-target", oracle, {});
-    TinyDrafterSpec agree;
+    TinyDrafterSpec agree = drafter_spec_for(oracle);
     agree.kind = "agree";
-    agree.target_vocab = 64;
-    agree.hidden = 96;
-    agree.heads = 6;
     agree.mask_token_id = 63;
     agree.target_layer_ids = {1, 2};
     if (status.ok()) status = write_tiny_drafter(out + "/oracle-agree", agree, {});

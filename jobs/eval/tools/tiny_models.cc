@@ -258,6 +258,16 @@ void set_qwen36_27b_widths(TinyTargetSpec* s) {
   s->conv_kernel = 4;
 }
 
+TinyDrafterSpec drafter_spec_for(const TinyTargetSpec& target) {
+  TinyDrafterSpec d;
+  const int64_t own_layers = d.layers;
+  static_cast<TinyLayerDims&>(d) = target;
+  d.layers = own_layers;
+  d.target_vocab = target.vocab;
+  d.num_target_layers = target.layers;
+  return d;
+}
+
 Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, const TinyWriteSpec& w) {
   const bool oracle = s.kind == "oracle";
   if (!oracle && s.kind != "random") return invalid_argument("tiny target kind must be random or oracle");

@@ -89,6 +89,10 @@ struct TinyWriteSpec {
 /// slices; vocabulary, layer count and kind stay the caller's.
 void set_qwen36_27b_widths(TinyTargetSpec* spec);
 
+/// A drafter that fits `target`: its widths (hidden, MLP, heads, head_dim, θ), its
+/// vocabulary and its layer count; the drafter's own layers, kind and block stay the defaults.
+TinyDrafterSpec drafter_spec_for(const TinyTargetSpec& target);
+
 Status write_tiny_target(const std::string& folder, const TinyTargetSpec& spec, const TinyWriteSpec& write);
 Status write_tiny_drafter(const std::string& folder, const TinyDrafterSpec& spec, const TinyWriteSpec& write);
 

@@ -38,17 +38,10 @@ class PromptTextTest : public ::testing::Test {
     t.eos_token_id = 151645;  // <|im_end|>
     ASSERT_TRUE(write_tiny_target(*dir_ / "target", t, {}).ok());
     ASSERT_TRUE(write_tiny_target(*dir_ / "no-tokenizer", t, {}).ok());
-    TinyDrafterSpec d;
-    d.target_vocab = kQwen3Vocab;
-    d.hidden = 16;
-    d.intermediate = 32;
+    TinyDrafterSpec d = drafter_spec_for(t);
     d.layers = 1;
-    d.heads = 2;
-    d.kv_heads = 1;
-    d.head_dim = 8;
     d.block_size = 4;
     d.mask_token_id = 151669;
-    d.num_target_layers = 2;
     d.target_layer_ids = {0, 1};
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "drafter", d, {}).ok());
     if (ref::references_missing().empty()) {
