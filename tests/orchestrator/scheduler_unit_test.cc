@@ -291,5 +291,39 @@ TEST_F(SchedulerUnitTest, ACancelAskedThroughTheStoreStopsTheRunningJobAndStarts
   EXPECT_EQ(after.attempt, 0);
 }
 
+TEST_F(SchedulerUnitTest, ATimedOutAttemptIsRetriedUnderATimeoutOfItsOwnAndAFinalTimeoutSkipsWhatNeedsIt) {
+  // The first attempt of `slow_once` hangs and the second returns at once; `always_slow`
+  // hangs on every attempt. Each attempt gets the whole `timeout` again.
+  RunState state = run_new(workflow(R"yaml(
+  slow_once:
+    host: h
+    run: if [ -f tried ]; then echo ok; else touch tried; sleep 60; fi
+    timeout: 1s
+    retries: 1
+    retry_backoff: 10ms
+  always_slow:
+    host: h
+    run: sleep 60
+    timeout: 1s
+    retries: 1
+    retry_backoff: 10ms
+  after_slow:
+    host: h
+    needs: always_slow
+    run: "true"
+)yaml"));
+  EXPECT_EQ(state, RunState::kFailed);
+  StageRecord once = stage("slow_once");
+  EXPECT_EQ(once.state, StageState::kSucceeded) << once.error;
+  EXPECT_EQ(once.attempt, 2);
+  StageRecord slow = stage("always_slow");
+  EXPECT_EQ(slow.state, StageState::kTimedOut) << slow.error;
+  EXPECT_EQ(slow.attempt, 2) << "the timed-out attempt was not retried";
+  EXPECT_NE(slow.error.find("timed out after 1s"), std::string::npos) << slow.error;
+  StageRecord after = stage("after_slow");
+  EXPECT_EQ(after.state, StageState::kSkipped);
+  EXPECT_EQ(after.attempt, 0);
+}
+
 }  // namespace
 }  // namespace ferry
