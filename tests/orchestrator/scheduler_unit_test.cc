@@ -16,6 +16,7 @@
 
 #include "tests/support/in_process_transport.h"
 #include "tests/support/process.h"
+#include "tests/support/store_test.h"
 #include "workflows/parser.h"
 
 namespace ferry {
@@ -29,14 +30,8 @@ namespace {
 using testing::LinkFaults;
 using testing::read_text;
 
-class SchedulerUnitTest : public ::testing::Test {
+class SchedulerUnitTest : public testing::TempStoreTest {
  protected:
-  void SetUp() override {
-    auto s = Store::open(dir_.file("ferry.db"));
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    store_ = std::move(s).value();
-  }
-
   // A workflow named "unit" on one host `h` whose workdir is host_dir(), over `stages`.
   std::string workflow(const std::string& stages, const std::string& host_settings = "") {
     return "name: unit\nhosts:\n  h:\n    workdir: " + host_dir() + "\n" + host_settings + "stages:\n" + stages;
@@ -100,8 +95,6 @@ class SchedulerUnitTest : public ::testing::Test {
     return n;
   }
 
-  testing::TempDir dir_;
-  std::unique_ptr<Store> store_;
   std::shared_ptr<LinkFaults> faults_ = std::make_shared<LinkFaults>();  // on host h
   std::string run_id_;
 };

@@ -5,20 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/process.h"
+#include "tests/support/store_test.h"
 
 namespace ferry {
 namespace {
 
-class StoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto s = Store::open(dir_.file("ferry.db"));
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    store_ = std::move(s).value();
-  }
-  testing::TempDir dir_;
-  std::unique_ptr<Store> store_;
-};
+class StoreTest : public testing::TempStoreTest {};
 
 TEST_F(StoreTest, CreatesRunsWithIdsAndStagesInOrder) {
   auto a = store_->create_run("wf", "wf.yaml", "name: wf", {{"p", "1"}}, {{"b", "command", "h"}, {"a", "eval", ""}});

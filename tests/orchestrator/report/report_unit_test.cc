@@ -14,6 +14,7 @@
 #include "orchestrator/status_view.h"
 #include "orchestrator/store.h"
 #include "tests/support/process.h"
+#include "tests/support/store_test.h"
 
 namespace ferry {
 namespace {
@@ -95,12 +96,11 @@ json eval_event(const std::string& drafter, double tau, double ref_tau) {
          {"matches_baseline", true}}}}};
 }
 
-class RunReportTest : public ::testing::Test {
+class RunReportTest : public testing::TempStoreTest {
  protected:
   void SetUp() override {
-    auto s = Store::open(dir_.file("ferry.db"));
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    store_ = std::move(s).value();
+    TempStoreTest::SetUp();
+    if (HasFatalFailure()) return;
     auto run = store_->create_run("wf", "wf.yaml", "name: wf", {},
                                   {{"train", "command", "trainer"}, {"ship", "copy", ""}, {"eval", "eval", ""}});
     ASSERT_TRUE(run.ok());
@@ -138,8 +138,6 @@ class RunReportTest : public ::testing::Test {
     ASSERT_TRUE(store_->finish_attempt("wf-1", "eval", 1, StageState::kSucceeded, std::nullopt, "").ok());
     ASSERT_TRUE(store_->set_run_state("wf-1", RunState::kSucceeded, 0).ok());
   }
-  testing::TempDir dir_;
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(RunReportTest, GathersAttemptsDropsCopiesAndOneEvalPointPerCheckpoint) {
