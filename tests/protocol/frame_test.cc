@@ -15,6 +15,20 @@ std::string u32(uint32_t v) {
   return s;
 }
 
+// A frame put together by hand (encode_frame() writes only good ones): request id 1,
+// any `type`, and a header that need not be JSON.
+std::string raw_frame(uint8_t type, const std::string& header, const std::string& body = "") {
+  return u32(9 + header.size() + body.size()) + std::string(1, static_cast<char>(type)) + u32(1) + u32(header.size()) +
+         header + body;
+}
+
+// What a fresh decoder makes of `bytes` fed at once.
+Result<std::optional<Frame>> decode(const std::string& bytes) {
+  FrameDecoder d;
+  d.feed(bytes.data(), bytes.size());
+  return d.next();
+}
+
 TEST(FrameTest, RoundTripsHeaderAndBinaryBody) {
   std::string body("\0\1\2binary\xff", 10);
   Frame f = make_request(42, "log.read", {{"offset", 7}}, body);
@@ -117,10 +131,7 @@ TEST(FrameTest, FeedAndInPlaceReadsMix) {
 }
 
 TEST(FrameTest, RefusesOversizedLengthBeforeAllocating) {
-  FrameDecoder d;
-  std::string bytes = u32(0xFFFFFFF0u) + std::string(20, 'x');
-  d.feed(bytes.data(), bytes.size());
-  auto got = d.next();
+  auto got = decode(u32(0xFFFFFFF0u) + std::string(20, 'x'));
   EXPECT_FALSE(got.ok());
   EXPECT_NE(got.status().message().find("bad frame length"), std::string::npos);
 }
@@ -132,10 +143,10 @@ TEST(FrameTest, RefusesUnknownTypeBadHeaderLengthAndNonObjectHeader) {
   };
   std::string hdr = "[1,2]";
   std::vector<Case> cases = {
-      {u32(9) + std::string(1, '\x09') + u32(1) + u32(0), "bad frame type"},
+      {raw_frame(9, ""), "bad frame type"},
       {u32(9) + std::string(1, '\x01') + u32(1) + u32(100), "bad frame header length"},
-      {u32(9 + hdr.size()) + std::string(1, '\x01') + u32(1) + u32(hdr.size()) + hdr, "not a JSON object"},
-      {u32(9 + 3) + std::string(1, '\x01') + u32(1) + u32(3) + "{{{", "not a JSON object"},
+      {raw_frame(1, hdr), "not a JSON object"},
+      {raw_frame(1, "{{{"), "not a JSON object"},
       {u32(3) + "abc", "bad frame length"},
   };
   for (const auto& c : cases) {
@@ -195,9 +206,7 @@ TEST(FrameTest, SeveralFieldsRideInTheBodyAndComeBackInTheHeader) {
   Frame f = make_request(3, "job.start", header, *body);
   std::string bytes = encode_frame(f);
   EXPECT_LT(bytes.size() - f.body.size(), 200u) << "only the small fields stay in the header";
-  FrameDecoder d;
-  d.feed(bytes.data(), bytes.size());
-  auto got = d.next();
+  auto got = decode(bytes);
   ASSERT_TRUE(got.ok()) << got.status().message();
   ASSERT_TRUE(got->has_value());
   EXPECT_EQ((*got)->header["command"], command);
@@ -227,11 +236,7 @@ TEST(FrameTest, AListTooLargeForABodyIsRefusedWithItsName) {
 TEST(FrameTest, RefusesABodyFieldThatIsNotJson) {
   std::string hdr = R"({"body_field":"files"})";
   std::string body = "[1,2";
-  std::string bytes =
-      u32(9 + hdr.size() + body.size()) + std::string(1, '\x02') + u32(1) + u32(hdr.size()) + hdr + body;
-  FrameDecoder d;
-  d.feed(bytes.data(), bytes.size());
-  auto got = d.next();
+  auto got = decode(raw_frame(2, hdr, body));
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.status().message().find("not the JSON of its field 'files'"), std::string::npos)
       << got.status().message();
@@ -242,11 +247,7 @@ TEST(FrameTest, RefusesABodyFieldThatIsNotJson) {
 TEST(FrameTest, RefusesABodyFieldNestedDeeperThanAHeaderMayBe) {
   std::string hdr = R"({"body_field":"files"})";
   std::string body = std::string(kMaxHeaderDepth + 1, '[') + std::string(kMaxHeaderDepth + 1, ']');
-  std::string bytes =
-      u32(9 + hdr.size() + body.size()) + std::string(1, '\x02') + u32(1) + u32(hdr.size()) + hdr + body;
-  FrameDecoder d;
-  d.feed(bytes.data(), bytes.size());
-  auto got = d.next();
+  auto got = decode(raw_frame(2, hdr, body));
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.status().message().find("nested deeper than"), std::string::npos) << got.status().message();
 }
