@@ -128,6 +128,15 @@ class AgentBootstrapTest : public SshTransportTest {
   void TearDown() override {
     if (!target_.workdir.empty()) std::system(("rm -rf " + shell_quote(target_.workdir)).c_str());
   }
+  // What `ls -A` lists in the workdir's .ferry/bin, temporary uploads included (the
+  // hosts share our file system); nothing when there is no such folder.
+  std::string installed_agents() const {
+    FILE* p = popen(("ls -A " + shell_quote(target_.workdir + "/.ferry/bin") + " 2>/dev/null").c_str(), "r");
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof(buf), p);
+    pclose(p);
+    return std::string(buf, n);
+  }
   std::string agent_;
   SshTarget target_;
 };
@@ -156,12 +165,7 @@ TEST_F(AgentBootstrapTest, UploadsVerifiesThenRunsTheAgentAndReusesIt) {
     EXPECT_FALSE(t.uploaded_agent());  // already there: no second upload
   }
   // No temporary upload left behind.
-  std::string ls = testbed::read_file("/dev/null");
-  FILE* p = popen(("ls -A " + shell_quote(target_.workdir + "/.ferry/bin")).c_str(), "r");
-  char buf[4096];
-  size_t n = fread(buf, 1, sizeof(buf), p);
-  pclose(p);
-  EXPECT_EQ(std::string(buf, n), "ferry-agent-" + *hash + "\n");
+  EXPECT_EQ(installed_agents(), "ferry-agent-" + *hash + "\n");
 }
 
 TEST_F(AgentBootstrapTest, RefusesAnAgentWhoseHashSelfDisagrees) {
@@ -179,11 +183,7 @@ TEST_F(AgentBootstrapTest, RefusesAnAgentWhoseHashSelfDisagrees) {
   auto hash = xxh128_file_hex(liar);
   ASSERT_TRUE(hash.ok());
   EXPECT_NE(access(remote_agent_path(target_.workdir, *hash).c_str(), F_OK), 0);
-  FILE* p = popen(("ls -A " + shell_quote(target_.workdir + "/.ferry/bin") + " 2>/dev/null").c_str(), "r");
-  char buf[4096];
-  size_t n = fread(buf, 1, sizeof(buf), p);
-  pclose(p);
-  EXPECT_EQ(std::string(buf, n), "");
+  EXPECT_EQ(installed_agents(), "");
 }
 
 // Data lanes on the main agent's lanes socket (lane_socket.h) with the real agent:
