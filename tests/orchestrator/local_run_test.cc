@@ -24,11 +24,6 @@ using testing::write_text;
 
 class LocalRunTest : public testing::FerryHomeTest {
  protected:
-  std::string workflow(const std::string& text) {
-    std::string path = work_.file("wf.yaml");
-    write_text(path, text);
-    return path;
-  }
   int count_events(const std::string& run, const std::string& stage_name, const std::string& type) {
     auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"),
                                    "SELECT count(*) FROM events WHERE run_id='" + run + "' AND stage='" + stage_name +
@@ -59,7 +54,7 @@ TEST_F(LocalRunTest, HelloExampleRunsEndToEnd) {
 }
 
 TEST_F(LocalRunTest, RetriesUntilSuccessAndRecordsEveryAttempt) {
-  auto wf = workflow(R"(name: retry
+  auto wf = write_workflow(R"(name: retry
 stages:
   flaky:
     run: |
@@ -78,7 +73,7 @@ stages:
 }
 
 TEST_F(LocalRunTest, RetryOnLimitsRetriesToTheListedExitCodes) {
-  auto wf = workflow(R"(name: retryon
+  auto wf = write_workflow(R"(name: retryon
 stages:
   broken:
     run: exit 3
@@ -95,7 +90,7 @@ stages:
 }
 
 TEST_F(LocalRunTest, TimeoutKillsTheProcessGroupAndMarksTimedOut) {
-  auto wf = workflow(R"(name: slow
+  auto wf = write_workflow(R"(name: slow
 stages:
   sleepy:
     run: sleep 300 & echo $! > bg.pid; sleep 300
@@ -118,7 +113,7 @@ stages:
 
 TEST_F(LocalRunTest, ParamsReachTheShellAsOneLiteralWord) {
   const std::string nasty = "it's \"quoted\" $(touch pwned) `touch pwned2`; echo x && exit 9\nsecond line\t*";
-  auto wf = workflow(R"(name: quoting
+  auto wf = write_workflow(R"(name: quoting
 params:
   v: plain
 stages:
@@ -140,7 +135,7 @@ stages:
 // (params, often tokens), its folder, the coordinator's logs, and a local job's
 // spec (its env). Without HOME or FERRY_HOME ferry refuses rather than use /tmp.
 TEST_F(LocalRunTest, StateLogsAndJobSpecsArePrivateAndNoHomeIsRefused) {
-  auto wf = workflow("name: private\nstages:\n  s:\n    run: echo hi\n    env: {TOKEN: secret}\n");
+  auto wf = write_workflow("name: private\nstages:\n  s:\n    run: echo hi\n    env: {TOKEN: secret}\n");
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto mode = [](const std::string& path) {
@@ -165,7 +160,7 @@ TEST_F(LocalRunTest, StateLogsAndJobSpecsArePrivateAndNoHomeIsRefused) {
 // them instead of obeying them (a window title here; OSC 52 could write the
 // clipboard); into a pipe the log's bytes pass as they are.
 TEST_F(LocalRunTest, LogsOnATerminalShowEscapesInsteadOfObeyingThem) {
-  auto wf = workflow("name: esc\nstages:\n  s:\n    run: printf '\\033]0;owned\\007hello\\n'\n");
+  auto wf = write_workflow("name: esc\nstages:\n  s:\n    run: printf '\\033]0;owned\\007hello\\n'\n");
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto piped = ferry({"logs", "esc-1", "s"});
@@ -181,7 +176,7 @@ TEST_F(LocalRunTest, LogsOnATerminalShowEscapesInsteadOfObeyingThem) {
 // dropped; `ferry logs --tail` reads only the end.
 TEST_F(LocalRunTest, AJobPastTheLogCapKeepsHeadAndTail) {
   // seq 1 8000000: 62.9 MB of numbered lines, so each kept byte's place is known.
-  auto wf = workflow("name: chatty\nstages:\n  s:\n    run: seq 1 8000000\n    log_max: 4M\n");
+  auto wf = write_workflow("name: chatty\nstages:\n  s:\n    run: seq 1 8000000\n    log_max: 4M\n");
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const int64_t cap = 4 << 20;
@@ -222,7 +217,7 @@ TEST_F(LocalRunTest, AJobPastTheLogCapKeepsHeadAndTail) {
 }
 
 TEST_F(LocalRunTest, InvalidWorkflowIsRefusedWithPlaces) {
-  auto wf = workflow("name: bad\nstages:\n  a:\n    rnu: echo\n  b:\n    run: x\n    needs: [zz]\n");
+  auto wf = write_workflow("name: bad\nstages:\n  a:\n    rnu: echo\n  b:\n    run: x\n    needs: [zz]\n");
   auto r = ferry({"run", wf});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("wf.yaml:4:5: unknown key 'rnu'"), std::string::npos) << r.err;
@@ -233,7 +228,7 @@ TEST_F(LocalRunTest, InvalidWorkflowIsRefusedWithPlaces) {
 
 TEST_F(LocalRunTest, ResumeAfterSigkillReattachesAndRecordsTheExitOnce) {
   std::string release = work_.file("release");
-  auto wf = workflow(R"(name: crash
+  auto wf = write_workflow(R"(name: crash
 params:
   release: ""
 stages:
@@ -286,7 +281,7 @@ stages:
 }
 
 TEST_F(LocalRunTest, CancelStopsRunningJobs) {
-  auto wf = workflow(R"(name: cancelme
+  auto wf = write_workflow(R"(name: cancelme
 stages:
   sleepy:
     run: echo $$ > sleepy.pid; sleep 300
@@ -312,12 +307,16 @@ stages:
 TEST_F(LocalRunTest, IdleHostLinksSleepUntilTheirNextPing) {
   const std::string release = work_.file("release");
   write_text(work_.file("payload"), std::string(1 << 20, 'x'));
-  auto wf = workflow("name: idle\nhosts:\n  a: {transport: local}\n  b: {transport: local}\nstages:\n"
-                     "  put:\n    host: a\n    run: cp " + work_.file("payload") + " payload\n"
-                     "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
-                     "    route: relay\n    streams: 4\n"
-                     "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
-                     "      while [ ! -f " + release + " ]; do sleep 0.1; done\n");
+  auto wf = write_workflow(
+      "name: idle\nhosts:\n  a: {transport: local}\n  b: {transport: local}\nstages:\n"
+      "  put:\n    host: a\n    run: cp " +
+      work_.file("payload") +
+      " payload\n"
+      "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
+      "    route: relay\n    streams: 4\n"
+      "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
+      "      while [ ! -f " +
+      release + " ]; do sleep 0.1; done\n");
   pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
   ASSERT_TRUE(wait_until([&] { return ferry({"logs", "idle-1", "wait"}).out.find("waiting") != std::string::npos; },
                          std::chrono::seconds(60)))
@@ -363,20 +362,20 @@ TEST_F(LocalRunTest, IdleHostLinksSleepUntilTheirNextPing) {
 TEST_F(LocalRunTest, IdleDataLanesAreClosedAndALaterCopyOpensThemAgain) {
   const std::string release = work_.file("release");
   write_text(work_.file("payload"), std::string(3 << 20, 'x'));
-  auto wf =
-      workflow("name: lanes\nhosts:\n  a: {transport: local}\n  b: {transport: local, workdir: " + work_.file("b") +
-               "}\nstages:\n"
-               "  put:\n    host: a\n    run: cp " +
-               work_.file("payload") +
-               " payload\n"
-               "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
-               "    route: relay\n    streams: 4\n"
-               "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
-               "      while [ ! -f " +
-               release +
-               " ]; do sleep 0.1; done\n"
-               "  again:\n    kind: copy\n    needs: wait\n    from: a:payload\n    to: b:again\n"
-               "    route: relay\n    streams: 4\n");
+  auto wf = write_workflow(
+      "name: lanes\nhosts:\n  a: {transport: local}\n  b: {transport: local, workdir: " + work_.file("b") +
+      "}\nstages:\n"
+      "  put:\n    host: a\n    run: cp " +
+      work_.file("payload") +
+      " payload\n"
+      "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
+      "    route: relay\n    streams: 4\n"
+      "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
+      "      while [ ! -f " +
+      release +
+      " ]; do sleep 0.1; done\n"
+      "  again:\n    kind: copy\n    needs: wait\n    from: a:payload\n    to: b:again\n"
+      "    route: relay\n    streams: 4\n");
   auto e = env();
   e["FERRY_LANE_IDLE_S"] = "2";  // swept every 0.5 s
   pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, e, work_.file("run.log"));
@@ -417,8 +416,8 @@ class SharedHostRunTest : public LocalRunTest {
     return nlohmann::json::parse(r.out, nullptr, false);
   }
   std::string shared_workflow(const std::string& stages) {
-    return workflow("name: same\nhosts:\n  box: {transport: local, workdir: " + shared_.path() + "}\nstages:\n" +
-                    stages);
+    return write_workflow("name: same\nhosts:\n  box: {transport: local, workdir: " + shared_.path() + "}\nstages:\n" +
+                          stages);
   }
   testing::TempDir home2_;
   testing::TempDir shared_;

@@ -34,13 +34,12 @@ class StoreFaultTest : public testing::FerryHomeTest {
   std::string job_dir() { return home_.path() + "/hosts/local/"; }
   /// `long` waits for the file `release` (then exits 3); `tick` for `tick_go`.
   std::string workflow() {
-    std::string path = work_.file("wf.yaml");
-    write_text(path, "name: store\nparams:\n  dir: ''\nstages:\n"
-                     "  long:\n    run: |\n      echo $$ > long.pid\n"
-                     "      while [ ! -f ${{ params.dir }}/release ]; do sleep 0.05; done\n      exit 3\n"
-                     "  tick:\n    run: |\n      echo $$ > tick.pid\n"
-                     "      while [ ! -f ${{ params.dir }}/tick_go ]; do sleep 0.05; done\n");
-    return path;
+    return write_workflow(
+        "name: store\nparams:\n  dir: ''\nstages:\n"
+        "  long:\n    run: |\n      echo $$ > long.pid\n"
+        "      while [ ! -f ${{ params.dir }}/release ]; do sleep 0.05; done\n      exit 3\n"
+        "  tick:\n    run: |\n      echo $$ > tick.pid\n"
+        "      while [ ! -f ${{ params.dir }}/tick_go ]; do sleep 0.05; done\n");
   }
   pid_t start_run() {
     pid_t p = testing::spawn_process({testing::bin_dir() + "/ferry", "run", workflow(), "-p", "dir=" + work_.path()},
