@@ -24,6 +24,17 @@ using testing::write_text;
 
 class LocalRunTest : public testing::FerryHomeTest {
  protected:
+  // Stages that leave a relay's links idle: `put` copies work_'s payload onto host a,
+  // `ship` relays it to host b over 4 streams, then `wait` runs on a until `release` exists.
+  std::string relay_then_wait(const std::string& release) {
+    return "  put:\n    host: a\n    run: cp " + work_.file("payload") +
+           " payload\n"
+           "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
+           "    route: relay\n    streams: 4\n"
+           "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
+           "      while [ ! -f " +
+           release + " ]; do sleep 0.1; done\n";
+  }
   int count_events(const std::string& run, const std::string& stage_name, const std::string& type) {
     auto r = testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"),
                                    "SELECT count(*) FROM events WHERE run_id='" + run + "' AND stage='" + stage_name +
@@ -307,16 +318,8 @@ stages:
 TEST_F(LocalRunTest, IdleHostLinksSleepUntilTheirNextPing) {
   const std::string release = work_.file("release");
   write_text(work_.file("payload"), std::string(1 << 20, 'x'));
-  auto wf = write_workflow(
-      "name: idle\nhosts:\n  a: {transport: local}\n  b: {transport: local}\nstages:\n"
-      "  put:\n    host: a\n    run: cp " +
-      work_.file("payload") +
-      " payload\n"
-      "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
-      "    route: relay\n    streams: 4\n"
-      "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
-      "      while [ ! -f " +
-      release + " ]; do sleep 0.1; done\n");
+  auto wf = write_workflow("name: idle\nhosts:\n  a: {transport: local}\n  b: {transport: local}\nstages:\n" +
+                           relay_then_wait(release));
   pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
   ASSERT_TRUE(wait_until([&] { return ferry({"logs", "idle-1", "wait"}).out.find("waiting") != std::string::npos; },
                          std::chrono::seconds(60)))
@@ -362,20 +365,10 @@ TEST_F(LocalRunTest, IdleHostLinksSleepUntilTheirNextPing) {
 TEST_F(LocalRunTest, IdleDataLanesAreClosedAndALaterCopyOpensThemAgain) {
   const std::string release = work_.file("release");
   write_text(work_.file("payload"), std::string(3 << 20, 'x'));
-  auto wf = write_workflow(
-      "name: lanes\nhosts:\n  a: {transport: local}\n  b: {transport: local, workdir: " + work_.file("b") +
-      "}\nstages:\n"
-      "  put:\n    host: a\n    run: cp " +
-      work_.file("payload") +
-      " payload\n"
-      "  ship:\n    kind: copy\n    needs: put\n    from: a:payload\n    to: b:payload\n"
-      "    route: relay\n    streams: 4\n"
-      "  wait:\n    host: a\n    needs: ship\n    run: |\n      echo waiting\n"
-      "      while [ ! -f " +
-      release +
-      " ]; do sleep 0.1; done\n"
-      "  again:\n    kind: copy\n    needs: wait\n    from: a:payload\n    to: b:again\n"
-      "    route: relay\n    streams: 4\n");
+  auto wf = write_workflow("name: lanes\nhosts:\n  a: {transport: local}\n  b: {transport: local, workdir: " +
+                           work_.file("b") + "}\nstages:\n" + relay_then_wait(release) +
+                           "  again:\n    kind: copy\n    needs: wait\n    from: a:payload\n    to: b:again\n"
+                           "    route: relay\n    streams: 4\n");
   auto e = env();
   e["FERRY_LANE_IDLE_S"] = "2";  // swept every 0.5 s
   pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, e, work_.file("run.log"));
