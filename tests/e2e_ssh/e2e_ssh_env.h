@@ -27,6 +27,7 @@ namespace ferry::e2e {
 // The testbed's hosts.json and script, read as the SSH tests read them.
 using testbed::Defer;
 using testbed::Host;
+using testbed::LinkCut;
 using testbed::Testbed;
 
 struct Event {

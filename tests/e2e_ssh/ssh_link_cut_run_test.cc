@@ -38,12 +38,11 @@ TEST_F(SshRunTest, LinkCutDuringACommandStageReattachesAndRecordsTheExitOnce) {
 )wf");
   pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
   ASSERT_GT(coordinator, 0);
-  bool cut = false;
   Defer cleanup{[&] {
-    if (cut) tb_.run("restore " + h.name);
     end_process(coordinator);
     end_job(dir + "/long.pid");
   }};
+  LinkCut link(tb_, h.name);
 
   // The event: some lines have made it to the coordinator's copy of the log.
   const std::string log = log_file("cut-1", "long");
@@ -53,8 +52,7 @@ TEST_F(SshRunTest, LinkCutDuringACommandStageReattachesAndRecordsTheExitOnce) {
   pid_t job = std::atoi(read_text(dir + "/long.pid").c_str());
   ASSERT_TRUE(testing::process_running(job));
 
-  ASSERT_EQ(tb_.run("cut " + h.name), 0);
-  cut = true;
+  ASSERT_EQ(link.cut(), 0);
   auto cut_at = steady_clock::now();
   // Through the whole cut: the job lives on, and `ferry status` comes to show
   // the stage running but disconnected.
@@ -70,8 +68,7 @@ TEST_F(SshRunTest, LinkCutDuringACommandStageReattachesAndRecordsTheExitOnce) {
     wait_until([&] { return steady_clock::now() - cut_at >= kCutFor; }, milliseconds(kStatusEveryMs));
   }
   size_t log_bytes_at_restore = read_text(log).size();
-  ASSERT_EQ(tb_.run("restore " + h.name), 0);
-  cut = false;
+  ASSERT_EQ(link.restore(), 0);
   EXPECT_TRUE(job_survived) << "the job died while its host was cut off";
   EXPECT_TRUE(seen_disconnected) << "`ferry status --json` never showed the stage disconnected during a "
                                  << kCutFor.count() << " s cut";

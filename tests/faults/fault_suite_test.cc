@@ -189,16 +189,17 @@ TEST_F(FaultSuiteTest, AllTrials) {
   fresh();
   {
     pid_t c = spawn_ferry(run_args(), "cut-train.log");
-    Defer guard{[&] { tb_.run("restore h1"); end_process(c); }};
+    Defer guard{[&] { end_process(c); }};
+    LinkCut h1(tb_, "h1");
     std::string run;
     ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty() && stage_started(run, "drafter"); },
                                     std::chrono::seconds(300)));
-    ASSERT_EQ(tb_.run("cut h1"), 0);
+    ASSERT_EQ(h1.cut(), 0);
     // The drafter may finish while the link is down; what matters is that the cut was
     // noticed while training ran, and that the run still ends with everything once.
     ASSERT_TRUE(testing::wait_until([&] { return noticed_unreachable(run, "trainer"); }, std::chrono::seconds(60)))
         << dump(events(run));
-    ASSERT_EQ(tb_.run("restore h1"), 0);
+    ASSERT_EQ(h1.restore(), 0);
     testing::wait_process(c, kRunTimeoutS);
     expect_good(check("link cut during training", run, finish(run)));
   }
@@ -210,16 +211,17 @@ TEST_F(FaultSuiteTest, AllTrials) {
   fresh();
   {
     pid_t c = spawn_ferry(run_args(), "cut-copy.log");
-    Defer guard{[&] { tb_.run("restore h2"); end_process(c); }};
+    Defer guard{[&] { end_process(c); }};
+    LinkCut h2(tb_, "h2");
     std::string run;
     ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty() && stage_started(run, "target"); },
                                     std::chrono::seconds(300)));
-    ASSERT_EQ(tb_.run("cut h2"), 0);
+    ASSERT_EQ(h2.cut(), 0);
     ASSERT_TRUE(testing::wait_until(
         [&] { return noticed_unreachable(run, "evaluator") && stage_started(run, "ship_target"); },
         std::chrono::seconds(300)))
         << dump(events(run));
-    ASSERT_EQ(tb_.run("restore h2"), 0);
+    ASSERT_EQ(h2.restore(), 0);
     testing::wait_process(c, kRunTimeoutS);
     expect_good(check("link cut during the relay", run, finish(run)));
   }

@@ -183,18 +183,16 @@ TEST_F(FaultTrialsTest, SecondCtrlCWithAHostCutOffLeavesWithinFiveSecondsAndResu
                                   "stages:\n  long:\n    host: h1\n    run: |\n      echo $$ > long.pid\n"
                                   "      i=0; while [ ! -f long.go ]; do i=$((i+1)); echo tick $i; sleep 0.1; done\n");
   pid_t c = spawn_ferry({"run", wf}, "run.log");
-  bool cut = false;
   Defer guard{[&] {
-    if (cut) tb_.run("restore h1");
     end_process(c);
     end_job(dir + "/long.pid");
   }};
+  LinkCut h1(tb_, "h1");
   ASSERT_TRUE(launched("ctrlc-1", "long")) << read_text(work_.file("run.log"));
   pid_t job = pid_in(dir + "/long.pid");
   ASSERT_TRUE(testing::process_running(job)) << "no running job's pid in " << dir << "/long.pid: '"
                                              << read_text(dir + "/long.pid") << "'";
-  ASSERT_EQ(tb_.run("cut h1"), 0);
-  cut = true;
+  ASSERT_EQ(h1.cut(), 0);
   ASSERT_TRUE(wait_until([&] { return noticed_unreachable("ctrlc-1", "h1"); }, kNoticeCut)) << dump(events("ctrlc-1"));
   ::kill(c, SIGINT);
   ASSERT_TRUE(wait_until([&] { return read_text(work_.file("run.log")).find("Ctrl-C again") != std::string::npos; },
@@ -210,8 +208,7 @@ TEST_F(FaultTrialsTest, SecondCtrlCWithAHostCutOffLeavesWithinFiveSecondsAndResu
   EXPECT_TRUE(testing::process_running(job)) << "the job died with the coordinator";
   EXPECT_EQ(status("ctrlc-1")["state"], "running") << "left as it stands, for resume";
 
-  ASSERT_EQ(tb_.run("restore h1"), 0);
-  cut = false;
+  ASSERT_EQ(h1.restore(), 0);
   pid_t resume = spawn_ferry({"resume", "ctrlc-1"}, "resume.log");
   Defer end_resume{[&] { end_process(resume); }};
   bool reattached = wait_until([&] { return first_ts("ctrlc-1", "attempt.reattached", "long") > 0; }, kColdStart);
@@ -465,16 +462,14 @@ TEST_F(FaultTrialsTest, TwoCopiesIntoOneDestinationTakeTurnsAndBothEndWhole) {
   };
   std::string wf1 = copy_wf("first", 0, "one.bin"), wf2 = copy_wf("second", 1, "two.bin");
   pid_t first = spawn_ferry({"run", wf1}, "first.log"), second = -1;
-  bool cut = false;
   Defer guard{[&] {
-    if (cut) tb_.run("restore h1");
     end_process(first);
     end_process(second);
   }};
+  LinkCut h1(tb_, "h1");
   ASSERT_TRUE(wait_until([&] { return exists(dest + ".ferry-owner"); }, kColdStart))
       << read_text(work_.file("first.log"));
-  ASSERT_EQ(tb_.run("cut h1"), 0);
-  cut = true;
+  ASSERT_EQ(h1.cut(), 0);
   ASSERT_FALSE(exists(dest)) << "the first copy ended before its source was cut: the trial tests nothing";
   second = spawn_ferry({"run", wf2}, "second.log");
   // The event: the second copy says it waits for the destination.
@@ -482,8 +477,7 @@ TEST_F(FaultTrialsTest, TwoCopiesIntoOneDestinationTakeTurnsAndBothEndWhole) {
                          kColdStart))
       << read_text(work_.file("second.log"));
   EXPECT_FALSE(exists(dest)) << "the second copy committed while the first held the destination";
-  ASSERT_EQ(tb_.run("restore h1"), 0);
-  cut = false;
+  ASSERT_EQ(h1.restore(), 0);
   int c1 = testing::wait_process(first, kRunTimeoutS), c2 = testing::wait_process(second, kRunTimeoutS);
   first = second = -1;
   EXPECT_EQ(c1, 0) << read_text(work_.file("first.log"));
@@ -524,9 +518,7 @@ TEST_F(FaultTrialsTest, AHostBackAfterGiveUpNeverRunsTheStageTwiceAtOnce) {
                      "      echo $$ >> pids\n"
                      "      while [ ! -f long.go ]; do sleep 0.1; done\n");
   pid_t c = spawn_ferry({"run", wf}, "run.log"), resume = -1;
-  bool cut = false;
   Defer guard{[&] {
-    if (cut) tb_.run("restore h1");
     end_process(c);
     end_process(resume);
     for (const auto& p : lines(dir + "/pids")) {
@@ -534,19 +526,18 @@ TEST_F(FaultTrialsTest, AHostBackAfterGiveUpNeverRunsTheStageTwiceAtOnce) {
       if (pid > 0 && testing::process_running(pid)) ::kill(-pid, SIGKILL), ::kill(pid, SIGKILL);
     }
   }};
+  LinkCut h1(tb_, "h1");
   ASSERT_TRUE(launched("giveup-1", "long")) << read_text(work_.file("run.log"));
   ASSERT_TRUE(wait_until([&] { return lines(dir + "/pids").size() == 1; }, seconds(10)));
   pid_t attempt1 = std::atoi(lines(dir + "/pids")[0].c_str());
-  ASSERT_EQ(tb_.run("cut h1"), 0);
-  cut = true;
+  ASSERT_EQ(h1.cut(), 0);
   EXPECT_EQ(testing::wait_process(c, kRunTimeoutS), 1) << read_text(work_.file("run.log"));
   c = -1;
   auto failed = stage(status("giveup-1"), "long");
   EXPECT_EQ(failed["state"], "failed") << failed.dump(2);
   EXPECT_NE(failed.value("error", "").find("gave up on host"), std::string::npos) << failed.dump(2);
   ASSERT_TRUE(testing::process_running(attempt1)) << "attempt 1 did not outlive give_up: the trial tests nothing";
-  ASSERT_EQ(tb_.run("restore h1"), 0);
-  cut = false;
+  ASSERT_EQ(h1.restore(), 0);
 
   resume = spawn_ferry({"resume", "giveup-1"}, "resume.log");
   ASSERT_TRUE(wait_until([&] { return lines(dir + "/pids").size() == 2; }, kColdStart))

@@ -85,12 +85,11 @@ TEST_F(SlurmLinkCutTest, ALoginNodeCutForThirtySecondsChangesNothingForItsJob) {
                                   "      echo finished; exit 6\n");
   pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
   ASSERT_GT(coordinator, 0);
-  bool cut = false;
   Defer cleanup{[&] {
-    if (cut) tb_.run("restore " + h1_.name);
     testing::write_text(release, "go");  // the job ends by itself
     end_process(coordinator);
   }};
+  LinkCut link(tb_, h1_.name);
   const std::string log = log_file("slcut-1", "long");
   ASSERT_TRUE(wait_until([&] { return read_text(log).find("started\n") != std::string::npos; }, seconds(120)))
       << read_text(work_.file("run.log"));
@@ -102,16 +101,14 @@ TEST_F(SlurmLinkCutTest, ALoginNodeCutForThirtySecondsChangesNothingForItsJob) {
   ASSERT_FALSE(id.empty()) << dump(events("slcut-1", "long"));
   ASSERT_EQ(slurm_state(id), "RUNNING");
 
-  ASSERT_EQ(tb_.run("cut " + h1_.name), 0);
-  cut = true;
+  ASSERT_EQ(link.cut(), 0);
   const auto cut_at = steady_clock::now();
   bool ran_through = true;
   while (steady_clock::now() - cut_at < kCutFor) {
     ran_through = ran_through && slurm_state(id) == "RUNNING";
     wait_until([&] { return steady_clock::now() - cut_at >= kCutFor; }, seconds(1));
   }
-  ASSERT_EQ(tb_.run("restore " + h1_.name), 0);
-  cut = false;
+  ASSERT_EQ(link.restore(), 0);
   EXPECT_TRUE(ran_through) << "the Slurm job left RUNNING while its login node was cut off";
   testing::write_text(release, "go");
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/shell_quote.h"
@@ -51,6 +52,37 @@ struct Testbed {
     std::string cmd = shell_quote(script) + " " + args + " " + shell_quote(state_dir);
     return std::system(cmd.c_str());
   }
+};
+
+/// A host's link that a test cuts (`testbed.sh cut HOST`) and restores. Once a cut was
+/// tried, the link is restored when this goes out of scope unless the test restored it:
+/// a test that stops early (a failed assertion) leaves no host cut off for the next.
+/// Declared after a Defer that ends the test's processes, it restores before they end.
+class LinkCut {
+ public:
+  LinkCut(const Testbed& tb, std::string host) : tb_(tb), host_(std::move(host)) {}
+  LinkCut(const LinkCut&) = delete;
+  LinkCut& operator=(const LinkCut&) = delete;
+  ~LinkCut() {
+    if (cut_) tb_.run("restore " + host_);
+  }
+
+  /// The script's exit code: 0 when the link is cut.
+  int cut() {
+    cut_ = true;
+    return tb_.run("cut " + host_);
+  }
+  /// The script's exit code: 0 when the link is back.
+  int restore() {
+    int rc = tb_.run("restore " + host_);
+    if (rc == 0) cut_ = false;
+    return rc;
+  }
+
+ private:
+  const Testbed& tb_;
+  std::string host_;
+  bool cut_ = false;
 };
 
 /// Loads the testbed named by $FERRY_TESTBED, or returns false (test skipped).
