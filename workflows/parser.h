@@ -1,5 +1,6 @@
 // The workflow parser: YAML text → Workflow, and the checks that make a workflow
-// safe to run. The only file that includes yaml-cpp.
+// safe to run. Its files (parser.cc, host_parser.cc, yaml_reader.cc) are the only
+// ones that include yaml-cpp.
 //
 // Every problem is collected (not just the first) and reported as
 // `file:line:col: message`: unknown keys (with a did-you-mean), wrong types,
