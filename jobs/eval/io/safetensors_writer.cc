@@ -1,7 +1,5 @@
 #include "jobs/eval/io/safetensors_writer.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -10,22 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/file_util.h"
+
 namespace ferry::eval {
 namespace {
-
-Status make_dirs(const std::string& folder) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = folder.find('/', pos + 1);
-    partial = folder.substr(0, pos);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return errno_status(partial + ": cannot create folder", errno);
-    }
-  }
-  return Status();
-}
 
 // Elements produced per fill() call when streaming a tensor.
 constexpr int64_t kFillChunk = int64_t{1} << 20;
