@@ -36,6 +36,8 @@ bool is_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+}  // namespace
+
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::ostringstream out;
   out << "[";
@@ -43,8 +45,6 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   out << "]";
   return out.str();
 }
-
-}  // namespace
 
 StDtype parse_st_dtype(const std::string& name) {
   if (name == "F32") return StDtype::kF32;

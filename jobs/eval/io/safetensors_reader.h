@@ -32,6 +32,8 @@ StDtype parse_st_dtype(const std::string& name);
 const char* st_dtype_name(StDtype dtype);
 /// Bytes per element; 0 for kOther.
 size_t st_dtype_size(StDtype dtype);
+/// A shape (or any list of integers) as messages and diffs print it: "[2, 3]".
+std::string shape_string(const std::vector<int64_t>& shape);
 
 /// A memory-mapped file; unmapped when the last owner goes away.
 class MappedFile {

@@ -14,14 +14,6 @@
 namespace ferry::eval {
 namespace {
 
-std::string join(const std::vector<int64_t>& v) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
-  out << "]";
-  return out.str();
-}
-
 std::string num(double x) {
   std::ostringstream out;
   out << std::setprecision(6) << x;
@@ -71,8 +63,8 @@ Result<DrafterDiff> diff_drafters(const std::string& candidate_folder, const std
   auto field = [&](const std::string& name, const std::string& a, const std::string& b) {
     diff.fields.push_back({name, a, b, a != b});
   };
-  field("target_layer_ids", join(cc->target_layer_ids) + (cc->target_layer_ids_derived ? " (derived)" : ""),
-        join(rc->target_layer_ids) + (rc->target_layer_ids_derived ? " (derived)" : ""));
+  field("target_layer_ids", shape_string(cc->target_layer_ids) + (cc->target_layer_ids_derived ? " (derived)" : ""),
+        shape_string(rc->target_layer_ids) + (rc->target_layer_ids_derived ? " (derived)" : ""));
   field("block_size", std::to_string(cc->block_size), std::to_string(rc->block_size));
   field("mask_token_id", std::to_string(cc->mask_token_id), std::to_string(rc->mask_token_id));
   field("num_hidden_layers", std::to_string(cc->model.num_hidden_layers), std::to_string(rc->model.num_hidden_layers));
@@ -109,7 +101,7 @@ Result<DrafterDiff> diff_drafters(const std::string& candidate_folder, const std
       auto info = ckpt->info(name);
       if (!info.ok()) return info.status();
       t.issue = in_c ? "only in candidate" : "only in reference";
-      (in_c ? t.candidate : t.reference) = info->dtype_name + " " + join(info->shape);
+      (in_c ? t.candidate : t.reference) = info->dtype_name + " " + shape_string(info->shape);
       diff.tensors.push_back(t);
       continue;
     }
@@ -117,8 +109,8 @@ Result<DrafterDiff> diff_drafters(const std::string& candidate_folder, const std
     if (!c.ok()) return c.status();
     auto r = ra.value()->read(name);
     if (!r.ok()) return r.status();
-    t.candidate = c->info.dtype_name + " " + join(c->info.shape);
-    t.reference = r->info.dtype_name + " " + join(r->info.shape);
+    t.candidate = c->info.dtype_name + " " + shape_string(c->info.shape);
+    t.reference = r->info.dtype_name + " " + shape_string(r->info.shape);
     if (c->info.shape != r->info.shape) {
       t.issue = "shape";
       diff.tensors.push_back(t);
