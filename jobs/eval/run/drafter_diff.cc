@@ -10,6 +10,7 @@
 
 #include "jobs/eval/io/model_config.h"
 #include "jobs/eval/io/safetensors_reader.h"
+#include "jobs/eval/run/report_fields.h"
 
 namespace ferry::eval {
 namespace {
@@ -147,27 +148,7 @@ Result<DrafterDiff> diff_drafters(const std::string& candidate_folder, const std
   return diff;
 }
 
-nlohmann::json DrafterDiff::to_json() const {
-  nlohmann::json j;
-  j["fields"] = nlohmann::json::array();
-  for (const Field& f : fields) {
-    j["fields"].push_back(
-        {{"name", f.name}, {"candidate", f.candidate}, {"reference", f.reference}, {"differs", f.differs}});
-  }
-  j["tensors"] = nlohmann::json::array();
-  for (const Tensor& t : tensors) {
-    nlohmann::json e = {{"name", t.name}, {"issue", t.issue}, {"candidate", t.candidate}, {"reference", t.reference}};
-    if (t.relative_distance >= 0) {
-      e["candidate_norm"] = t.candidate_norm;
-      e["reference_norm"] = t.reference_norm;
-      e["relative_distance"] = t.relative_distance;
-    }
-    j["tensors"].push_back(e);
-  }
-  j["tensors_compared"] = tensors_compared;
-  j["tensors_identical"] = tensors_identical;
-  return j;
-}
+nlohmann::json DrafterDiff::to_json() const { return fields_json(*this, drafter_diff_fields); }
 
 std::string DrafterDiff::to_text() const {
   std::ostringstream out;

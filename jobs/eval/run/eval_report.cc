@@ -3,6 +3,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "jobs/eval/run/report_fields.h"
+
 namespace ferry::eval {
 namespace {
 
@@ -10,21 +12,6 @@ std::string fixed(double x, int digits) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(digits) << x;
   return out.str();
-}
-
-nlohmann::json load_json(const LoadReport& l) {
-  return {{"what", l.what},
-          {"location", l.location},
-          {"sharded", l.sharded},
-          {"files_opened", l.files_opened},
-          {"tensors_loaded", l.tensors_loaded},
-          {"tensors_zero_copy", l.tensors_zero_copy},
-          {"tensors_repacked", l.tensors_repacked},
-          {"bytes_mapped", l.bytes_mapped},
-          {"bytes_copied", l.bytes_copied},
-          {"source_dtypes", l.source_dtypes},
-          {"unused", l.unused},
-          {"skipped_unread", l.skipped_total()}};
 }
 
 void run_text(std::ostringstream& out, const DecodeRun& r) {
@@ -96,87 +83,11 @@ ShardOf ShardOf::slice(int index, int count, int64_t total) {
   return s;
 }
 
-nlohmann::json DecodeRun::to_json() const {
-  return {{"label", label},
-          {"path", path},
-          {"block_size", block_size},
-          {"responses", responses},
-          {"tau", tau},
-          {"response_taus", response_taus},
-          {"acceptance_histogram", acceptance_histogram},
-          {"acceptance_rate", acceptance_rate},
-          {"accepted_at", accepted_at},
-          {"steps", steps},
-          {"target_forwards", target_forwards},
-          {"draft_forwards", draft_forwards},
-          {"generated_tokens", generated_tokens},
-          {"prefill_seconds", prefill_seconds},
-          {"decode_seconds", decode_seconds},
-          {"target_seconds", target_seconds},
-          {"draft_seconds", draft_seconds},
-          {"overhead_seconds", overhead_seconds},
-          {"tokens_per_second", tokens_per_second},
-          {"mean_tpot", mean_tpot},
-          {"tpot_sum", tpot_sum},
-          {"tpot_count", tpot_count},
-          {"responses_differing_from_baseline", responses_differing_from_baseline}};
-}
+nlohmann::json DecodeRun::to_json() const { return fields_json(*this, decode_run_fields); }
 
 nlohmann::json EvalReport::to_json() const {
-  nlohmann::json j;
-  j["target"] = target;
-  j["target_architecture"] = target_architecture;
-  j["drafter"] = drafter;
-  j["reference"] = reference;
-  j["prompts"] = prompts;
-  j["prompt_count"] = prompt_count;
-  if (shard.count > 1) {
-    j["shard"] = {{"index", shard.index},
-                  {"count", shard.count},
-                  {"first_prompt", shard.first_prompt},
-                  {"prompt_total", shard.prompt_total}};
-  }
-  if (!shards.empty()) {
-    j["shards"] = nlohmann::json::array();
-    for (const auto& r : shards) {
-      j["shards"].push_back({{"stage", r.stage},
-                             {"first_prompt", r.first_prompt},
-                             {"prompts", r.prompts},
-                             {"wall_seconds", r.wall_seconds},
-                             {"threads", r.threads},
-                             {"cores", r.cores}});
-    }
-  }
-  j["prompt_format"] = prompt_format;
-  j["tokenizer"] = tokenizer;
-  j["max_new_tokens"] = max_new_tokens;
-  j["block_size"] = block_size;
-  j["device"] = device;
-  j["dtype"] = dtype;
-  j["dtype_source"] = dtype_source;
-  j["threads"] = threads;
-  j["runtime"] = {{"cores", cores},
-                  {"blas", blas},
-                  {"blas_library", blas_library},
-                  {"blas_threading", blas_threading},
-                  {"blas_reference", blas_reference},
-                  {"isa", isa}};
-  j["loads"] = nlohmann::json::array();
-  for (const auto& l : loads) j["loads"].push_back(load_json(l));
-  j["candidate"] = candidate.to_json();
-  if (reference_run) j["reference_run"] = reference_run->to_json();
-  if (baseline) j["baseline"] = baseline->to_json();
-  j["speedup"] = speedup;
-  if (reference_run) j["reference_speedup"] = reference_speedup;
-  if (ratio_to_reference) j["ratio_to_reference"] = *ratio_to_reference;
-  if (diff) j["diff"] = diff->to_json();
-  j["warnings"] = warnings;
-  j["wall_seconds"] = wall_seconds;
-  j["gate_passed"] = gate_passed;
-  j["gate_message"] = gate_message;
+  nlohmann::json j = fields_json(*this, eval_report_fields);
   j["metrics"] = metrics();
-  j["responses"] = nlohmann::json::array();
-  for (const auto& r : responses) j["responses"].push_back(r.to_json());
   return j;
 }
 

@@ -2,8 +2,9 @@
 // (a report from a host, a spec through the plugin's C boundary). The first field of
 // a wrong type, or an array past kMaxJsonItems, is remembered with its path
 // ("candidate.response_taus[3] is a string, not a number") and later reads do
-// nothing; absent and null fields leave their places as they were. Header-only;
-// any thread.
+// nothing; absent and null fields leave their places as they were. Through
+// operator() and the object overloads it reads a field list (report_fields.h), whose
+// writing side is JsonFieldWriter. Header-only; any thread.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,8 @@ inline constexpr size_t kMaxJsonItems = size_t{1} << 22;
 
 class JsonFields {
  public:
+  static constexpr bool kReads = true;
+
   JsonFields(const nlohmann::json& j, std::string path, std::string* error)
       : j_(j),
         path_(std::move(path)),
@@ -83,6 +86,35 @@ class JsonFields {
     });
   }
   bool failed() const { return !error_->empty(); }
+
+  // A field list's reads (json_field_writer.h), by the type of the place.
+  void operator()(const char* key, std::string& out) { str(key, &out); }
+  void operator()(const char* key, double& out) { num(key, &out); }
+  void operator()(const char* key, bool& out) { boolean(key, &out); }
+  void operator()(const char* key, std::optional<double>& out) { optional_num(key, &out); }
+  void operator()(const char* key, std::optional<bool>& out) { optional_boolean(key, &out); }
+  template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  void operator()(const char* key, Int& out) {
+    integer(key, &out);
+  }
+  template <typename Item>
+  void operator()(const char* key, std::vector<Item>& out) {
+    list(key, &out);
+  }
+  /// `fields(reader, *out)` for the object under `key`, when present.
+  template <typename T, typename Fields>
+  void object(const char* key, T& out, Fields fields) {
+    object(key, [&](JsonFields& r) { fields(r, out); });
+  }
+  template <typename T, typename Fields>
+  void object(const char* key, std::optional<T>& out, Fields fields) {
+    object(key, [&](JsonFields& r) { fields(r, out.emplace()); });
+  }
+  /// `fields(reader, item)` for a new item of `out` per object of the array under `key`.
+  template <typename T, typename Fields>
+  void objects(const char* key, std::vector<T>& out, Fields fields) {
+    objects(key, [&](JsonFields& r) { fields(r, out.emplace_back()); });
+  }
 
  private:
   std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }

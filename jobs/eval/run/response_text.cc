@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "jobs/eval/run/report_fields.h"
 #include "jobs/tokenizer/tokenizer.h"
 #include "jobs/tokenizer/utf8.h"
 
@@ -54,8 +55,8 @@ ResponseText make_response_text(int line, const std::vector<int64_t>& ids,
   return r;
 }
 
-nlohmann::json ResponseText::to_json() const {
-  nlohmann::json spans = nlohmann::json::array();  // [first token, token count] of each accepted-draft run
+std::vector<std::pair<size_t, size_t>> drafted_spans(const std::vector<bool>& drafted) {
+  std::vector<std::pair<size_t, size_t>> spans;
   for (size_t i = 0; i < drafted.size();) {
     if (!drafted[i]) {
       ++i;
@@ -63,19 +64,13 @@ nlohmann::json ResponseText::to_json() const {
     }
     size_t j = i;
     while (j < drafted.size() && drafted[j]) ++j;
-    spans.push_back({i, j - i});
+    spans.emplace_back(i, j - i);
     i = j;
   }
-  return {{"line", line},
-          {"prompt_ids", prompt_ids},
-          {"ids", ids},
-          {"text", text},
-          {"marked_text", marked_text},  // the report page marks the spans from it
-          {"drafted_spans", spans},
-          {"tau", tau},
-          {"acceptance_lengths", acceptance_lengths},
-          {"matches_baseline", matches_baseline < 0 ? nlohmann::json() : nlohmann::json(matches_baseline == 1)}};
+  return spans;
 }
+
+nlohmann::json ResponseText::to_json() const { return fields_json(*this, response_text_fields); }
 
 std::string render_responses(const std::vector<ResponseText>& responses, int count) {
   std::ostringstream out;

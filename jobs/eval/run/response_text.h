@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +39,9 @@ inline constexpr const char* kDraftClose = "\u27e7";  // ⟧
 /// prefill's token, then per step (acceptance length a) a - 1 accepted drafts followed by
 /// the target's token; the response may be cut short of the last step.
 std::vector<bool> drafted_tokens(const std::vector<int64_t>& acceptance_lengths, size_t token_count);
+
+/// [first token, token count] of each run of accepted drafts (the JSON's drafted_spans).
+std::vector<std::pair<size_t, size_t>> drafted_spans(const std::vector<bool>& drafted);
 
 /// Decodes through `tokenizer`, or as bytes when it is null (ids >= 256 as "<N>").
 ResponseText make_response_text(int line, const std::vector<int64_t>& ids,
