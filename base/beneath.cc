@@ -53,15 +53,25 @@ bool is_symlink_at(int dir, const std::string& name) {
   return ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 }
 
-// The fallback: each folder opened with O_NOFOLLOW relative to the one before it.
-Result<UniqueFd> walk_beneath(const std::string& root, const std::string& rel, int flags, int mode) {
+// The folders parts[0, n) beneath `root`, each opened with O_NOFOLLOW relative to
+// the one before (and with `create` made first when missing); the last with `flags`.
+Result<UniqueFd> walk_dirs(const std::string& root, const std::string& rel, const std::vector<std::string>& parts,
+                           size_t n, int flags, bool create) {
   auto cur = open_root(root);
   if (!cur.ok()) return cur.status();
-  const auto parts = components(rel);
   std::string so_far;
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     so_far += (so_far.empty() ? "" : "/") + parts[i];
-    int fd = ::openat(cur->get(), parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const char* name = parts[i].c_str();
+    const int how = (i + 1 == n ? flags : O_PATH) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = ::openat(cur->get(), name, how);
+    if (fd < 0 && errno == ENOENT && create) {
+      // EEXIST: another copy made it meanwhile; the open below checks what it is.
+      if (::mkdirat(cur->get(), name, 0755) != 0 && errno != EEXIST) {
+        return errno_status("mkdir " + root + "/" + so_far, errno);
+      }
+      fd = ::openat(cur->get(), name, how);
+    }
     if (fd < 0) {
       int err = errno;
       if (is_symlink_at(cur->get(), parts[i])) return through_symlink(root, rel, so_far);
@@ -69,6 +79,19 @@ Result<UniqueFd> walk_beneath(const std::string& root, const std::string& rel, i
     }
     cur->reset(fd);
   }
+  if (n == 0 && flags != O_PATH) {
+    UniqueFd fd(::openat(cur->get(), ".", flags | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.ok()) return errno_status("open folder " + root, errno);
+    return fd;
+  }
+  return cur;
+}
+
+// The fallback: each folder opened with O_NOFOLLOW relative to the one before it.
+Result<UniqueFd> walk_beneath(const std::string& root, const std::string& rel, int flags, int mode) {
+  const auto parts = components(rel);
+  auto cur = walk_dirs(root, rel, parts, parts.empty() ? 0 : parts.size() - 1, O_PATH, /*create=*/false);
+  if (!cur.ok()) return cur.status();
   const std::string last = parts.empty() ? "." : parts.back();
   UniqueFd fd(::openat(cur->get(), last.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.ok()) {
@@ -105,6 +128,13 @@ Result<UniqueFd> open_beneath(const std::string& root, const std::string& rel, i
     return errno_status("open " + root + "/" + rel, errno);
   }
   return walk_beneath(root, rel, flags, mode);
+}
+
+Result<UniqueFd> open_dir_beneath(const std::string& root, const std::string& rel, bool create, bool parent) {
+  FERRY_RETURN_IF_ERROR(check_rel(rel));
+  const auto parts = components(rel);
+  const size_t n = parent && !parts.empty() ? parts.size() - 1 : parts.size();
+  return walk_dirs(root, rel, parts, n, O_RDONLY, create);
 }
 
 Result<UniqueFd> open_data_path(const std::string& workdir, const std::string& path, int flags, int mode) {

@@ -25,13 +25,21 @@ namespace ferry {
 Result<UniqueFd> open_beneath(const std::string& root, const std::string& rel, int flags, int mode = 0,
                               bool openat2 = true);
 
+/// Opens the folder `rel` (relative, no ".." component; "" is `root`) beneath
+/// `root` for reading (O_RDONLY | O_DIRECTORY): a folder to act in with *at()
+/// calls, so what is written is what was checked. Each component is opened with
+/// O_NOFOLLOW relative to the one before; with `create` a missing one is made
+/// first (mkdirat). A symlink on the way is refused as open_beneath refuses it.
+/// With `parent`, the folder that holds `rel` (errors still name `rel`).
+Result<UniqueFd> open_dir_beneath(const std::string& root, const std::string& rel, bool create, bool parent = false);
+
 /// A host data path opened: relative ones beneath `workdir` (open_beneath),
 /// absolute ones as named.
 Result<UniqueFd> open_data_path(const std::string& workdir, const std::string& path, int flags, int mode = 0);
 
 /// Refuses (as open_beneath does) a relative `rel` whose existing components
-/// beneath `root` include a symlink; the components not there yet are fine (a
-/// copy creates them). For the writers that still act by path name.
+/// beneath `root` include a symlink; the components not there yet are fine. For
+/// the readers that still act by path name (a listing's name, fs.stat, fs.scan).
 Status check_no_symlink_beneath(const std::string& root, const std::string& rel);
 
 }  // namespace ferry

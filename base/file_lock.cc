@@ -11,8 +11,8 @@
 namespace ferry {
 namespace {
 
-Result<int> open_lock_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+Result<int> open_lock_file(int dir, const std::string& name, const std::string& path) {
+  int fd = ::openat(dir, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return errno_status("open lock " + path, errno);
   return fd;
 }
@@ -34,8 +34,10 @@ FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<FileLock> FileLock::take(const std::string& path) {
-  auto fd = open_lock_file(path);
+Result<FileLock> FileLock::take(const std::string& path) { return take_at(AT_FDCWD, path, path); }
+
+Result<FileLock> FileLock::take_at(int dir, const std::string& name, const std::string& path) {
+  auto fd = open_lock_file(dir, name, path);
   if (!fd.ok()) return fd.status();
   while (::flock(*fd, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
@@ -47,7 +49,7 @@ Result<FileLock> FileLock::take(const std::string& path) {
 }
 
 Result<FileLock> FileLock::try_take(const std::string& path, int patience_ms) {
-  auto fd = open_lock_file(path);
+  auto fd = open_lock_file(AT_FDCWD, path, path);
   if (!fd.ok()) return fd.status();
   auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(patience_ms);
   while (::flock(*fd, LOCK_EX | LOCK_NB) != 0) {

@@ -24,6 +24,8 @@ class FileLock {
 
   /// Creates `path` (0600) if needed and waits for the lock.
   static Result<FileLock> take(const std::string& path);
+  /// The same of `name` in the folder open at `dir`; errors name `shown`.
+  static Result<FileLock> take_at(int dir, const std::string& name, const std::string& shown);
   /// The same without waiting longer than `patience_ms`: kFailedPrecondition while
   /// another holder keeps it.
   static Result<FileLock> try_take(const std::string& path, int patience_ms = 0);

@@ -31,7 +31,11 @@ bool write_all(int fd, const std::string& data) {
 }  // namespace
 
 Result<std::string> read_file(const std::string& path, size_t max_bytes) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  return read_file_at(AT_FDCWD, path, path, max_bytes);
+}
+
+Result<std::string> read_file_at(int dir, const std::string& name, const std::string& path, size_t max_bytes) {
+  UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.ok()) return errno_status("open " + path, errno);
   std::string out;
   char buf[65536];
@@ -51,36 +55,47 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
 }
 
 Status write_file_atomic(const std::string& path, const std::string& data, int mode, bool durable) {
+  const std::string folder = dirname_of(path);
+  UniqueFd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.ok()) return errno_status("open folder " + folder, errno);
+  return write_file_atomic_at(dir.get(), basename_of(path), path, data, mode, durable);
+}
+
+Status write_file_atomic_at(int dir, const std::string& name, const std::string& path, const std::string& data,
+                            int mode, bool durable) {
   // A fresh name nobody could have planted a symlink at (shared, group-writable
   // folders): random, created exclusively, never followed.
   static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
   char suffix[24];
   std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + suffix;
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  const std::string ext = ".tmp." + std::to_string(::getpid()) + "." + suffix;
+  const std::string tmp_name = name + ext, tmp = path + ext;
+  UniqueFd fd(::openat(dir, tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.ok()) return errno_status("create " + tmp, errno);
   auto give_up = [&](const std::string& what) {
     int err = errno;
     fd.reset();
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir, tmp_name.c_str(), 0);
     return errno_status(what + " " + tmp, err);
   };
   if (!write_all(fd.get(), data)) return give_up("write");
   if (durable && ::fsync(fd.get()) != 0) return give_up("fsync");
   fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::renameat(dir, tmp_name.c_str(), dir, name.c_str()) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir, tmp_name.c_str(), 0);
     return errno_status("rename " + tmp, err);
   }
-  if (!durable) return Status();
-  UniqueFd dir(::open(dirname_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.ok()) ::fsync(dir.get());
+  if (durable) ::fsync(dir);
   return Status();
 }
 
 Status append_file(const std::string& path, const std::string& data, int mode) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, mode));
+  return append_file_at(AT_FDCWD, path, path, data, mode);
+}
+
+Status append_file_at(int dir, const std::string& name, const std::string& path, const std::string& data, int mode) {
+  UniqueFd fd(::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.ok()) return errno_status("open " + path, errno);
   if (!write_all(fd.get(), data)) return errno_status("write " + path, errno);
   return Status();
@@ -111,6 +126,11 @@ std::string dirname_of(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
+}
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 std::string join_path(const std::string& a, const std::string& b) {

@@ -13,17 +13,27 @@ namespace ferry {
 /// The whole file; past `max_bytes` an invalid_argument naming the path and the cap
 /// (files from elsewhere: a model's tokenizer or config must not fill memory).
 Result<std::string> read_file(const std::string& path, size_t max_bytes = SIZE_MAX);
+/// The same of `name` in the folder open at `dir` (AT_FDCWD: as named); errors name `shown`.
+Result<std::string> read_file_at(int dir, const std::string& name, const std::string& shown,
+                                 size_t max_bytes = SIZE_MAX);
 /// Writes `data` to `path` atomically: a fresh, exclusively created temp file
 /// beside it (mode `mode`, symlinks never followed), fsync, rename, fsync dir.
 /// `durable` false skips both fsyncs: for bookkeeping whose loss in a crash only
 /// costs a redo (a copy's resume hint, its lease), where two fsyncs per file
 /// would be most of the time a folder of many small files takes.
 Status write_file_atomic(const std::string& path, const std::string& data, int mode = 0644, bool durable = true);
+/// The same of `name` (no '/') in the folder open at `dir`, which the fsync flushes.
+Status write_file_atomic_at(int dir, const std::string& name, const std::string& shown, const std::string& data,
+                            int mode = 0644, bool durable = true);
 /// Appends `data` to `path`, creating it (mode `mode`) if needed.
 Status append_file(const std::string& path, const std::string& data, int mode = 0644);
+Status append_file_at(int dir, const std::string& name, const std::string& shown, const std::string& data,
+                      int mode = 0644);
 Status make_dirs(const std::string& path);
 bool path_exists(const std::string& path);
 std::string dirname_of(const std::string& path);
+/// What follows the last '/' ("" for "a/").
+std::string basename_of(const std::string& path);
 /// Joins with '/', leaving `b` alone when it is absolute.
 std::string join_path(const std::string& a, const std::string& b);
 /// Whether `path` has a ".." component (it could climb out of where it was named).
