@@ -385,18 +385,34 @@ Result<nlohmann::json> AgentServer::log_read(const nlohmann::json& args, std::st
   return reply;
 }
 
-Result<std::string> AgentServer::data_path(const nlohmann::json& args, const char* key) const {
+namespace {
+
+// A path argument as sent: present, a string, not empty.
+Result<std::string> path_arg(const nlohmann::json& args, const char* key) {
   auto p = arg<std::string>(args, key);
+  if (p.ok() && p->empty()) return invalid_argument(std::string("empty '") + key + "'");
+  return p;
+}
+
+}  // namespace
+
+Result<std::string> AgentServer::data_path(const nlohmann::json& args, const char* key) const {
+  auto p = path_arg(args, key);
   if (!p.ok()) return p.status();
-  if (p->empty()) return invalid_argument(std::string("empty '") + key + "'");
   return resolve_data_path(workdir_, *p);
 }
 
 Result<UniqueFd> AgentServer::open_data(const nlohmann::json& args, const char* key, int flags) const {
-  auto p = arg<std::string>(args, key);
+  auto p = path_arg(args, key);
   if (!p.ok()) return p.status();
-  if (p->empty()) return invalid_argument(std::string("empty '") + key + "'");
   return open_data_path(workdir_, *p, flags);
+}
+
+Result<DestFolder> AgentServer::dest_folder(const nlohmann::json& args, const char* key, bool create,
+                                            std::string* name) const {
+  auto p = path_arg(args, key);
+  if (!p.ok()) return p.status();
+  return name ? open_dest_parent(workdir_, *p, create, name) : open_dest_folder(workdir_, *p, create);
 }
 
 Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const protocol::Frame& req, std::string* body) {
@@ -449,60 +465,58 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
     auto path = data_path(a, "path");
     if (!path.ok()) return path.status();
     FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
+    auto dir = dest_folder(a, "path", /*create=*/true);
+    if (!dir.ok()) return dir.status();
     // The copy's files, when sent, ride in the body and are recorded as ferry's
     // before any is written (transfer/copied_files.h).
     std::vector<std::string> incoming = decode_keep_list(req.body);
-    FERRY_RETURN_IF_ERROR(receive_prepare_dir(*path, a.value("record", false) ? &incoming : nullptr));
+    FERRY_RETURN_IF_ERROR(receive_prepare_dir(*dir, a.value("record", false) ? &incoming : nullptr));
     return nlohmann::json::object();
   }
   if (op == "recv.finish_dir") {
     auto path = data_path(a, "path");
     if (!path.ok()) return path.status();
-    if (!a.value("prune", false)) {
-      FERRY_RETURN_IF_ERROR(receive_finish_dir(*path, a.value("manifest_hash", std::string())));
-      return nlohmann::json::object();
-    }
-    FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
-    // A relative folder is pruned through the folder opened beneath the workdir,
-    // never through a symlink swapped in since (review F26); an absolute one the
-    // prune opens itself, refusing a symlink at its end.
-    UniqueFd dir;
-    if (a["path"].get<std::string>()[0] != '/') {
-      auto opened = open_data(a, "path", O_RDONLY | O_DIRECTORY);
-      if (!opened.ok()) return opened.status();
-      dir = std::move(opened).value();
-    }
+    const bool prune = a.value("prune", false);
+    if (prune) FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
+    // The marker is written, and the prune acts, in the folder opened here: never
+    // through a symlink swapped in since (review F26).
+    auto dir = dest_folder(a, "path", /*create=*/false);
+    if (!dir.ok()) return dir.status();
     // The copy's files ride in the body: a folder of 100,000 files is no header.
     std::vector<std::string> keep = decode_keep_list(req.body);
     PruneReport pruned;
-    FERRY_RETURN_IF_ERROR(
-        receive_finish_dir(*path, a.value("manifest_hash", std::string()), &keep, &pruned, dir.get()));
-    return prune_report_json(pruned);
+    FERRY_RETURN_IF_ERROR(receive_finish_dir(*dir, a.value("manifest_hash", std::string()), prune ? &keep : nullptr,
+                                             prune ? &pruned : nullptr));
+    return prune ? prune_report_json(pruned) : nlohmann::json::object();
   }
-  auto dest = data_path(a, "dest");
-  if (!dest.ok()) return dest.status();
+  // Each op opens the file's folder anew, refusing a symlink swapped in since the
+  // last one, and acts in that folder only.
+  std::string name;
+  auto dir = dest_folder(a, "dest", /*create=*/op == "recv.begin", &name);
+  if (!dir.ok()) return dir.status();
+  const std::string dest = dir->shown(name);
   int64_t chunk_size = a.value("chunk_size", int64_t{0});
   if (op == "recv.begin") {
-    auto st = receive_begin(*dest, a.value("size", int64_t{-1}), chunk_size, a.value("mode", 0644),
+    auto st = receive_begin(*dir, name, a.value("size", int64_t{-1}), chunk_size, a.value("mode", 0644),
                             a.value("file_hash", std::string()), a.value("owner", std::string()));
     if (!st.ok()) return st.status();
     nlohmann::json have = nlohmann::json::object();
     for (auto& [i, h] : st->have) have[std::to_string(i)] = h;
-    return in_body(nlohmann::json{{"complete", st->complete}, {"have", have}}, "have",
-                   "the chunks held of " + *dest, body);
+    return in_body(nlohmann::json{{"complete", st->complete}, {"have", have}}, "have", "the chunks held of " + dest,
+                   body);
   }
   if (op == "recv.write") {
-    FERRY_RETURN_IF_ERROR(receive_write(*dest, a.value("index", int64_t{-1}), chunk_size,
+    FERRY_RETURN_IF_ERROR(receive_write(*dir, name, a.value("index", int64_t{-1}), chunk_size,
                                         a.value("hash", std::string()), req.body, a.value("owner", std::string())));
     return nlohmann::json::object();
   }
   if (op == "recv.commit") {
     std::vector<int64_t> bad;
-    Status s = receive_commit(*dest, chunk_size, a.value("chunks", std::vector<std::string>{}), &bad,
+    Status s = receive_commit(*dir, name, chunk_size, a.value("chunks", std::vector<std::string>{}), &bad,
                               a.value("owner", std::string()));
     if (!s.ok() && !bad.empty()) {
       return in_body(nlohmann::json{{"committed", false}, {"bad", bad}, {"error", s.message()}}, "bad",
-                     "the bad chunks of " + *dest, body);
+                     "the bad chunks of " + dest, body);
     }
     if (!s.ok()) return s;
     return nlohmann::json{{"committed", true}};

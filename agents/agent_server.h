@@ -50,6 +50,7 @@
 #include "base/unique_fd.h"
 #include "base/version.h"
 #include "protocol/frame.h"
+#include "transfer/dest_folder.h"
 
 namespace ferry {
 
@@ -96,6 +97,11 @@ class AgentServer {
   Result<std::string> data_path(const nlohmann::json& args, const char* key) const;
   /// The same path opened: a relative one beneath the workdir, following no symlink.
   Result<UniqueFd> open_data(const nlohmann::json& args, const char* key, int flags) const;
+  /// The folder a copy writes in, held open so that every write lands in what was
+  /// checked (transfer/dest_folder.h): the path's folder itself, or with `name` the
+  /// folder that holds the file it names (*name set to the file's name there).
+  Result<DestFolder> dest_folder(const nlohmann::json& args, const char* key, bool create,
+                                 std::string* name = nullptr) const;
   /// Checks the attempt's token against the journal; returns its paths.
   Result<JobPaths> attempt_with_token(const nlohmann::json& args);
   std::string resolve(const std::string& path) const;

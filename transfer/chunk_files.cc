@@ -20,15 +20,28 @@
 #include "base/file_util.h"
 #include "base/unique_fd.h"
 #include "protocol/body_buffers.h"
+#include "transfer/dest_folder.h"
 
 namespace ferry {
 namespace {
 
-std::string part_path(const std::string& dest) { return dest + ".ferry-part"; }
-std::string journal_path(const std::string& dest) { return dest + ".ferry-journal"; }
-std::string spec_path(const std::string& dest) { return dest + ".ferry-spec"; }
-std::string owner_path(const std::string& dest) { return dest + ".ferry-owner"; }
-std::string lock_path(const std::string& dest) { return dest + ".ferry-lock"; }
+// One destination file: the folder that holds it, held open, and its name there.
+// ferry's files beside it (DEST.ferry-part, ...) are names in the same folder, so
+// every call on them is an *at() call on that folder (review F26).
+struct Dest {
+  const DestFolder& dir;
+  const std::string& name;
+
+  int fd() const { return dir.fd.get(); }
+  std::string file(const char* ext) const { return name + ext; }
+  std::string shown(const char* ext = "") const { return dir.shown(name + ext); }
+};
+
+constexpr char kPart[] = ".ferry-part";
+constexpr char kJournal[] = ".ferry-journal";
+constexpr char kSpec[] = ".ferry-spec";
+constexpr char kOwner[] = ".ferry-owner";
+constexpr char kLock[] = ".ferry-lock";
 
 struct LeaseHolder {
   std::string job, token;
@@ -45,48 +58,51 @@ LeaseHolder parse_owner(const std::string& text) {
 // The destination's lock. Its file is removed when a lease ends, so a holder
 // checks that the name still leads to the file it locked (else it locked a
 // removed one, and takes the new one).
-Result<FileLock> lock_dest(const std::string& dest) {
+Result<FileLock> lock_dest(const Dest& d) {
   for (;;) {
-    auto lock = FileLock::take(lock_path(dest));
+    auto lock = FileLock::take_at(d.fd(), d.file(kLock), d.shown(kLock));
     if (!lock.ok()) return lock.status();
     struct stat held, named;
-    if (::fstat(lock->fd(), &held) != 0) return errno_status("stat " + lock_path(dest), errno);
-    if (::stat(lock_path(dest).c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) {
+    if (::fstat(lock->fd(), &held) != 0) return errno_status("stat " + d.shown(kLock), errno);
+    if (::fstatat(d.fd(), d.file(kLock).c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == held.st_ino &&
+        named.st_dev == held.st_dev) {
       return lock;
     }
   }
 }
 
 // Ends a lease: the owner file, then the lock's file (while it is held).
-void release_dest(const std::string& dest) {
-  ::unlink(owner_path(dest).c_str());
-  ::unlink(lock_path(dest).c_str());
+void release_dest(const Dest& d) {
+  ::unlinkat(d.fd(), d.file(kOwner).c_str(), 0);
+  ::unlinkat(d.fd(), d.file(kLock).c_str(), 0);
 }
 
 // Takes or renews `owner`'s lease on dest (see receive_begin in the header).
-Status claim_dest(const std::string& dest, const std::string& owner, bool beginning) {
+Status claim_dest(const Dest& d, const std::string& owner, bool beginning) {
   if (owner.empty()) return Status();
-  auto lock = lock_dest(dest);
+  auto lock = lock_dest(d);
   if (!lock.ok()) return lock.status();
-  auto current = read_file(owner_path(dest));
+  auto current = read_file_at(d.fd(), d.file(kOwner), d.shown(kOwner));
   if (current.ok() && *current != owner) {
     struct stat st;
-    bool fresh = ::stat(owner_path(dest).c_str(), &st) == 0 &&
-                 now_ms() - (static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000) <
-                     kDestLeaseMs;
+    bool fresh =
+        ::fstatat(d.fd(), d.file(kOwner).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        now_ms() - (static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000) < kDestLeaseMs;
     LeaseHolder them = parse_owner(*current), me = parse_owner(owner);
     bool supersedes = them.job == me.job && me.attempt >= them.attempt;
     if (fresh && !supersedes) {
       if (beginning) {
-        return unavailable(dest + " is " + kDestBusy + " (" + them.job + ", attempt " +
+        return unavailable(d.shown() + " is " + kDestBusy + " (" + them.job + ", attempt " +
                            std::to_string(them.attempt) + "); this copy waits for it to finish");
       }
-      return failed_precondition(dest + " was taken over by another copy (" + them.job + ")");
+      return failed_precondition(d.shown() + " was taken over by another copy (" + them.job + ")");
     }
   }
   // Not flushed: a crash ends the copy that held the lease anyway.
-  if (!current.ok() || *current != owner) return write_file_atomic(owner_path(dest), owner, 0600, /*durable=*/false);
-  (void)::utimensat(AT_FDCWD, owner_path(dest).c_str(), nullptr, 0);  // renew
+  if (!current.ok() || *current != owner) {
+    return write_file_atomic_at(d.fd(), d.file(kOwner), d.shown(kOwner), owner, 0600, /*durable=*/false);
+  }
+  (void)::utimensat(d.fd(), d.file(kOwner).c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // renew
   return Status();
 }
 
@@ -385,64 +401,109 @@ std::string file_hash_of(const std::vector<std::string>& chunk_hashes) {
   return xxh128_hex(joined.data(), joined.size());
 }
 
-Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_t chunk_size, int mode,
-                                   const std::string& expected_file_hash, const std::string& owner) {
-  if (size < 0 || chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad size or chunk size");
-  FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(dest)));
-  FERRY_RETURN_IF_ERROR(claim_dest(dest, owner, /*beginning=*/true));
-  ReceiveState state;
+namespace {
+
+// DEST opened without following a symlink, when it is a plain file (checked on
+// what was opened, not on the name).
+UniqueFd open_plain_file(const Dest& d, struct stat* st) {
+  UniqueFd fd(::openat(d.fd(), d.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.ok() || ::fstat(fd.get(), st) != 0 || !S_ISREG(st->st_mode)) return UniqueFd();
+  return fd;
+}
+
+// Whether DEST holds exactly the chunks `chunk_hashes`.
+bool holds_chunks(int fd, const Dest& d, int64_t size, int64_t chunk_size,
+                  const std::vector<std::string>& chunk_hashes) {
+  if (chunk_count(size, chunk_size) != static_cast<int64_t>(chunk_hashes.size())) return false;
+  auto hashes = hash_chunks(fd, d.shown(), chunk_size, {});
+  if (!hashes.ok() || hashes->size() != chunk_hashes.size()) return false;
+  for (const auto& [i, h] : *hashes) {
+    if (h != chunk_hashes[static_cast<size_t>(i)]) return false;
+  }
+  return true;
+}
+
+// Whether DEST is already the file `file_hash` names, reusable as it is: only a
+// plain file of ours that others cannot write is (a symlink or another user's file
+// could change after the check, and the eval worker is run from here: review N7).
+bool already_there(const Dest& d, int64_t size, int64_t chunk_size, const std::string& file_hash) {
   struct stat st;
-  // Reused only if it is a plain file of ours that others cannot write: a symlink
-  // or another user's file (a shared folder) could change after the check, and the
-  // eval worker is run from here (review N7).
-  if (!expected_file_hash.empty() && ::lstat(dest.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-      st.st_uid == ::geteuid() && (st.st_mode & 022) == 0 && st.st_size == size) {
-    auto hashes = hash_chunks(dest, chunk_size, {});
-    if (hashes.ok()) {
-      std::vector<std::string> list;
-      for (auto& [i, h] : *hashes) list.push_back(h);
-      if (file_hash_of(list) == expected_file_hash) {
-        state.complete = true;
-        if (!owner.empty()) {
-          // Nothing to write or commit: the lease ends here.
-          auto lock = lock_dest(dest);
-          if (lock.ok()) release_dest(dest);
-        }
-        return state;
-      }
+  UniqueFd fd = open_plain_file(d, &st);
+  if (!fd.ok() || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0 || st.st_size != size) return false;
+  auto hashes = hash_chunks(fd.get(), d.shown(), chunk_size, {});
+  if (!hashes.ok()) return false;
+  std::vector<std::string> list;
+  for (auto& [i, h] : *hashes) list.push_back(h);
+  return file_hash_of(list) == file_hash;
+}
+
+// Whether DEST already holds exactly these chunks: a commit repeated because the
+// reply to the first one was lost with the link finds its work done.
+bool already_committed(const Dest& d, int64_t chunk_size, const std::vector<std::string>& chunk_hashes) {
+  struct stat st;
+  UniqueFd fd = open_plain_file(d, &st);
+  return fd.ok() && holds_chunks(fd.get(), d, st.st_size, chunk_size, chunk_hashes);
+}
+
+// A destination named by its path alone (the coordinator's keep_local, tests):
+// its folder opened as named, then the same *at() code.
+template <typename R, typename Act>
+R in_folder_of(const std::string& dest, bool create, Act act) {
+  std::string name;
+  auto dir = open_dest_parent("", dest, create, &name);
+  if (!dir.ok()) return dir.status();
+  return act(*dir, name);
+}
+
+}  // namespace
+
+Result<ReceiveState> receive_begin(const DestFolder& dir, const std::string& name, int64_t size, int64_t chunk_size,
+                                   int mode, const std::string& expected_file_hash, const std::string& owner) {
+  if (size < 0 || chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad size or chunk size");
+  const Dest d{dir, name};
+  FERRY_RETURN_IF_ERROR(claim_dest(d, owner, /*beginning=*/true));
+  ReceiveState state;
+  if (!expected_file_hash.empty() && already_there(d, size, chunk_size, expected_file_hash)) {
+    state.complete = true;
+    if (!owner.empty()) {
+      // Nothing to write or commit: the lease ends here.
+      auto lock = lock_dest(d);
+      if (lock.ok()) release_dest(d);
     }
+    return state;
   }
   nlohmann::json spec = {{"size", size}, {"chunk_size", chunk_size}};
-  auto old_spec = read_file(spec_path(dest));
+  auto old_spec = read_file_at(d.fd(), d.file(kSpec), d.shown(kSpec));
   // A part file to resume is a plain file of ours: a symlink planted at its name
   // (a shared, group-writable folder) is removed, never written through.
   struct stat part_st;
-  bool part_is_file = ::lstat(part_path(dest).c_str(), &part_st) == 0 && S_ISREG(part_st.st_mode);
+  bool part_is_file =
+      ::fstatat(d.fd(), d.file(kPart).c_str(), &part_st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(part_st.st_mode);
   bool resume = old_spec.ok() && nlohmann::json::parse(*old_spec, nullptr, false) == spec && part_is_file;
   if (!resume) {
-    ::unlink(part_path(dest).c_str());
-    ::unlink(journal_path(dest).c_str());
+    ::unlinkat(d.fd(), d.file(kPart).c_str(), 0);
+    ::unlinkat(d.fd(), d.file(kJournal).c_str(), 0);
     // Refuse early when the bytes cannot fit, rather than fail half way.
     struct statvfs vfs;
-    if (::statvfs(dirname_of(dest).c_str(), &vfs) == 0) {
+    if (::fstatvfs(d.fd(), &vfs) == 0) {
       int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
       if (free_bytes < size) {
-        return Status(StatusCode::kFailedPrecondition,
-                      "no space for " + dest + ": needs " + std::to_string(size) + " bytes, " +
-                          std::to_string(free_bytes) + " free");
+        return Status(StatusCode::kFailedPrecondition, "no space for " + d.shown() + ": needs " + std::to_string(size) +
+                                                           " bytes, " + std::to_string(free_bytes) + " free");
       }
     }
     // A hint, like the journal: one lost in a crash only means the part starts over.
-    FERRY_RETURN_IF_ERROR(write_file_atomic(spec_path(dest), spec.dump(), 0644, /*durable=*/false));
+    FERRY_RETURN_IF_ERROR(
+        write_file_atomic_at(d.fd(), d.file(kSpec), d.shown(kSpec), spec.dump(), 0644, /*durable=*/false));
   }
   // Never through a symlink someone planted at our part file's name.
-  UniqueFd fd(::open(part_path(dest).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? 0 : O_EXCL),
-                     (mode & 0777) | 0600));
-  if (!fd.ok()) return errno_status("create " + part_path(dest), errno);
-  if (::ftruncate(fd.get(), size) != 0) return errno_status("size " + part_path(dest), errno);
+  UniqueFd fd(::openat(d.fd(), d.file(kPart).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? 0 : O_EXCL),
+                       (mode & 0777) | 0600));
+  if (!fd.ok()) return errno_status("create " + d.shown(kPart), errno);
+  if (::ftruncate(fd.get(), size) != 0) return errno_status("size " + d.shown(kPart), errno);
   if (resume) {
     // Journal entries are hints: trust only chunks whose bytes still match.
-    auto journal = read_file(journal_path(dest));
+    auto journal = read_file_at(d.fd(), d.file(kJournal), d.shown(kJournal));
     std::map<int64_t, std::string> claimed;
     if (journal.ok()) {
       size_t pos = 0;
@@ -459,7 +520,7 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
     for (auto& [i, h] : claimed) {
       if (i >= 0 && i < chunk_count(size, chunk_size)) idx.push_back(i);
     }
-    auto actual = hash_range(fd.get(), part_path(dest), size, chunk_size, idx);
+    auto actual = hash_range(fd.get(), d.shown(kPart), size, chunk_size, idx);
     if (actual.ok()) {
       for (auto& [i, h] : *actual) {
         if (claimed[i] == h) state.have[i] = h;
@@ -468,39 +529,48 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
     std::string rewritten;
     for (auto& [i, h] : state.have) rewritten += std::to_string(i) + " " + h + "\n";
     fd.reset();
-    FERRY_RETURN_IF_ERROR(write_file_atomic(journal_path(dest), rewritten));
+    FERRY_RETURN_IF_ERROR(write_file_atomic_at(d.fd(), d.file(kJournal), d.shown(kJournal), rewritten));
   }
   return state;
 }
 
-Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size, const std::string& hash,
-                     const std::string& data, const std::string& owner) {
+Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_t chunk_size, int mode,
+                                   const std::string& expected_file_hash, const std::string& owner) {
+  return in_folder_of<Result<ReceiveState>>(dest, /*create=*/true, [&](const DestFolder& dir, const std::string& n) {
+    return receive_begin(dir, n, size, chunk_size, mode, expected_file_hash, owner);
+  });
+}
+
+Status receive_write(const DestFolder& dir, const std::string& name, int64_t index, int64_t chunk_size,
+                     const std::string& hash, const std::string& data, const std::string& owner) {
   if (index < 0 || chunk_size <= 0) return invalid_argument("bad chunk index");
-  FERRY_RETURN_IF_ERROR(claim_dest(dest, owner, /*beginning=*/false));
+  const Dest d{dir, name};
+  FERRY_RETURN_IF_ERROR(claim_dest(d, owner, /*beginning=*/false));
   // The chunk must be one of the file recv.begin announced (its spec): a sender's index
   // or length never grows the part file or overflows an offset (review F21).
-  auto spec_text = read_file(spec_path(dest));
+  auto spec_text = read_file_at(d.fd(), d.file(kSpec), d.shown(kSpec));
   if (!spec_text.ok()) {
-    return Status(spec_text.status().code(), "no copy of " + dest + " was begun: " + spec_text.status().message());
+    return Status(spec_text.status().code(), "no copy of " + d.shown() + " was begun: " + spec_text.status().message());
   }
   nlohmann::json spec = nlohmann::json::parse(*spec_text, nullptr, false);
   if (!spec.is_object() || !spec.contains("size") || !spec["size"].is_number_integer() ||
       spec["chunk_size"] != chunk_size) {
-    return invalid_argument("chunk size " + std::to_string(chunk_size) + " is not the one " + dest + " was begun with");
+    return invalid_argument("chunk size " + std::to_string(chunk_size) + " is not the one " + d.shown() +
+                            " was begun with");
   }
   const int64_t size = spec["size"].get<int64_t>();
   if (index >= chunk_count(size, chunk_size) ||
       static_cast<int64_t>(data.size()) != std::min(chunk_size, size - index * chunk_size)) {
     return invalid_argument("chunk " + std::to_string(index) + " (" + std::to_string(data.size()) +
-                            " bytes) is not a chunk of " + dest + " (" + std::to_string(size) + " bytes)");
+                            " bytes) is not a chunk of " + d.shown() + " (" + std::to_string(size) + " bytes)");
   }
   std::string actual = xxh128_hex(data.data(), data.size());
   if (actual != hash) {
-    return data_loss("chunk " + std::to_string(index) + " of " + dest + " arrived with hash " + actual +
+    return data_loss("chunk " + std::to_string(index) + " of " + d.shown() + " arrived with hash " + actual +
                      ", expected " + hash);
   }
-  std::string part = part_path(dest);
-  UniqueFd fd(::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+  const std::string part = d.shown(kPart);
+  UniqueFd fd(::openat(d.fd(), d.file(kPart).c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) return errno_status("open " + part + " (was the copy begun?)", errno);
   // A chunk of zeros (a sparse source's hole, padding) becomes a hole here too: it
   // reads back the same and costs no disk; where the file system cannot punch, it is written.
@@ -519,48 +589,39 @@ Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size,
   fd.reset();
   if (!s.ok()) return s;
   // One short O_APPEND write per chunk: concurrent writers never interleave inside a line.
-  return append_file(journal_path(dest), std::to_string(index) + " " + hash + "\n", 0600);
+  return append_file_at(d.fd(), d.file(kJournal), d.shown(kJournal), std::to_string(index) + " " + hash + "\n", 0600);
 }
 
-namespace {
-
-// Whether `dest` already holds exactly these chunks: a commit repeated because the
-// reply to the first one was lost with the link finds its work done.
-bool already_committed(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes) {
-  struct stat st;
-  if (::stat(dest.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  if (chunk_count(st.st_size, chunk_size) != static_cast<int64_t>(chunk_hashes.size())) return false;
-  auto hashes = hash_chunks(dest, chunk_size, {});
-  if (!hashes.ok() || hashes->size() != chunk_hashes.size()) return false;
-  for (const auto& [i, h] : *hashes) {
-    if (h != chunk_hashes[static_cast<size_t>(i)]) return false;
-  }
-  return true;
+Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size, const std::string& hash,
+                     const std::string& data, const std::string& owner) {
+  return in_folder_of<Status>(dest, /*create=*/false, [&](const DestFolder& dir, const std::string& n) {
+    return receive_write(dir, n, index, chunk_size, hash, data, owner);
+  });
 }
 
-}  // namespace
-
-Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
-                      std::vector<int64_t>* bad, const std::string& owner) {
+Status receive_commit(const DestFolder& dir, const std::string& name, int64_t chunk_size,
+                      const std::vector<std::string>& chunk_hashes, std::vector<int64_t>* bad,
+                      const std::string& owner) {
   if (chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad chunk size");
-  std::string part = part_path(dest);
+  const Dest d{dir, name};
+  const std::string part = d.shown(kPart);
   if (!owner.empty()) {
     // The whole commit under the destination's lock: no other copy's begin or
     // write lands between the verification and the rename.
-    auto lock = lock_dest(dest);
+    auto lock = lock_dest(d);
     if (!lock.ok()) return lock.status();
-    auto current = read_file(owner_path(dest));
+    auto current = read_file_at(d.fd(), d.file(kOwner), d.shown(kOwner));
     if (current.ok() && *current != owner) {
-      return failed_precondition(dest + " was taken over by another copy (" + parse_owner(*current).job + ")");
+      return failed_precondition(d.shown() + " was taken over by another copy (" + parse_owner(*current).job + ")");
     }
-    Status s = receive_commit(dest, chunk_size, chunk_hashes, bad, "");
-    if (s.ok()) release_dest(dest);  // the lease ends with the commit
+    Status s = receive_commit(dir, name, chunk_size, chunk_hashes, bad, "");
+    if (s.ok()) release_dest(d);  // the lease ends with the commit
     return s;
   }
-  UniqueFd fd(::open(part.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd fd(::openat(d.fd(), d.file(kPart).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) {
     int err = errno;
-    if (err == ENOENT && already_committed(dest, chunk_size, chunk_hashes)) return Status();
+    if (err == ENOENT && already_committed(d, chunk_size, chunk_hashes)) return Status();
     return errno_status("open " + part, err);
   }
   struct stat st;
@@ -582,8 +643,8 @@ Status receive_commit(const std::string& dest, int64_t chunk_size, const std::ve
     for (auto& [i, h] : *actual) {
       if (h == chunk_hashes[static_cast<size_t>(i)]) rewritten += std::to_string(i) + " " + h + "\n";
     }
-    Status w = write_file_atomic(journal_path(dest), rewritten);
-    return data_loss(std::to_string(bad->size()) + " chunk(s) of " + dest + " failed verification on disk" +
+    Status w = write_file_atomic_at(d.fd(), d.file(kJournal), d.shown(kJournal), rewritten);
+    return data_loss(std::to_string(bad->size()) + " chunk(s) of " + d.shown() + " failed verification on disk" +
                      (w.ok() ? "" : " (and its journal could not be rewritten: " + w.message() + ")"));
   }
   // Verified bytes are committed only once they are on disk: a write error the
@@ -591,30 +652,43 @@ Status receive_commit(const std::string& dest, int64_t chunk_size, const std::ve
   // surfaces at fsync, and then the part file stays a part file.
   fd.reset();
   {
-    UniqueFd written(::open(part.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd written(::openat(d.fd(), d.file(kPart).c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
     if (!written.ok()) return errno_status("open " + part + " to flush it", errno);
     if (::fsync(written.get()) != 0) {
-      return data_loss("flushing " + part + " to disk failed (" + std::strerror(errno) + "); " + dest +
+      return data_loss("flushing " + part + " to disk failed (" + std::strerror(errno) + "); " + d.shown() +
                        " was not committed");
     }
   }
-  if (::rename(part.c_str(), dest.c_str()) != 0) return errno_status("rename " + part, errno);
-  UniqueFd dir(::open(dirname_of(dest).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.ok()) return errno_status("open " + dirname_of(dest) + " to flush it", errno);
-  if (::fsync(dir.get()) != 0) {
-    return data_loss("flushing the folder " + dirname_of(dest) + " to disk failed (" + std::strerror(errno) + "); " +
-                     dest + " may not survive a crash");
+  if (::renameat(d.fd(), d.file(kPart).c_str(), d.fd(), name.c_str()) != 0) {
+    return errno_status("rename " + part, errno);
   }
-  ::unlink(journal_path(dest).c_str());
-  ::unlink(spec_path(dest).c_str());
+  if (::fsync(d.fd()) != 0) {
+    return data_loss("flushing the folder " + dir.path + " to disk failed (" + std::strerror(errno) + "); " +
+                     d.shown() + " may not survive a crash");
+  }
+  ::unlinkat(d.fd(), d.file(kJournal).c_str(), 0);
+  ::unlinkat(d.fd(), d.file(kSpec).c_str(), 0);
   return Status();
 }
 
-Status receive_prepare_dir(const std::string& dir, const std::vector<std::string>* incoming) {
-  FERRY_RETURN_IF_ERROR(make_dirs(dir));
-  std::string marker = dir + "/" + kCompleteMarker;
-  if (::unlink(marker.c_str()) != 0 && errno != ENOENT) return errno_status("remove " + marker, errno);
+Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
+                      std::vector<int64_t>* bad, const std::string& owner) {
+  return in_folder_of<Status>(dest, /*create=*/false, [&](const DestFolder& dir, const std::string& n) {
+    return receive_commit(dir, n, chunk_size, chunk_hashes, bad, owner);
+  });
+}
+
+Status receive_prepare_dir(const DestFolder& dir, const std::vector<std::string>* incoming) {
+  if (::unlinkat(dir.fd.get(), kCompleteMarker, 0) != 0 && errno != ENOENT) {
+    return errno_status("remove " + dir.shown(kCompleteMarker), errno);
+  }
   return incoming ? record_copied_files(dir, *incoming) : Status();
+}
+
+Status receive_prepare_dir(const std::string& dir, const std::vector<std::string>* incoming) {
+  auto folder = open_dest_folder("", dir, /*create=*/true);
+  if (!folder.ok()) return folder.status();
+  return receive_prepare_dir(*folder, incoming);
 }
 
 void append_keep_entry(std::string* body, const std::string& rel) {
@@ -640,14 +714,21 @@ std::vector<std::string> decode_keep_list(const std::string& body) {
   return out;
 }
 
-Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
-                          const std::vector<std::string>* keep, PruneReport* pruned, int dir_fd) {
+Status receive_finish_dir(const DestFolder& dir, const std::string& manifest_hash, const std::vector<std::string>* keep,
+                          PruneReport* pruned) {
   if (keep) {
     PruneReport report;
-    FERRY_RETURN_IF_ERROR(prune_copied_files(dir, *keep, &report, dir_fd));
+    FERRY_RETURN_IF_ERROR(prune_copied_files(dir, *keep, &report));
     if (pruned) *pruned = std::move(report);
   }
-  return write_file_atomic(dir + "/" + kCompleteMarker, manifest_hash + "\n");
+  return write_file_atomic_at(dir.fd.get(), kCompleteMarker, dir.shown(kCompleteMarker), manifest_hash + "\n");
+}
+
+Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
+                          const std::vector<std::string>* keep, PruneReport* pruned) {
+  auto folder = open_dest_folder("", dir, /*create=*/false);
+  if (!folder.ok()) return folder.status();
+  return receive_finish_dir(*folder, manifest_hash, keep, pruned);
 }
 
 }  // namespace ferry

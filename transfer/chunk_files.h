@@ -9,6 +9,12 @@
 // and commit re-hashes every chunk on disk, fsyncs, and renames into place. A
 // folder gets its completion marker (.ferry-complete) only after all its files.
 //
+// Every receiving call acts in a destination folder held open (DestFolder,
+// transfer/dest_folder.h) through *at() calls: a relative destination checked
+// beneath the workdir is what is written, even if a folder on its path is swapped
+// for a symlink meanwhile (review F26). The overloads that take a path open its
+// folder as named and run the same code (the coordinator's keep_local, tests).
+//
 // Hashes are XXH3-128 as 32 hex digits (base/file_hash.h); a file's hash is the
 // XXH3-128 of its chunk hashes in order, so it can be checked chunk by chunk.
 // Plain functions over files; several processes may write disjoint chunks of the
@@ -26,6 +32,7 @@
 
 #include "base/status.h"
 #include "transfer/copied_files.h"
+#include "transfer/dest_folder.h"
 
 namespace ferry {
 
@@ -88,7 +95,7 @@ struct ReceiveState {
   std::map<int64_t, std::string> have;  // verified chunks in the part file
 };
 
-/// Prepares DEST.ferry-part for a file of `size` bytes; resumes a part left by an
+/// Prepares DEST.ferry-part (DEST: `name` in `dir`) for a file of `size` bytes; resumes a part left by an
 /// earlier attempt of the same size and chunk size. `expected_file_hash` (may be
 /// "") lets an identical existing destination be skipped.
 ///
@@ -98,34 +105,43 @@ struct ReceiveState {
 /// kUnavailable ("being written by another copy") and waits, so two copies never
 /// write one part file. A newer attempt of the same job takes the lease over; a
 /// lease not renewed for kDestLeaseMs has expired (its copy died).
+Result<ReceiveState> receive_begin(const DestFolder& dir, const std::string& name, int64_t size, int64_t chunk_size,
+                                   int mode, const std::string& expected_file_hash, const std::string& owner = "");
 Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_t chunk_size, int mode,
                                    const std::string& expected_file_hash, const std::string& owner = "");
 /// Verifies `data` against `hash`, writes it at index*chunk_size, journals it.
+Status receive_write(const DestFolder& dir, const std::string& name, int64_t index, int64_t chunk_size,
+                     const std::string& hash, const std::string& data, const std::string& owner = "");
 Status receive_write(const std::string& dest, int64_t index, int64_t chunk_size, const std::string& hash,
                      const std::string& data, const std::string& owner = "");
 /// Checks every chunk on disk against `chunk_hashes`; on success fsyncs and renames
 /// into place, and ends `owner`'s lease. On mismatch returns kDataLoss and lists
 /// the bad chunks in *bad.
+Status receive_commit(const DestFolder& dir, const std::string& name, int64_t chunk_size,
+                      const std::vector<std::string>& chunk_hashes, std::vector<int64_t>* bad,
+                      const std::string& owner = "");
 Status receive_commit(const std::string& dest, int64_t chunk_size, const std::vector<std::string>& chunk_hashes,
                       std::vector<int64_t>* bad, const std::string& owner = "");
 inline constexpr int64_t kDestLeaseMs = 120'000;
 /// In the kUnavailable message of a destination leased to another copy: the link
 /// is fine, the copy waits and asks again.
 inline constexpr char kDestBusy[] = "being written by another copy";
-/// Folder copies: creates the folder, removes a stale completion marker and, with
-/// `incoming` (the copy's files, relative to `dir`), records them as ferry's
-/// before any is written (transfer/copied_files.h).
+/// Folder copies: in `dir` (opened with `create`), removes a stale completion
+/// marker and, with `incoming` (the copy's files, relative to `dir`), records them
+/// as ferry's before any is written (transfer/copied_files.h).
+Status receive_prepare_dir(const DestFolder& dir, const std::vector<std::string>* incoming = nullptr);
+/// The same, creating the folder `dir` first.
 Status receive_prepare_dir(const std::string& dir, const std::vector<std::string>* incoming = nullptr);
 /// Writes the completion marker (temp + rename) holding the manifest hash. With
 /// `keep` (the copy's files), first removes the files an earlier ferry copy wrote
 /// there that this one lacks (a sharded checkpoint copied over a single-file one
 /// must not leave the old weights to be loaded), and names in `pruned` what it
-/// removed and what it left: files ferry did not write are never removed.
-/// `dir_fd` (when ≥ 0) is `dir` already opened beneath the workdir: the prune acts
-/// in that folder only, whatever the path names by then.
+/// removed and what it left: files ferry did not write are never removed. The
+/// prune acts in the folder `dir` holds open only, whatever its path names by then.
+Status receive_finish_dir(const DestFolder& dir, const std::string& manifest_hash,
+                          const std::vector<std::string>* keep = nullptr, PruneReport* pruned = nullptr);
 Status receive_finish_dir(const std::string& dir, const std::string& manifest_hash,
-                          const std::vector<std::string>* keep = nullptr, PruneReport* pruned = nullptr,
-                          int dir_fd = -1);
+                          const std::vector<std::string>* keep = nullptr, PruneReport* pruned = nullptr);
 /// The copy's relative paths as a frame body for recv.finish_dir (NUL-separated:
 /// a file name may hold any other byte), and back.
 std::string encode_keep_list(const std::vector<std::string>& rels);

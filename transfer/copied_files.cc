@@ -60,16 +60,16 @@ bool removable_rel(const std::string& rel) {
   return true;
 }
 
-Result<std::vector<std::string>> read_record(const std::string& dir, bool* present) {
-  std::string path = dir + "/" + kCopiedFilesName;
+Result<std::vector<std::string>> read_record(const DestFolder& dir, bool* present) {
+  std::string path = dir.shown(kCopiedFilesName);
   *present = false;
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
+  if (::fstatat(dir.fd.get(), kCopiedFilesName, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return std::vector<std::string>{};
     return errno_status("stat " + path, errno);
   }
   if (!S_ISREG(st.st_mode)) return invalid_argument(path + " is not a regular file");
-  auto text = read_file(path);
+  auto text = read_file_at(dir.fd.get(), kCopiedFilesName, path);
   if (!text.ok()) return text.status();
   const std::string header = kRecordHeader;
   if (text->compare(0, header.size(), header) != 0) {
@@ -79,10 +79,11 @@ Result<std::vector<std::string>> read_record(const std::string& dir, bool* prese
   return decode_keep_list(text->substr(header.size()));
 }
 
-Status write_record(const std::string& dir, const std::set<std::string>& files) {
+Status write_record(const DestFolder& dir, const std::set<std::string>& files) {
   std::string body = kRecordHeader;
   for (const auto& f : files) append_keep_entry(&body, f);
-  return write_file_atomic(dir + "/" + kCopiedFilesName, body, 0644, /*durable=*/true);
+  return write_file_atomic_at(dir.fd.get(), kCopiedFilesName, dir.shown(kCopiedFilesName), body, 0644,
+                              /*durable=*/true);
 }
 
 // Removes root/rel when it is a regular file reached without following a symlink
@@ -216,7 +217,7 @@ Status check_folder_copy_root(const std::string& dir, const std::string& workdir
   return Status();
 }
 
-Status record_copied_files(const std::string& dir, const std::vector<std::string>& incoming) {
+Status record_copied_files(const DestFolder& dir, const std::vector<std::string>& incoming) {
   bool present = false;
   auto old = read_record(dir, &present);
   if (!old.ok()) return old.status();
@@ -229,38 +230,35 @@ Status record_copied_files(const std::string& dir, const std::vector<std::string
   return write_record(dir, all);
 }
 
-Status prune_copied_files(const std::string& dir, const std::vector<std::string>& keep, PruneReport* report,
-                          int dir_fd) {
+Status prune_copied_files(const DestFolder& dir, const std::vector<std::string>& keep, PruneReport* report) {
   *report = PruneReport();
   std::set<std::string> kept(keep.begin(), keep.end());
-  // O_NOFOLLOW: a destination that is itself a symlink is written through (the
-  // user named it) but never pruned (it may be a team's shared folder).
-  UniqueFd root(dir_fd >= 0 ? ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0)
-                            : ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!root.ok()) {
-    if (errno != ELOOP && errno != ENOTDIR) return errno_status("open folder " + dir, errno);
-    report->not_pruned = dir + " is a symlink: nothing in it is removed";
+  // A destination that is itself a symlink is written through (the user named
+  // it) but never pruned (it may be a team's shared folder).
+  if (dir.symlink) {
+    report->not_pruned = dir.path + " is a symlink: nothing in it is removed";
     return write_record(dir, kept);
   }
+  const int root = dir.fd.get();
   bool present = false;
   auto recorded_list = read_record(dir, &present);
   if (!recorded_list.ok()) {
     report->not_pruned = recorded_list.status().message() + ": nothing in it is removed";
     recorded_list = std::vector<std::string>{};
   } else if (!present) {
-    report->not_pruned = "no earlier ferry copy is recorded in " + dir + ": nothing in it is removed";
+    report->not_pruned = "no earlier ferry copy is recorded in " + dir.path + ": nothing in it is removed";
   }
   for (const auto& r : *recorded_list) {
     if (!removable_rel(r) || kept.count(r)) continue;
     bool removed = false;
-    FERRY_RETURN_IF_ERROR(unlink_beneath(root.get(), r, &removed));
+    FERRY_RETURN_IF_ERROR(unlink_beneath(root, r, &removed));
     if (removed) {
       if (report->removed.size() < kMaxPruneNamed) report->removed.push_back(r);
       ++report->removed_count;
     }
   }
   // What is still there and not the copy's (a recorded file behind a symlink too).
-  FERRY_RETURN_IF_ERROR(name_left(root.get(), kept, report));
+  FERRY_RETURN_IF_ERROR(name_left(root, kept, report));
   return write_record(dir, kept);
 }
 

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "transfer/dest_folder.h"
 
 namespace ferry {
 
@@ -52,14 +53,12 @@ std::vector<std::string> prune_report_lines(const std::string& where, const Prun
 Status check_folder_copy_root(const std::string& dir, const std::string& workdir = "");
 
 /// Adds `incoming` to DIR's record of ferry-written files (temp + rename).
-Status record_copied_files(const std::string& dir, const std::vector<std::string>& incoming);
+Status record_copied_files(const DestFolder& dir, const std::vector<std::string>& incoming);
 
 /// Removes the recorded files that `keep` (the finished copy's files) lacks, names
 /// the files under DIR that are neither kept nor recorded, then rewrites the
-/// record as exactly `keep`. With `dir_fd` ≥ 0 (DIR opened beneath the workdir,
-/// base/beneath.h) it prunes that folder; else it opens DIR itself, never through
-/// a symlink at its last component.
-Status prune_copied_files(const std::string& dir, const std::vector<std::string>& keep, PruneReport* report,
-                          int dir_fd = -1);
+/// record as exactly `keep`. It acts in the folder `dir` holds open, whatever its
+/// path names by then; one that is a symlink (dir.symlink) is not pruned.
+Status prune_copied_files(const DestFolder& dir, const std::vector<std::string>& keep, PruneReport* report);
 
 }  // namespace ferry

@@ -28,7 +28,9 @@ class SymlinkedPathTest : public ::testing::Test {
     // link would remove `old.bin` (recorded as ferry's, absent from the copy).
     testing::write_text(outside_.file("old.bin"), "weights");
     testing::write_text(outside_.file("notes.txt"), "the team's");
-    ASSERT_TRUE(record_copied_files(outside_.path(), {"old.bin"}).ok());
+    auto outside = open_dest_folder("", outside_.path(), /*create=*/false);
+    ASSERT_TRUE(outside.ok()) << outside.status().message();
+    ASSERT_TRUE(record_copied_files(*outside, {"old.bin"}).ok());
     ASSERT_EQ(::symlink(outside_.path().c_str(), work_.file("models").c_str()), 0);
   }
   Status call(const std::string& op, nlohmann::json args, std::string body = {}) {
