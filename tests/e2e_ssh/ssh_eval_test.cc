@@ -94,14 +94,10 @@ TEST_F(SshEvalTest, LinkCutDuringARemoteEvalIsRiddenOut) {
                                   eval_stage("eval", "h2", "", kLongEvalTokens));
   pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
   ASSERT_GT(coordinator, 0);
-  bool cut = false;
-  Defer cleanup{[&] {
-    if (cut) tb_.run("restore " + h.name);
-    end_process(coordinator);
-  }};
+  Defer end_coordinator{[&] { end_process(coordinator); }};
+  LinkCut link(tb_, h.name);  // restored, if the test stops early, before the coordinator ends
   ASSERT_TRUE(wait_decoding("evalcut-1", "eval")) << read_text(work_.file("run.log"));
-  ASSERT_EQ(tb_.run("cut " + h.name), 0);
-  cut = true;
+  ASSERT_EQ(link.cut(), 0);
   bool seen_disconnected = false;
   auto cut_at = std::chrono::steady_clock::now();
   wait_until(
@@ -112,8 +108,7 @@ TEST_F(SshEvalTest, LinkCutDuringARemoteEvalIsRiddenOut) {
       },
       kCutFor + seconds(5));
   bool finished_during_cut = read_text(work_.file("run.log")).find("eval succeeded") != std::string::npos;
-  ASSERT_EQ(tb_.run("restore " + h.name), 0);
-  cut = false;
+  ASSERT_EQ(link.restore(), 0);
   EXPECT_EQ(testing::wait_process(coordinator, kRunTimeoutS), 0) << read_text(work_.file("run.log"));
   coordinator = -1;
   EXPECT_FALSE(finished_during_cut) << "the run ended while the link was down: the eval did not need it";
@@ -175,20 +170,15 @@ TEST_F(SshEvalTest, ShardsOverTwoHostsMergeExactlyAndResumeRedoesOnlyTheCutShard
   const std::string cut_shard = "split-shard-2-of-2", kept_shard = "split-shard-1-of-2";
   pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
   ASSERT_GT(coordinator, 0);
-  bool cut = false;
-  Defer cleanup{[&] {
-    if (cut) tb_.run("restore h2");
-    end_process(coordinator);
-  }};
+  Defer end_coordinator{[&] { end_process(coordinator); }};
+  LinkCut link(tb_, "h2");
   ASSERT_TRUE(wait_decoding("shards-1", cut_shard)) << read_text(work_.file("run.log"));
-  ASSERT_EQ(tb_.run("cut h2"), 0);
-  cut = true;
+  ASSERT_EQ(link.cut(), 0);
   ASSERT_TRUE(wait_until([&] { return stage(status("shards-1"), cut_shard)["state"] == "failed"; }, seconds(120)))
       << stage(status("shards-1"), cut_shard).dump(2);
   EXPECT_EQ(testing::wait_process(coordinator, kRunTimeoutS), 1) << read_text(work_.file("run.log"));
   coordinator = -1;
-  ASSERT_EQ(tb_.run("restore h2"), 0);
-  cut = false;
+  ASSERT_EQ(link.restore(), 0);
   auto st = status("shards-1");
   EXPECT_EQ(stage(st, kept_shard)["state"], "succeeded") << stage(st, kept_shard).dump(2);
   EXPECT_NE(stage(st, "split")["state"], "succeeded");
