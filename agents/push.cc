@@ -1,5 +1,6 @@
 #include "agents/push.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "agents/agent_peer.h"
+#include "base/beneath.h"
 #include "base/clock.h"
 #include "base/file_util.h"
 #include "base/shell_quote.h"
@@ -106,6 +108,7 @@ class Pusher {
   bool stopping();
   bool wait_or_stop(double seconds);
   PushProgress progress();
+  Result<UniqueFd> open_source(const CopyFile& f) const;
   Status on_dest(const Status& s) const {
     return s.code() == StatusCode::kUnavailable ? s : Status(s.code(), "on " + spec_.to_host + ": " + s.message());
   }
@@ -115,6 +118,7 @@ class Pusher {
   std::function<std::string()> superseded_;
   std::mutex log_mu_;
   std::string source_;
+  UniqueFd source_fd_;  // the source as listed, held open: its files are read beneath it
   CopyListing plan_;
   std::vector<std::unique_ptr<AgentPeer>> peers_;  // one per stream; [0] also prepares and finishes
   std::atomic<bool> ever_connected_{false};
@@ -260,7 +264,9 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
     auto st = peer.call("fs.stat", {{"path", f.dest()}}, kCallTimeoutMs);
     if (!st.ok()) return on_dest(st.status());
     if (dest_may_hold(st->header, f.size)) {
-      auto h = hash_chunks(f.src(), spec_.chunk_size, {});
+      auto src = open_source(f);
+      if (!src.ok()) return src.status();
+      auto h = hash_chunks(src->get(), f.src(), spec_.chunk_size, {});
       if (!h.ok()) return h.status();
       if (static_cast<int64_t>(h->size()) != f.chunks) return data_loss(f.src() + " changed size during the copy");
       for (auto& [k, v] : *h) f.hashes[static_cast<size_t>(k)] = v;
@@ -273,7 +279,9 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
   if (!file_hash.empty()) {
     drop_stale_chunks(&f.dest_have, source_hashes(f));
   } else if (!f.dest_have.empty()) {
-    auto h = hash_chunks(f.src(), spec_.chunk_size, held_indices({&f.dest_have}));
+    auto src = open_source(f);
+    if (!src.ok()) return src.status();
+    auto h = hash_chunks(src->get(), f.src(), spec_.chunk_size, held_indices({&f.dest_have}));
     if (!h.ok()) return h.status();
     drop_stale_chunks(&f.dest_have, *h);
   }
@@ -329,7 +337,9 @@ Status Pusher::send_item(AgentPeer& peer, const Item& item, Pending* p) {
     return peer.send("recv.commit", *args, std::move(hashes), kCallTimeoutMs);
   }
   p->len = copy_chunk_len(f.size, spec_.chunk_size, item.index);
-  auto data = read_chunk(f.src(), item.index * spec_.chunk_size, p->len, &p->hash);
+  auto src = open_source(f);
+  auto data = src.ok() ? read_chunk(src->get(), f.src(), item.index * spec_.chunk_size, p->len, &p->hash)
+                       : Result<std::string>(src.status());
   if (!data.ok())
     return Status(data.status().code() == StatusCode::kUnavailable ? StatusCode::kInternal : data.status().code(),
                   "reading " + f.src() + " on " + spec_.from_host + ": " + data.status().message());
@@ -473,12 +483,28 @@ PushProgress Pusher::progress() {
   return p;
 }
 
+// A source file opened beneath the source folder the push listed, so a folder swapped
+// for a symlink since is never read through (review F26); a single-file source is the
+// file listed itself.
+Result<UniqueFd> Pusher::open_source(const CopyFile& f) const {
+  if (!plan_.is_dir) {
+    UniqueFd fd(::fcntl(source_fd_.get(), F_DUPFD_CLOEXEC, 0));
+    if (!fd.ok()) return errno_status("open " + source_, errno);
+    return fd;
+  }
+  return open_beneath_at(source_fd_.get(), source_, f.rel, O_RDONLY);
+}
+
 Result<PushResult> Pusher::run() {
   started_ms_ = mono_ms();
   auto source = resolve_data_path(spec_.workdir, spec_.from);
   if (!source.ok()) return source.status();
   source_ = *source;
-  auto listing = list_source(source_);
+  // Non-blocking: a FIFO named as a source is refused, not waited on.
+  auto opened = open_data_path(spec_.workdir, spec_.from, O_RDONLY | O_NONBLOCK);
+  if (!opened.ok()) return opened.status();
+  source_fd_ = std::move(opened).value();
+  auto listing = list_source(source_fd_.get(), source_);
   if (!listing.ok()) return listing.status();
   auto plan = plan_copy(std::move(*listing), source_, spec_.to, spec_.chunk_size, spec_.owner);
   if (!plan.ok()) return plan.status();

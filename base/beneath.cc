@@ -55,10 +55,12 @@ bool is_symlink_at(int dir, const std::string& name) {
 
 // The folders parts[0, n) beneath `root`, each opened with O_NOFOLLOW relative to
 // the one before (and with `create` made first when missing); the last with `flags`.
-Result<UniqueFd> walk_dirs(const std::string& root, const std::string& rel, const std::vector<std::string>& parts,
-                           size_t n, int flags, bool create) {
-  auto cur = open_root(root);
-  if (!cur.ok()) return cur.status();
+Result<UniqueFd> walk_dirs(int root_fd, const std::string& root, const std::string& rel,
+                           const std::vector<std::string>& parts, size_t n, int flags, bool create) {
+  // The walk starts from the folder already open, never from its name again.
+  UniqueFd start(::openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!start.ok()) return errno_status("open folder " + root, errno);
+  Result<UniqueFd> cur = std::move(start);
   std::string so_far;
   for (size_t i = 0; i < n; ++i) {
     so_far += (so_far.empty() ? "" : "/") + parts[i];
@@ -88,9 +90,9 @@ Result<UniqueFd> walk_dirs(const std::string& root, const std::string& rel, cons
 }
 
 // The fallback: each folder opened with O_NOFOLLOW relative to the one before it.
-Result<UniqueFd> walk_beneath(const std::string& root, const std::string& rel, int flags, int mode) {
+Result<UniqueFd> walk_beneath(int root_fd, const std::string& root, const std::string& rel, int flags, int mode) {
   const auto parts = components(rel);
-  auto cur = walk_dirs(root, rel, parts, parts.empty() ? 0 : parts.size() - 1, O_PATH, /*create=*/false);
+  auto cur = walk_dirs(root_fd, root, rel, parts, parts.empty() ? 0 : parts.size() - 1, O_PATH, /*create=*/false);
   if (!cur.ok()) return cur.status();
   const std::string last = parts.empty() ? "." : parts.back();
   UniqueFd fd(::openat(cur->get(), last.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode));
@@ -108,33 +110,40 @@ Result<UniqueFd> walk_beneath(const std::string& root, const std::string& rel, i
 }  // namespace
 
 Result<UniqueFd> open_beneath(const std::string& root, const std::string& rel, int flags, int mode, bool openat2) {
-  FERRY_RETURN_IF_ERROR(check_rel(rel));
-  if (!openat2) return walk_beneath(root, rel, flags, mode);
   auto dir = open_root(root);
   if (!dir.ok()) return dir.status();
+  return open_beneath_at(dir->get(), root, rel, flags, mode, openat2);
+}
+
+Result<UniqueFd> open_beneath_at(int root_fd, const std::string& root, const std::string& rel, int flags, int mode,
+                                 bool openat2) {
+  FERRY_RETURN_IF_ERROR(check_rel(rel));
+  if (!openat2) return walk_beneath(root_fd, root, rel, flags, mode);
   open_how how{};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
   how.mode = (flags & (O_CREAT | O_TMPFILE)) ? static_cast<uint64_t>(mode) : 0;  // else EINVAL
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
   const std::string path = rel.empty() ? "." : rel;
   for (int tries = 0; tries < kOpenat2Retries; ++tries) {
-    long fd = ::syscall(SYS_openat2, dir->get(), path.c_str(), &how, sizeof how);
+    long fd = ::syscall(SYS_openat2, root_fd, path.c_str(), &how, sizeof how);
     if (fd >= 0) return UniqueFd(static_cast<int>(fd));
     if (errno == EAGAIN || errno == EINTR) continue;
     // A kernel before 5.6, or a sandbox that filters the call: the walk does the same.
     if (errno == ENOSYS || errno == EPERM) break;
     // The walk names the link (and, should the link be gone by now, opens what is there).
-    if (errno == ELOOP || errno == EXDEV) return walk_beneath(root, rel, flags, mode);
+    if (errno == ELOOP || errno == EXDEV) return walk_beneath(root_fd, root, rel, flags, mode);
     return errno_status("open " + root + "/" + rel, errno);
   }
-  return walk_beneath(root, rel, flags, mode);
+  return walk_beneath(root_fd, root, rel, flags, mode);
 }
 
 Result<UniqueFd> open_dir_beneath(const std::string& root, const std::string& rel, bool create, bool parent) {
   FERRY_RETURN_IF_ERROR(check_rel(rel));
   const auto parts = components(rel);
   const size_t n = parent && !parts.empty() ? parts.size() - 1 : parts.size();
-  return walk_dirs(root, rel, parts, n, O_RDONLY, create);
+  auto dir = open_root(root);
+  if (!dir.ok()) return dir.status();
+  return walk_dirs(dir->get(), root, rel, parts, n, O_RDONLY, create);
 }
 
 Result<UniqueFd> open_data_path(const std::string& workdir, const std::string& path, int flags, int mode) {

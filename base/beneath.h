@@ -33,6 +33,12 @@ Result<UniqueFd> open_beneath(const std::string& root, const std::string& rel, i
 /// With `parent`, the folder that holds `rel` (errors still name `rel`).
 Result<UniqueFd> open_dir_beneath(const std::string& root, const std::string& rel, bool create, bool parent = false);
 
+/// As open_beneath, beneath the folder open at `root_fd` (named `root` in errors): for
+/// a caller that holds the folder open, so that what it opens later stays beneath
+/// that folder whatever its name points at by then.
+Result<UniqueFd> open_beneath_at(int root_fd, const std::string& root, const std::string& rel, int flags, int mode = 0,
+                                 bool openat2 = true);
+
 /// A host data path opened: relative ones beneath `workdir` (open_beneath),
 /// absolute ones as named.
 Result<UniqueFd> open_data_path(const std::string& workdir, const std::string& path, int flags, int mode = 0);

@@ -359,7 +359,11 @@ Result<nlohmann::json> list_source(const std::string& path) {
   // Non-blocking: a FIFO named as a source must be refused, not waited on.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd.ok()) return errno_status("copy source " + path, errno);
-  return list_open_source(fd.get(), path, "", INT64_MAX, SIZE_MAX);
+  return list_source(fd.get(), path);
+}
+
+Result<nlohmann::json> list_source(int source, const std::string& shown) {
+  return list_open_source(source, shown, "", INT64_MAX, SIZE_MAX);
 }
 
 Result<std::string> read_chunk(const std::string& path, int64_t offset, int64_t length, std::string* hash) {

@@ -60,6 +60,8 @@ nlohmann::json stat_reply(const std::string& path);
 /// and no folder is entered through a symlink. All of it at once: for the push,
 /// which lists its own host's source in-process.
 Result<nlohmann::json> list_source(const std::string& path);
+/// The same of the source open at `source` (named `shown` in errors).
+Result<nlohmann::json> list_source(int source, const std::string& shown);
 
 /// fs.list answers in pages, so a folder of 200,000 shards meets no frame cap
 /// and no reply grows with the folder: a page holds at most `limit` files

@@ -4,6 +4,7 @@
 // folder — the real folder renamed away, the link put at its name — and only then
 // writes: nothing lands outside, and the bytes land in the folder that was checked.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/beneath.h"
 #include "base/file_hash.h"
 #include "tests/support/process.h"
 #include "transfer/chunk_files.h"
@@ -116,6 +118,27 @@ TEST_F(SwappedFolderTest, ASymlinkOnTheWayIsRefusedByNameAndNothingIsMadeBeyondI
   EXPECT_EQ(fresh->shown(name), work_.file("checked/a/b/w.bin"));
   struct stat st;
   EXPECT_TRUE(::stat(work_.file("checked/a/b").c_str(), &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+// The push's side (agents/push.cc): it holds its source folder open from the listing
+// on, and opens each file beneath that descriptor, so a source folder swapped for a
+// symlink after the listing is never read through.
+TEST_F(SwappedFolderTest, AFileOpenedBeneathAHeldFolderIsReadFromItNotThroughTheLinkSwappedIn) {
+  ASSERT_EQ(::mkdir(work_.file("models/sub").c_str(), 0755), 0);
+  testing::write_text(work_.file("models/sub/w.bin"), "listed");
+  ASSERT_EQ(::mkdir(outside_.file("sub").c_str(), 0755), 0);
+  testing::write_text(outside_.file("sub/w.bin"), "outside");
+  auto held = open_dir_beneath(work_.path(), "models", /*create=*/false);
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  swap_for_symlink();
+
+  for (bool openat2 : {true, false}) {
+    auto fd = open_beneath_at(held->get(), work_.file("models"), "sub/w.bin", O_RDONLY, 0, openat2);
+    ASSERT_TRUE(fd.ok()) << fd.status().message();
+    char buf[16] = {};
+    ssize_t n = ::pread(fd->get(), buf, sizeof buf, 0);
+    EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "listed") << "openat2 " << openat2;
+  }
 }
 
 }  // namespace
