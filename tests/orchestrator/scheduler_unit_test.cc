@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "tests/support/in_process_transport.h"
 #include "tests/support/process.h"
 #include "tests/support/store_test.h"
@@ -65,7 +66,7 @@ class SchedulerUnitTest : public testing::TempStoreTest {
     SchedulerOptions options;
     options.logs_dir = dir_.file("logs");
     options.ferry_home = dir_.file("home");
-    options.transports = testing::in_process_transports({{"h", faults_}});
+    options.transports = testing::in_process_transports({{"h", faults_}, {"b", b_faults_}});
     options.connection.backoff_initial_s = 0.05;  // a dropped link comes back within the test's patience
     Scheduler scheduler(*store_, std::move(*wf), *record, options);
     auto state = scheduler.run();
@@ -95,7 +96,8 @@ class SchedulerUnitTest : public testing::TempStoreTest {
     return n;
   }
 
-  std::shared_ptr<LinkFaults> faults_ = std::make_shared<LinkFaults>();  // on host h
+  std::shared_ptr<LinkFaults> faults_ = std::make_shared<LinkFaults>();    // on host h
+  std::shared_ptr<LinkFaults> b_faults_ = std::make_shared<LinkFaults>();  // on host b, a copy's destination
   std::string run_id_;
 };
 
@@ -316,6 +318,40 @@ TEST_F(SchedulerUnitTest, ATimedOutAttemptIsRetriedUnderATimeoutOfItsOwnAndAFina
   StageRecord after = stage("after_slow");
   EXPECT_EQ(after.state, StageState::kSkipped);
   EXPECT_EQ(after.attempt, 0);
+}
+
+TEST_F(SchedulerUnitTest, ARelayCopyRidesOutADestinationLinkDroppedMidCopyAndArrivesWhole) {
+  // Three files of two 2 MiB chunks each (the second partial); h holds them, b receives.
+  const std::string src = host_dir() + "/ckpt";
+  ASSERT_TRUE(make_dirs(src).ok());
+  std::map<std::string, std::string> files;
+  for (int i = 0; i < 3; ++i) {
+    std::string bytes(static_cast<size_t>((5 << 19) + 4096 * (i + 1)), '\0');
+    for (size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<char>((k * 31 + static_cast<size_t>(i)) % 251);
+    files["shard-" + std::to_string(i) + ".bin"] = bytes;
+    testing::write_text(src + "/shard-" + std::to_string(i) + ".bin", bytes);
+  }
+  const std::string b_dir = dir_.file("b");
+  b_faults_->drop_link_on("recv.write", 2);  // two lanes lose their link, each mid-chunk
+  RunState state = run_new(workflow(R"yaml(
+  copy:
+    kind: copy
+    from: h:ckpt
+    to: b:ckpt
+    route: relay
+    streams: 2
+)yaml",
+                                    "  b:\n    workdir: " + b_dir + "\n"));
+  EXPECT_EQ(state, RunState::kSucceeded);
+  StageRecord copy = stage("copy");
+  EXPECT_EQ(copy.state, StageState::kSucceeded) << copy.error;
+  EXPECT_EQ(copy.attempt, 1) << "the dropped links were ridden out within the attempt";
+  EXPECT_EQ(b_faults_->links_dropped(), 2);
+  for (const auto& [name, bytes] : files) {
+    EXPECT_EQ(read_text(b_dir + "/ckpt/" + name), bytes) << name << " did not arrive whole";
+  }
+  EXPECT_TRUE(testing::exists(b_dir + "/ckpt/.ferry-complete"));
+  EXPECT_EQ(count_events("copy", "copy.finished"), 1);
 }
 
 }  // namespace
