@@ -112,7 +112,8 @@ std::string render_slurm_row(const nlohmann::json& s) {
 
 }  // namespace
 
-nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home) {
+nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home,
+                           const TransportFactoryMaker& transports) {
   boost::asio::io_context io;
   nlohmann::json report = {{"hosts", nlohmann::json::array()}, {"reach", nlohmann::json::array()}};
   std::vector<std::shared_ptr<HostConnection>> conns;
@@ -177,8 +178,9 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
                 {"connected", false}};
     ConnectionOptions opts;
     opts.give_up_s = 0;  // a check reports the first failure, it does not wait for the host
-    auto conn =
-        std::make_shared<HostConnection>(io, h.name, make_transport_factory(h, workdir_of(wf, h, ferry_home)), opts);
+    const std::string workdir = workdir_of(wf, h, ferry_home);
+    auto conn = std::make_shared<HostConnection>(
+        io, h.name, transports ? transports(h, workdir, nullptr, 0) : make_transport_factory(h, workdir), opts);
     conn->start([&hosts, i](bool connected, const std::string& why) {
       if (connected) hosts[i]["connected"] = true;
       else if (!why.empty()) hosts[i]["error"] = why;

@@ -10,13 +10,17 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "orchestrator/transport_factory.h"
 #include "workflows/model.h"
 
 namespace ferry {
 
 /// {hosts: [{name, transport, address, connected, error, agent, info, eval, eval_models}],
 ///  reach: [{from, to, reachable, error}]}
-nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home);
+/// `transports`: how each host's link is carried; empty = make_transport_factory, as a
+/// run does (tests: agents in the test's process).
+nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home,
+                           const TransportFactoryMaker& transports = {});
 std::string render_hosts_check(const nlohmann::json& report);
 
 }  // namespace ferry
