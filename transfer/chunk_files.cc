@@ -12,99 +12,22 @@
 #include <cstring>
 #include <functional>
 #include <set>
-#include <sstream>
 
-#include "base/file_hash.h"
 #include "base/clock.h"
+#include "base/file_hash.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
 #include "base/unique_fd.h"
 #include "protocol/body_buffers.h"
 #include "transfer/dest_folder.h"
+#include "transfer/dest_lease.h"
 
 namespace ferry {
 namespace {
 
-// One destination file: the folder that holds it, held open, and its name there.
-// ferry's files beside it (DEST.ferry-part, ...) are names in the same folder, so
-// every call on them is an *at() call on that folder (review F26).
-struct Dest {
-  const DestFolder& dir;
-  const std::string& name;
-
-  int fd() const { return dir.fd.get(); }
-  std::string file(const char* ext) const { return name + ext; }
-  std::string shown(const char* ext = "") const { return dir.shown(name + ext); }
-};
-
 constexpr char kPart[] = ".ferry-part";
 constexpr char kJournal[] = ".ferry-journal";
 constexpr char kSpec[] = ".ferry-spec";
-constexpr char kOwner[] = ".ferry-owner";
-constexpr char kLock[] = ".ferry-lock";
-
-struct LeaseHolder {
-  std::string job, token;
-  int attempt = 0;
-};
-
-LeaseHolder parse_owner(const std::string& text) {
-  LeaseHolder h;
-  std::istringstream in(text);
-  in >> h.job >> h.attempt >> h.token;
-  return h;
-}
-
-// The destination's lock. Its file is removed when a lease ends, so a holder
-// checks that the name still leads to the file it locked (else it locked a
-// removed one, and takes the new one).
-Result<FileLock> lock_dest(const Dest& d) {
-  for (;;) {
-    auto lock = FileLock::take_at(d.fd(), d.file(kLock), d.shown(kLock));
-    if (!lock.ok()) return lock.status();
-    struct stat held, named;
-    if (::fstat(lock->fd(), &held) != 0) return errno_status("stat " + d.shown(kLock), errno);
-    if (::fstatat(d.fd(), d.file(kLock).c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == held.st_ino &&
-        named.st_dev == held.st_dev) {
-      return lock;
-    }
-  }
-}
-
-// Ends a lease: the owner file, then the lock's file (while it is held).
-void release_dest(const Dest& d) {
-  ::unlinkat(d.fd(), d.file(kOwner).c_str(), 0);
-  ::unlinkat(d.fd(), d.file(kLock).c_str(), 0);
-}
-
-// Takes or renews `owner`'s lease on dest (see receive_begin in the header).
-Status claim_dest(const Dest& d, const std::string& owner, bool beginning) {
-  if (owner.empty()) return Status();
-  auto lock = lock_dest(d);
-  if (!lock.ok()) return lock.status();
-  auto current = read_file_at(d.fd(), d.file(kOwner), d.shown(kOwner));
-  if (current.ok() && *current != owner) {
-    struct stat st;
-    bool fresh =
-        ::fstatat(d.fd(), d.file(kOwner).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        now_ms() - (static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000) < kDestLeaseMs;
-    LeaseHolder them = parse_owner(*current), me = parse_owner(owner);
-    bool supersedes = them.job == me.job && me.attempt >= them.attempt;
-    if (fresh && !supersedes) {
-      if (beginning) {
-        return unavailable(d.shown() + " is " + kDestBusy + " (" + them.job + ", attempt " +
-                           std::to_string(them.attempt) + "); this copy waits for it to finish");
-      }
-      return failed_precondition(d.shown() + " was taken over by another copy (" + them.job + ")");
-    }
-  }
-  // Not flushed: a crash ends the copy that held the lease anyway.
-  if (!current.ok() || *current != owner) {
-    return write_file_atomic_at(d.fd(), d.file(kOwner), d.shown(kOwner), owner, 0600, /*durable=*/false);
-  }
-  (void)::utimensat(d.fd(), d.file(kOwner).c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // renew
-  return Status();
-}
 
 Status pread_all(int fd, char* buf, int64_t len, int64_t offset, const std::string& path) {
   int64_t done = 0;
@@ -409,14 +332,14 @@ namespace {
 
 // DEST opened without following a symlink, when it is a plain file (checked on
 // what was opened, not on the name).
-UniqueFd open_plain_file(const Dest& d, struct stat* st) {
+UniqueFd open_plain_file(const DestFile& d, struct stat* st) {
   UniqueFd fd(::openat(d.fd(), d.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.ok() || ::fstat(fd.get(), st) != 0 || !S_ISREG(st->st_mode)) return UniqueFd();
   return fd;
 }
 
 // Whether DEST holds exactly the chunks `chunk_hashes`.
-bool holds_chunks(int fd, const Dest& d, int64_t size, int64_t chunk_size,
+bool holds_chunks(int fd, const DestFile& d, int64_t size, int64_t chunk_size,
                   const std::vector<std::string>& chunk_hashes) {
   if (chunk_count(size, chunk_size) != static_cast<int64_t>(chunk_hashes.size())) return false;
   auto hashes = hash_chunks(fd, d.shown(), chunk_size, {});
@@ -430,7 +353,7 @@ bool holds_chunks(int fd, const Dest& d, int64_t size, int64_t chunk_size,
 // Whether DEST is already the file `file_hash` names, reusable as it is: only a
 // plain file of ours that others cannot write is (a symlink or another user's file
 // could change after the check, and the eval worker is run from here: review N7).
-bool already_there(const Dest& d, int64_t size, int64_t chunk_size, const std::string& file_hash) {
+bool already_there(const DestFile& d, int64_t size, int64_t chunk_size, const std::string& file_hash) {
   struct stat st;
   UniqueFd fd = open_plain_file(d, &st);
   if (!fd.ok() || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0 || st.st_size != size) return false;
@@ -443,7 +366,7 @@ bool already_there(const Dest& d, int64_t size, int64_t chunk_size, const std::s
 
 // Whether DEST already holds exactly these chunks: a commit repeated because the
 // reply to the first one was lost with the link finds its work done.
-bool already_committed(const Dest& d, int64_t chunk_size, const std::vector<std::string>& chunk_hashes) {
+bool already_committed(const DestFile& d, int64_t chunk_size, const std::vector<std::string>& chunk_hashes) {
   struct stat st;
   UniqueFd fd = open_plain_file(d, &st);
   return fd.ok() && holds_chunks(fd.get(), d, st.st_size, chunk_size, chunk_hashes);
@@ -464,7 +387,7 @@ R in_folder_of(const std::string& dest, bool create, Act act) {
 Result<ReceiveState> receive_begin(const DestFolder& dir, const std::string& name, int64_t size, int64_t chunk_size,
                                    int mode, const std::string& expected_file_hash, const std::string& owner) {
   if (size < 0 || chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad size or chunk size");
-  const Dest d{dir, name};
+  const DestFile d{dir, name};
   FERRY_RETURN_IF_ERROR(claim_dest(d, owner, /*beginning=*/true));
   ReceiveState state;
   if (!expected_file_hash.empty() && already_there(d, size, chunk_size, expected_file_hash)) {
@@ -548,7 +471,7 @@ Result<ReceiveState> receive_begin(const std::string& dest, int64_t size, int64_
 Status receive_write(const DestFolder& dir, const std::string& name, int64_t index, int64_t chunk_size,
                      const std::string& hash, const std::string& data, const std::string& owner) {
   if (index < 0 || chunk_size <= 0) return invalid_argument("bad chunk index");
-  const Dest d{dir, name};
+  const DestFile d{dir, name};
   FERRY_RETURN_IF_ERROR(claim_dest(d, owner, /*beginning=*/false));
   // The chunk must be one of the file recv.begin announced (its spec): a sender's index
   // or length never grows the part file or overflows an offset (review F21).
@@ -607,17 +530,14 @@ Status receive_commit(const DestFolder& dir, const std::string& name, int64_t ch
                       const std::vector<std::string>& chunk_hashes, std::vector<int64_t>* bad,
                       const std::string& owner) {
   if (chunk_size <= 0 || chunk_size > kMaxChunkBytes) return invalid_argument("bad chunk size");
-  const Dest d{dir, name};
+  const DestFile d{dir, name};
   const std::string part = d.shown(kPart);
   if (!owner.empty()) {
     // The whole commit under the destination's lock: no other copy's begin or
     // write lands between the verification and the rename.
     auto lock = lock_dest(d);
     if (!lock.ok()) return lock.status();
-    auto current = read_file_at(d.fd(), d.file(kOwner), d.shown(kOwner));
-    if (current.ok() && *current != owner) {
-      return failed_precondition(d.shown() + " was taken over by another copy (" + parse_owner(*current).job + ")");
-    }
+    FERRY_RETURN_IF_ERROR(check_still_held(d, owner));
     Status s = receive_commit(dir, name, chunk_size, chunk_hashes, bad, "");
     if (s.ok()) release_dest(d);  // the lease ends with the commit
     return s;
