@@ -29,7 +29,7 @@ test: build
 SAN_TARGETS = protocol_test transfer_test agents_test ferry-agent workflows_test orchestrator_test \
               report_unit_test checkpoint_scan_test fuzz_test log_tap_env_test checkpoint_listing_test \
               eval_inputs_test eval_progress_reader_test stage_spec_test eval_merge_stage_test relay_copy_unit_test \
-              scheduler_unit_test hosts_check_unit_test
+              scheduler_unit_test hosts_check_unit_test host_lanes_unit_test
 test-sanitize: deps
 	cmake -S . -B $(SAN_BUILD) -DFERRY_WITH_TORCH=OFF -DFERRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(SAN_BUILD) -j$(JOBS) --target $(SAN_TARGETS)

@@ -4,9 +4,14 @@
 // channel over libssh (ssh/ssh_transport.h). The framed protocol (protocol/)
 // rides on top and knows nothing of which one carries it.
 //
-// Thread contract: one object is created, opened, read, written and closed by ONE
-// thread (libssh forbids sharing a session), the host's connection thread
-// (host_connection.h). Every call may block, bounded by its timeout.
+// A transport may carry data lanes (open_lane): more streams to the same host, each
+// to an agent of its own, over the same link where it can (SSH: channels of one
+// session), so a copy's parallel streams cost no extra connection or thread.
+//
+// Thread contract: one object and its lanes are created, opened, read, written and
+// closed by ONE thread (libssh forbids sharing a session), the host's connection
+// thread (host_connection.h); lanes are closed before the transport that opened them.
+// Every call may block, bounded by its timeout.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +47,18 @@ class AgentTransport {
   /// here (a name that does not resolve, a refused connection) rather than silence
   /// or a later step failing. HostConnection gives up on such a host at the first try.
   virtual bool nobody_there() const { return false; }
+
+  /// After open(): a data lane, a new open stream to a fresh agent on the same host
+  /// (same protocol, same workdir). kFailedPrecondition where this transport has none
+  /// (the caller then sends the lane's calls on this stream).
+  virtual Result<std::unique_ptr<AgentTransport>> open_lane() {
+    return failed_precondition(describe() + ": carries no data lanes");
+  }
+
+  /// A descriptor that turns readable when bytes for this transport may have arrived,
+  /// so one thread can wait on it and its lanes at once (lanes of one SSH session
+  /// share their socket); -1: none, read_some's timeout is the only way to wait.
+  virtual int poll_fd() const { return -1; }
 };
 
 }  // namespace ferry

@@ -1,9 +1,13 @@
 #include "orchestrator/host_connection.h"
 
+#include <poll.h>
+
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <map>
 #include <random>
+#include <set>
+#include <vector>
 
 #include "base/clock.h"
 #include "protocol/body_buffers.h"
@@ -45,20 +49,31 @@ nlohmann::json HostConnection::hello() const {
   return hello_;
 }
 
-void HostConnection::call(const std::string& op, nlohmann::json args, ReplyFn fn, std::string body) {
+void HostConnection::call(const std::string& op, nlohmann::json args, ReplyFn fn, std::string body, int lane) {
   std::unique_lock<std::mutex> lock(mu_);
   if (stopping_) {
     lock.unlock();
     boost::asio::post(io_, [fn] { fn(cancelled("connection closed")); });
     return;
   }
-  queue_.push_back({protocol::make_request(next_id_++, op, std::move(args), std::move(body)), std::move(fn)});
+  queue_.push_back({protocol::make_request(next_id_++, op, std::move(args), std::move(body)), std::move(fn), lane});
   lock.unlock();
+  cv_.notify_all();
+}
+
+void HostConnection::close_lane(int lane) {
+  if (lane == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    queue_.push_back({protocol::Frame(), nullptr, lane, true});
+  }
   cv_.notify_all();
 }
 
 void HostConnection::fail_all(std::deque<Pending>& calls, const Status& s) {
   for (auto& p : calls) {
+    if (p.close_lane) continue;  // not a call
     boost::asio::post(io_, [fn = std::move(p.fn), s] { fn(s); });
   }
   calls.clear();
@@ -146,12 +161,13 @@ void HostConnection::run() {
   fail_all(q, cancelled("connection to '" + host_ + "' closed"));
 }
 
-// One session's state, on the connection thread: its transport, the frame decoder, the
+// One stream's state, on the connection thread: its transport, the frame decoder, the
 // calls awaiting replies (and their ops, to name them if the link dies), when bytes last
 // went out and came in.
-struct HostConnection::Session {
-  explicit Session(AgentTransport& transport) : t(transport), last_rx(mono_s()), last_tx(mono_s()) {}
+struct HostConnection::Stream {
+  Stream(AgentTransport& transport, bool lane) : t(transport), is_lane(lane), last_rx(mono_s()), last_tx(mono_s()) {}
   AgentTransport& t;
+  const bool is_lane;  // a data lane: no pings, so liveness is judged only while calls are awaited
   protocol::FrameDecoder decoder;
   std::map<uint32_t, ReplyFn> in_flight;
   std::map<uint32_t, std::string> in_flight_op;
@@ -167,17 +183,53 @@ struct HostConnection::Session {
   }
 };
 
-void HostConnection::lose(Session& s, SessionEnd* end, const std::string& why) {
+// One link's state: the main stream, and the data lanes opened on it.
+struct HostConnection::Session {
+  explicit Session(AgentTransport& transport) : main(transport, false) {}
+  struct Lane {
+    std::unique_ptr<AgentTransport> t;
+    std::unique_ptr<Stream> s;  // destroyed before its transport
+  };
+  Stream main;
+  std::map<int, Lane> lanes;
+  std::set<int> riding_main;  // lanes that could not open: their calls go on the main stream
+
+  bool awaiting() const {
+    if (!main.in_flight.empty()) return true;
+    for (const auto& [n, lane] : lanes)
+      if (!lane.s->in_flight.empty()) return true;
+    return false;
+  }
+};
+
+void HostConnection::fail_in_flight(Stream& s, const Status& why) {
   std::deque<Pending> q;
   for (auto& [id, fn] : s.in_flight) q.push_back({protocol::Frame(), std::move(fn)});
   s.in_flight.clear();
-  fail_all(q, unavailable("link to host '" + host_ + "' lost: " + why));
+  s.in_flight_op.clear();
+  fail_all(q, why);
+}
+
+void HostConnection::drop_lane(Session& s, int lane, const Status& why) {
+  auto it = s.lanes.find(lane);
+  if (it == s.lanes.end()) return;
+  fail_in_flight(*it->second.s,
+                 Status(why.code(), "lane " + std::to_string(lane) + " to host '" + host_ + "': " + why.message()));
+  it->second.s.reset();
+  it->second.t->close();
+  s.lanes.erase(it);
+}
+
+void HostConnection::lose(Session& s, SessionEnd* end, const std::string& why) {
+  const Status lost = unavailable("link to host '" + host_ + "' lost: " + why);
+  fail_in_flight(s.main, lost);
+  while (!s.lanes.empty()) drop_lane(s, s.lanes.begin()->first, lost);
   post_state(false, why);
   end->why = why;
 }
 
 // The handshake: the agent's hello, whose protocol version must match ours.
-Status HostConnection::greet(Session& s) {
+Result<nlohmann::json> HostConnection::greet(Stream& s) {
   std::string hello = protocol::encode_frame(protocol::make_request(0, "hello"));
   Status st = s.t.write_all(hello.data(), hello.size());
   const double deadline = mono_s() + options_.dead_after_s;
@@ -200,53 +252,77 @@ Status HostConnection::greet(Session& s) {
     return failed_precondition("agent on '" + host_ + "' speaks protocol " + reply["protocol"].dump().substr(0, 100) +
                                ", this coordinator speaks " + std::to_string(protocol::kProtocolVersion));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  hello_ = reply;
-  given_up_ = false;
-  last_error_.clear();
-  return Status();
+  return reply;
 }
 
-// Writes the calls taken off the queue, then a ping when one is due. A write that fails
-// loses the link.
-Status HostConnection::send(Session& s, std::deque<Pending>& out) {
-  for (auto& p : out) {
-    auto encoded = protocol::encode_frame_prefix_checked(p.frame);
-    if (!encoded.ok()) {
-      // Too large to send (a user's value in a header): that call fails, the link stays.
-      Status why(encoded.status().code(), "host '" + host_ + "': " + encoded.status().message());
-      boost::asio::post(io_, [fn = std::move(p.fn), why] { fn(why); });
-      continue;
+// The stream a call on `lane` goes out on: the main one, or the lane's, opened now if
+// it is not yet. A lane that cannot open (a server that refuses more channels, a
+// transport without lanes) rides the main stream until it is closed: slower, not wrong.
+HostConnection::Stream& HostConnection::stream_for(Session& s, int lane) {
+  if (lane == 0 || s.riding_main.count(lane)) return s.main;
+  auto it = s.lanes.find(lane);
+  if (it != s.lanes.end()) return *it->second.s;
+  auto t = s.main.t.open_lane();
+  if (t.ok()) {
+    auto stream = std::make_unique<Stream>(**t, true);
+    if (greet(*stream).ok()) {
+      Session::Lane& opened = s.lanes[lane];
+      opened.t = std::move(*t);
+      opened.s = std::move(stream);
+      return *opened.s;
     }
-    std::string prefix = std::move(encoded).value();
-    s.in_flight[p.frame.request_id] = std::move(p.fn);
-    if (p.frame.header.contains("op") && p.frame.header["op"].is_string()) {
-      s.in_flight_op[p.frame.request_id] = p.frame.header["op"].get<std::string>();
-    }
-    Status w = s.t.write_all(prefix.data(), prefix.size());
-    if (w.ok() && !p.frame.body.empty()) w = s.t.write_all(p.frame.body.data(), p.frame.body.size());
-    // Sent: its buffer takes the next chunk read on any link (no allocation, no zero-fill).
-    protocol::recycle_body_buffer(std::move(p.frame.body));
-    if (!w.ok()) return w;
-    s.last_tx = mono_s();
+    stream.reset();
+    (*t)->close();
   }
+  s.riding_main.insert(lane);
+  return s.main;
+}
+
+// Writes one call. A call too large to encode fails alone; a failed write is the stream's.
+Status HostConnection::send(Stream& s, Pending& p) {
+  auto encoded = protocol::encode_frame_prefix_checked(p.frame);
+  if (!encoded.ok()) {
+    // Too large to send (a user's value in a header): that call fails, the link stays.
+    Status why(encoded.status().code(), "host '" + host_ + "': " + encoded.status().message());
+    boost::asio::post(io_, [fn = std::move(p.fn), why] { fn(why); });
+    return Status();
+  }
+  std::string prefix = std::move(encoded).value();
+  // A lane's silence counts from its first awaited call: an idle lane hears nothing.
+  if (s.is_lane && s.in_flight.empty()) s.last_rx = mono_s();
+  s.in_flight[p.frame.request_id] = std::move(p.fn);
+  if (p.frame.header.contains("op") && p.frame.header["op"].is_string()) {
+    s.in_flight_op[p.frame.request_id] = p.frame.header["op"].get<std::string>();
+  }
+  Status w = s.t.write_all(prefix.data(), prefix.size());
+  if (w.ok() && !p.frame.body.empty()) w = s.t.write_all(p.frame.body.data(), p.frame.body.size());
+  // Sent: its buffer takes the next chunk read on any link (no allocation, no zero-fill).
+  protocol::recycle_body_buffer(std::move(p.frame.body));
+  if (w.ok()) s.last_tx = mono_s();
+  return w;
+}
+
+// A ping when one is due; its reply only proves liveness.
+Status HostConnection::ping_if_due(Stream& s) {
   const double now = mono_s();
-  if (now - s.last_tx >= options_.ping_every_s) {
-    // Ids with the top bit set are pings; their replies only prove liveness.
-    std::string bytes = protocol::encode_frame(protocol::make_request(0x80000000u | ++s.ping_id, "ping"));
-    FERRY_RETURN_IF_ERROR(s.t.write_all(bytes.data(), bytes.size()));
-    s.last_tx = now;
-  }
+  if (now - s.last_tx < options_.ping_every_s) return Status();
+  // Ids with the top bit set are pings.
+  std::string bytes = protocol::encode_frame(protocol::make_request(0x80000000u | ++s.ping_id, "ping"));
+  FERRY_RETURN_IF_ERROR(s.t.write_all(bytes.data(), bytes.size()));
+  s.last_tx = now;
   return Status();
 }
 
-// Reads what the agent sent (waiting up to `wait_ms`) and hands each reply to its
-// caller on the io thread. A dead or misbehaving agent loses the link.
-Status HostConnection::receive(Session& s, int wait_ms) {
+// Reads what the agent sent on one stream (waiting up to `wait_ms`) and hands each
+// reply to its caller on the io thread; `got`: whether any byte came. A dead or
+// misbehaving agent is an error: the stream is lost.
+Status HostConnection::receive(Stream& s, int wait_ms, bool* got) {
+  *got = false;
   auto n = s.read_into(wait_ms);
   if (!n.ok()) return n.status();
   if (*n == 0) {
-    if (mono_s() - s.last_rx > options_.dead_after_s) {
+    const bool judged = !s.is_lane || !s.in_flight.empty();
+    if (judged && mono_s() - s.last_rx > options_.dead_after_s) {
       // Name what was awaited (review F20.2): agents send heartbeats during long
       // operations, so this is a dead agent or link, not a slow commit or hash.
       std::string awaited;
@@ -257,6 +333,7 @@ Status HostConnection::receive(Session& s, int wait_ms) {
     }
     return Status();
   }
+  *got = true;
   s.last_rx = mono_s();
   for (;;) {
     auto f = s.decoder.next();
@@ -283,16 +360,67 @@ Status HostConnection::receive(Session& s, int wait_ms) {
   }
 }
 
+// Reads every stream that awaits a reply. With lanes open each is read without
+// waiting, and when none had bytes the thread waits on all of them at once. An
+// error is the main stream's (the link is lost); a lane's drops that lane alone.
+Status HostConnection::receive_all(Session& s) {
+  bool got = false;
+  if (s.lanes.empty()) return receive(s.main, s.awaiting() ? options_.poll_ms : 0, &got);
+  FERRY_RETURN_IF_ERROR(receive(s.main, 0, &got));
+  bool got_any = got;
+  for (auto it = s.lanes.begin(); it != s.lanes.end();) {
+    const int lane = it->first;
+    Stream& ls = *(it++)->second.s;
+    if (ls.in_flight.empty()) continue;
+    Status st = receive(ls, 0, &got);
+    if (!st.ok()) drop_lane(s, lane, st);
+    got_any = got_any || got;
+  }
+  if (!got_any && s.awaiting()) wait_readable(s);
+  return Status();
+}
+
+// Waits up to poll_ms for bytes on any stream that awaits a reply. Lanes of one SSH
+// session share its socket, so this is usually one descriptor however many lanes.
+void HostConnection::wait_readable(Session& s) {
+  std::vector<pollfd> fds;
+  bool all_have_fds = true;
+  auto add = [&](const Stream& st) {
+    int fd = st.t.poll_fd();
+    if (fd < 0) all_have_fds = false;
+    for (const pollfd& p : fds)
+      if (p.fd == fd) return;
+    if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+  };
+  add(s.main);
+  for (const auto& [n, lane] : s.lanes)
+    if (!lane.s->in_flight.empty()) add(*lane.s);
+  if (all_have_fds) {
+    (void)::poll(fds.data(), fds.size(), options_.poll_ms);
+    return;
+  }
+  // A transport that cannot be waited on (in-process agents answer at once): a slice
+  // on the queue, so a new call still goes out at once.
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms), [this] { return stopping_ || !queue_.empty(); });
+}
+
 bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
   Session s(t);
-  Status greeted = greet(s);
-  if (!greeted.ok()) {
-    lose(s, end, greeted.message());
+  auto hello = greet(s.main);
+  if (!hello.ok()) {
+    lose(s, end, hello.status().message());
     return true;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hello_ = *hello;
+    given_up_ = false;
+    last_error_.clear();
   }
   end->greeted = true;
   post_state(true, "");
-  s.last_rx = s.last_tx = mono_s();
+  s.main.last_rx = s.main.last_tx = mono_s();
   for (;;) {
     std::deque<Pending> out;
     {
@@ -301,21 +429,41 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
       // goes out at once rather than after the transport's poll slice. An idle link
       // sleeps until its next ping is due (review F19: it used to wake 20 times a
       // second for days); the ping's reply is read then, well within dead_after_s.
-      if (s.in_flight.empty() && queue_.empty() && !stopping_) {
-        const double wait_s = std::max(s.last_tx + options_.ping_every_s - mono_s(), 0.0);
+      if (!s.awaiting() && queue_.empty() && !stopping_) {
+        const double wait_s = std::max(s.main.last_tx + options_.ping_every_s - mono_s(), 0.0);
         cv_.wait_for(lock, std::chrono::duration<double>(wait_s), [this] { return stopping_ || !queue_.empty(); });
       }
       if (stopping_) {
-        std::deque<Pending> q;
-        for (auto& [id, fn] : s.in_flight) q.push_back({protocol::Frame(), std::move(fn)});
-        s.in_flight.clear();
-        fail_all(q, cancelled("connection to '" + host_ + "' closed"));
+        lock.unlock();
+        const Status closed = cancelled("connection to '" + host_ + "' closed");
+        fail_in_flight(s.main, closed);
+        while (!s.lanes.empty()) drop_lane(s, s.lanes.begin()->first, closed);
         return false;
       }
       out.swap(queue_);
     }
-    Status st = send(s, out);
-    if (st.ok()) st = receive(s, s.in_flight.empty() && out.empty() ? 0 : options_.poll_ms);
+    while (!out.empty()) {
+      Pending p = std::move(out.front());
+      out.pop_front();
+      if (p.close_lane) {
+        drop_lane(s, p.lane, cancelled("closed"));
+        s.riding_main.erase(p.lane);
+        continue;
+      }
+      Stream& stream = stream_for(s, p.lane);
+      Status w = send(stream, p);
+      if (w.ok()) continue;
+      if (&stream != &s.main) {
+        drop_lane(s, p.lane, w);
+        continue;
+      }
+      // The link is lost: so are the calls not sent yet.
+      fail_all(out, unavailable("link to host '" + host_ + "' lost: " + w.message()));
+      lose(s, end, w.message());
+      return true;
+    }
+    Status st = ping_if_due(s.main);
+    if (st.ok()) st = receive_all(s);
     if (!st.ok()) {
       lose(s, end, st.message());
       return true;

@@ -1,4 +1,4 @@
-// HostConnection: the coordinator's link to one host's agent.
+// HostConnection: the coordinator's link to one host's agent, and its data lanes.
 //
 // Owns an AgentTransport on a thread of its own (libssh sessions must stay on
 // one thread; pipes come along for uniformity). The io thread calls call();
@@ -7,6 +7,15 @@
 // reply is awaited the thread reads the transport in poll_ms slices (replies are
 // read straight into the frame decoder, a chunk's body in place); with none
 // awaited it sleeps on its queue, so a new call goes out at once.
+//
+// Data lanes: a call may name a lane (1, 2, ...): a stream of its own to a fresh
+// agent on the host, opened on first use by the transport (AgentTransport::open_lane;
+// over SSH a channel of the same session) and served by this same thread, which
+// waits on all of them at once (poll_fd). So a host costs one connection and one
+// thread however many lanes a copy uses (review F19). A lane that cannot open has
+// its calls ride the main stream until it is closed (close_lane); a lane whose
+// stream fails fails only its own calls, and the next call opens it again. When
+// the main link is lost, its lanes go with it.
 //
 // Liveness: a ping every `ping_every_s`; no byte from the agent within `dead_after_s`
 // means the link is dead: the transport is closed, pending calls fail with
@@ -19,14 +28,15 @@
 // does an unreachable host at the first try when first_failure_is_final is set.
 // Detached jobs keep running through all of it.
 //
-// Thread contract: construct, call(), stop() on the io thread. Callbacks and
-// state notifications run on the io thread.
+// Thread contract: construct, call(), close_lane(), stop() on the io thread.
+// Callbacks and state notifications run on the io thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,7 +73,11 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
   ~HostConnection();
 
   void start(StateFn on_state);
-  void call(const std::string& op, nlohmann::json args, ReplyFn fn, std::string body = {});
+  /// `lane` 0 is the main stream; any other names a data lane, opened on first use.
+  void call(const std::string& op, nlohmann::json args, ReplyFn fn, std::string body = {}, int lane = 0);
+  /// Closes data lane `lane` once the calls made before this are sent (the next call
+  /// on it opens it again); its calls in flight, if any, fail.
+  void close_lane(int lane);
   /// Closes the link and joins the thread; pending calls fail with kCancelled.
   void stop();
   /// The first half of stop(): asks the thread to end without waiting, so many
@@ -78,17 +92,26 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
   struct Pending {
     protocol::Frame frame;
     ReplyFn fn;
+    int lane = 0;
+    bool close_lane = false;  // not a call: close `lane` here (close_lane())
   };
   struct SessionEnd {
     bool greeted = false;  // the handshake completed
     std::string why;       // why the link was lost
   };
+  struct Stream;
   struct Session;
   void run();
   bool session(AgentTransport& transport, SessionEnd* end);  // false when stopping
-  Status greet(Session& s);
-  Status send(Session& s, std::deque<Pending>& out);
-  Status receive(Session& s, int wait_ms);
+  Result<nlohmann::json> greet(Stream& s);
+  Stream& stream_for(Session& s, int lane);
+  Status send(Stream& s, Pending& p);
+  Status ping_if_due(Stream& s);
+  Status receive(Stream& s, int wait_ms, bool* got);
+  Status receive_all(Session& s);
+  void wait_readable(Session& s);
+  void drop_lane(Session& s, int lane, const Status& why);
+  void fail_in_flight(Stream& s, const Status& why);
   void lose(Session& s, SessionEnd* end, const std::string& why);
   void fail_all(std::deque<Pending>& calls, const Status& s);
   void post_state(bool connected, const std::string& why);

@@ -180,7 +180,7 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
     opts.give_up_s = 0;  // a check reports the first failure, it does not wait for the host
     const std::string workdir = workdir_of(wf, h, ferry_home);
     auto conn = std::make_shared<HostConnection>(
-        io, h.name, transports ? transports(h, workdir, nullptr, 0) : make_transport_factory(h, workdir), opts);
+        io, h.name, transports ? transports(h, workdir) : make_transport_factory(h, workdir), opts);
     conn->start([&hosts, i](bool connected, const std::string& why) {
       if (connected) hosts[i]["connected"] = true;
       else if (!why.empty()) hosts[i]["error"] = why;

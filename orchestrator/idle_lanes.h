@@ -1,8 +1,8 @@
-// IdleLanes: which data lanes (a copy's parallel links to a host, each a thread and
-// a session of the coordinator) have gone unused long enough to close. A relay opens
-// up to `streams` of them per host and used to keep them for the whole run; a long
-// run after a copy then held idle sessions and threads for hours (review-faults-3,
-// F19). The scheduler tells this when a lane's call starts and ends, and every few
+// IdleLanes: which data lanes (a copy's parallel streams to a host, each a channel
+// of the host's SSH session and an agent on the host) have gone unused long enough
+// to close. A relay opens up to `streams` of them per host and used to keep them for
+// the whole run; a long run after a copy then held idle sessions for hours
+// (review-faults-3, F19). The scheduler tells this when a lane's call starts and ends, and every few
 // seconds closes what idle() names; a later call opens the lane again. Plain logic
 // with the time passed in; io thread.
 #pragma once

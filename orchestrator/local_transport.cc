@@ -64,6 +64,14 @@ void LocalTransport::close() {
   agent_.reset();
 }
 
+Result<std::unique_ptr<AgentTransport>> LocalTransport::open_lane() {
+  auto lane = std::make_unique<LocalTransport>(agent_path_, workdir_);
+  FERRY_RETURN_IF_ERROR(lane->open());
+  return std::unique_ptr<AgentTransport>(std::move(lane));
+}
+
+int LocalTransport::poll_fd() const { return agent_ ? agent_->stdout_fd() : -1; }
+
 std::string LocalTransport::describe() const { return "local agent in " + workdir_; }
 
 }  // namespace ferry

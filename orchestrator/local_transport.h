@@ -19,6 +19,9 @@ class LocalTransport : public AgentTransport {
   Status write_all(const char* data, size_t n) override;
   void close() override;
   std::string describe() const override;
+  /// Another agent subprocess over the same workdir.
+  Result<std::unique_ptr<AgentTransport>> open_lane() override;
+  int poll_fd() const override;
 
  private:
   std::string agent_path_;

@@ -80,7 +80,6 @@ Scheduler::Scheduler(Store& store, workflow::Workflow wf, RunRecord run, Schedul
 Scheduler::~Scheduler() {
   for (auto& [name, h] : hosts_) h->request_stop();
   for (auto& [name, h] : hosts_) h->stop();
-  for (auto& h : closed_lanes_) h->stop();
 }
 
 void Scheduler::say(const std::string& stage, const std::string& message, const char* color) {
@@ -144,55 +143,44 @@ void Scheduler::note_store(const Status& s) {
 
 std::string Scheduler::local_path(const std::string& path) { return resolve_local_path(path, run_.workflow_path); }
 
-namespace {
-std::string connection_key(const std::string& host, int lane) {
-  return lane == 0 ? host : host + "#" + std::to_string(lane);
-}
-}  // namespace
-
-HostConnection& Scheduler::connection(const std::string& name, int lane) {
-  std::string key = connection_key(name, lane);
-  auto it = hosts_.find(key);
+HostConnection& Scheduler::connection(const std::string& name) {
+  auto it = hosts_.find(name);
   if (it != hosts_.end()) return *it->second;
   const workflow::Host* host = wf_.find_host(name);
   assert(host);
   ConnectionOptions opts = options_.connection;
   opts.give_up_s = host->give_up_s;
-  // The main link's first try decides whether the host exists at all; data lanes
-  // open later, to a host already reached, and ride out drops like any link.
-  opts.first_failure_is_final = lane == 0 && !hosts_with_jobs_.count(name);
-  std::shared_ptr<LaneSocket>& lanes = lane_sockets_[name];
-  if (!lanes) lanes = std::make_shared<LaneSocket>();
+  // The first try decides whether the host exists at all, unless a job of ours may run there.
+  opts.first_failure_is_final = !hosts_with_jobs_.count(name);
   const std::string workdir = host_workdir(*host);
-  HostConnection::TransportFactory factory = options_.transports ? options_.transports(*host, workdir, lanes, lane)
-                                                                 : make_transport_factory(*host, workdir, lanes, lane);
+  HostConnection::TransportFactory factory =
+      options_.transports ? options_.transports(*host, workdir) : make_transport_factory(*host, workdir);
   auto conn = std::make_shared<HostConnection>(io_, name, std::move(factory), opts);
-  conn->start([this, name, lane](bool connected, const std::string& why) {
-    if (lane != 0) return;  // data lanes come and go with copies; the main link tells the story
+  conn->start([this, name](bool connected, const std::string& why) {
     note_store(store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
                                 {{"host", name}, {"why", why}}));
   });
-  hosts_[key] = conn;
+  hosts_[name] = conn;
   return *conn;
 }
 
 void Scheduler::call_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args,
                           std::string body, ReplyFn fn) {
   if (lane == 0) return connection(host).call(op, std::move(args), std::move(fn), std::move(body));
-  const std::string key = connection_key(host, lane);
+  const std::string key = host + "#" + std::to_string(lane);
+  lane_keys_[key] = {host, lane};
   idle_lanes_.call_started(key, now_ms());
-  connection(host, lane)
-      .call(
-          op, std::move(args),
-          [this, key, fn = std::move(fn)](Result<protocol::Frame> r) {
-            idle_lanes_.call_ended(key, now_ms());
-            fn(std::move(r));
-          },
-          std::move(body));
+  connection(host).call(
+      op, std::move(args),
+      [this, key, fn = std::move(fn)](Result<protocol::Frame> r) {
+        idle_lanes_.call_ended(key, now_ms());
+        fn(std::move(r));
+      },
+      std::move(body), lane);
 }
 
-// Every few seconds: the data lanes idle for lane_idle_close_s are stopped (their
-// thread joined, their session closed); the main links stay.
+// Every few seconds: the data lanes idle for lane_idle_close_s are closed (their
+// channel and agent); the main links stay.
 void Scheduler::close_idle_lanes() {
   const auto every =
       std::chrono::milliseconds(std::clamp<int64_t>(static_cast<int64_t>(options_.lane_idle_close_s * 250), 100, 5000));
@@ -200,13 +188,10 @@ void Scheduler::close_idle_lanes() {
   lane_sweep_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || finished_) return;
     for (const std::string& key : idle_lanes_.take_idle(now_ms())) {
-      auto it = hosts_.find(key);
-      if (it == hosts_.end()) continue;
-      // Asked to end, joined at the run's end: a lane inside a reconnect would
-      // otherwise hold the io thread for as long as its handshake takes.
-      it->second->request_stop();
-      closed_lanes_.push_back(std::move(it->second));
-      hosts_.erase(it);
+      auto it = lane_keys_.find(key);
+      if (it == lane_keys_.end()) continue;
+      connection(it->second.first).close_lane(it->second.second);
+      lane_keys_.erase(it);
     }
     close_idle_lanes();
   });
@@ -488,7 +473,6 @@ void Scheduler::finish_run() {
   lane_sweep_.cancel();
   for (auto& [name, h] : hosts_) h->request_stop();  // all at once, then wait
   for (auto& [name, h] : hosts_) h->stop();
-  for (auto& h : closed_lanes_) h->stop();
   io_.stop();
 }
 

@@ -32,7 +32,6 @@
 #include "jobs/stage_spec.h"
 #include "orchestrator/host_connection.h"
 #include "orchestrator/idle_lanes.h"
-#include "orchestrator/ssh/lane_socket.h"
 #include "orchestrator/store.h"
 #include "orchestrator/transport_factory.h"
 #include "workflows/model.h"
@@ -85,7 +84,7 @@ class Scheduler {
   void store_failed(Status why);
   void watch_cancel_flag();
   void finish_run();
-  HostConnection& connection(const std::string& host, int lane = 0);
+  HostConnection& connection(const std::string& host);
   /// A call on a data lane, counted so that an idle lane can be closed (close_idle_lanes).
   void call_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args, std::string body,
                  ReplyFn fn);
@@ -107,11 +106,10 @@ class Scheduler {
   boost::asio::steady_timer cancel_watch_;
   std::map<std::string, std::unique_ptr<StageSlot>> stages_;
   std::map<std::string, std::shared_ptr<HostConnection>> hosts_;
-  std::map<std::string, std::shared_ptr<LaneSocket>> lane_sockets_;  // per host: its lanes' way in
   boost::asio::steady_timer hard_cancel_deadline_;
   IdleLanes idle_lanes_;
   boost::asio::steady_timer lane_sweep_;
-  std::vector<std::shared_ptr<HostConnection>> closed_lanes_;  // idle lanes asked to stop, joined at the end
+  std::map<std::string, std::pair<std::string, int>> lane_keys_;  // IdleLanes' key → (host, lane)
   std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
   int cancel_level_ = 0;  // 0 none, 1 graceful, 2 hard
   bool finished_ = false;

@@ -4,8 +4,7 @@
 #include "orchestrator/ssh/ssh_transport.h"
 
 namespace ferry {
-HostConnection::TransportFactory make_transport_factory(const workflow::Host& host, const std::string& workdir,
-                                                        std::shared_ptr<LaneSocket> lanes, int lane) {
+HostConnection::TransportFactory make_transport_factory(const workflow::Host& host, const std::string& workdir) {
   if (host.transport == workflow::Transport::kLocal) {
     std::string agent = agent_binary_path();
     return [agent, workdir] { return std::make_unique<LocalTransport>(agent, workdir); };
@@ -22,9 +21,7 @@ HostConnection::TransportFactory make_transport_factory(const workflow::Host& ho
   target.ciphers = host.ciphers;
   target.workdir = workdir;
   std::string agent = agent_binary_path();
-  return [target, agent, lanes, lane] {
-    return std::make_unique<SshTransport>(target, agent, std::string(), lanes, lane != 0);
-  };
+  return [target, agent] { return std::make_unique<SshTransport>(target, agent); };
 }
 
 }  // namespace ferry

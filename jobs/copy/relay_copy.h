@@ -1,10 +1,11 @@
 // RelayCopy: the relay route of a copy stage (copy_stage.h), the coordinator
 // moving the bytes between the two hosts' agents over parallel lanes.
 //
-// Data path per lane (a pair of extra connections, one to each host, each with
-// its own SSH session and thread so the ciphers use more than one core; a lane opens
-// no login shell: it reaches its host's main agent through that agent's lanes socket,
-// orchestrator/ssh/lane_socket.h, so a host's rc runs once per run, not once per lane):
+// Data path per lane (a pair of extra streams, one to each host, each a channel of
+// that host's one SSH session to an agent of its own; a lane opens no login shell:
+// it reaches its host's main agent through that agent's lanes socket, see
+// orchestrator/host_connection.h and ssh/ssh_transport.h, so a host's rc runs once
+// per run and a host holds one connection however many lanes):
 //   fs.read on the source lane  →  recv.write on the destination lane
 // with up to kChunksPerLane chunks per lane at a time: the source reads ahead
 // while the destination writes, but each lane has at most one recv.write in
@@ -44,8 +45,8 @@ class RelayCopy : public std::enable_shared_from_this<RelayCopy> {
   explicit RelayCopy(std::shared_ptr<CopyContext> c) : c_(std::move(c)) {}
   /// Sends every file of the context's listing; ends the copy through c->finish.
   void start() { start_relay(); }
-  /// Brings every data lane up now, in parallel: an SSH session and an agent per
-  /// lane take seconds each, and the copy should not wait for them in turn.
+  /// Brings every data lane up now, before the listing is back: a lane's channel and
+  /// agent take a round trip or two each, and the first chunks should not wait for them.
   static void warm_lanes(CopyContext& c);
 
  private:

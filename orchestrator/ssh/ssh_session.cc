@@ -320,6 +320,11 @@ Status SshSession::authenticate() {
 }
 
 // A fresh channel of a session that is connected and not known to be broken.
+int SshSession::fd() const {
+  if (session_ == nullptr || broken_) return -1;
+  return ssh_get_fd(session_);
+}
+
 Result<ssh_channel_struct*> SshSession::new_channel() {
   if (session_ == nullptr || !authenticated_) return failed_precondition(describe() + ": not connected");
   if (broken_) return unavailable(describe() + ": connection is broken");

@@ -92,6 +92,9 @@ class SshSession {
   /// After connect(): the server's key as "ED25519 SHA256:...".
   const std::string& host_key_fingerprint() const { return fingerprint_; }
 
+  /// The connection's descriptor, readable when bytes for any channel may have come
+  /// (to wait on many channels at once); -1 when not connected.
+  int fd() const;
   /// The libssh handle, for SshExecChannel; nullptr when not connected.
   ssh_session_struct* raw() const { return session_; }
   /// Last libssh error text, for messages.

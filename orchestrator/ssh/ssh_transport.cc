@@ -2,7 +2,7 @@
 
 #include <chrono>
 #include <cstring>
-#include <optional>
+#include <utility>
 
 #include "base/file_hash.h"
 #include "base/shell_quote.h"
@@ -10,13 +10,10 @@
 
 namespace ferry {
 
-SshTransport::SshTransport(SshTarget target, std::string local_agent_path, std::string remote_command,
-                           std::shared_ptr<LaneSocket> lanes, bool data_lane)
+SshTransport::SshTransport(SshTarget target, std::string local_agent_path, std::string remote_command)
     : target_(std::move(target)),
       local_agent_path_(std::move(local_agent_path)),
-      remote_command_(std::move(remote_command)),
-      lanes_(std::move(lanes)),
-      data_lane_(data_lane) {}
+      remote_command_(std::move(remote_command)) {}
 
 SshTransport::~SshTransport() { close(); }
 
@@ -42,123 +39,35 @@ std::string lanes_socket_rel(const std::string& agent_hash) {
   return ".ferry/run/lanes-" + agent_hash.substr(0, 16) + ".sock";
 }
 
-}  // namespace
-
-Status SshTransport::open() {
-  close();
-  via_lane_socket_ = false;
-  session_ = std::make_unique<SshSession>(target_);
-  std::optional<LaneSocket::HandshakeTurn> turn;  // a few at a time per host (MaxStartups)
-  if (lanes_) turn.emplace(*lanes_);
-  Status connected = session_->connect();
-  turn.reset();
-  nobody_there_ = !connected.ok() && session_->nobody_there();
-  if (!connected.ok()) return connected;
-  const std::string workdir = target_.workdir.empty() ? "." : target_.workdir;
-  if (!remote_command_.empty()) return start_command(remote_command_);
-  if (data_lane_ && lanes_ && open_lane_channel()) return Status();
-  if (!session_) return unavailable(describe() + ": the link broke while opening a lane");
-
-  // The common case costs one exec: start the agent if it is there, else say so.
-  auto hash = xxh128_file_hex(local_agent_path_);
-  if (!hash.ok()) {
-    close();
-    return hash.status();
+// A read on an agent's channel: the end of its output is the end of the link.
+Result<size_t> read_agent_channel(SshExecChannel& ch, const std::string& who, char* buf, size_t n, int timeout_ms) {
+  // Straight into the caller's buffer: its size is the window libssh advertises.
+  auto got = ch.read_some(buf, n, timeout_ms);
+  if (!got.ok()) return got.status();
+  if (*got == 0 && ch.at_eof()) {
+    std::string err = ch.stderr_tail();
+    if (err.size() > 512) err = err.substr(err.size() - 512);
+    return unavailable(who + ": the remote `" + ch.command() + "` closed its output" +
+                       (err.empty() ? "" : "; stderr: " + err));
   }
-  remote_agent_path_ = ::ferry::remote_agent_path(target_.workdir, *hash);
-  const std::string rel_socket = lanes_socket_rel(*hash);
-  // Only the main link listens for lanes; the shell names the absolute path.
-  std::string serve = shell_quote(remote_agent_path_) + " serve --workdir " + shell_quote(workdir);
-  if (lanes_ && !data_lane_) serve += " --lanes-socket \"$w\"/" + shell_quote(rel_socket);
-  std::string probe = agent_dirs_check_command(workdir) + "; if [ -x " + shell_quote(remote_agent_path_) +
-                      " ]; then w=$(cd " + shell_quote(workdir) +
-                      " && pwd) && printf 'FERRY-AGENT-READY %s\\n' \"$w\" && exec " + serve +
-                      "; else printf 'FERRY-AGENT-MISSING\\n'; fi";
-  auto marker = run_probe(probe);
-  if (!marker.ok()) return marker.status();
-  if (*marker == kAgentMissing) {
-    // Missing: install it over the same session, then start it the same way.
-    channel_.reset();
-    auto path = ensure_remote_agent(*session_, local_agent_path_, target_.workdir, &uploaded_agent_);
-    if (!path.ok()) {
-      Status s = path.status();
-      close();
-      return s;
-    }
-    marker = run_probe(probe);
-    if (!marker.ok()) return marker.status();
-    if (*marker == kAgentMissing) {
-      close();
-      return internal_error(describe() + ": the agent is missing right after it was installed");
-    }
-  }
-  if (lanes_ && !data_lane_) {
-    std::string abs = marker->substr(sizeof(kAgentReady) - 1);
-    abs.pop_back();  // the newline
-    std::string path = abs + "/" + rel_socket;
-    // Too long for a unix socket: the agent did not listen, and lanes exec as before.
-    if (!abs.empty() && abs[0] == '/' && path.size() <= 107) lanes_->publish(path);
-  }
-  return Status();
-}
-
-// A data lane on the main agent's lanes socket. False (the session kept, unless
-// the link broke) when there is none in time or the server refuses the channel.
-bool SshTransport::open_lane_channel() {
-  std::string path = lanes_->wait(kLaneSocketWaitMs);
-  if (path.empty()) return false;
-  auto ch = session_->open_unix_socket(path);
-  if (!ch.ok()) {
-    if (!session_->connected()) close();
-    return false;
-  }
-  channel_ = std::move(*ch);
-  via_lane_socket_ = true;
-  return true;
-}
-
-Status SshTransport::start_command(const std::string& command) {
-  auto ch = session_->open_exec(command);
-  if (!ch.ok()) {
-    Status s = ch.status();
-    close();
-    return s;
-  }
-  channel_ = std::move(*ch);
-  return Status();
-}
-
-// Starts the probe and reads its marker: the agent is ready or missing. No marker,
-// or agent folders that are not safe to use, close the link and are the error.
-Result<std::string> SshTransport::run_probe(const std::string& probe) {
-  FERRY_RETURN_IF_ERROR(start_command(probe));
-  auto marker = read_marker();
-  if (!marker.ok()) {
-    close();
-    return marker.status();
-  }
-  if (marker->rfind(kAgentUnsafe, 0) == 0) {
-    close();
-    return agent_dirs_refusal(describe(), *marker);
-  }
-  return marker;
+  return *got;
 }
 
 // Reads up to and including the marker line, byte by byte, so nothing after it is
 // consumed. What a login rc prints before it (a greeting, a `conda activate` note)
 // is skipped: the agent's frames start only after the marker. Too much of it will
 // not heal by retrying, so it fails the host with the cause (review F20.6).
-Result<std::string> SshTransport::read_marker() {
+Result<std::string> read_marker(SshExecChannel& ch, const std::string& who) {
   std::string line, skipped;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kMarkerTimeoutMs);
   for (;;) {
     if (std::chrono::steady_clock::now() > deadline) {
       return Status(StatusCode::kDeadlineExceeded,
-                    describe() + ": no answer from the agent start command" +
+                    who + ": no answer from the agent start command" +
                         (skipped.empty() ? "" : " (it printed: " + skipped.substr(0, 256) + ")"));
     }
     char c;
-    auto n = read_some(&c, 1, 100);
+    auto n = read_agent_channel(ch, who, &c, 1, 100);
     if (!n.ok()) return n.status();
     if (*n == 1) line += c;
     if (line.empty() || line.back() != '\n') {
@@ -176,24 +85,152 @@ Result<std::string> SshTransport::read_marker() {
   }
   skipped += line;
   return invalid_argument(
-      describe() + ": the login shell printed more than " + std::to_string(kMaxMarkerBytes) +
+      who + ": the login shell printed more than " + std::to_string(kMaxMarkerBytes) +
       " bytes before the agent started (" + skipped.substr(0, 256) +
       "...): make the remote user's shell rc quiet when not interactive (e.g. `[[ $- == *i* ]] || return` "
       "at the top of ~/.bashrc)");
 }
 
+// Starts `probe` on a new channel of `session` and reads its marker: the agent is
+// ready or missing. No marker, or agent folders that are not safe to use, are the error.
+Result<std::pair<std::unique_ptr<SshExecChannel>, std::string>> start_probe(SshSession& session,
+                                                                            const std::string& probe) {
+  auto ch = session.open_exec(probe);
+  if (!ch.ok()) return ch.status();
+  auto marker = read_marker(**ch, session.describe());
+  if (!marker.ok()) return marker.status();
+  if (marker->rfind(kAgentUnsafe, 0) == 0) return agent_dirs_refusal(session.describe(), *marker);
+  return std::make_pair(std::move(*ch), std::move(*marker));
+}
+
+// A data lane: one more channel of the main link's session, to a fresh agent.
+class SshLane : public AgentTransport {
+ public:
+  SshLane(SshSession& session, std::unique_ptr<SshExecChannel> channel)
+      : session_(session),
+        channel_(std::move(channel)) {}
+  ~SshLane() override { close(); }
+  Status open() override { return channel_ ? Status() : failed_precondition(describe() + ": closed"); }
+  Result<size_t> read_some(char* buf, size_t n, int timeout_ms) override {
+    if (!channel_) return failed_precondition(describe() + ": closed");
+    return read_agent_channel(*channel_, describe(), buf, n, timeout_ms);
+  }
+  Status write_all(const char* data, size_t n) override {
+    if (!channel_) return failed_precondition(describe() + ": closed");
+    return channel_->write_all(data, n);
+  }
+  void close() override {
+    if (channel_ && !session_.broken()) (void)channel_->send_eof();
+    channel_.reset();
+  }
+  std::string describe() const override {
+    return session_.describe() + " lane (" + (channel_ ? channel_->command() : "closed") + ")";
+  }
+  int poll_fd() const override { return session_.fd(); }
+
+ private:
+  SshSession& session_;  // the main link's; it outlives its lanes
+  std::unique_ptr<SshExecChannel> channel_;
+};
+
+}  // namespace
+
+Status SshTransport::open() {
+  close();
+  session_ = std::make_unique<SshSession>(target_);
+  Status connected = session_->connect();
+  nobody_there_ = !connected.ok() && session_->nobody_there();
+  if (!connected.ok()) return connected;
+  const std::string workdir = target_.workdir.empty() ? "." : target_.workdir;
+  if (!remote_command_.empty()) return start_command(remote_command_);
+
+  // The common case costs one exec: start the agent if it is there, else say so.
+  auto hash = xxh128_file_hex(local_agent_path_);
+  if (!hash.ok()) {
+    close();
+    return hash.status();
+  }
+  remote_agent_path_ = ::ferry::remote_agent_path(target_.workdir, *hash);
+  const std::string rel_socket = lanes_socket_rel(*hash);
+  // The shell names the socket's absolute path; lanes started by exec listen for none.
+  const std::string serve = shell_quote(remote_agent_path_) + " serve --workdir " + shell_quote(workdir);
+  auto probe = [&](const std::string& command) {
+    return agent_dirs_check_command(workdir) + "; if [ -x " + shell_quote(remote_agent_path_) + " ]; then w=$(cd " +
+           shell_quote(workdir) + " && pwd) && printf 'FERRY-AGENT-READY %s\\n' \"$w\" && exec " + command +
+           "; else printf 'FERRY-AGENT-MISSING\\n'; fi";
+  };
+  const std::string main_probe = probe(serve + " --lanes-socket \"$w\"/" + shell_quote(rel_socket));
+  lane_probe_ = probe(serve);
+  auto marker = run_probe(main_probe);
+  if (!marker.ok()) return marker.status();
+  if (*marker == kAgentMissing) {
+    // Missing: install it over the same session, then start it the same way.
+    channel_.reset();
+    auto path = ensure_remote_agent(*session_, local_agent_path_, target_.workdir, &uploaded_agent_);
+    if (!path.ok()) {
+      Status s = path.status();
+      close();
+      return s;
+    }
+    marker = run_probe(main_probe);
+    if (!marker.ok()) return marker.status();
+    if (*marker == kAgentMissing) {
+      close();
+      return internal_error(describe() + ": the agent is missing right after it was installed");
+    }
+  }
+  std::string abs = marker->substr(sizeof(kAgentReady) - 1);
+  abs.pop_back();  // the newline
+  std::string path = abs + "/" + rel_socket;
+  // Too long for a unix socket: the agent did not listen, and lanes exec as before.
+  if (!abs.empty() && abs[0] == '/' && path.size() <= 107) lanes_socket_path_ = path;
+  return Status();
+}
+
+// The agent's lanes socket when it has one (no login shell runs); else, or when the
+// server refuses that channel, another agent by exec on the same session.
+Result<std::unique_ptr<AgentTransport>> SshTransport::open_lane() {
+  if (!session_ || !channel_ || session_->broken()) return unavailable(describe() + ": the link is not open");
+  if (lane_probe_.empty()) return failed_precondition(describe() + ": `" + remote_command_ + "` has no lanes");
+  if (!lanes_socket_path_.empty()) {
+    auto ch = session_->open_unix_socket(lanes_socket_path_);
+    if (ch.ok()) return std::unique_ptr<AgentTransport>(std::make_unique<SshLane>(*session_, std::move(*ch)));
+    if (!session_->connected() || session_->broken()) return ch.status();
+  }
+  auto started = start_probe(*session_, lane_probe_);
+  if (!started.ok()) return started.status();
+  if (started->second == kAgentMissing) return internal_error(describe() + ": the agent is gone from the host");
+  return std::unique_ptr<AgentTransport>(std::make_unique<SshLane>(*session_, std::move(started->first)));
+}
+
+int SshTransport::poll_fd() const { return session_ ? session_->fd() : -1; }
+
+Status SshTransport::start_command(const std::string& command) {
+  auto ch = session_->open_exec(command);
+  if (!ch.ok()) {
+    Status s = ch.status();
+    close();
+    return s;
+  }
+  channel_ = std::move(*ch);
+  return Status();
+}
+
+// Starts the probe on the main channel and reads its marker; a failure closes the link.
+Result<std::string> SshTransport::run_probe(const std::string& probe) {
+  auto started = start_probe(*session_, probe);
+  if (!started.ok()) {
+    Status s = started.status();
+    close();
+    return s;
+  }
+  channel_ = std::move(started->first);
+  return std::move(started->second);
+}
+
 Result<size_t> SshTransport::read_some(char* buf, size_t n, int timeout_ms) {
   if (!channel_) return failed_precondition(describe() + ": transport is not open");
-  // Straight into the caller's buffer: its size is the window libssh advertises.
-  auto got = channel_->read_some(buf, n, timeout_ms);
-  if (!got.ok()) return got.status();
-  if (*got == 0 && channel_->at_eof()) {
-    std::string err = channel_->stderr_tail();
-    if (err.size() > 512) err = err.substr(err.size() - 512);
-    return unavailable(describe() + ": the remote `" + channel_->command() + "` closed its output" +
-                       (err.empty() ? "" : "; stderr: " + err));
-  }
-  return *got;
+  return read_agent_channel(*channel_, describe(), buf, n, timeout_ms);
 }
 
 Status SshTransport::write_all(const char* data, size_t n) {
@@ -202,6 +239,8 @@ Status SshTransport::write_all(const char* data, size_t n) {
 }
 
 void SshTransport::close() {
+  lanes_socket_path_.clear();
+  lane_probe_.clear();
   if (channel_) {
     if (session_ && !session_->broken()) (void)channel_->send_eof();
     channel_.reset();

@@ -1,42 +1,43 @@
 // SshTransport: the AgentTransport over SSH: one SshSession and one exec channel
-// running `ferry-agent serve --workdir <workdir>` on the host.
+// running `ferry-agent serve --workdir <workdir> --lanes-socket <path>` on the host.
 //
 // open() connects (host key checked before auth, see ssh_session.h), installs the
 // agent binary when missing (agent_bootstrap.h), and starts it; the channel's
 // stdin/stdout are the byte stream. For tests and tools the remote command can be
 // overridden (e.g. `cat` as an echo server), which skips the bootstrap.
 //
+// Data lanes (open_lane) are more channels of the same session: a
+// `direct-streamlocal` channel to the agent's lanes socket (agents/lane_listener.h;
+// sshd starts no login shell for it), or, where the server forbids that, an exec of
+// another agent on the same session. So a host costs one TCP connection and one
+// handshake however many lanes a copy uses (review F19: 64 streams used to be 64
+// sessions, and sshd's MaxStartups dropped their handshakes).
+//
 // Reads go straight into the caller's buffer (HostConnection reads a chunk's body
 // in place): the count passed to ssh_channel_read is also the receive window libssh
 // advertises, so callers that want speed read with large counts.
 //
 // Thread contract: as AgentTransport: one thread opens, reads, writes and closes
-// (it owns the libssh session). Every call is bounded (connect timeout, read
-// timeout, write stall timeout, TCP_USER_TIMEOUT on a dead link).
+// this transport and its lanes (it owns the libssh session); lanes are closed first.
+// Every call is bounded (connect timeout, read timeout, write stall timeout,
+// TCP_USER_TIMEOUT on a dead link).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "orchestrator/agent_transport.h"
-#include "orchestrator/ssh/lane_socket.h"
 #include "orchestrator/ssh/ssh_exec_channel.h"
 #include "orchestrator/ssh/ssh_session.h"
 #include "orchestrator/ssh/ssh_target.h"
 
 namespace ferry {
 
-/// How long a data lane waits for its host's main link to publish the lanes socket.
-constexpr int kLaneSocketWaitMs = 10000;
-
 class SshTransport : public AgentTransport {
  public:
   /// `local_agent_path`: the ferry-agent binary to install and run.
-  /// `remote_command`: if not empty, run this instead (no bootstrap), as is.
-  /// `lanes`: this host's LaneSocket (null: none); `data_lane`: this transport is a
-  /// data lane (it uses the socket) rather than the main link (which publishes it).
-  SshTransport(SshTarget target, std::string local_agent_path, std::string remote_command = {},
-               std::shared_ptr<LaneSocket> lanes = nullptr, bool data_lane = false);
+  /// `remote_command`: if not empty, run this instead (no bootstrap, no lanes), as is.
+  SshTransport(SshTarget target, std::string local_agent_path, std::string remote_command = {});
   ~SshTransport() override;
 
   Status open() override;
@@ -45,30 +46,29 @@ class SshTransport : public AgentTransport {
   void close() override;
   std::string describe() const override;
   bool nobody_there() const override { return nobody_there_; }
+  Result<std::unique_ptr<AgentTransport>> open_lane() override;
+  int poll_fd() const override;
 
   /// After open(): where the agent lives on the host ("" with a remote_command).
   const std::string& remote_agent_path() const { return remote_agent_path_; }
   /// After open(): whether open() had to upload the agent.
   bool uploaded_agent() const { return uploaded_agent_; }
-  /// After open(): whether this lane rides the main agent's lanes socket (no exec).
-  bool via_lane_socket() const { return via_lane_socket_; }
+  /// After open(): the agent's lanes socket on the host ("" when it has none).
+  const std::string& lanes_socket_path() const { return lanes_socket_path_; }
   /// The last stderr of the remote command, for error messages.
   std::string remote_stderr() const;
 
  private:
   Status start_command(const std::string& command);
-  Result<std::string> read_marker();
   Result<std::string> run_probe(const std::string& probe);
-  bool open_lane_channel();
 
   SshTarget target_;
   std::string local_agent_path_;
   std::string remote_command_;
   std::string remote_agent_path_;
+  std::string lanes_socket_path_;
+  std::string lane_probe_;  // starts another agent by exec, for a lane without the socket
   bool uploaded_agent_ = false;
-  std::shared_ptr<LaneSocket> lanes_;
-  bool data_lane_ = false;
-  bool via_lane_socket_ = false;
   std::unique_ptr<SshSession> session_;
   bool nobody_there_ = false;  // the last open(): see SshSession::nobody_there
   std::unique_ptr<SshExecChannel> channel_;  // destroyed before session_

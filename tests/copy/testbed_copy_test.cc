@@ -12,8 +12,15 @@
 // (tests/copy/copy_test_util.h) from fixed seeds, 3 × 80 MiB shards + json
 // (relay), 4 × 40 MiB shards + json (direct: ~160 MiB keeps CI quick).
 // The link-cut and direct tests change the shared testbed's links: RUN_SERIAL in CMake.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <tuple>
 
 #include "tests/copy/copy_test_util.h"
@@ -142,6 +149,103 @@ TEST_F(TestbedCopyTest,
               "%.1f MiB/s\n",
               hosts_[0].name.c_str(), hosts_[1].name.c_str(),
               total_ / 1048576.0, metric(s, "seconds"), metric(s, "mib_per_s"));
+}
+
+// This process's TCP connections from `pid` to `address`:`port` that are established
+// (its socket inodes matched against its network namespace's /proc/net/tcp).
+int tcp_links(pid_t pid, const std::string& address, int port) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::set<std::string> inodes;
+  if (DIR* d = ::opendir((proc + "/fd").c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      char target[256];
+      ssize_t n = ::readlink((proc + "/fd/" + e->d_name).c_str(), target, sizeof(target) - 1);
+      if (n <= 0) continue;
+      std::string t(target, static_cast<size_t>(n));
+      if (t.rfind("socket:[", 0) == 0) inodes.insert(t.substr(8, t.size() - 9));
+    }
+    ::closedir(d);
+  }
+  in_addr addr{};
+  ::inet_pton(AF_INET, address.c_str(), &addr);
+  char want[32];
+  std::snprintf(want, sizeof(want), "%08X:%04X", addr.s_addr, port);  // as the kernel prints it
+  std::ifstream tcp(proc + "/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // the header
+  int links = 0;
+  while (std::getline(tcp, line)) {
+    std::istringstream f(line);
+    std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
+    f >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
+    links += remote == want && state == "01" && inodes.count(inode);
+  }
+  return links;
+}
+
+// Processes serving the frame protocol for `workdir`: a host's main agent and one per open lane.
+int agents_serving(const std::string& workdir) {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      std::string cmd = testing::read_text(std::string("/proc/") + e->d_name + "/cmdline");
+      std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+      n += cmd.find(" serve --workdir " + workdir + " ") != std::string::npos;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+int threads_of(pid_t pid) {
+  int n = 0;
+  if (DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str())) {
+    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
+}
+
+// Review F19: a relay with 64 streams opens 64 lanes on each host, and every one is a
+// channel of the host's one SSH session, served by the host's one connection thread.
+// Measured while the lanes are still open (a stage after the copy holds the run until
+// the test has looked): one TCP connection per host, and threads no more than the
+// hosts plus a few (before: 65 connections and 65 threads per host).
+TEST_F(TestbedCopyTest, RelayWithSixtyFourStreamsRidesOneTcpLinkAndOneThreadPerHost) {
+  const std::string holding = workdir(0) + "/holding", release = workdir(0) + "/release";
+  const std::string wf = write_workflow(
+      "name: lanes\nhosts:\n" + host_entry(0) + host_entry(1) +
+          "stages:\n  copy:\n    kind: copy\n    from: " + hosts_[0].name + ":ckpt\n    to: " + hosts_[1].name +
+          ":incoming/ckpt\n    streams: 64\n  hold:\n    host: " + hosts_[0].name +
+          "\n    needs: copy\n    run: touch " + holding + "; for i in $(seq 1200); do [ -e " + release +
+          " ] && exit 0; sleep 0.1; done; exit 1\n",
+      "lanes.yaml");
+  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
+  ASSERT_GT(coordinator, 0);
+  Defer cleanup{[&] { end_process(coordinator); }};
+  // The event: the copy is done and the run waits in `hold`, with the lanes still open.
+  ASSERT_TRUE(testing::wait_until([&] { return testing::exists(holding); }, std::chrono::seconds(300)))
+      << testing::read_text(work_.file("run.log"));
+  const int links_h1 = tcp_links(coordinator, hosts_[0].address, 22);
+  const int links_h2 = tcp_links(coordinator, hosts_[1].address, 22);
+  const int threads = threads_of(coordinator);
+  const int agents_h1 = agents_serving(workdir(0)), agents_h2 = agents_serving(workdir(1));
+  testing::write_text(release, "");
+  ASSERT_EQ(testing::wait_process(coordinator, 120), 0) << testing::read_text(work_.file("run.log"));
+  auto s = stage(status("lanes-1"), "copy");
+  EXPECT_EQ(s["state"], "succeeded") << s.dump(2);
+  EXPECT_EQ(compare_trees(source(), dest()), "");
+  EXPECT_GE(agents_h1, 1 + 64) << "the main agent and a lane's for each stream";
+  EXPECT_GE(agents_h2, 1 + 64);
+  EXPECT_EQ(links_h1, 1);
+  EXPECT_EQ(links_h2, 1);
+  // The io thread, one connection thread per host, and what libraries start.
+  EXPECT_LE(threads, 2 + 8) << "threads in the coordinator while 128 lanes are open";
+  std::printf(
+      "[ figures ] relay with 64 streams: %d agents and %d TCP link(s) on %s, %d and %d on %s, %d coordinator "
+      "threads\n",
+      agents_h1, links_h1, hosts_[0].name.c_str(), agents_h2, links_h2, hosts_[1].name.c_str(), threads);
 }
 
 TEST_F(TestbedCopyTest,

@@ -127,6 +127,14 @@ class InProcessTransport : public AgentTransport {
 
   std::string describe() const override { return "in-process agent in " + workdir_; }
 
+  // A lane is another in-process agent over the same folder, with the same faults.
+  Result<std::unique_ptr<AgentTransport>> open_lane() override {
+    if (!agent_) return unavailable(describe() + ": not open");
+    auto lane = std::make_unique<InProcessTransport>(workdir_, faults_);
+    FERRY_RETURN_IF_ERROR(lane->open());
+    return std::unique_ptr<AgentTransport>(std::move(lane));
+  }
+
  private:
   std::string workdir_;
   std::shared_ptr<LinkFaults> faults_;
@@ -138,8 +146,8 @@ class InProcessTransport : public AgentTransport {
 /// Transports for SchedulerOptions::transports: every host's links (data lanes too)
 /// are InProcessTransports over its workdir, with `faults` by host name (none if not named).
 inline TransportFactoryMaker in_process_transports(std::map<std::string, std::shared_ptr<LinkFaults>> faults = {}) {
-  return [faults = std::move(faults)](const workflow::Host& host, const std::string& workdir,
-                                      std::shared_ptr<LaneSocket>, int) -> HostConnection::TransportFactory {
+  return [faults = std::move(faults)](const workflow::Host& host,
+                                      const std::string& workdir) -> HostConnection::TransportFactory {
     auto it = faults.find(host.name);
     auto host_faults = it != faults.end() ? it->second : std::make_shared<LinkFaults>();
     return [workdir, host_faults] { return std::make_unique<InProcessTransport>(workdir, host_faults); };

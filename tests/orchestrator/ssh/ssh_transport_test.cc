@@ -2,6 +2,7 @@
 // end of stream, and the agent bootstrap (upload, verify with hash-self, reuse,
 // refuse a binary whose hash does not match) using ssh_fake_agent.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -186,9 +187,10 @@ TEST_F(AgentBootstrapTest, RefusesAnAgentWhoseHashSelfDisagrees) {
   EXPECT_EQ(installed_agents(), "");
 }
 
-// Data lanes on the main agent's lanes socket (lane_socket.h) with the real agent:
-// a lane opens no exec, so the host's login rc runs for the main link only; and a
-// lane whose socket is gone falls back to an exec of its own.
+// Data lanes (SshTransport::open_lane) with the real agent: channels of the main
+// link's session to its lanes socket, so a lane opens no exec and no TCP connection
+// and the host's login rc runs for the main link only; and a lane whose socket is
+// gone falls back to an exec of its own, still on the same session.
 class LaneSocketTest : public SshTransportTest {
  protected:
   void SetUp() override {
@@ -215,7 +217,7 @@ class LaneSocketTest : public SshTransportTest {
     return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
   }
   // A ping through `t` is answered by an agent.
-  static void expect_agent_answers(SshTransport& t) {
+  static void expect_agent_answers(AgentTransport& t) {
     std::string req = protocol::encode_frame(protocol::make_request(7, "ping", nlohmann::json::object()));
     ASSERT_TRUE(t.write_all(req.data(), req.size()).ok());
     protocol::FrameDecoder d;
@@ -239,21 +241,28 @@ class LaneSocketTest : public SshTransportTest {
 };
 
 TEST_F(LaneSocketTest, LanesRideTheMainAgentsSocketAndRunNoLoginShell) {
-  auto lanes = std::make_shared<LaneSocket>();
-  SshTransport main(target_, agent_, "", lanes, false);
+  SshTransport main(target_, agent_);
   Status st = main.open();
   ASSERT_TRUE(st.ok()) << st.to_string();
   expect_agent_answers(main);
   const size_t after_main = logins();
   EXPECT_GE(after_main, 1u) << "the rc runs for the main link's exec";
-  SshTransport lane1(target_, agent_, "", lanes, true), lane2(target_, agent_, "", lanes, true);
-  ASSERT_TRUE(lane1.open().ok());
-  ASSERT_TRUE(lane2.open().ok());
-  EXPECT_TRUE(lane1.via_lane_socket());
-  EXPECT_TRUE(lane2.via_lane_socket());
-  expect_agent_answers(lane1);
-  expect_agent_answers(lane2);
+  ASSERT_FALSE(main.lanes_socket_path().empty());
+  auto lane1 = main.open_lane();
+  auto lane2 = main.open_lane();
+  ASSERT_TRUE(lane1.ok()) << lane1.status().to_string();
+  ASSERT_TRUE(lane2.ok()) << lane2.status().to_string();
+  EXPECT_NE((*lane1)->describe().find("unix socket"), std::string::npos) << (*lane1)->describe();
+  expect_agent_answers(**lane1);
+  expect_agent_answers(**lane2);
+  expect_agent_answers(main);
   EXPECT_EQ(logins(), after_main) << "a lane on the socket starts no shell";
+  // One TCP connection carries them all (review F19).
+  EXPECT_GE(main.poll_fd(), 0);
+  EXPECT_EQ((*lane1)->poll_fd(), main.poll_fd());
+  EXPECT_EQ((*lane2)->poll_fd(), main.poll_fd());
+  (*lane1)->close();
+  expect_agent_answers(**lane2);
 }
 
 // Review F20.6: a login rc that prints (a greeting; words without a newline that
@@ -277,15 +286,20 @@ TEST_F(LaneSocketTest, ALoginRcThatNeverStopsTalkingFailsWithTheFix) {
   EXPECT_NE(st.message().find("motd line 1 of"), std::string::npos) << st.to_string();
 }
 
-TEST_F(LaneSocketTest, ALaneWhoseSocketIsGoneStartsItsOwnAgent) {
-  auto lanes = std::make_shared<LaneSocket>();
-  lanes->publish(target_.workdir + "/.ferry/run/nobody-listens.sock");
-  SshTransport lane(target_, agent_, "", lanes, true);
-  Status st = lane.open();
+TEST_F(LaneSocketTest, ALaneWhoseSocketIsGoneStartsItsOwnAgentOnTheSameSession) {
+  SshTransport main(target_, agent_);
+  Status st = main.open();
   ASSERT_TRUE(st.ok()) << st.to_string();
-  EXPECT_FALSE(lane.via_lane_socket());
-  expect_agent_answers(lane);
-  EXPECT_GE(logins(), 1u) << "the fallback is an exec";
+  ASSERT_FALSE(main.lanes_socket_path().empty());
+  ASSERT_EQ(::unlink(main.lanes_socket_path().c_str()), 0) << main.lanes_socket_path();
+  const size_t before = logins();
+  auto lane = main.open_lane();
+  ASSERT_TRUE(lane.ok()) << lane.status().to_string();
+  EXPECT_EQ((*lane)->describe().find("unix socket"), std::string::npos) << (*lane)->describe();
+  expect_agent_answers(**lane);
+  EXPECT_GT(logins(), before) << "the fallback is an exec";
+  EXPECT_EQ((*lane)->poll_fd(), main.poll_fd()) << "on the same session";
+  expect_agent_answers(main);
 }
 
 TEST_F(AgentBootstrapTest, MissingLocalAgentIsNamed) {

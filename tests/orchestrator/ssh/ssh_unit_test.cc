@@ -6,15 +6,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 #include "base/file_hash.h"
 #include "base/shell_quote.h"
 #include "orchestrator/ssh/agent_bootstrap.h"
-#include "orchestrator/ssh/lane_socket.h"
 #include "orchestrator/ssh/tcp_socket.h"
 
 namespace ferry {
@@ -112,48 +107,6 @@ TEST(TcpSocketTest, RefusedConnectionIsUnavailableAndQuick) {
   ASSERT_FALSE(fd.ok());
   EXPECT_EQ(fd.status().code(), StatusCode::kUnavailable) << fd.status().to_string();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
-}
-
-}  // namespace
-}  // namespace ferry
-
-namespace ferry {
-namespace {
-
-// Review F19: a host's links take turns to handshake, kMaxHandshakes at a time, below
-// sshd's MaxStartups: twelve links at once, the first four hold their turns until the
-// test lets them go, and no fifth got in meanwhile.
-TEST(LaneSocketTest, AtMostFourLinksOfAHostHandshakeAtOnce) {
-  LaneSocket lanes;
-  std::mutex mu;
-  std::condition_variable cv;
-  int inside = 0, entered = 0;
-  bool release = false;
-  std::vector<std::thread> links;
-  for (int i = 0; i < 12; ++i) {
-    links.emplace_back([&] {
-      LaneSocket::HandshakeTurn turn(lanes);
-      std::unique_lock<std::mutex> lock(mu);
-      ++inside;
-      ++entered;
-      cv.notify_all();
-      cv.wait(lock, [&] { return release; });
-      --inside;
-    });
-  }
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return inside == LaneSocket::kMaxHandshakes; }));
-  }
-  EXPECT_EQ(lanes.most_handshaking(), LaneSocket::kMaxHandshakes);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
-  for (auto& t : links) t.join();
-  EXPECT_EQ(entered, 12);
-  EXPECT_EQ(lanes.most_handshaking(), LaneSocket::kMaxHandshakes);
 }
 
 }  // namespace
