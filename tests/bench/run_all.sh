@@ -26,3 +26,7 @@ fi
 run "$here/relay_bench.sh" "$build"
 run "$here/hosts_bench.sh" "$build"
 run "$here/slurm_bench.sh" "$build"
+# The fault suite with its large relays at issue 13's sizes (100,000 files, 16 GiB).
+echo
+echo "=== FERRY_FAULT_SCALE=full ctest -R fault_suite"
+(cd "$build" && FERRY_FAULT_SCALE=full ctest -R fault_suite --output-on-failure --timeout 1800)

@@ -27,8 +27,8 @@ constexpr int kRunTimeoutS = 300;
 constexpr auto kDecodingDeadline = seconds(120);  // cold: agent and worker upload over ssh
 constexpr auto kCutFor = seconds(20);  // past the link watchdog, so the cut is seen
 // Long enough that the eval is still decoding when the test acts on it: the
-// reference drafter never agrees, so it decodes token by token (~40 s here).
-constexpr int kLongEvalTokens = 800;
+// reference drafter never agrees, so it decodes token by token (~20 s here).
+constexpr int kLongEvalTokens = 400;
 
 class SshEvalTest : public SshRunTest {
  protected:
