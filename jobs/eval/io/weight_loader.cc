@@ -19,14 +19,6 @@ constexpr size_t kMaxListedProblems = 12;
 // rows: 2 MiB at K = 1,024).
 constexpr int64_t kPanelsPerSlice = 64;
 
-std::string shape_string(at::IntArrayRef shape) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
-}
-
 // Drops the whole pages of a mapped tensor from the process (the file keeps them in the
 // page cache). The mapping is private and read-only, so a later read would only fault
 // them back in from the file: nothing can see different bytes.
