@@ -5,9 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -110,7 +108,7 @@ std::vector<std::vector<int64_t>> make_prompts(int count, int64_t vocab, int min
 int overwrite_tensor_bytes(const std::string& folder, const std::function<bool(const std::string&)>& which) {
   auto ckpt = SafetensorsCheckpoint::open(folder);
   if (!ckpt.ok()) throw std::runtime_error(ckpt.status().message());
-  std::string bytes = read_file(folder + "/model.safetensors");
+  std::string bytes = read_text(folder + "/model.safetensors");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(bytes[i]);
   int count = 0;
@@ -122,7 +120,7 @@ int overwrite_tensor_bytes(const std::string& folder, const std::function<bool(c
     ++count;
   }
   ckpt->reset();
-  write_file(folder + "/model.safetensors", bytes);
+  write_text(folder + "/model.safetensors", bytes);
   return count;
 }
 
@@ -154,19 +152,7 @@ void split_checkpoint_in_two(const std::string& folder, const std::function<bool
     Status s = write_safetensors_file(path, *part, "F32", {});
     if (!s.ok()) throw std::runtime_error(s.message());
   }
-  write_file(folder + "/model.safetensors.index.json", index.dump());
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
+  write_text(folder + "/model.safetensors.index.json", index.dump());
 }
 
 }  // namespace ferry::eval::testing

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "jobs/eval/tools/tiny_models.h"
+#include "tests/support/process.h"
 
 namespace ferry::eval::testing {
 
@@ -56,7 +57,8 @@ int overwrite_tensor_bytes(const std::string& folder, const std::function<bool(c
 /// names go to shard 2, the rest to shard 1, with an index. Throws on errors.
 void split_checkpoint_in_two(const std::string& folder, const std::function<bool(const std::string&)>& second);
 
-std::string read_file(const std::string& path);
-void write_file(const std::string& path, const std::string& bytes);
+/// Whole-file reads and writes: the shared test support's (tests/support/process.h).
+using ferry::testing::read_text;
+using ferry::testing::write_text;
 
 }  // namespace ferry::eval::testing

@@ -15,7 +15,7 @@ namespace ferry::eval {
 namespace {
 
 using testing::ScratchDir;
-using testing::write_file;
+using testing::write_text;
 
 TEST(ModelConfigTest, BuildTargetLayerIdsMatchesPublishedDrafters) {
   EXPECT_EQ(build_target_layer_ids(36, 5), (std::vector<int64_t>{1, 9, 17, 25, 33}));
@@ -26,7 +26,7 @@ TEST(ModelConfigTest, BuildTargetLayerIdsMatchesPublishedDrafters) {
 
 TEST(ModelConfigTest, ReadsDFlashConfig) {
   ScratchDir dir("cfg");
-  write_file(dir / "config.json", R"({
+  write_text(dir / "config.json", R"({
     "architectures": ["DFlashDraftModel"], "model_type": "qwen3", "block_size": 16,
     "num_target_layers": 36, "dflash_config": {"mask_token_id": 151669, "target_layer_ids": [1, 9, 17, 25, 33]},
     "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 5, "num_attention_heads": 32,
@@ -46,7 +46,7 @@ TEST(ModelConfigTest, ReadsDFlashConfig) {
 
 TEST(ModelConfigTest, DerivesTargetLayerIdsWhenAbsent) {
   ScratchDir dir("cfg");
-  write_file(dir / "config.json", R"({"block_size": 8, "num_target_layers": 36,
+  write_text(dir / "config.json", R"({"block_size": 8, "num_target_layers": 36,
     "dflash_config": {"mask_token_id": 5}, "hidden_size": 64, "intermediate_size": 128,
     "num_hidden_layers": 5, "num_attention_heads": 4})");
   auto c = load_dflash_config(dir.path());
@@ -58,7 +58,7 @@ TEST(ModelConfigTest, DerivesTargetLayerIdsWhenAbsent) {
 
 TEST(ModelConfigTest, VlmWrapperYieldsTextConfig) {
   ScratchDir dir("cfg");
-  write_file(dir / "config.json", R"({"model_type": "qwen3_vl", "tie_word_embeddings": true,
+  write_text(dir / "config.json", R"({"model_type": "qwen3_vl", "tie_word_embeddings": true,
     "text_config": {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                     "num_attention_heads": 4, "num_key_value_heads": 2, "eos_token_id": [3, 4]},
     "vision_config": {"depth": 2}})");
@@ -91,13 +91,13 @@ TEST(ModelConfigTest, BadConfigsNameFileAndField) {
       {"{" + dims + R"(, "hidden_size": "64"})", "'hidden_size'"},
   };
   for (const Case& c : cases) {
-    write_file(path, c.text);
+    write_text(path, c.text);
     auto r = load_qwen3_config(dir.path());
     ASSERT_FALSE(r.ok()) << c.text;
     EXPECT_NE(r.status().message().find(path), std::string::npos) << r.status().message();
     EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
   }
-  write_file(path, "{" + dims + R"(, "block_size": 4, "num_target_layers": 4})");
+  write_text(path, "{" + dims + R"(, "block_size": 4, "num_target_layers": 4})");
   auto d = load_dflash_config(dir.path());
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("mask_token_id"), std::string::npos);
@@ -124,7 +124,7 @@ const char* kQwen36Config = R"({
 
 TEST(ModelConfigTest, ReadsQwen36HybridConfig) {
   ScratchDir dir("cfg35");
-  write_file(dir / "config.json", kQwen36Config);
+  write_text(dir / "config.json", kQwen36Config);
   EXPECT_EQ(detect_target_architecture(dir.path()).value(), "qwen3_5");
   auto c = load_qwen35_config(dir.path());
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -141,7 +141,7 @@ TEST(ModelConfigTest, ReadsQwen36HybridConfig) {
   EXPECT_EQ(c->vision_token_ids, (std::vector<int64_t>{248056, 248057, 248053}));
   EXPECT_TRUE(c->text.vlm_wrapped);
   // A Qwen3 loader refuses it by its layer kinds, never computes it as dense.
-  write_file(dir / "config.json", R"({"model_type": "qwen3_5_text", "vocab_size": 10, "hidden_size": 8,
+  write_text(dir / "config.json", R"({"model_type": "qwen3_5_text", "vocab_size": 10, "hidden_size": 8,
     "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
     "layer_types": ["linear_attention", "full_attention"]})");
   auto dense = load_qwen3_config(dir.path());
@@ -155,7 +155,7 @@ TEST(ModelConfigTest, RefusesMoeRopeScalingAndBadHybridFieldsByName) {
   auto with = [&](const std::function<void(nlohmann::json&)>& change) {
     nlohmann::json j = nlohmann::json::parse(kQwen36Config);
     change(j);
-    write_file(path, j.dump());
+    write_text(path, j.dump());
   };
   with([](nlohmann::json& j) { j["model_type"] = "qwen3_5_moe"; });
   auto moe = detect_target_architecture(dir.path());
@@ -193,14 +193,14 @@ TEST(ModelConfigTest, ReadsQwen36SlidingWindowDrafter) {
     "vocab_size": 248320, "use_sliding_window": true, "sliding_window": 2048, "max_window_layers": 5,
     "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention",
                     "full_attention"]})";
-  write_file(dir / "config.json", text);
+  write_text(dir / "config.json", text);
   auto c = load_dflash_config(dir.path());
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->sliding_layer, (std::vector<bool>{true, true, true, true, false}));
   EXPECT_EQ(c->sliding_window, 2048);
   nlohmann::json j = nlohmann::json::parse(text);
   j.erase("sliding_window");
-  write_file(dir / "config.json", j.dump());
+  write_text(dir / "config.json", j.dump());
   auto missing = load_dflash_config(dir.path());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("sliding_window"), std::string::npos);

@@ -14,9 +14,9 @@
 namespace ferry::eval {
 namespace {
 
-using testing::read_file;
+using testing::read_text;
 using testing::ScratchDir;
-using testing::write_file;
+using testing::write_text;
 
 std::vector<WriteTensor> sample_tensors() {
   // Values chosen to be exact in BF16 and F16.
@@ -85,8 +85,8 @@ TEST(SafetensorsCheckpointTest, TruncatedFileIsRefusedNamingFileAndTensor) {
   ScratchDir dir("trunc");
   ASSERT_TRUE(write_safetensors_checkpoint(dir.path(), sample_tensors(), {}).ok());
   const std::string file = dir / "model.safetensors";
-  std::string bytes = read_file(file);
-  write_file(file, bytes.substr(0, bytes.size() - 6));
+  std::string bytes = read_text(file);
+  write_text(file, bytes.substr(0, bytes.size() - 6));
   auto ckpt = SafetensorsCheckpoint::open(dir.path());
   ASSERT_FALSE(ckpt.ok());
   EXPECT_EQ(ckpt.status().code(), StatusCode::kDataLoss);
@@ -94,12 +94,12 @@ TEST(SafetensorsCheckpointTest, TruncatedFileIsRefusedNamingFileAndTensor) {
   EXPECT_NE(ckpt.status().message().find("c.weight"), std::string::npos) << ckpt.status().message();
   EXPECT_NE(ckpt.status().message().find("truncated"), std::string::npos);
 
-  write_file(file, bytes.substr(0, 5));  // not even the header length
+  write_text(file, bytes.substr(0, 5));  // not even the header length
   ckpt = SafetensorsCheckpoint::open(dir.path());
   ASSERT_FALSE(ckpt.ok());
   EXPECT_NE(ckpt.status().message().find("truncated"), std::string::npos);
 
-  write_file(file, bytes.substr(0, 40));  // header cut
+  write_text(file, bytes.substr(0, 40));  // header cut
   ckpt = SafetensorsCheckpoint::open(dir.path());
   ASSERT_FALSE(ckpt.ok());
   EXPECT_NE(ckpt.status().message().find(file), std::string::npos);
@@ -130,7 +130,7 @@ TEST(SafetensorsCheckpointTest, InconsistentHeadersAreRefused) {
            "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 16, "overlap"},
   };
   for (const Case& c : cases) {
-    write_file(file, raw_file(c.header, c.data));
+    write_text(file, raw_file(c.header, c.data));
     auto ckpt = SafetensorsCheckpoint::open(dir.path());
     ASSERT_FALSE(ckpt.ok()) << c.header;
     EXPECT_NE(ckpt.status().message().find(file), std::string::npos) << ckpt.status().message();
@@ -138,7 +138,7 @@ TEST(SafetensorsCheckpointTest, InconsistentHeadersAreRefused) {
   }
   // Absurd header length.
   std::string bytes(16, '\xff');
-  write_file(file, bytes);
+  write_text(file, bytes);
   auto ckpt = SafetensorsCheckpoint::open(dir.path());
   ASSERT_FALSE(ckpt.ok());
   EXPECT_NE(ckpt.status().message().find("header length"), std::string::npos);
@@ -150,20 +150,20 @@ TEST(SafetensorsCheckpointTest, BrokenIndexIsRefused) {
   options.shards = 2;
   ASSERT_TRUE(write_safetensors_checkpoint(dir.path(), sample_tensors(), options).ok());
   const std::string index = dir / "model.safetensors.index.json";
-  const std::string good = read_file(index);
+  const std::string good = read_text(index);
 
-  write_file(index, "{\"weight_map\": ");
+  write_text(index, "{\"weight_map\": ");
   auto ckpt = SafetensorsCheckpoint::open(dir.path());
   ASSERT_FALSE(ckpt.ok());
   EXPECT_NE(ckpt.status().message().find(index), std::string::npos);
 
-  write_file(index, R"({"weight_map": {"a.weight": "../escape.safetensors"}})");
+  write_text(index, R"({"weight_map": {"a.weight": "../escape.safetensors"}})");
   ckpt = SafetensorsCheckpoint::open(dir.path());
   ASSERT_FALSE(ckpt.ok());
   EXPECT_NE(ckpt.status().message().find("outside"), std::string::npos);
 
   // A shard that is missing, and a tensor the index lists but the shard lacks.
-  write_file(index, R"({"weight_map": {"a.weight": "model-00009-of-00009.safetensors",
+  write_text(index, R"({"weight_map": {"a.weight": "model-00009-of-00009.safetensors",
                                       "zz.weight": "model-00001-of-00002.safetensors"}})");
   ckpt = SafetensorsCheckpoint::open(dir.path());
   ASSERT_TRUE(ckpt.ok());

@@ -500,7 +500,7 @@ TEST_F(Qwen35TargetTest, VlmLayoutReadsNoVisionOrMtpBytesAndMatchesCausalLmLayou
   for (const auto& p : prompts) EXPECT_EQ(greedy(vlm.get(), p, 16), greedy(plain.get(), p, 16));
   // Vision and MTP alone in a second shard that is not even safetensors.
   testing::split_checkpoint_in_two(dir / "vlm", is_extra);
-  testing::write_file(dir / "vlm/model-00002-of-00002.safetensors", "garbage, not safetensors");
+  testing::write_text(dir / "vlm/model-00002-of-00002.safetensors", "garbage, not safetensors");
   LoadReport rs;
   auto sharded = load(dir / "vlm", &rs);
   ASSERT_TRUE(sharded);
@@ -508,9 +508,9 @@ TEST_F(Qwen35TargetTest, VlmLayoutReadsNoVisionOrMtpBytesAndMatchesCausalLmLayou
   for (const auto& p : prompts) EXPECT_EQ(greedy(sharded.get(), p, 16), greedy(plain.get(), p, 16));
   // Image placeholders in a prompt are refused by name, not run as text.
   const int64_t image = spec.vocab - 5;
-  auto j = nlohmann::json::parse(testing::read_file(dir / "vlm/config.json"));
+  auto j = nlohmann::json::parse(testing::read_text(dir / "vlm/config.json"));
   j["image_token_id"] = image;
-  testing::write_file(dir / "vlm/config.json", j.dump());
+  testing::write_text(dir / "vlm/config.json", j.dump());
   auto with_image = load(dir / "vlm");
   ASSERT_TRUE(with_image);
   DecodeOptions o;
@@ -595,9 +595,9 @@ TEST_F(Qwen35TargetTest, BrokenCheckpointsNameFileAndTensor) {
   auto spec = testing::hybrid_target_spec();
   spec.linear_value_dim = 4;  // weights of another shape than config.json says
   ASSERT_TRUE(write_tiny_target(dir / "shape", spec, {}).ok());
-  auto j = nlohmann::json::parse(testing::read_file(dir / "shape/config.json"));
+  auto j = nlohmann::json::parse(testing::read_text(dir / "shape/config.json"));
   j["linear_value_head_dim"] = 8;
-  testing::write_file(dir / "shape/config.json", j.dump());
+  testing::write_text(dir / "shape/config.json", j.dump());
   auto r = Qwen35Target::load(dir / "shape", {}, nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("linear_attn.in_proj_qkv.weight"), std::string::npos) << r.status().message();

@@ -396,7 +396,7 @@ TEST_F(Qwen3TargetTest, VlmWrappedCheckpointLoadsTextOnlyWithoutReadingVision) {
   // Sharded: vision and mtp alone in shard 2, then that shard replaced by garbage. A
   // loader that opened it would fail on its header.
   testing::split_checkpoint_in_two(dir / "vlm", is_vision_or_mtp);
-  testing::write_file(dir / "vlm/model-00002-of-00002.safetensors", "garbage, not safetensors");
+  testing::write_text(dir / "vlm/model-00002-of-00002.safetensors", "garbage, not safetensors");
   LoadReport rs;
   auto sharded = Qwen3Target::load(dir / "vlm", {}, &rs);
   ASSERT_TRUE(sharded.ok()) << sharded.status().message();
@@ -419,9 +419,9 @@ TEST_F(Qwen3TargetTest, TiedEmbeddingsNeedNoLmHead) {
 }
 
 void edit_config(const std::string& folder, const std::string& key, const nlohmann::json& value) {
-  auto j = nlohmann::json::parse(testing::read_file(folder + "/config.json"));
+  auto j = nlohmann::json::parse(testing::read_text(folder + "/config.json"));
   j[key] = value;
-  testing::write_file(folder + "/config.json", j.dump());
+  testing::write_text(folder + "/config.json", j.dump());
 }
 
 TEST_F(Qwen3TargetTest, BrokenCheckpointsAreRefusedNamingFileAndTensor) {
@@ -445,15 +445,15 @@ TEST_F(Qwen3TargetTest, BrokenCheckpointsAreRefusedNamingFileAndTensor) {
       << r.status().message();
   // Truncated shard.
   ASSERT_TRUE(write_tiny_target(dir / "trunc", spec, {}).ok());
-  std::string bytes = testing::read_file(dir / "trunc/model.safetensors");
-  testing::write_file(dir / "trunc/model.safetensors", bytes.substr(0, bytes.size() - 1000));
+  std::string bytes = testing::read_text(dir / "trunc/model.safetensors");
+  testing::write_text(dir / "trunc/model.safetensors", bytes.substr(0, bytes.size() - 1000));
   r = Qwen3Target::load(dir / "trunc", {}, nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(dir / "trunc/model.safetensors"), std::string::npos);
   EXPECT_NE(r.status().message().find("lm_head.weight"), std::string::npos) << r.status().message();
   // Bad JSON.
   ASSERT_TRUE(write_tiny_target(dir / "json", spec, {}).ok());
-  testing::write_file(dir / "json/config.json", "{\"hidden_size\": 64,");
+  testing::write_text(dir / "json/config.json", "{\"hidden_size\": 64,");
   r = Qwen3Target::load(dir / "json", {}, nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(dir / "json/config.json"), std::string::npos);

@@ -141,7 +141,7 @@ TEST_F(EvalRunnerTest, ReportNamesTheBlasDtypeAndThreadsItRanWith) {
   EXPECT_DOUBLE_EQ(r->candidate.tau, 8.0);
   EXPECT_TRUE(r->responses.at(0).to_json()["matches_baseline"].is_null()) << "no baseline ran";
 
-  std::string maps = testing::read_file("/proc/self/maps");
+  std::string maps = testing::read_text("/proc/self/maps");
   ASSERT_FALSE(r->blas_library.empty());
   EXPECT_NE(maps.find(r->blas_library), std::string::npos) << r->blas_library << " is not mapped";
   // The OpenMP OpenBLAS by the engine's own RUNPATH when installed, whatever the
@@ -228,7 +228,7 @@ TEST_F(EvalRunnerTest, DiffShowsConfigDifferences) {
 
 TEST_F(EvalRunnerTest, TextPromptsOnByteVocabulary) {
   ScratchDir dir("text");
-  testing::write_file(dir / "p.jsonl", "{\"text\": \"hello world\"}\n\n{\"input_ids\": [1, 2, 3]}\n");
+  testing::write_text(dir / "p.jsonl", "{\"text\": \"hello world\"}\n\n{\"input_ids\": [1, 2, 3]}\n");
   EvalSpec s;
   s.target = *dir_ / "bytes";
   s.drafter = *dir_ / "bytes-drafter";
@@ -253,7 +253,7 @@ TEST_F(EvalRunnerTest, BadInputIsAStatusNamingTheProblem) {
                                          {"{\"text\": \"hi\"}\n", "byte-level"},
                                          {"{\"other\": 1}\n", "input_ids"},
                                          {"", "no prompts"}}) {
-    testing::write_file(dir / "p.jsonl", c.lines);
+    testing::write_text(dir / "p.jsonl", c.lines);
     EvalSpec s = spec("agree");
     s.prompts = dir / "p.jsonl";
     auto r = run_eval(s, nullptr, nullptr);
