@@ -35,18 +35,15 @@ constexpr auto eval_spec_fields = [](auto& v, auto& s) {
 nlohmann::json eval_spec_json(const EvalSpec& s) { return fields_json(s, eval_spec_fields); }
 
 Result<EvalSpec> eval_spec_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) return invalid_argument("the eval spec is " + json_type_phrase(j) + ", not an object");
-  EvalSpec s;
-  std::string error;
-  JsonFields f(j, "", &error);
-  eval_spec_fields(f, s);
-  if (!error.empty()) return invalid_argument("the eval spec's " + error);
+  auto read = fields_from_json<EvalSpec>(j, "the eval spec", eval_spec_fields);
+  if (!read.ok()) return read.status();
+  const EvalSpec& s = *read;
   if (s.shard_count < 1 || s.shard_index < 0 || s.shard_index >= s.shard_count || s.shards_on_host < 1) {
     return invalid_argument("the eval spec's shard " + std::to_string(s.shard_index) + " of " +
                             std::to_string(s.shard_count) + " (" + std::to_string(s.shards_on_host) +
                             " on its host) does not exist");
   }
-  return s;
+  return read;
 }
 
 }  // namespace ferry::eval

@@ -4,7 +4,8 @@
 // ("candidate.response_taus[3] is a string, not a number") and later reads do
 // nothing; absent and null fields leave their places as they were. Through
 // operator() and the object overloads it reads a field list (report_fields.h), whose
-// writing side is JsonFieldWriter. Header-only; any thread.
+// writing side is JsonFieldWriter; fields_from_json reads a whole object through one.
+// Header-only; any thread.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/peer_json.h"
+#include "base/status.h"
 
 namespace ferry::eval {
 
@@ -166,5 +168,18 @@ class JsonFields {
   std::string path_;
   std::string* error_;
 };
+
+/// `j` read through a field list into a fresh T: the reading side of fields_json
+/// (json_field_writer.h). `what` names the object in messages ("the eval spec").
+template <typename T, typename Fields>
+Result<T> fields_from_json(const nlohmann::json& j, const std::string& what, Fields fields) {
+  if (!j.is_object()) return invalid_argument(what + " is " + json_type_phrase(j) + ", not an object");
+  T x;
+  std::string error;
+  JsonFields r(j, "", &error);
+  fields(r, x);
+  if (!error.empty()) return invalid_argument(what + "'s " + error);
+  return x;
+}
 
 }  // namespace ferry::eval
