@@ -42,12 +42,13 @@
 #include <vector>
 
 #include "jobs/eval/cpu/bf16_linear.h"
-#include "jobs/eval/cpu/cpu_runtime.h"
 #include "jobs/eval/cpu/compute_threads.h"
+#include "jobs/eval/cpu/cpu_runtime.h"
 #include "jobs/eval/models/dflash_drafter.h"
 #include "jobs/eval/models/target_model.h"
 #include "jobs/eval/run/speculative_decoder.h"
 #include "jobs/eval/tools/passive_omp_wait.h"
+#include "tests/bench/decode_reps.h"
 #include "tests/eval/eval_test_util.h"
 
 namespace {
@@ -115,22 +116,17 @@ struct DecodeFigures {
 
 DecodeFigures decode(TargetModel* target, Drafter* drafter, const std::vector<int64_t>& prompt, int64_t block,
                      int64_t tokens, const std::vector<int64_t>& capture, int reps) {
+  DecodeOptions o;
+  o.block_size = block;
+  o.max_new_tokens = tokens;
+  o.capture_layers = capture;
   std::vector<double> tpot, tau, target_ms, draft_ms;
-  for (int i = 0; i < reps; ++i) {
-    DecodeOptions o;
-    o.block_size = block;
-    o.max_new_tokens = tokens;
-    o.capture_layers = capture;
-    auto r = speculative_decode(target, drafter, prompt, o);
-    if (!r.ok()) {
-      std::fprintf(stderr, "decode failed: %s\n", r.status().message().c_str());
-      std::exit(1);
-    }
-    tpot.push_back(1e3 * r->decode_seconds / static_cast<double>(r->tokens.size()));
-    tau.push_back(r->tau());
-    const double steps = static_cast<double>(std::max<int64_t>(1, r->steps));
-    target_ms.push_back(1e3 * r->target_seconds / steps);
-    draft_ms.push_back(1e3 * r->draft_seconds / steps);
+  for (const DecodeResult& r : bench::decode_reps(target, drafter, prompt, o, reps)) {
+    tpot.push_back(1e3 * r.decode_seconds / static_cast<double>(r.tokens.size()));
+    tau.push_back(r.tau());
+    const double steps = static_cast<double>(std::max<int64_t>(1, r.steps));
+    target_ms.push_back(1e3 * r.target_seconds / steps);
+    draft_ms.push_back(1e3 * r.draft_seconds / steps);
   }
   return {median(tpot), median(tau), median(target_ms), median(draft_ms)};
 }

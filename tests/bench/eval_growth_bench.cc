@@ -24,6 +24,7 @@
 #include "jobs/eval/models/dflash_drafter.h"
 #include "jobs/eval/models/qwen3_target.h"
 #include "jobs/eval/run/speculative_decoder.h"
+#include "tests/bench/decode_reps.h"
 #include "tests/eval/eval_test_util.h"
 
 namespace {
@@ -44,23 +45,18 @@ double median(std::vector<double> v) {
 
 Sample run(Qwen3Target* t, Drafter* d, const std::vector<int64_t>& prompt, int64_t b, int64_t n, bool recompute,
            const std::vector<int64_t>& capture, int reps) {
+  DecodeOptions o;
+  o.block_size = b;
+  o.max_new_tokens = n;
+  o.recompute = recompute;
+  o.capture_layers = capture;
   std::vector<double> per_token, share, overhead, tau;
-  for (int i = 0; i < reps; ++i) {
-    DecodeOptions o;
-    o.block_size = b;
-    o.max_new_tokens = n;
-    o.recompute = recompute;
-    o.capture_layers = capture;
-    auto r = speculative_decode(t, d, prompt, o);
-    if (!r.ok()) {
-      std::fprintf(stderr, "decode failed: %s\n", r.status().message().c_str());
-      std::exit(1);
-    }
-    const double tokens = static_cast<double>(r->tokens.size());
-    per_token.push_back(1e3 * r->decode_seconds / tokens);
-    share.push_back((r->target_seconds + r->draft_seconds) / r->decode_seconds);
-    overhead.push_back(1e3 * (r->decode_seconds - r->target_seconds - r->draft_seconds) / tokens);
-    tau.push_back(r->tau());
+  for (const DecodeResult& r : bench::decode_reps(t, d, prompt, o, reps)) {
+    const double tokens = static_cast<double>(r.tokens.size());
+    per_token.push_back(1e3 * r.decode_seconds / tokens);
+    share.push_back((r.target_seconds + r.draft_seconds) / r.decode_seconds);
+    overhead.push_back(1e3 * (r.decode_seconds - r.target_seconds - r.draft_seconds) / tokens);
+    tau.push_back(r.tau());
   }
   return {median(per_token), median(share), median(overhead), median(tau)};
 }
