@@ -1,8 +1,11 @@
 #include "jobs/eval/run/eval_command.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "jobs/eval/run/eval_progress.h"
 #include "jobs/tokenizer/chat_format.h"
@@ -39,6 +42,45 @@ Result<double> parse_double(const std::string& flag, const std::string& text) {
   return v;
 }
 
+// The flags that set one field of the spec from their value: as it is, as a
+// non-negative integer, or as a number.
+struct TextFlag {
+  const char* flag;
+  std::string EvalSpec::*field;
+};
+constexpr TextFlag kTextFlags[] = {
+    {"--target", &EvalSpec::target},       {"--drafter", &EvalSpec::drafter},
+    {"--reference", &EvalSpec::reference}, {"--prompts", &EvalSpec::prompts},
+    {"--tokenizer", &EvalSpec::tokenizer}, {"--prompt-format", &EvalSpec::prompt_format},
+    {"--device", &EvalSpec::device},       {"--dtype", &EvalSpec::dtype},
+};
+struct IntFlag {
+  const char* flag;
+  int EvalSpec::*field;
+};
+constexpr IntFlag kIntFlags[] = {
+    {"--show", &EvalSpec::show_responses},
+    {"--max-new-tokens", &EvalSpec::max_new_tokens},
+    {"--block-size", &EvalSpec::block_size},
+    {"--threads", &EvalSpec::threads},
+};
+struct NumberFlag {
+  const char* flag;
+  std::optional<double> EvalSpec::*field;
+};
+constexpr NumberFlag kNumberFlags[] = {
+    {"--min-tau", &EvalSpec::min_tau},
+    {"--min-ratio", &EvalSpec::min_ratio_to_reference},
+};
+
+template <typename Flag, size_t N>
+const Flag* find_flag(const Flag (&flags)[N], const std::string& name) {
+  for (const Flag& f : flags) {
+    if (name == f.flag) return &f;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* json) {
@@ -50,22 +92,16 @@ Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* jso
     if (a == "--no-baseline") { spec.baseline = false; continue; }
     if (i + 1 >= args.size()) return invalid_argument(a + ": unknown flag or missing value");
     const std::string& v = args[++i];
-    if (a == "--target") {
-      spec.target = v;
-    } else if (a == "--drafter") {
-      spec.drafter = v;
-    } else if (a == "--reference") {
-      spec.reference = v;
-    } else if (a == "--prompts") {
-      spec.prompts = v;
-    } else if (a == "--tokenizer") {
-      spec.tokenizer = v;
-    } else if (a == "--prompt-format") {
-      spec.prompt_format = v;
-    } else if (a == "--show") {
+    if (const TextFlag* f = find_flag(kTextFlags, a)) {
+      spec.*f->field = v;
+    } else if (const IntFlag* f = find_flag(kIntFlags, a)) {
       auto n = parse_int(a, v);
       if (!n.ok()) return n.status();
-      spec.show_responses = *n;
+      spec.*f->field = *n;
+    } else if (const NumberFlag* f = find_flag(kNumberFlags, a)) {
+      auto x = parse_double(a, v);
+      if (!x.ok()) return x.status();
+      spec.*f->field = *x;
     } else if (a == "--shard") {  // K/N, 1-based: the K-th contiguous part of the prompts
       size_t slash = v.find('/');
       auto k = parse_int(a, v.substr(0, slash));
@@ -74,18 +110,6 @@ Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* jso
         return invalid_argument(a + ": '" + v + "' is not K/N with 1 <= K <= N");
       spec.shard_index = *k - 1;
       spec.shard_count = *n;
-    } else if (a == "--device") {
-      spec.device = v;
-    } else if (a == "--dtype") {
-      spec.dtype = v;
-    } else if (a == "--max-new-tokens" || a == "--block-size" || a == "--threads") {
-      auto n = parse_int(a, v);
-      if (!n.ok()) return n.status();
-      (a == "--max-new-tokens" ? spec.max_new_tokens : a == "--block-size" ? spec.block_size : spec.threads) = *n;
-    } else if (a == "--min-tau" || a == "--min-ratio") {
-      auto x = parse_double(a, v);
-      if (!x.ok()) return x.status();
-      (a == "--min-tau" ? spec.min_tau : spec.min_ratio_to_reference) = *x;
     } else {
       return invalid_argument(a + ": unknown flag");
     }
