@@ -41,6 +41,10 @@ class EvalStageTest : public testing::TinySuiteTest {
                    gate);
     return path;
   }
+  /// The run's stage `name` (its only stage, in most of these tests).
+  nlohmann::json stage_of(const std::string& run, const std::string& name = "eval") const {
+    return stage(status(run), name);
+  }
   int block_size_ = 0;
 };
 
@@ -49,8 +53,7 @@ class EvalStageTest : public testing::TinySuiteTest {
 TEST_F(EvalStageTest, AgreeingDrafterPassesItsGateAndTheFiguresReachTheStore) {
   auto r = ferry({"run", workflow("oracle-agree", "    gate: {min_tau: 3.5, min_ratio_to_reference: 2}\n")});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto st = nlohmann::json::parse(ferry({"status", "evaltest-1", "--json"}).out);
-  auto stage = st["stages"][0];
+  auto stage = stage_of("evaltest-1");
   EXPECT_EQ(stage["state"], "succeeded");
   double tau = stage["metrics"]["tau"].get<double>();
   EXPECT_GT(tau, 3.5);
@@ -80,8 +83,7 @@ TEST_F(EvalStageTest, AgreeingDrafterPassesItsGateAndTheFiguresReachTheStore) {
 TEST_F(EvalStageTest, GateFailsTheStageAndSaysWhy) {
   auto r = ferry({"run", workflow("oracle-disagree", "    gate: {min_tau: 2}\n")});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  auto st = nlohmann::json::parse(ferry({"status", "evaltest-1", "--json"}).out);
-  auto stage = st["stages"][0];
+  auto stage = stage_of("evaltest-1");
   EXPECT_EQ(stage["state"], "failed");
   EXPECT_NE(stage["error"].get<std::string>().find("gate failed"), std::string::npos) << stage.dump();
   EXPECT_DOUBLE_EQ(stage["metrics"]["tau"].get<double>(), 1.0);
@@ -90,9 +92,8 @@ TEST_F(EvalStageTest, GateFailsTheStageAndSaysWhy) {
 TEST_F(EvalStageTest, MissingCheckpointIsAClearStageError) {
   auto r = ferry({"run", workflow("no-such-drafter", "")});
   EXPECT_EQ(r.exit_code, 1);
-  auto st = nlohmann::json::parse(ferry({"status", "evaltest-1", "--json"}).out);
-  EXPECT_NE(st["stages"][0]["error"].get<std::string>().find("no-such-drafter"), std::string::npos)
-      << st["stages"][0].dump();
+  auto stage = stage_of("evaltest-1");
+  EXPECT_NE(stage["error"].get<std::string>().find("no-such-drafter"), std::string::npos) << stage.dump();
 }
 
 // prompt_format and tokenizer travel from the workflow to the engine: each setting
@@ -110,8 +111,7 @@ TEST_F(EvalStageTest, PromptFormatAndTokenizerReachTheEngine) {
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     auto runs = nlohmann::json::parse(ferry({"runs", "--json"}).out);
     std::string run = runs[0]["id"].get<std::string>();
-    auto st = nlohmann::json::parse(ferry({"status", run, "--json"}).out);
-    return st["stages"][0]["error"].get<std::string>();
+    return stage_of(run)["error"].get<std::string>();
   };
   std::string chat = stage_error("");
   EXPECT_NE(chat.find("text-prompts.jsonl:1: 'prompt': prompt_format chat needs the model's tokenizer"),
@@ -237,9 +237,7 @@ TEST_F(EvalStageTest, ACheckpointTruncatedDuringTheEvalFailsTheStageNotTheCoordi
   ASSERT_EQ(::write(fd, prompts.data(), prompts.size()), static_cast<ssize_t>(prompts.size()));
   ::close(fd);
   EXPECT_EQ(testing::wait_process(pid, 120), 1) << read_text(suite_.file("run.log"));
-  auto st = nlohmann::json::parse(ferry({"status", "bus-1", "--json"}).out, nullptr, false);
-  ASSERT_TRUE(st.is_object());
-  auto stage = st["stages"][0];
+  auto stage = stage_of("bus-1");
   EXPECT_EQ(stage["state"], "failed");
   EXPECT_NE(stage["error"].get<std::string>().find("Bus error"), std::string::npos) << stage.dump();
 }
