@@ -45,6 +45,15 @@ constexpr const char* kEvalFields = R"(    max_new_tokens: 16
     gate: {min_tau: 3.5, min_ratio_to_reference: 2}
 )";
 
+// An eval of the suite's models as the host finds them under `folder`, with the
+// prompts shipped from the coordinator.
+std::string suite_models_under(const std::string& folder) {
+  std::string yaml = "    target: " + folder + "/oracle-target\n";
+  yaml += "    drafter: " + folder + "/oracle-agree\n";
+  yaml += "    reference: " + folder + "/oracle-disagree\n";
+  return yaml + "    prompts: coordinator:oracle-prompts.jsonl\n" + kEvalFields;
+}
+
 // The same files evaluated three ways: in the coordinator, on a local host whose
 // workdir holds them, and on a host that has only the models (by absolute path)
 // and gets its prompts shipped from the coordinator. Every figure must agree.
@@ -57,13 +66,8 @@ TEST_F(RemoteEvalStageTest, EvalOnAHostGivesTheSameReportAsInTheCoordinator) {
                      kDrafters + kEvalFields +
                      "  there:\n    kind: eval\n    host: box\n    needs: here\n    target: oracle-target\n"
                      "    prompts: oracle-prompts.jsonl\n" +
-                     kDrafters + kEvalFields +
-                     "  shipped:\n    kind: eval\n    host: far\n    needs: there\n"
-                     "    target: ${{ hosts.box.workdir }}/oracle-target\n"
-                     "    drafter: ${{ hosts.box.workdir }}/oracle-agree\n"
-                     "    reference: ${{ hosts.box.workdir }}/oracle-disagree\n"
-                     "    prompts: coordinator:oracle-prompts.jsonl\n" +
-                     kEvalFields);
+                     kDrafters + kEvalFields + "  shipped:\n    kind: eval\n    host: far\n    needs: there\n" +
+                     suite_models_under("${{ hosts.box.workdir }}"));
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto st = status("where-1");
@@ -235,12 +239,8 @@ TEST_F(RemoteEvalStageTest, AWorkerInstalledOnTheHostIsUsedAndNothingIsSent) {
   std::string wf = suite_.file("wf.yaml");
   write_text(wf, "name: installed\nhosts:\n  box:\n    workdir: " + suite_.file("box") +
                      "\n    env: {FERRY_EVAL_WORKER: " + testing::bin_dir() +
-                     "/ferry-eval}\nstages:\n  eval:\n    kind: eval\n    host: box\n"
-                     "    target: ${{ hosts.box.workdir }}/../oracle-target\n"
-                     "    drafter: ${{ hosts.box.workdir }}/../oracle-agree\n"
-                     "    reference: ${{ hosts.box.workdir }}/../oracle-disagree\n"
-                     "    prompts: coordinator:oracle-prompts.jsonl\n" +
-                     kEvalFields);
+                     "/ferry-eval}\nstages:\n  eval:\n    kind: eval\n    host: box\n" +
+                     suite_models_under("${{ hosts.box.workdir }}/.."));
   auto r = ferry({"run", wf});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   nlohmann::json worker;
