@@ -32,8 +32,19 @@ class FerryCli {
     args.insert(args.begin(), bin_dir() + "/ferry");
     return spawn_process(args, env(), log_path);
   }
-  /// The environment a `ferry` of this home runs in: its home, no colour.
-  std::map<std::string, std::string> env() const { return {{"FERRY_HOME", home_}, {"NO_COLOR", "1"}}; }
+  /// The environment a `ferry` of this home runs in: its home, no colour, and what
+  /// with_env() added.
+  std::map<std::string, std::string> env() const {
+    std::map<std::string, std::string> e = {{"FERRY_HOME", home_}, {"NO_COLOR", "1"}};
+    for (const auto& [key, value] : extra_env_) e[key] = value;
+    return e;
+  }
+  /// This CLI with `extra` in its environment too (a later value wins).
+  FerryCli with_env(const std::map<std::string, std::string>& extra) const {
+    FerryCli cli = *this;
+    for (const auto& [key, value] : extra) cli.extra_env_[key] = value;
+    return cli;
+  }
 
   /// `ferry status RUN --json`, which must answer with JSON.
   nlohmann::json status(const std::string& run) const {
@@ -72,6 +83,7 @@ class FerryCli {
  private:
   std::string home_;
   int timeout_s_;
+  std::map<std::string, std::string> extra_env_;
 };
 
 }  // namespace ferry::testing
