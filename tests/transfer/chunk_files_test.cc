@@ -47,25 +47,29 @@ TEST(ListSourceTest, OnlyFerrysOwnFilesAreLeftOut) {
             (std::vector<std::string>{"model.safetensors", "notes.ferry-spec.txt", "weights.ferry-partial.bin"}));
 }
 
-TEST(ReceiveCommitTest, ASecondCommitOfTheSameBytesSucceeds) {
-  testing::TempDir dir;
-  const std::string dest = dir.file("weights.bin");
-  auto hashes = receive_all(dest, "0123456789abcdef-tail");
-  std::vector<int64_t> bad;
-  ASSERT_TRUE(receive_commit(dest, kChunk, hashes, &bad).ok());
-  EXPECT_EQ(testing::read_text(dest), "0123456789abcdef-tail");
-  EXPECT_TRUE(receive_commit(dest, kChunk, hashes, &bad).ok()) << "the repeated commit must find its work done";
-  EXPECT_TRUE(bad.empty());
+// A file received and committed once; each test commits it again.
+class SecondCommitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    hashes_ = receive_all(dest_, "0123456789abcdef-tail");
+    ASSERT_TRUE(receive_commit(dest_, kChunk, hashes_, &bad_).ok());
+    ASSERT_EQ(testing::read_text(dest_), "0123456789abcdef-tail");
+  }
+
+  testing::TempDir dir_;
+  const std::string dest_ = dir_.file("weights.bin");
+  std::vector<std::string> hashes_;
+  std::vector<int64_t> bad_;
+};
+
+TEST_F(SecondCommitTest, OfTheSameBytesSucceeds) {
+  EXPECT_TRUE(receive_commit(dest_, kChunk, hashes_, &bad_).ok()) << "the repeated commit must find its work done";
+  EXPECT_TRUE(bad_.empty());
 }
 
-TEST(ReceiveCommitTest, ACommitWithNoPartFailsWhenTheDestinationHoldsOtherBytes) {
-  testing::TempDir dir;
-  const std::string dest = dir.file("weights.bin");
-  auto hashes = receive_all(dest, "0123456789abcdef-tail");
-  std::vector<int64_t> bad;
-  ASSERT_TRUE(receive_commit(dest, kChunk, hashes, &bad).ok());
-  ASSERT_TRUE(write_file_atomic(dest, "0123456789abcdef-TAIL").ok());
-  Status again = receive_commit(dest, kChunk, hashes, &bad);
+TEST_F(SecondCommitTest, WithNoPartFailsWhenTheDestinationHoldsOtherBytes) {
+  ASSERT_TRUE(write_file_atomic(dest_, "0123456789abcdef-TAIL").ok());
+  Status again = receive_commit(dest_, kChunk, hashes_, &bad_);
   EXPECT_FALSE(again.ok());
   EXPECT_NE(again.message().find(".ferry-part"), std::string::npos) << again.message();
 }
@@ -82,34 +86,33 @@ TEST(ReceiveBeginTest, AnIdenticalDestinationIsReusedOnlyIfItIsAPlainFileOfOurs)
   for (const auto& h : hashes) file_hash += h;
   file_hash = xxh128_hex(file_hash.data(), file_hash.size());
   const int64_t size = static_cast<int64_t>(data.size());
+  auto holding_data = [&](const std::string& name) {
+    const std::string path = dir.file(name);
+    testing::write_text(path, data);
+    return path;
+  };
+  // Whether receiving `path` begins complete: its bytes reused, none to send.
+  auto reused = [&](const std::string& path) {
+    auto begun = receive_begin(path, size, kChunk, 0755, file_hash);
+    EXPECT_TRUE(begun.ok()) << begun.status().message();
+    return begun.ok() && begun->complete;
+  };
 
-  const std::string plain = dir.file("plain.bin");
-  testing::write_text(plain, data);
+  const std::string plain = holding_data("plain.bin");
   ASSERT_EQ(::chmod(plain.c_str(), 0755), 0);
-  auto reused = receive_begin(plain, size, kChunk, 0755, file_hash);
-  ASSERT_TRUE(reused.ok()) << reused.status().message();
-  EXPECT_TRUE(reused->complete) << "a plain file of ours with the same bytes is reused";
+  EXPECT_TRUE(reused(plain)) << "a plain file of ours with the same bytes is reused";
 
-  const std::string target = dir.file("elsewhere.bin");
-  testing::write_text(target, data);
+  const std::string target = holding_data("elsewhere.bin");
   ASSERT_EQ(::symlink(target.c_str(), dir.file("linked.bin").c_str()), 0);
-  auto linked = receive_begin(dir.file("linked.bin"), size, kChunk, 0755, file_hash);
-  ASSERT_TRUE(linked.ok()) << linked.status().message();
-  EXPECT_FALSE(linked->complete) << "a symlink is never reused";
+  EXPECT_FALSE(reused(dir.file("linked.bin"))) << "a symlink is never reused";
 
-  const std::string open = dir.file("open.bin");
-  testing::write_text(open, data);
+  const std::string open = holding_data("open.bin");
   ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
-  auto opened = receive_begin(open, size, kChunk, 0755, file_hash);
-  ASSERT_TRUE(opened.ok()) << opened.status().message();
-  EXPECT_FALSE(opened->complete) << "a file others can write is never reused";
+  EXPECT_FALSE(reused(open)) << "a file others can write is never reused";
 
-  const std::string foreign = dir.file("foreign.bin");
-  testing::write_text(foreign, data);
+  const std::string foreign = holding_data("foreign.bin");
   ASSERT_EQ(::chown(foreign.c_str(), 65534, 65534), 0) << "the test runs as root";
-  auto theirs = receive_begin(foreign, size, kChunk, 0755, file_hash);
-  ASSERT_TRUE(theirs.ok()) << theirs.status().message();
-  EXPECT_FALSE(theirs->complete) << "another user's file is never reused";
+  EXPECT_FALSE(reused(foreign)) << "another user's file is never reused";
 }
 
 TEST(ReceiveCommitTest, ACommitWithNothingReceivedFails) {
