@@ -101,15 +101,7 @@ int main(int argc, char** argv) {
     std::printf("ferry-agent %s protocol %u\n", ferry::kAgentVersion, ferry::protocol::kProtocolVersion);
     return 0;
   }
-  if (cmd == "hash-self") {
-    auto hex = ferry::xxh128_file_hex("/proc/self/exe");
-    if (!hex.ok()) {
-      std::fprintf(stderr, "ferry-agent: %s\n", hex.status().message().c_str());
-      return 1;
-    }
-    std::printf("%s\n", hex->c_str());
-    return 0;
-  }
+  if (cmd == "hash-self") return ferry::print_self_hash("ferry-agent");
   if (cmd == "push") return push_main(argc, argv);
   if (cmd == "serve") {
     std::string workdir;

@@ -1,5 +1,5 @@
 // file_hash: XXH3-128 (XXH128, seed 0) of a buffer or a file, as the agent
-// bootstrap and `ferry-agent hash-self` print it.
+// bootstrap and `ferry-agent hash-self` (print_self_hash) print it.
 //
 // Format: the 16 bytes of XXH128_canonicalFromHash (high 64 bits first, big-endian)
 // as 32 lowercase hex digits, which is also what `xxhsum -H2 FILE` prints.
@@ -51,6 +51,19 @@ inline Result<std::string> xxh128_file_hex(const std::string& path) {
   XXH3_freeState(st);
   if (failed) return errno_status("cannot read " + path, err);
   return xxh128_canonical_hex(h);
+}
+
+/// `hash-self`: prints the hash of the running executable, what the bootstrap expects
+/// from an agent it uploaded (the real one and the tests' stand-in alike); 0, or 1
+/// with "`program`: the error" on stderr.
+inline int print_self_hash(const char* program) {
+  auto hex = xxh128_file_hex("/proc/self/exe");
+  if (!hex.ok()) {
+    std::fprintf(stderr, "%s: %s\n", program, hex.status().message().c_str());
+    return 1;
+  }
+  std::printf("%s\n", hex->c_str());
+  return 0;
 }
 
 }  // namespace ferry

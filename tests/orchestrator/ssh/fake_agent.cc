@@ -1,6 +1,6 @@
 // A stand-in for ferry-agent used by the bootstrap tests, until the real agent
 // exists: `hash-self` prints the XXH3-128 of its own file exactly as the real
-// agent must (file_hash.h), `serve --workdir W` echoes stdin to stdout.
+// agent does (print_self_hash, file_hash.h), `serve --workdir W` echoes stdin to stdout.
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,15 +9,7 @@
 #include "base/file_hash.h"
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "hash-self") == 0) {
-    auto h = ferry::xxh128_file_hex("/proc/self/exe");
-    if (!h.ok()) {
-      std::fprintf(stderr, "%s\n", h.status().to_string().c_str());
-      return 1;
-    }
-    std::printf("%s\n", h->c_str());
-    return 0;
-  }
+  if (argc >= 2 && std::strcmp(argv[1], "hash-self") == 0) return ferry::print_self_hash("fake_agent");
   if (argc >= 2 && std::strcmp(argv[1], "serve") == 0) {
     char buf[65536];
     ssize_t n;
