@@ -193,6 +193,23 @@ Status write_json(const std::string& path, const nlohmann::json& j) {
   return out ? Status() : errno_status(path + ": write failed", errno);
 }
 
+// config.json of a target around its text config `text`: the text config itself, for
+// `causal_lm`, or under a VLM wrapper (`vlm`, `vlm_type`) beside a tiny vision config.
+nlohmann::json target_config(nlohmann::json text, const TinyTargetSpec& s, const TinyWriteSpec& w,
+                             const char* causal_lm, const char* vlm, const char* vlm_type) {
+  text["tie_word_embeddings"] = s.tie_embeddings;
+  if (s.eos_token_id >= 0) text["eos_token_id"] = s.eos_token_id;
+  if (!w.vlm_wrapped) {
+    text["architectures"] = {causal_lm};
+    return text;
+  }
+  return {{"architectures", {vlm}},
+          {"model_type", vlm_type},
+          {"text_config", text},
+          {"vision_config", {{"depth", 1}, {"hidden_size", 32}, {"patch_size", 4}}},
+          {"tie_word_embeddings", s.tie_embeddings}};
+}
+
 // config.json of a Qwen3.5 target: `text` holds the dimensions shared with Qwen3.
 nlohmann::json qwen35_config(nlohmann::json text, const TinyTargetSpec& s, const TinyWriteSpec& w,
                              const std::vector<std::string>& types) {
@@ -213,22 +230,12 @@ nlohmann::json qwen35_config(nlohmann::json text, const TinyTargetSpec& s, const
                              {"mrope_interleaved", true}};
   text["mamba_ssm_dtype"] = "float32";
   text["mtp_num_hidden_layers"] = 1;
-  text["tie_word_embeddings"] = s.tie_embeddings;
-  if (s.eos_token_id >= 0) text["eos_token_id"] = s.eos_token_id;
-  nlohmann::json config;
+  nlohmann::json config = target_config(text, s, w, "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "qwen3_5");
   if (w.vlm_wrapped) {
     // Vision placeholder ids sit just past the tiny vocabulary, so random prompts never hold them.
-    config = {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
-              {"model_type", "qwen3_5"},
-              {"text_config", text},
-              {"vision_config", {{"depth", 1}, {"hidden_size", 32}, {"patch_size", 4}}},
-              {"image_token_id", s.vocab},
-              {"video_token_id", s.vocab + 1},
-              {"vision_start_token_id", s.vocab + 2},
-              {"tie_word_embeddings", s.tie_embeddings}};
-  } else {
-    config = text;
-    config["architectures"] = {"Qwen3_5ForCausalLM"};
+    config["image_token_id"] = s.vocab;
+    config["video_token_id"] = s.vocab + 1;
+    config["vision_start_token_id"] = s.vocab + 2;
   }
   config["ferry_tiny_model"] = {{"kind", s.kind}, {"seed", s.seed}, {"arch", s.arch}};
   return config;
@@ -346,19 +353,7 @@ Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, con
   nlohmann::json text = qwen3_fields(v, h, s.intermediate, s.layers, s.heads, s.kv_heads, s.head_dim, s.rope_theta);
   if (hybrid) return write_json(folder + "/config.json", qwen35_config(text, s, w, types));
   text["model_type"] = "qwen3";
-  text["tie_word_embeddings"] = s.tie_embeddings;
-  if (s.eos_token_id >= 0) text["eos_token_id"] = s.eos_token_id;
-  nlohmann::json config;
-  if (w.vlm_wrapped) {
-    config = {{"architectures", {"Qwen3VLForConditionalGeneration"}},
-              {"model_type", "qwen3_vl"},
-              {"text_config", text},
-              {"vision_config", {{"depth", 1}, {"hidden_size", 32}, {"patch_size", 4}}},
-              {"tie_word_embeddings", s.tie_embeddings}};
-  } else {
-    config = text;
-    config["architectures"] = {"Qwen3ForCausalLM"};
-  }
+  nlohmann::json config = target_config(text, s, w, "Qwen3ForCausalLM", "Qwen3VLForConditionalGeneration", "qwen3_vl");
   config["ferry_tiny_model"] = {{"kind", s.kind}, {"seed", s.seed}};
   return write_json(folder + "/config.json", config);
 }
