@@ -81,21 +81,33 @@ class LargeCopyTest : public CopyTestBase {
                           "}\nstages:\n  copy:\n    kind: copy\n    from: a:" + from + "\n    to: b:" + to + "\n");
   }
 
-  // Runs `ferry run wf` to its end, reading the coordinator's peak RSS meanwhile; the
-  // run's id, or "" (a failure added) when it did not succeed. `units`: files or MiB,
-  // ~10 ms each here, given twice over.
-  std::string run_measured(const std::string& wf, int units, double* seconds, int64_t* peak_kib) {
+  struct MeasuredRun {
+    std::string id;  // "" (a failure added) when the run did not succeed
+    double seconds = 0;
+    int64_t peak_kib = 0;  // the coordinator's peak RSS
+  };
+  // Runs `ferry run wf` to its end, reading the coordinator's peak RSS meanwhile.
+  // `units`: files or MiB, ~10 ms each here, given twice over.
+  MeasuredRun run_measured(const std::string& wf, int units) {
+    MeasuredRun m;
     auto t0 = std::chrono::steady_clock::now();
     pid_t pid = spawn_ferry({"run", wf}, "run.log");
     EXPECT_GT(pid, 0);
-    int code = testing::wait_process_measuring_rss(pid, 600 + units / 20, peak_kib);
-    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int code = testing::wait_process_measuring_rss(pid, 600 + units / 20, &m.peak_kib);
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string log = testing::read_text(work_.file("run.log"));
     if (code != 0) {
       ADD_FAILURE() << "ferry run exited " << code << ":\n" << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
-      return "";
+    } else if (log.rfind("run ", 0) == 0) {
+      m.id = log.substr(4, log.find(' ', 4) - 4);
     }
-    return log.rfind("run ", 0) == 0 ? log.substr(4, log.find(' ', 4) - 4) : "";
+    return m;
+  }
+  // The row of figures a test prints for the benchmarks: what ran, its wall time, the
+  // coordinator's peak RSS and the reconnects on the way.
+  static void print_figures(const std::string& what, const MeasuredRun& m, int reconnects) {
+    std::printf("[ figures ] | %s | %.1f s | coordinator peak RSS %.0f MiB | reconnects %d |\n", what.c_str(),
+                m.seconds, m.peak_kib / 1024.0, reconnects);
   }
 
   // GiB from an environment variable; 0 when unset.
@@ -119,9 +131,8 @@ TEST_F(LargeCopyTest, AFolderOfManyTinyFilesIsRelayedWhole) {
   const int n = file_count();
   make_folder(n);
   if (HasFatalFailure()) return;
-  double seconds = 0;
-  int64_t peak_kib = 0;
-  std::string run = run_measured(copy_workflow("many", "many", "in/many"), n, &seconds, &peak_kib);
+  const MeasuredRun m = run_measured(copy_workflow("many", "many", "in/many"), n);
+  const std::string& run = m.id;
   ASSERT_FALSE(run.empty());
   auto s = stage(status(run), "copy");
   EXPECT_EQ(s["state"], "succeeded") << s.dump(2);
@@ -135,10 +146,8 @@ TEST_F(LargeCopyTest, AFolderOfManyTinyFilesIsRelayedWhole) {
   auto evs = events(run);
   int reconnects = count(evs, "host.unreachable");
   EXPECT_EQ(reconnects, 0) << dump(evs);
-  EXPECT_GT(peak_kib, 0);
-  std::printf("[ figures ] | relay of a %d-file folder (local hosts) | %.1f s | coordinator peak RSS %.0f MiB | "
-              "reconnects %d |\n",
-              n, seconds, peak_kib / 1024.0, reconnects);
+  EXPECT_GT(m.peak_kib, 0);
+  print_figures("relay of a " + std::to_string(n) + "-file folder (local hosts)", m, reconnects);
 }
 
 // A single sparse file of FERRY_LARGE_COPY_GIB GiB (the trial: 16), relayed
@@ -160,10 +169,8 @@ TEST_F(LargeCopyTest, ASparseFileOfManyGiBIsRelayedWhole) {
   const std::string tail = "the last bytes";
   make_sparse(a_dir() + "/big.bin", size, tail);
   if (HasFatalFailure()) return;
-  double seconds = 0;
-  int64_t peak_kib = 0;
-  std::string run = run_measured(copy_workflow("big", "big.bin", "big.bin"), static_cast<int>(size >> 20), &seconds,
-                                 &peak_kib);
+  const MeasuredRun m = run_measured(copy_workflow("big", "big.bin", "big.bin"), static_cast<int>(size >> 20));
+  const std::string& run = m.id;
   ASSERT_FALSE(run.empty());
   struct stat st;
   ASSERT_EQ(::stat((b_dir() + "/big.bin").c_str(), &st), 0);
@@ -177,9 +184,7 @@ TEST_F(LargeCopyTest, ASparseFileOfManyGiBIsRelayedWhole) {
   EXPECT_EQ(got, tail);
   int reconnects = count(events(run), "host.unreachable");
   EXPECT_EQ(reconnects, 0);
-  std::printf("[ figures ] | relay of a %lld GiB sparse file (local hosts) | %.1f s | coordinator peak RSS %.0f MiB | "
-              "reconnects %d |\n",
-              static_cast<long long>(size >> 30), seconds, peak_kib / 1024.0, reconnects);
+  print_figures("relay of a " + std::to_string(size >> 30) + " GiB sparse file (local hosts)", m, reconnects);
 }
 
 // The frames of a file past the old cap on the real relay, with no bytes moved: a
@@ -195,10 +200,8 @@ TEST_F(LargeCopyTest, AnIdenticalSparseFileOfManyGiBIsSkipped) {
   make_sparse(a_dir() + "/big.bin", size);  // all holes, on either side
   make_sparse(b_dir() + "/big.bin", size);
   if (HasFatalFailure()) return;
-  double seconds = 0;
-  int64_t peak_kib = 0;
-  std::string run = run_measured(copy_workflow("same", "big.bin", "big.bin"), static_cast<int>(size >> 20), &seconds,
-                                 &peak_kib);
+  const MeasuredRun m = run_measured(copy_workflow("same", "big.bin", "big.bin"), static_cast<int>(size >> 20));
+  const std::string& run = m.id;
   ASSERT_FALSE(run.empty());
   auto s = stage(status(run), "copy");
   EXPECT_EQ(s["state"], "succeeded") << s.dump(2);
@@ -206,9 +209,8 @@ TEST_F(LargeCopyTest, AnIdenticalSparseFileOfManyGiBIsSkipped) {
   EXPECT_EQ(metric(s, "bytes_already_there"), static_cast<double>(size)) << s.dump(2);
   int reconnects = count(events(run), "host.unreachable");
   EXPECT_EQ(reconnects, 0);
-  std::printf("[ figures ] | identical %lld GiB sparse file skipped by the relay (local hosts) | %.1f s | coordinator "
-              "peak RSS %.0f MiB | reconnects %d |\n",
-              static_cast<long long>(size >> 30), seconds, peak_kib / 1024.0, reconnects);
+  print_figures("identical " + std::to_string(size >> 30) + " GiB sparse file skipped by the relay (local hosts)", m,
+                reconnects);
 }
 
 }  // namespace
