@@ -51,6 +51,18 @@ protected:
     return write_workflow(text, name + ".yaml");
   }
 
+  /// Runs `wf` and kills its coordinator (SIGKILL) once about half of the bytes
+  /// are verified at the destination: a copy cut off mid-way.
+  void run_killed_mid_copy(const std::string& wf) {
+    pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
+    ASSERT_GT(coordinator, 0);
+    Defer cleanup{[&] { end_process(coordinator); }};
+    ASSERT_TRUE(wait_fast([&] { return bytes_arrived(dest(), files_) >= total_ / 2; }, kMidCopyDeadline))
+        << testing::read_text(work_.file("run.log"));
+    ::kill(coordinator, SIGKILL);
+    testing::wait_process(coordinator, 30);
+  }
+
   std::vector<CheckpointFile> files_;
   int64_t total_ = 0;
 };
@@ -99,17 +111,7 @@ TEST_F(LocalCopyTest, SecondRunToTheSameDestinationSendsNothing) {
 
 TEST_F(LocalCopyTest,
        ResumeAfterCoordinatorKilledMidCopySendsOnlyWhatIsMissing) {
-  auto wf = copy_workflow("crash", b_dir());
-  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
-  ASSERT_GT(coordinator, 0);
-  Defer cleanup{[&] { end_process(coordinator); }};
-  // The event: about half of the bytes are verified at the destination.
-  ASSERT_TRUE(
-      wait_fast([&] { return bytes_arrived(dest(), files_) >= total_ / 2; },
-                kMidCopyDeadline))
-      << testing::read_text(work_.file("run.log"));
-  ::kill(coordinator, SIGKILL);
-  testing::wait_process(coordinator, 30);
+  ASSERT_NO_FATAL_FAILURE(run_killed_mid_copy(copy_workflow("crash", b_dir())));
   int64_t arrived_at_kill = bytes_arrived(dest(), files_);
   ASSERT_LT(arrived_at_kill, total_)
       << "the copy finished before it could be interrupted";
@@ -220,15 +222,7 @@ TEST_F(LocalCopyTest,
 }
 
 TEST_F(LocalCopyTest, ChunkCorruptedBetweenAttemptsIsSentAgainOnResume) {
-  auto wf = copy_workflow("rot2", b_dir());
-  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
-  ASSERT_GT(coordinator, 0);
-  Defer cleanup{[&] { end_process(coordinator); }};
-  ASSERT_TRUE(
-      wait_fast([&] { return bytes_arrived(dest(), files_) >= total_ / 2; },
-                kMidCopyDeadline));
-  ::kill(coordinator, SIGKILL);
-  testing::wait_process(coordinator, 30);
+  ASSERT_NO_FATAL_FAILURE(run_killed_mid_copy(copy_workflow("rot2", b_dir())));
   // Corrupt the first journaled chunk of some part file left behind.
   std::string victim;
   for (const auto &f : files_) {
