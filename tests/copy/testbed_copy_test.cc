@@ -75,6 +75,39 @@ protected:
     return std::system(cmd.c_str());
   }
 
+  /// A change to the testbed's links (`testbed.sh MAKE`, undone by `testbed.sh UNDO`)
+  /// that is undone when this goes out of scope unless the test undid it: a test that
+  /// stops early leaves no host cut off for the next. Declared after the Defer that
+  /// ends the coordinator, it is undone before the coordinator ends.
+  class LinkChange {
+  public:
+    LinkChange(const TestbedCopyTest &t, std::string make, std::string undo)
+        : t_(t), make_(std::move(make)), undo_(std::move(undo)) {}
+    LinkChange(const LinkChange &) = delete;
+    LinkChange &operator=(const LinkChange &) = delete;
+    ~LinkChange() {
+      if (made_)
+        t_.testbed(undo_);
+    }
+    /// The script's exit code: 0 when the change is made.
+    int make() {
+      made_ = true;
+      return t_.testbed(make_);
+    }
+    /// The script's exit code: 0 when the change is undone.
+    int undo() {
+      int rc = t_.testbed(undo_);
+      if (rc == 0)
+        made_ = false;
+      return rc;
+    }
+
+  private:
+    const TestbedCopyTest &t_;
+    std::string make_, undo_;
+    bool made_ = false;
+  };
+
   std::string workdir(size_t i) const { return work_.file(hosts_[i].name); }
   std::string source() const { return workdir(0) + "/ckpt"; }
   std::string dest() const { return workdir(1) + "/incoming/ckpt"; }
@@ -253,19 +286,14 @@ TEST_F(TestbedCopyTest,
   const std::string &h2 = hosts_[1].name;
   pid_t coordinator = spawn_ferry({"run", copy_workflow("cut")}, "run.log");
   ASSERT_GT(coordinator, 0);
-  bool cut = false;
-  Defer cleanup{[&] {
-    if (cut)
-      testbed("restore " + h2);
-    end_process(coordinator);
-  }};
+  Defer cleanup{[&] { end_process(coordinator); }};
+  LinkChange cut(*this, "cut " + h2, "restore " + h2);
   // The event: about half of the bytes are verified at the destination.
   ASSERT_TRUE(
       wait_fast([&] { return bytes_arrived(dest(), files_) >= total_ / 2; },
                 kHalfWayDeadline))
       << testing::read_text(work_.file("run.log"));
-  ASSERT_EQ(testbed("cut " + h2), 0);
-  cut = true;
+  ASSERT_EQ(cut.make(), 0);
   auto cut_at = steady_clock::now();
   int64_t arrived_at_cut = bytes_arrived(dest(), files_);
   ASSERT_LT(arrived_at_cut, total_) << "the copy finished before the cut";
@@ -279,8 +307,7 @@ TEST_F(TestbedCopyTest,
       [&] { return steady_clock::now() - cut_at >= kCutAtLeast; },
       kCutAtLeast + seconds(1));
   int64_t arrived_during_cut = bytes_arrived(dest(), files_);
-  ASSERT_EQ(testbed("restore " + h2), 0);
-  cut = false;
+  ASSERT_EQ(cut.undo(), 0);
   EXPECT_LT(arrived_during_cut, total_)
       << "bytes kept arriving through a cut link";
 
@@ -507,19 +534,14 @@ TEST_F(TestbedDirectCopyTest,
   pid_t coordinator = spawn_ferry(
       {"run", workflow("cut", 2, {{"copy", 1, "direct"}})}, "run.log");
   ASSERT_GT(coordinator, 0);
-  bool cut = false;
-  Defer cleanup{[&] {
-    if (cut)
-      testbed("restore " + h1);
-    end_process(coordinator);
-  }};
+  Defer cleanup{[&] { end_process(coordinator); }};
+  LinkChange cut(*this, "cut " + h1, "restore " + h1);
   // The event: h1's agent has started the push. Cut h1 off the coordinator
   // at once, before the push's own ssh to h2 is even up.
   ASSERT_TRUE(wait_fast([&] { return testing::exists(push_pid_file("cut-1", "copy")); },
                         kHalfWayDeadline))
       << testing::read_text(work_.file("run.log"));
-  ASSERT_EQ(testbed("cut " + h1), 0);
-  cut = true;
+  ASSERT_EQ(cut.make(), 0);
   int64_t arrived_at_cut = bytes_arrived(dest_on(1), files_);
   ASSERT_FALSE(testing::exists(marker_on(1)))
       << "the copy finished before the cut";
@@ -532,8 +554,7 @@ TEST_F(TestbedDirectCopyTest,
   EXPECT_TRUE(testing::wait_until(
       [&] { return saw_unreachable("cut-1", h1); }, kCutSeenDeadline))
       << dump(events("cut-1"));
-  ASSERT_EQ(testbed("restore " + h1), 0);
-  cut = false;
+  ASSERT_EQ(cut.undo(), 0);
 
   EXPECT_EQ(testing::wait_process(coordinator, kRunTimeoutS), 0)
       << testing::read_text(work_.file("run.log"));
@@ -588,18 +609,13 @@ TEST_F(TestbedDirectCopyTest,
   pid_t coordinator = spawn_ferry(
       {"run", workflow("flap", 2, {{"copy", 1, "direct"}})}, "run.log");
   ASSERT_GT(coordinator, 0);
-  bool unlinked = false;
-  Defer cleanup{[&] {
-    if (unlinked)
-      testbed("link " + pair);
-    end_process(coordinator);
-  }};
+  Defer cleanup{[&] { end_process(coordinator); }};
+  LinkChange unlink(*this, "unlink " + pair, "link " + pair);
   ASSERT_TRUE(
       wait_fast([&] { return bytes_arrived(dest_on(1), files_) >= total_ / 4; },
                 kHalfWayDeadline))
       << testing::read_text(work_.file("run.log"));
-  ASSERT_EQ(testbed("unlink " + pair), 0);
-  unlinked = true;
+  ASSERT_EQ(unlink.make(), 0);
   int64_t arrived_at_cut = bytes_arrived(dest_on(1), files_);
   ASSERT_LT(arrived_at_cut, total_) << "the copy finished before the cut";
   // The event: the push's own log says a stream lost the destination.
@@ -612,8 +628,7 @@ TEST_F(TestbedDirectCopyTest,
       kCutSeenDeadline))
       << testing::read_text(push_log);
   EXPECT_FALSE(testing::exists(marker_on(1)));
-  ASSERT_EQ(testbed("link " + pair), 0);
-  unlinked = false;
+  ASSERT_EQ(unlink.undo(), 0);
 
   EXPECT_EQ(testing::wait_process(coordinator, kRunTimeoutS), 0)
       << testing::read_text(work_.file("run.log"));
