@@ -114,21 +114,34 @@ TEST_F(SshTransportTest, WriteBeforeOpenFails) {
   EXPECT_EQ(t.write_all("x", 1).code(), StatusCode::kFailedPrecondition);
 }
 
-class AgentBootstrapTest : public SshTransportTest {
+// The tests that start an agent: the binary named by $`env`, run on testbed host `host`
+// in a workdir of the test's own (`folder`-PID under the host's), removed after.
+class AgentOnHostTest : public SshTransportTest {
  protected:
+  AgentOnHostTest(const char* env, size_t host, const char* folder) : env_(env), host_(host), folder_(folder) {}
   void SetUp() override {
     SshTransportTest::SetUp();
     if (IsSkipped()) return;
-    const char* a = std::getenv("FERRY_FAKE_AGENT");
-    ASSERT_NE(a, nullptr) << "FERRY_FAKE_AGENT not set";
+    const char* a = std::getenv(env_);
+    ASSERT_NE(a, nullptr) << env_ << " not set";
     agent_ = a;
-    // A fresh workdir on h3, so the first open really uploads.
-    target_ = tb_.target(2);
-    target_.workdir = tb_.hosts[2].workdir + "/bootstrap-" + std::to_string(getpid());
+    target_ = tb_.target(host_);
+    target_.workdir = tb_.hosts[host_].workdir + "/" + folder_ + "-" + std::to_string(getpid());
   }
   void TearDown() override {
     if (!target_.workdir.empty()) std::system(("rm -rf " + shell_quote(target_.workdir)).c_str());
   }
+  const char* env_;
+  size_t host_;
+  const char* folder_;
+  std::string agent_;
+  SshTarget target_;
+};
+
+class AgentBootstrapTest : public AgentOnHostTest {
+ protected:
+  // A fresh workdir on h3, so the first open really uploads.
+  AgentBootstrapTest() : AgentOnHostTest("FERRY_FAKE_AGENT", 2, "bootstrap") {}
   // What `ls -A` lists in the workdir's .ferry/bin, temporary uploads included (the
   // hosts share our file system); nothing when there is no such folder.
   std::string installed_agents() const {
@@ -138,8 +151,6 @@ class AgentBootstrapTest : public SshTransportTest {
     pclose(p);
     return std::string(buf, n);
   }
-  std::string agent_;
-  SshTarget target_;
 };
 
 TEST_F(AgentBootstrapTest, UploadsVerifiesThenRunsTheAgentAndReusesIt) {
@@ -191,26 +202,23 @@ TEST_F(AgentBootstrapTest, RefusesAnAgentWhoseHashSelfDisagrees) {
 // link's session to its lanes socket, so a lane opens no exec and no TCP connection
 // and the host's login rc runs for the main link only; and a lane whose socket is
 // gone falls back to an exec of its own, still on the same session.
-class LaneSocketTest : public SshTransportTest {
+class LaneSocketTest : public AgentOnHostTest {
  protected:
+  LaneSocketTest() : AgentOnHostTest("FERRY_REAL_AGENT", 1, "lanes") {}
   void SetUp() override {
-    SshTransportTest::SetUp();
-    if (IsSkipped()) return;
-    const char* a = std::getenv("FERRY_REAL_AGENT");
-    ASSERT_NE(a, nullptr) << "FERRY_REAL_AGENT not set";
-    agent_ = a;
-    target_ = tb_.target(1);
-    target_.workdir = tb_.hosts[1].workdir + "/lanes-" + std::to_string(getpid());
+    AgentOnHostTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     // Every login shell of h2 leaves a line here while this test runs.
     rc_ = tb_.state_dir + "/h2/home/.bashrc";
     logins_ = target_.workdir + ".logins";
     testbed::write_file(rc_, "echo login >> " + shell_quote(logins_) + "\n");
   }
   void TearDown() override {
-    if (rc_.empty()) return;
-    std::remove(rc_.c_str());
-    std::remove(logins_.c_str());
-    std::system(("rm -rf " + shell_quote(target_.workdir)).c_str());
+    if (!rc_.empty()) {
+      std::remove(rc_.c_str());
+      std::remove(logins_.c_str());
+    }
+    AgentOnHostTest::TearDown();
   }
   size_t logins() const {
     std::string s = testbed::read_file(logins_);
@@ -236,8 +244,7 @@ class LaneSocketTest : public SshTransportTest {
     }
     ADD_FAILURE() << "no reply through " << t.describe();
   }
-  std::string agent_, rc_, logins_;
-  SshTarget target_;
+  std::string rc_, logins_;
 };
 
 TEST_F(LaneSocketTest, LanesRideTheMainAgentsSocketAndRunNoLoginShell) {
@@ -291,6 +298,7 @@ TEST_F(LaneSocketTest, ALaneWhoseSocketIsGoneStartsItsOwnAgentOnTheSameSession) 
   Status st = main.open();
   ASSERT_TRUE(st.ok()) << st.to_string();
   ASSERT_FALSE(main.lanes_socket_path().empty());
+  expect_agent_answers(main);  // serving: it bound its socket before it read a request
   ASSERT_EQ(::unlink(main.lanes_socket_path().c_str()), 0) << main.lanes_socket_path();
   const size_t before = logins();
   auto lane = main.open_lane();
