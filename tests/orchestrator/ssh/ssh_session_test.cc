@@ -23,6 +23,17 @@ class SshSessionTest : public ::testing::Test {
  protected:
   void SetUp() override { FERRY_LOAD_TESTBED_OR_SKIP(tb_); }
 
+  // A target named `alias` that only the ssh config `config_text` (written in `dir`) explains.
+  SshTarget target_from_config(const TempDir& dir, const std::string& alias, const std::string& config_text) {
+    const std::string config = dir.path + "/config";
+    testbed::write_file(config, config_text);
+    SshTarget t;
+    t.address = alias;
+    t.known_hosts = tb_.known_hosts;
+    t.ssh_config = config;
+    return t;
+  }
+
   // Runs `command` on host i and returns the result (asserting the session works).
   ExecResult run_on(size_t i, const std::string& command) {
     SshSession s(tb_.target(i));
@@ -230,14 +241,10 @@ TEST_F(SshSessionTest, MissingIdentityFileIsNamed) {
 
 TEST_F(SshSessionTest, SshConfigSuppliesHostNameUserAndIdentity) {
   TempDir dir;
-  const std::string config = dir.path + "/config";
-  testbed::write_file(config, "Host tb-alias\n  HostName " + tb_.hosts[1].address + "\n  User root\n  Port 22\n" +
-                                  "  IdentityFile " + tb_.identity + "\n");
-  SshTarget t;
+  SshTarget t = target_from_config(dir, "tb-alias",
+                                   "Host tb-alias\n  HostName " + tb_.hosts[1].address + "\n  User root\n  Port 22\n" +
+                                       "  IdentityFile " + tb_.identity + "\n");
   t.name = "alias";
-  t.address = "tb-alias";
-  t.known_hosts = tb_.known_hosts;
-  t.ssh_config = config;
   SshSession s(t);
   Status st = s.connect();
   ASSERT_TRUE(st.ok()) << st.to_string();
@@ -254,17 +261,12 @@ TEST_F(SshSessionTest, SshConfigSuppliesHostNameUserAndIdentity) {
 // ProxyCommand path with those options spelled out: through h1 to h1 itself.
 TEST_F(SshSessionTest, ProxyCommandFromTheSshConfigCarriesTheSession) {
   TempDir dir;
-  const std::string config = dir.path + "/config";
   const std::string& h1 = tb_.hosts[0].address;
-  testbed::write_file(config, "Host via-proxy\n  HostName " + h1 + "\n  User root\n  IdentityFile " + tb_.identity +
-                                  "\n  ProxyCommand ssh -i " + tb_.identity + " -o UserKnownHostsFile=" +
-                                  tb_.known_hosts + " -o BatchMode=yes -o StrictHostKeyChecking=yes -W %h:%p root@" +
-                                  h1 + "\n");
-  SshTarget t;
-  t.address = "via-proxy";
-  t.known_hosts = tb_.known_hosts;
-  t.ssh_config = config;
-  SshSession s(t);
+  SshSession s(target_from_config(dir, "via-proxy",
+                                  "Host via-proxy\n  HostName " + h1 + "\n  User root\n  IdentityFile " + tb_.identity +
+                                      "\n  ProxyCommand ssh -i " + tb_.identity + " -o UserKnownHostsFile=" +
+                                      tb_.known_hosts + " -o BatchMode=yes -o StrictHostKeyChecking=yes -W %h:%p root@" +
+                                      h1 + "\n"));
   Status st = s.connect();
   ASSERT_TRUE(st.ok()) << st.to_string();
   auto r = s.run("echo $SSH_CLIENT");
