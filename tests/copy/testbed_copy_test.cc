@@ -80,14 +80,15 @@ protected:
   /// stops early leaves no host cut off for the next. Declared after the Defer that
   /// ends the coordinator, it is undone before the coordinator ends.
   class LinkChange {
-  public:
-    LinkChange(const TestbedCopyTest &t, std::string make, std::string undo)
-        : t_(t), make_(std::move(make)), undo_(std::move(undo)) {}
-    LinkChange(const LinkChange &) = delete;
-    LinkChange &operator=(const LinkChange &) = delete;
+   public:
+    LinkChange(const TestbedCopyTest& t, std::string make, std::string undo)
+        : t_(t),
+          make_(std::move(make)),
+          undo_(std::move(undo)) {}
+    LinkChange(const LinkChange&) = delete;
+    LinkChange& operator=(const LinkChange&) = delete;
     ~LinkChange() {
-      if (made_)
-        t_.testbed(undo_);
+      if (made_) t_.testbed(undo_);
     }
     /// The script's exit code: 0 when the change is made.
     int make() {
@@ -97,13 +98,12 @@ protected:
     /// The script's exit code: 0 when the change is undone.
     int undo() {
       int rc = t_.testbed(undo_);
-      if (rc == 0)
-        made_ = false;
+      if (rc == 0) made_ = false;
       return rc;
     }
 
-  private:
-    const TestbedCopyTest &t_;
+   private:
+    const TestbedCopyTest& t_;
     std::string make_, undo_;
     bool made_ = false;
   };

@@ -264,9 +264,9 @@ TEST_F(SshSessionTest, ProxyCommandFromTheSshConfigCarriesTheSession) {
   const std::string& h1 = tb_.hosts[0].address;
   SshSession s(target_from_config(dir, "via-proxy",
                                   "Host via-proxy\n  HostName " + h1 + "\n  User root\n  IdentityFile " + tb_.identity +
-                                      "\n  ProxyCommand ssh -i " + tb_.identity + " -o UserKnownHostsFile=" +
-                                      tb_.known_hosts + " -o BatchMode=yes -o StrictHostKeyChecking=yes -W %h:%p root@" +
-                                      h1 + "\n"));
+                                      "\n  ProxyCommand ssh -i " + tb_.identity +
+                                      " -o UserKnownHostsFile=" + tb_.known_hosts +
+                                      " -o BatchMode=yes -o StrictHostKeyChecking=yes -W %h:%p root@" + h1 + "\n"));
   Status st = s.connect();
   ASSERT_TRUE(st.ok()) << st.to_string();
   auto r = s.run("echo $SSH_CLIENT");
