@@ -21,7 +21,6 @@
 namespace ferry {
 namespace {
 
-using testing::exists;
 using testing::read_text;
 using testing::wait_until;
 using testing::write_text;
