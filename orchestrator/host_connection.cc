@@ -6,7 +6,6 @@
 #include <chrono>
 #include <map>
 #include <random>
-#include <set>
 #include <vector>
 
 #include "base/clock.h"
@@ -17,6 +16,10 @@ namespace {
 
 /// Most bytes asked of the transport at once (the decoder bounds it further).
 constexpr size_t kMaxReadBytes = 8u << 20;
+/// A lane that could not open rides the main stream this long before it is tried again.
+constexpr double kLaneRetryS = 10;
+/// While a batch of calls goes out, replies are read and pings sent at least this often.
+constexpr double kServiceEveryS = 0.1;
 
 }  // namespace
 
@@ -168,6 +171,7 @@ struct HostConnection::Stream {
   Stream(AgentTransport& transport, bool lane) : t(transport), is_lane(lane), last_rx(mono_s()), last_tx(mono_s()) {}
   AgentTransport& t;
   const bool is_lane;  // a data lane: no pings, so liveness is judged only while calls are awaited
+  bool greeted = true;  // a lane's hello is answered (its reply is read like any other)
   protocol::FrameDecoder decoder;
   std::map<uint32_t, ReplyFn> in_flight;
   std::map<uint32_t, std::string> in_flight_op;
@@ -192,7 +196,15 @@ struct HostConnection::Session {
   };
   Stream main;
   std::map<int, Lane> lanes;
-  std::set<int> riding_main;  // lanes that could not open: their calls go on the main stream
+  std::map<int, double> riding_main;  // lanes that could not open: their calls go on the main stream until then
+
+  // Silence is counted only while the thread listens: time spent sending a batch
+  // (lanes opening, chunks written into a slow link) is time no stream could be heard.
+  void pause_watchdogs(double seconds) {
+    const double now = mono_s();
+    main.last_rx = std::min(main.last_rx + seconds, now);
+    for (auto& [n, lane] : lanes) lane.s->last_rx = std::min(lane.s->last_rx + seconds, now);
+  }
 
   bool awaiting() const {
     if (!main.in_flight.empty()) return true;
@@ -248,24 +260,41 @@ Result<nlohmann::json> HostConnection::greet(Stream& s) {
     }
   }
   if (!st.ok()) return st;
-  if (!reply["protocol"].is_number_unsigned() || reply["protocol"].get<uint32_t>() != protocol::kProtocolVersion) {
-    return failed_precondition("agent on '" + host_ + "' speaks protocol " + reply["protocol"].dump().substr(0, 100) +
-                               ", this coordinator speaks " + std::to_string(protocol::kProtocolVersion));
-  }
+  FERRY_RETURN_IF_ERROR(check_hello(reply));
   return reply;
 }
 
+Status HostConnection::check_hello(const nlohmann::json& reply) const {
+  const auto version = reply.find("protocol");
+  if (version == reply.end() || !version->is_number_unsigned() ||
+      version->get<uint32_t>() != protocol::kProtocolVersion) {
+    return failed_precondition("agent on '" + host_ + "' speaks protocol " +
+                               (version == reply.end() ? "none" : version->dump().substr(0, 100)) +
+                               ", this coordinator speaks " + std::to_string(protocol::kProtocolVersion));
+  }
+  return Status();
+}
+
 // The stream a call on `lane` goes out on: the main one, or the lane's, opened now if
-// it is not yet. A lane that cannot open (a server that refuses more channels, a
-// transport without lanes) rides the main stream until it is closed: slower, not wrong.
+// it is not yet. A new lane's hello goes out first and its calls right after it: its
+// reply is checked when it comes (receive), so nothing here waits for the agent to
+// take the lane up. A lane that cannot open (a server that refuses more channels, a
+// transport without lanes) rides the main stream for kLaneRetryS: slower, not wrong.
 HostConnection::Stream& HostConnection::stream_for(Session& s, int lane) {
-  if (lane == 0 || s.riding_main.count(lane)) return s.main;
+  if (lane == 0) return s.main;
+  auto riding = s.riding_main.find(lane);
+  if (riding != s.riding_main.end()) {
+    if (mono_s() < riding->second) return s.main;
+    s.riding_main.erase(riding);
+  }
   auto it = s.lanes.find(lane);
   if (it != s.lanes.end()) return *it->second.s;
   auto t = s.main.t.open_lane();
   if (t.ok()) {
     auto stream = std::make_unique<Stream>(**t, true);
-    if (greet(*stream).ok()) {
+    stream->greeted = false;
+    const std::string hello = protocol::encode_frame(protocol::make_request(0, "hello"));
+    if (stream->t.write_all(hello.data(), hello.size()).ok()) {
       Session::Lane& opened = s.lanes[lane];
       opened.t = std::move(*t);
       opened.s = std::move(stream);
@@ -274,7 +303,7 @@ HostConnection::Stream& HostConnection::stream_for(Session& s, int lane) {
     stream.reset();
     (*t)->close();
   }
-  s.riding_main.insert(lane);
+  s.riding_main[lane] = mono_s() + kLaneRetryS;
   return s.main;
 }
 
@@ -345,6 +374,11 @@ Status HostConnection::receive(Stream& s, int wait_ms, bool* got) {
       // The agent says why it is closing the link (a frame it could not take).
       return unavailable("the agent closed the link: " + protocol::status_from_error_frame(frame).message());
     }
+    if (frame.request_id == 0 && !s.greeted) {  // a new lane's hello
+      FERRY_RETURN_IF_ERROR(check_hello(frame.header));
+      s.greeted = true;
+      continue;
+    }
     auto it = s.in_flight.find(frame.request_id);
     if (it == s.in_flight.end()) continue;  // pings, or replies to calls already failed
     ReplyFn fn = std::move(it->second);
@@ -361,11 +395,11 @@ Status HostConnection::receive(Stream& s, int wait_ms, bool* got) {
 }
 
 // Reads every stream that awaits a reply. With lanes open each is read without
-// waiting, and when none had bytes the thread waits on all of them at once. An
-// error is the main stream's (the link is lost); a lane's drops that lane alone.
-Status HostConnection::receive_all(Session& s) {
+// waiting, and when none had bytes (and `may_wait`) the thread waits on all of them
+// at once. An error is the main stream's (the link is lost); a lane's drops that lane.
+Status HostConnection::receive_all(Session& s, bool may_wait) {
   bool got = false;
-  if (s.lanes.empty()) return receive(s.main, s.awaiting() ? options_.poll_ms : 0, &got);
+  if (s.lanes.empty()) return receive(s.main, may_wait && s.awaiting() ? options_.poll_ms : 0, &got);
   FERRY_RETURN_IF_ERROR(receive(s.main, 0, &got));
   bool got_any = got;
   for (auto it = s.lanes.begin(); it != s.lanes.end();) {
@@ -376,7 +410,7 @@ Status HostConnection::receive_all(Session& s) {
     if (!st.ok()) drop_lane(s, lane, st);
     got_any = got_any || got;
   }
-  if (!got_any && s.awaiting()) wait_readable(s);
+  if (may_wait && !got_any && s.awaiting()) wait_readable(s);
   return Status();
 }
 
@@ -442,7 +476,12 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
       }
       out.swap(queue_);
     }
+    double sending_since = mono_s();  // the thread sends, and hears nothing, since
     while (!out.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) break;  // the calls not sent fail below, as the ones in flight
+      }
       Pending p = std::move(out.front());
       out.pop_front();
       if (p.close_lane) {
@@ -451,19 +490,29 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
         continue;
       }
       Stream& stream = stream_for(s, p.lane);
-      Status w = send(stream, p);
-      if (w.ok()) continue;
-      if (&stream != &s.main) {
-        drop_lane(s, p.lane, w);
-        continue;
+      Status st = send(stream, p);
+      if (!st.ok() && &stream != &s.main) {
+        drop_lane(s, p.lane, st);
+        st = Status();
       }
-      // The link is lost: so are the calls not sent yet.
-      fail_all(out, unavailable("link to host '" + host_ + "' lost: " + w.message()));
-      lose(s, end, w.message());
-      return true;
+      // A long batch still hears the agent: replies are handed over, pings go out.
+      if (st.ok() && mono_s() - sending_since >= kServiceEveryS) {
+        s.pause_watchdogs(mono_s() - sending_since);
+        st = ping_if_due(s.main);
+        if (st.ok()) st = receive_all(s, false);
+        sending_since = mono_s();
+      }
+      if (!st.ok()) {
+        // The link is lost: so are the calls not sent yet.
+        fail_all(out, unavailable("link to host '" + host_ + "' lost: " + st.message()));
+        lose(s, end, st.message());
+        return true;
+      }
     }
+    fail_all(out, cancelled("connection to '" + host_ + "' closed"));  // stopping: what was not sent
+    s.pause_watchdogs(mono_s() - sending_since);
     Status st = ping_if_due(s.main);
-    if (st.ok()) st = receive_all(s);
+    if (st.ok()) st = receive_all(s, true);
     if (!st.ok()) {
       lose(s, end, st.message());
       return true;

@@ -12,10 +12,12 @@
 // agent on the host, opened on first use by the transport (AgentTransport::open_lane;
 // over SSH a channel of the same session) and served by this same thread, which
 // waits on all of them at once (poll_fd). So a host costs one connection and one
-// thread however many lanes a copy uses (review F19). A lane that cannot open has
-// its calls ride the main stream until it is closed (close_lane); a lane whose
-// stream fails fails only its own calls, and the next call opens it again. When
-// the main link is lost, its lanes go with it.
+// thread however many lanes a copy uses (review F19). A lane's hello and first calls
+// go out together, so no lane waits on another's agent; silence is judged only over
+// the time the thread listens, so a long batch of writes is not taken for a dead
+// link. A lane that cannot open has its calls ride the main stream for a while; a
+// lane whose stream fails fails only its own calls, and the next call opens it
+// again. When the main link is lost, its lanes go with it.
 //
 // Liveness: a ping every `ping_every_s`; no byte from the agent within `dead_after_s`
 // means the link is dead: the transport is closed, pending calls fail with
@@ -104,11 +106,12 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
   void run();
   bool session(AgentTransport& transport, SessionEnd* end);  // false when stopping
   Result<nlohmann::json> greet(Stream& s);
+  Status check_hello(const nlohmann::json& reply) const;
   Stream& stream_for(Session& s, int lane);
   Status send(Stream& s, Pending& p);
   Status ping_if_due(Stream& s);
   Status receive(Stream& s, int wait_ms, bool* got);
-  Status receive_all(Session& s);
+  Status receive_all(Session& s, bool may_wait);
   void wait_readable(Session& s);
   void drop_lane(Session& s, int lane, const Status& why);
   void fail_in_flight(Stream& s, const Status& why);

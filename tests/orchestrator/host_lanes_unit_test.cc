@@ -33,12 +33,15 @@ int threads_of_this_process() {
 class HostLanesTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    conn_ = std::make_shared<HostConnection>(
+        io_, "h", [this] { return std::make_unique<testing::InProcessTransport>(dir_.path(), faults_); }, options());
+    conn_->start(nullptr);
+  }
+  virtual ConnectionOptions options() const {
     ConnectionOptions opts;
     opts.ping_every_s = 600;  // no pings: each request a test sends is the only one on its link
     opts.backoff_initial_s = 0.05;
-    conn_ = std::make_shared<HostConnection>(
-        io_, "h", [this] { return std::make_unique<testing::InProcessTransport>(dir_.path(), faults_); }, opts);
-    conn_->start(nullptr);
+    return opts;
   }
   void TearDown() override { conn_->stop(); }
 
@@ -47,6 +50,10 @@ class HostLanesTest : public ::testing::Test {
     std::optional<Status> got;
     conn_->call(
         "ping", nlohmann::json::object(), [&](Result<protocol::Frame> r) { got = r.status(); }, {}, lane);
+    return wait_for(got);
+  }
+  // Runs the io thread until `got` is set (30 s at most).
+  Status wait_for(const std::optional<Status>& got) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!got && std::chrono::steady_clock::now() < deadline) {
       io_.run_for(std::chrono::milliseconds(10));
@@ -98,6 +105,36 @@ TEST_F(HostLanesTest, AClosedLaneOpensAgainOnItsNextCall) {
   conn_->close_lane(1);
   EXPECT_TRUE(ping(1).ok());
   EXPECT_EQ(faults_->links_opened(), 3);
+}
+
+// A lane whose agent never takes it up (review of F19: the host's one thread used to
+// wait for each new lane's hello, holding up every other stream, and then sent the
+// lane's calls on the main stream for good). The main link's calls go on meanwhile,
+// and the lane's call fails alone once the lane has been silent for dead_after_s.
+class SilentLaneTest : public HostLanesTest {
+ protected:
+  ConnectionOptions options() const override {
+    ConnectionOptions opts = HostLanesTest::options();
+    opts.ping_every_s = 0.2;  // the main link stays heard
+    opts.dead_after_s = 1;
+    return opts;
+  }
+};
+
+TEST_F(SilentLaneTest, ALaneWhoseAgentNeverAnswersHoldsUpNoOtherCallAndFailsAlone) {
+  ASSERT_TRUE(ping(0).ok());
+  faults_->mute_new_lanes();
+  std::optional<Status> on_lane;
+  conn_->call(
+      "ping", nlohmann::json::object(), [&](Result<protocol::Frame> r) { on_lane = r.status(); }, {}, 1);
+  EXPECT_TRUE(ping(0).ok());
+  EXPECT_FALSE(on_lane.has_value()) << "the lane's call ended before a main call made after it: "
+                                    << (on_lane ? on_lane->to_string() : "");
+  Status lane = wait_for(on_lane);
+  EXPECT_EQ(lane.code(), StatusCode::kUnavailable) << lane.to_string();
+  EXPECT_NE(lane.message().find("lane 1"), std::string::npos) << lane.to_string();
+  EXPECT_TRUE(ping(0).ok());
+  EXPECT_EQ(faults_->links_opened(), 2) << "the main link was reopened";
 }
 
 }  // namespace

@@ -38,6 +38,16 @@ class LinkFaults {
     refusals_ = times;
   }
   static constexpr int kForever = -1;
+  /// Lanes opened from now on take every request and never answer: an agent that
+  /// does not pick its lane up.
+  void mute_new_lanes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    mute_lanes_ = true;
+  }
+  bool lanes_muted() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return mute_lanes_;
+  }
   /// After the next dropped link no link opens again: a host gone for good.
   void stay_down_after_a_drop() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -81,6 +91,7 @@ class LinkFaults {
   std::map<std::string, int> drops_;  // by op: requests left to drop
   int refusals_ = 0;
   bool stay_down_ = false;
+  bool mute_lanes_ = false;
   int dropped_ = 0;
   int opened_ = 0;
 };
@@ -110,6 +121,7 @@ class InProcessTransport : public AgentTransport {
 
   Status write_all(const char* data, size_t n) override {
     if (!agent_) return unavailable(broken_why_.empty() ? "not open" : broken_why_);
+    if (mute_) return Status();
     auto replies = agent_->take(data, n, [this](const protocol::Frame& f) { return faults_->lets_through(f); });
     if (!replies.ok()) {
       broken_why_ = replies.status().message();
@@ -132,6 +144,7 @@ class InProcessTransport : public AgentTransport {
     if (!agent_) return unavailable(describe() + ": not open");
     auto lane = std::make_unique<InProcessTransport>(workdir_, faults_);
     FERRY_RETURN_IF_ERROR(lane->open());
+    lane->mute_ = faults_->lanes_muted();
     return std::unique_ptr<AgentTransport>(std::move(lane));
   }
 
@@ -141,6 +154,7 @@ class InProcessTransport : public AgentTransport {
   std::unique_ptr<InProcessAgent> agent_;  // null: not open, or broken
   std::string inbox_;                      // reply bytes not read yet
   std::string broken_why_;
+  bool mute_ = false;  // a lane whose agent never answers (LinkFaults::mute_new_lanes)
 };
 
 /// Transports for SchedulerOptions::transports: every host's links (data lanes too)
