@@ -10,19 +10,23 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ferry {
+
+/// A data lane: its host, and its number there (1, 2, ...).
+using LaneId = std::pair<std::string, int>;
 
 class IdleLanes {
  public:
   explicit IdleLanes(int64_t close_after_ms) : close_after_ms_(close_after_ms) {}
 
-  void call_started(const std::string& lane, int64_t now_ms);
-  void call_ended(const std::string& lane, int64_t now_ms);
+  void call_started(const LaneId& lane, int64_t now_ms);
+  void call_ended(const LaneId& lane, int64_t now_ms);
   /// Lanes with no call in flight and none for close_after_ms; they are forgotten
   /// (a new call tracks them again).
-  std::vector<std::string> take_idle(int64_t now_ms);
+  std::vector<LaneId> take_idle(int64_t now_ms);
 
  private:
   struct Use {
@@ -30,7 +34,7 @@ class IdleLanes {
     int64_t last_ms = 0;  // the last start or end
   };
   int64_t close_after_ms_;
-  std::map<std::string, Use> lanes_;
+  std::map<LaneId, Use> lanes_;
 };
 
 }  // namespace ferry

@@ -167,13 +167,12 @@ HostConnection& Scheduler::connection(const std::string& name) {
 void Scheduler::call_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args,
                           std::string body, ReplyFn fn) {
   if (lane == 0) return connection(host).call(op, std::move(args), std::move(fn), std::move(body));
-  const std::string key = host + "#" + std::to_string(lane);
-  lane_keys_[key] = {host, lane};
-  idle_lanes_.call_started(key, now_ms());
+  const LaneId id{host, lane};
+  idle_lanes_.call_started(id, now_ms());
   connection(host).call(
       op, std::move(args),
-      [this, key, fn = std::move(fn)](Result<protocol::Frame> r) {
-        idle_lanes_.call_ended(key, now_ms());
+      [this, id, fn = std::move(fn)](Result<protocol::Frame> r) {
+        idle_lanes_.call_ended(id, now_ms());
         fn(std::move(r));
       },
       std::move(body), lane);
@@ -187,12 +186,7 @@ void Scheduler::close_idle_lanes() {
   lane_sweep_.expires_after(every);
   lane_sweep_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || finished_) return;
-    for (const std::string& key : idle_lanes_.take_idle(now_ms())) {
-      auto it = lane_keys_.find(key);
-      if (it == lane_keys_.end()) continue;
-      connection(it->second.first).close_lane(it->second.second);
-      lane_keys_.erase(it);
-    }
+    for (const auto& [host, lane] : idle_lanes_.take_idle(now_ms())) connection(host).close_lane(lane);
     close_idle_lanes();
   });
 }

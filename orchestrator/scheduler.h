@@ -109,7 +109,6 @@ class Scheduler {
   boost::asio::steady_timer hard_cancel_deadline_;
   IdleLanes idle_lanes_;
   boost::asio::steady_timer lane_sweep_;
-  std::map<std::string, std::pair<std::string, int>> lane_keys_;  // IdleLanes' key → (host, lane)
   std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
   int cancel_level_ = 0;  // 0 none, 1 graceful, 2 hard
   bool finished_ = false;

@@ -36,4 +36,14 @@ class PrintTable : public ::testing::Environment {
 [[maybe_unused]] ::testing::Environment* const kPrintTable = ::testing::AddGlobalTestEnvironment(new PrintTable);
 
 }  // namespace
+std::string fixed(double v, int digits) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace ferry::e2e

@@ -2,6 +2,7 @@
 // whole table is printed once every trial has run (also when one failed early).
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,5 +22,10 @@ struct Outcome {
 
 /// The rows so far, in the order the trials ended.
 std::vector<Outcome>& table();
+
+/// A figure's number with `digits` decimals.
+std::string fixed(double v, int digits = 1);
+/// Seconds since `t0`, for a figure.
+double seconds_since(std::chrono::steady_clock::time_point t0);
 
 }  // namespace ferry::e2e
