@@ -271,9 +271,11 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
     if (cur_attempt > 0 && *attempt > cur_attempt) {
       // Never two attempts at once: an older attempt still running here (its
       // coordinator gave up on this host, or a resume started afresh) is stopped,
-      // and gone, before the new one starts.
-      FERRY_RETURN_IF_ERROR(stop_attempt(job_paths(workdir_, *job, cur_attempt)));
-      fenced = cur_attempt;
+      // and gone, before the new one starts. The reply names it only if it was
+      // still running: an attempt that had ended is no news to the coordinator.
+      auto stopped = stop_attempt(job_paths(workdir_, *job, cur_attempt));
+      if (!stopped.ok()) return stopped.status();
+      if (*stopped) fenced = cur_attempt;
     }
   }
   FERRY_RETURN_IF_ERROR(make_dirs(paths.attempt_dir));
@@ -307,20 +309,26 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   return j;
 }
 
-Status AgentServer::stop_attempt(const JobPaths& older) {
+Result<bool> AgentServer::stop_attempt(const JobPaths& older) {
   auto rec = read_record(older);
-  if (!rec.ok()) return Status();
-  if (is_slurm_attempt(older)) return rec->state == "running" ? stop_slurm_attempt(older, rec->slurm_job) : Status();
+  if (!rec.ok()) return false;
+  if (is_slurm_attempt(older)) {
+    if (rec->state != "running") return false;
+    FERRY_RETURN_IF_ERROR(stop_slurm_attempt(older, rec->slurm_job));
+    return true;
+  }
   // What an attempt that ended left running in its cgroup (a daemon, a setsid'd
   // child) goes too: it could still write where the new attempt writes.
-  if (rec->state != "running")
-    return rec->cgroup.empty() ? Status() : job_cgroup_kill(rec->cgroup, kStopOlderAttemptS * 1000);
+  if (rec->state != "running") {
+    if (!rec->cgroup.empty()) FERRY_RETURN_IF_ERROR(job_cgroup_kill(rec->cgroup, kStopOlderAttemptS * 1000));
+    return false;
+  }
   FERRY_RETURN_IF_ERROR(signal_job(older, /*hard=*/true));
   // Its supervisor reaps the group and records the exit at once; wait for that.
   auto until = mono_s() + kStopOlderAttemptS;
   while (mono_s() < until) {
     rec = read_job_record(older);
-    if (!rec.ok() || rec->state != "running") return Status();
+    if (!rec.ok() || rec->state != "running") return true;
     ::usleep(20 * 1000);
   }
   return unavailable("attempt " + older.attempt_dir + " is still running after SIGKILL; the new attempt waits");

@@ -82,8 +82,8 @@ class AgentServer {
   Result<nlohmann::json> job_start(const nlohmann::json& args);
   Result<nlohmann::json> job_status(const nlohmann::json& args);
   /// Stops an older attempt of a job if it still runs, and waits until it is gone;
-  /// kills what an ended one left in its cgroup.
-  Status stop_attempt(const JobPaths& older);
+  /// kills what an ended one left in its cgroup. True when it was still running.
+  Result<bool> stop_attempt(const JobPaths& older);
   Status stop_slurm_attempt(const JobPaths& older, const std::string& job_id);
   /// The journal's record of an attempt: a detached job's, or a Slurm job's (slurm_job.h).
   Result<JobRecord> read_record(const JobPaths& paths);

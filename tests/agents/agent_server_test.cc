@@ -199,6 +199,17 @@ TEST_F(AgentServerTest, ANewerAttemptStopsTheOlderOneBeforeItStarts) {
   wait_exit("r.f", 2, "two");
 }
 
+// Newcomer report U8: a retry after a failed attempt printed "attempt 1 was still
+// running ...; stopped it", because the reply named the older attempt whether or
+// not it ran. Only an attempt that was still running is named.
+TEST_F(AgentServerTest, AnOlderAttemptThatHadEndedIsNotReportedAsStopped) {
+  start("r.d", 1, "one", "exit 75");
+  EXPECT_EQ(wait_exit("r.d", 1, "one")["exit_code"], 75);
+  auto second = start("r.d", 2, "two", "true");
+  EXPECT_FALSE(second.contains("stopped_attempt")) << second.dump();
+  EXPECT_EQ(wait_exit("r.d", 2, "two")["exit_code"], 0);
+}
+
 // Review F6: a trainer that calls setsid() (or daemonizes) leaves the process
 // group the fence kills. Each attempt gets a cgroup of its own where the host
 // lets the agent make one, and stopping the attempt kills all of it.

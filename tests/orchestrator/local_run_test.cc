@@ -83,6 +83,16 @@ stages:
   EXPECT_EQ(count_events("retry-1", "flaky", "attempt.finished"), 3);
 }
 
+// Newcomer report U8: examples/hello's retry printed "attempt 1 was still running on
+// beta; stopped it before starting attempt 2" after attempt 1 had failed and ended.
+TEST_F(LocalRunTest, ARetryAfterAnEndedAttemptDoesNotSayItWasStillRunning) {
+  auto r = ferry({"run", std::string(FERRY_SOURCE_DIR) + "/examples/hello/workflow.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(stage(status("hello-1"), "flaky")["attempt"], 2);
+  EXPECT_EQ((r.out + r.err).find("was still running"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(count_events("hello-1", "flaky", "attempt.stopped_older"), 0);
+}
+
 TEST_F(LocalRunTest, RetryOnLimitsRetriesToTheListedExitCodes) {
   auto wf = write_workflow(R"(name: retryon
 stages:
