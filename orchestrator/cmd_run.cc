@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "orchestrator/cli.h"
+#include "orchestrator/eval_device_check.h"
 #include "orchestrator/run_lock.h"
 #include "orchestrator/scheduler.h"
 #include "orchestrator/status_view.h"
@@ -70,6 +71,7 @@ int cmd_run(const Common& c, const RunOptions& o) {
   if (!wf.ok()) return fail(wf.status());
   Status s = workflow::apply_param_overrides(&*wf, overrides);
   if (!s.ok()) return fail(s);
+  for (const auto& w : eval_device_warnings(*wf)) std::cerr << w << "\n";
   auto store = open_store(c);
   if (!store.ok()) return fail(store.status());
   nlohmann::json params = nlohmann::json::object();
@@ -179,6 +181,7 @@ int cmd_validate(const FileOptions& o) {
       errors.push_back({{"line", d.at.line}, {"column", d.at.column}, {"message", d.message}});
     }
     j["errors"] = errors;
+    j["warnings"] = eval_device_warnings(wf);
     if (diagnostics.empty()) {
       j["name"] = wf.name;
       j["hosts"] = wf.hosts.size();
@@ -191,6 +194,7 @@ int cmd_validate(const FileOptions& o) {
     std::cerr << diagnostics.to_string();
     return kExitUsage;
   }
+  for (const auto& w : eval_device_warnings(wf)) std::cerr << w << "\n";
   std::cout << o.workflow << ": ok — workflow '" << wf.name << "', " << wf.hosts.size() << " hosts, "
             << wf.stages.size() << " stages\n";
   for (const auto& name : workflow::topological_order(wf)) {

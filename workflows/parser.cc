@@ -271,7 +271,8 @@ class Parser : public YamlReader {
       if (auto r = integer(*x, "block_size", 1, 1024)) s.block_size = static_cast<int>(*r);
     }
     if (auto x = find(e, "device")) {
-      if (auto r = one_of(*x, "device", {"cpu", "cuda"})) s.device = *r;
+      // `gpu` is what people write; libtorch calls it cuda.
+      if (auto r = one_of(*x, "device", {"cpu", "cuda", "gpu"})) s.device = *r == "gpu" ? "cuda" : *r;
     }
     if (auto x = find(e, "prompt_format")) {
       if (auto r = one_of(*x, "prompt_format", {"raw", "chat", "chat-no-think"})) s.prompt_format = *r;

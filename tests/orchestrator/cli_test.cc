@@ -78,6 +78,33 @@ TEST_F(CliTest, ValidateJsonListsEveryErrorWithItsPlace) {
   EXPECT_EQ(nlohmann::json::parse(good.out)["stages"], nlohmann::json::array({"a"}));
 }
 
+// Newcomer report U10: `device: gpu` (or cuda) in a ferry whose eval engine has no
+// CUDA must say so before the run, not only when the eval starts.
+TEST_F(CliTest, ValidateWarnsThatAnEvalOnTheGpuRunsOnCpuOnlyInThisBuild) {
+  auto wf = write_workflow(
+      "name: gpu\nstages:\n  eval:\n    kind: eval\n    target: t\n    drafter: d\n    prompts: p.jsonl\n"
+      "    device: gpu\n");
+  auto r = ferry({"validate", wf});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;  // a warning: a host may run a CUDA worker of its own
+  auto j = ferry({"validate", wf, "--json"});
+  EXPECT_EQ(j.exit_code, 0) << j.out << j.err;
+  auto parsed = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_TRUE(parsed.is_object()) << j.out;
+  if (std::string(FERRY_EVAL_ENGINE_DEVICE) != "cpu") {
+    EXPECT_TRUE(parsed["warnings"].empty()) << j.out;
+    GTEST_SKIP() << "this build's eval engine is '" << FERRY_EVAL_ENGINE_DEVICE << "', not CPU only";
+  }
+  EXPECT_NE(r.err.find(wf + ":3:3: warning: stage 'eval'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("evaluates on CPU only"), std::string::npos) << r.err;
+  ASSERT_EQ(parsed["warnings"].size(), 1u) << j.out;
+  EXPECT_NE(parsed["warnings"][0].get<std::string>().find("device: cpu"), std::string::npos) << j.out;
+  auto cpu = ferry({"validate", write_workflow("name: c\nstages:\n  eval:\n    kind: eval\n    target: t\n"
+                                               "    drafter: d\n    prompts: p.jsonl\n",
+                                               "cpu.yaml")});
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_EQ(cpu.err.find("warning"), std::string::npos) << cpu.err;
+}
+
 TEST_F(CliTest, StatusWatchFollowsALiveRunToItsEnd) {
   std::string release = work_.file("release");
   auto wf = write_workflow(R"(name: watched

@@ -230,6 +230,17 @@ TEST_F(ParserTest, FullWorkflowEvalStage) {
   EXPECT_DOUBLE_EQ(s->timeout_s, 30);
 }
 
+// Newcomer report U10: `device: gpu` was refused with "did you mean 'cpu'?", and an
+// engineer who took the advice moved the eval off the GPU.
+TEST_F(ParserTest, DeviceGpuIsCuda) {
+  Workflow wf = parse_ok(
+      "name: g\nstages:\n  e:\n    kind: eval\n    target: t\n    drafter: d\n    prompts: p.jsonl\n"
+      "    device: gpu\n");
+  const Stage* s = wf.find_stage("e");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->device, "cuda");
+}
+
 TEST_F(ParserTest, FullWorkflowOutputsMapForm) {
   Workflow wf = parse_ok(kFull);
   const Stage* s = wf.find_stage("report");

@@ -63,7 +63,11 @@ Result<ComputeOptions> compute_options(const EvalSpec& spec, std::string* dtype_
     o.device = at::kCPU;
   } else if (spec.device.rfind("cuda", 0) == 0) {
     if (!at::hasCUDA()) {
-      return invalid_argument("device '" + spec.device + "': this libtorch was built without CUDA; use --device cpu");
+      // Said for a workflow's eval stage as much as for `ferry eval` (newcomer report U10).
+      return invalid_argument("device '" + spec.device + "': this build of ferry's eval engine evaluates on CPU only "
+                              "(its libtorch was built without CUDA): write "
+                              "`device: cpu` in the eval stage (`--device cpu` for ferry eval), or run an eval "
+                              "worker built with CUDA");
     }
     try {
       o.device = at::Device(spec.device);
