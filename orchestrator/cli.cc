@@ -11,6 +11,7 @@
 
 #include "base/file_util.h"
 #include "base/version.h"
+#include "jobs/eval/run/eval_flags.h"
 #include "protocol/frame.h"
 
 namespace ferry::cli {
@@ -44,29 +45,41 @@ const CLI::App* innermost(const CLI::App& app) {
   }
 }
 
-// Every command's shell-completion words, from its declaration.
+// Every command's shell-completion words, from its declaration. Hidden commands
+// (no group: __complete) are left out; eval's flags come from the eval engine's list.
 std::vector<CompletionCommand> completion_commands(const CLI::App& app) {
   std::vector<CompletionCommand> out;
   std::function<void(const CLI::App&, const std::string&)> walk = [&](const CLI::App& at, const std::string& prefix) {
     for (const CLI::App* sub : at.get_subcommands({})) {
+      if (sub->get_group().empty()) continue;
       CompletionCommand c;
       c.path = prefix + sub->get_name();
-      c.argument = "none";
       for (const CLI::App* inner : sub->get_subcommands({})) c.words.push_back(inner->get_name());
       for (const CLI::Option* opt : sub->get_options()) {
         if (!opt->nonpositional()) {
-          if (c.argument != "none") continue;  // the first positional decides
           const std::string& name = opt->get_name();
-          c.argument = name == "workflow" ? "file" : name == "run" ? "run" : "any";
+          c.arguments.push_back(name == "workflow" ? "file" : name == "run" || name == "stage" ? name : "any");
           if (name == "shell") {
             c.words = {"bash", "zsh"};
-            c.argument = "none";
+            c.arguments.back() = "none";
           }
           continue;
         }
-        for (const auto& n : opt->get_snames()) c.flags.push_back("-" + n);
-        for (const auto& n : opt->get_lnames()) c.flags.push_back("--" + n);
+        std::vector<std::string> names;
+        for (const auto& n : opt->get_snames()) names.push_back("-" + n);
+        for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
+        c.flags.insert(c.flags.end(), names.begin(), names.end());
+        if (opt->get_expected_max() != 0) c.valued.insert(c.valued.end(), names.begin(), names.end());
       }
+      if (c.path == "eval") {
+        c.flags.clear();
+        for (const eval::EvalFlag& f : eval::kEvalFlags) {
+          c.flags.push_back(f.name);
+          if (f.takes_value) c.valued.push_back(f.name);
+          if (*f.choices) c.choices[f.name] = f.choices;
+        }
+      }
+      if (c.arguments.empty()) c.arguments.push_back("none");
       out.push_back(c);
       walk(*sub, c.path + " ");
     }
@@ -240,6 +253,14 @@ int cli_main(int argc, char** argv) {
   example(schema_cmd, "ferry schema > ~/.config/ferry-workflow.schema.json   # then, first line of a workflow:\n"
                       "  # yaml-language-server: $schema=/home/you/.config/ferry-workflow.schema.json");
   schema_cmd->callback([&] { action = [&] { return cmd_schema(); }; });
+
+  // Hidden (no group): what the completion script asks for run ids and stage names.
+  std::string complete_what, complete_run;
+  auto* complete_cmd = app.add_subcommand("__complete", "")->group("");
+  complete_cmd->add_option("what", complete_what)->required()->check(CLI::IsMember({"runs", "stages"}));
+  complete_cmd->add_option("run", complete_run);
+  add_db(complete_cmd, &c);
+  complete_cmd->callback([&] { action = [&] { return cmd_complete_words(c, complete_what, complete_run); }; });
 
   app.add_subcommand("eval", "run the drafter eval standalone (`ferry eval --help`)");  // listed; handled above
   app.add_subcommand("tokenize", "the ids and pieces the model's tokenizer makes of a text "

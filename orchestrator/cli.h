@@ -84,12 +84,18 @@ int cmd_hosts_check(const Common& c, const FileOptions& o);
 /// A command as shell completion sees it: "run", "hosts check", ...
 struct CompletionCommand {
   std::string path;
-  std::vector<std::string> words;        // its subcommands, or the values its argument takes
-  std::vector<std::string> flags;        // --json, -p, ...
-  std::string argument;                  // what its first positional takes: file, run, any or none
+  std::vector<std::string> words;              // its subcommands, or the values its argument takes
+  std::vector<std::string> flags;              // --json, -p, ...
+  std::vector<std::string> valued;             // those of its flags that take a value (-p NAME=VALUE)
+  std::map<std::string, std::string> choices;  // a flag's values, space-separated (--device: "cpu cuda")
+  std::vector<std::string> arguments;          // what each positional takes: file, run, stage or any; none: nothing
 };
 /// `ferry completion bash|zsh`.
 int cmd_completion(const std::string& shell, const std::vector<CompletionCommand>& commands);
+/// `ferry __complete runs|stages [RUN]` (hidden; the completion script calls it):
+/// run ids, newest first, or RUN's stage names, one a line, from the store opened
+/// read-only. Prints nothing where there is no store or no such run.
+int cmd_complete_words(const Common& c, const std::string& what, const std::string& run);
 /// `ferry schema`: the workflow language's JSON Schema.
 int cmd_schema();
 

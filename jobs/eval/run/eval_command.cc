@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "jobs/eval/run/eval_flags.h"
 #include "jobs/eval/run/eval_progress.h"
 #include "jobs/tokenizer/chat_format.h"
 
@@ -88,6 +89,8 @@ Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* jso
   *json = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    // kEvalFlags is the list `ferry completion` offers: a flag missing there is refused here.
+    if (!find_eval_flag(a.c_str())) return invalid_argument(a + ": unknown flag");
     if (a == "--json") { *json = true; continue; }
     if (a == "--no-baseline") { spec.baseline = false; continue; }
     if (i + 1 >= args.size()) return invalid_argument(a + ": unknown flag or missing value");

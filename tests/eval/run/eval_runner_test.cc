@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "jobs/eval/run/eval_command.h"
+#include "jobs/eval/run/eval_flags.h"
 #include "tests/eval/eval_test_util.h"
 
 namespace ferry::eval {
@@ -332,6 +333,25 @@ TEST_F(EvalRunnerTest, CommandExitCodes) {
   EXPECT_TRUE(json);
   EXPECT_EQ(parsed->block_size, 4);
   EXPECT_DOUBLE_EQ(*parsed->min_ratio_to_reference, 0.8);
+}
+
+// `ferry completion` offers kEvalFlags (newcomer report U12): each is one the parser
+// takes, and the parser takes no flag missing there.
+TEST(EvalFlagsTest, TheCompletionsFlagListIsWhatTheParserTakes) {
+  for (const EvalFlag& f : kEvalFlags) {
+    if (std::string(f.name) == "--help") continue;  // answered before parsing
+    std::vector<std::string> args = {"--target", "t", "--drafter", "d", "--prompts", "p", f.name};
+    std::string choices = f.choices;
+    if (f.takes_value) args.push_back(!choices.empty() ? choices.substr(0, choices.find(' '))
+                                      : std::string(f.name) == "--shard" ? "1/2" : "1");
+    bool json = false;
+    auto parsed = parse_eval_args(args, &json);
+    EXPECT_TRUE(parsed.ok()) << f.name << ": " << parsed.status().message();
+  }
+  bool json = false;
+  auto unlisted = parse_eval_args({"--target", "t", "--drafter", "d", "--prompts", "p", "--bogus", "1"}, &json);
+  ASSERT_FALSE(unlisted.ok());
+  EXPECT_NE(unlisted.status().message().find("--bogus"), std::string::npos);
 }
 
 // Debian's reference BLAS, put in front of the selected one for one child process
