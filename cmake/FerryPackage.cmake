@@ -4,7 +4,8 @@
 #   lib/ferry/ferry-agent                    the static agent ferry starts or ships to hosts
 #   lib/ferry/libferry-eval.so, ferry-eval   the eval plugin and the eval worker (torch)
 #   lib/ferry/dflash-*                       the demo's training programs (torch)
-#   share/doc/ferry/                         README, docs/, examples/
+#   share/doc/ferry/                         README, docs/, workflows/README.md, jobs/*/README.md,
+#                                            examples/, copyright: the source tree's layout, so links work
 #   share/bash-completion/completions/ferry  `ferry completion bash`
 include(GNUInstallDirs)
 # Not CMAKE_INSTALL_LIBDIR: with prefix /usr that is lib/<multiarch>, and ferry looks in
@@ -26,12 +27,20 @@ if(FERRY_WITH_TORCH)
   endif()
 endif()
 
+# Each doc where the source tree has it, so their relative links hold; a link to
+# what is not shipped (tests/...) becomes plain text naming it (RewriteDocLinks.cmake).
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES cmake/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
-install(FILES workflows/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME workflow-language.md)
-# The workflows and their notes, not the demo's C++ sources (those are built above).
+install(FILES workflows/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/workflows)
+install(FILES jobs/eval/README.md jobs/eval/measurements.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/jobs/eval)
+install(FILES jobs/tokenizer/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/jobs/tokenizer)
+# The workflows and their notes, not the demo's C++ sources (those are built above);
+# `ferry examples DIR` copies these (orchestrator/cmd_examples.cc takes the same files).
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
         FILES_MATCHING PATTERN "*.yaml" PATTERN "*.md" PATTERN "*.jsonl")
+install(CODE "set(DOC_DIR \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DOCDIR}\")
+              include(\"${CMAKE_SOURCE_DIR}/cmake/RewriteDocLinks.cmake\")")
 
 # Completions, written by the ferry just built.
 set(completion_dir ${CMAKE_BINARY_DIR}/completion)
@@ -49,9 +58,10 @@ file(STRINGS ${CMAKE_SOURCE_DIR}/base/version.h version_line REGEX "kFerryVersio
 string(REGEX MATCH "[0-9]+\\.[0-9]+\\.[0-9]+" CPACK_PACKAGE_VERSION "${version_line}")
 set(CPACK_PACKAGE_CONTACT "ferry maintainers <ferry@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "run multi-host ML evaluation workflows")
-set(CPACK_PACKAGE_DESCRIPTION
-    "ferry runs a YAML workflow of stages on several hosts over SSH: a static agent on each\n"
-    "host, checkpoint copies relayed between hosts, and an in-process drafter eval engine.")
+# One string: two would be a CMake list, joined with ';' in the package's Description.
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+       "ferry runs a YAML workflow of stages on several hosts over SSH: a static agent on each\n"
+       "host, checkpoint copies relayed between hosts, and an in-process drafter eval engine.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)

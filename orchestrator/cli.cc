@@ -22,7 +22,8 @@ constexpr char kFooter[] =
     "eval: `ferry eval --target D --drafter D --prompts F [...]` runs the drafter eval standalone\n"
     "      (`ferry eval --help`).\n"
     "tokenize: `ferry tokenize --model D [--chat|--chat-no-think] [--json] [TEXT | -]`.\n"
-    "example: ferry run examples/hello/workflow.yaml, then ferry status, ferry logs last prepare, ferry report\n"
+    "example: ferry examples ex (copies the example workflows into ex/), then ferry run ex/hello/workflow.yaml,\n"
+    "         ferry status, ferry logs last prepare, ferry report\n"
     "exit codes: 0 ok, 1 run or gate failed, 2 usage or invalid workflow,\n"
     "            3 not found, 4 internal or state-store error, 130 cancelled\n";
 
@@ -247,6 +248,13 @@ int cli_main(int argc, char** argv) {
   completion_cmd->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
   example(completion_cmd, "source <(ferry completion bash)   # or put it in ~/.bashrc");
   completion_cmd->callback([&] { action = [&] { return cmd_completion(shell, completion_commands(app)); }; });
+
+  std::string examples_dir;
+  auto* examples_cmd = app.add_subcommand("examples", "copy the example workflows that came with ferry into DIR "
+                                                      "(never over a file there), then says what to run");
+  examples_cmd->add_option("dir", examples_dir, "the folder to copy them into (made if missing)")->required();
+  example(examples_cmd, "ferry examples ex && ferry run ex/first/workflow.yaml");
+  examples_cmd->callback([&] { action = [&] { return cmd_examples(examples_dir); }; });
 
   auto* schema_cmd = app.add_subcommand("schema", "the workflow language as a JSON Schema, for editors "
                                                   "(yaml-language-server, VS Code's YAML extension)");

@@ -96,6 +96,8 @@ int cmd_completion(const std::string& shell, const std::vector<CompletionCommand
 /// run ids, newest first, or RUN's stage names, one a line, from the store opened
 /// read-only. Prints nothing where there is no store or no such run.
 int cmd_complete_words(const Common& c, const std::string& what, const std::string& run);
+/// `ferry examples DIR`: the example workflows shipped with this ferry, copied into DIR.
+int cmd_examples(const std::string& dir);
 /// `ferry schema`: the workflow language's JSON Schema.
 int cmd_schema();
 

@@ -40,6 +40,9 @@ Status LocalTransport::open() {
   // Keep the agent out of the coordinator's process group: a Ctrl-C in the
   // terminal is the coordinator's to handle, not the agent's.
   options.own_process_group = true;
+  // Jobs on a local host find ferry's own programs (the demo's trainers) here:
+  // /usr/lib/ferry installed, the build's bin/ from a build.
+  options.env.push_back(std::string(kLibDirVar) + "=" + dirname_of(companion_path("ferry-agent")));
   auto child = ChildProcess::spawn({agent_path_, "serve", "--workdir", workdir_}, options);
   if (!child.ok()) return child.status();
   agent_ = std::move(child).value();

@@ -10,6 +10,10 @@
 
 namespace ferry {
 
+/// The environment variable a local host's jobs find ferry's own programs folder in
+/// (where its agent is: /usr/lib/ferry installed, bin/ of a build).
+inline constexpr const char* kLibDirVar = "FERRY_LIB_DIR";
+
 class LocalTransport : public AgentTransport {
  public:
   LocalTransport(std::string agent_path, std::string workdir);

@@ -105,6 +105,30 @@ TEST_F(CliTest, ValidateWarnsThatAnEvalOnTheGpuRunsOnCpuOnlyInThisBuild) {
   EXPECT_EQ(cpu.err.find("warning"), std::string::npos) << cpu.err;
 }
 
+// Newcomer report U4: the README's examples/... paths did not exist for an installed
+// user. `ferry examples DIR` copies them (here: the source tree's, as from a build),
+// never over a file already there.
+TEST_F(CliTest, ExamplesCopiesTheShippedWorkflowsAndNeverOverwrites) {
+  const std::string dir = work_.file("ex");
+  auto r = ferry({"examples", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(read_text(dir + "/first/workflow.yaml"),
+            read_text(std::string(FERRY_SOURCE_DIR) + "/examples/first/workflow.yaml"));
+  EXPECT_TRUE(testing::exists(dir + "/dflash-tiny/watch.yaml"));
+  EXPECT_FALSE(testing::exists(dir + "/dflash-tiny/corpus.cc")) << "the demo's C++ sources are not examples";
+  EXPECT_NE(r.out.find("ferry run " + dir + "/first/workflow.yaml"), std::string::npos) << r.out;
+  auto v = ferry({"validate", dir + "/hello/workflow.yaml"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+
+  write_text(dir + "/hello/workflow.yaml", "mine");
+  auto again = ferry({"examples", dir});
+  EXPECT_EQ(again.exit_code, 2) << again.out << again.err;
+  EXPECT_NE(again.err.find(dir + "/hello/workflow.yaml"), std::string::npos) << again.err;
+  EXPECT_EQ(read_text(dir + "/hello/workflow.yaml"), "mine");
+  auto help = ferry({"--help"});
+  EXPECT_NE(help.out.find("ferry examples"), std::string::npos) << help.out;
+}
+
 TEST_F(CliTest, StatusWatchFollowsALiveRunToItsEnd) {
   std::string release = work_.file("release");
   auto wf = write_workflow(R"(name: watched

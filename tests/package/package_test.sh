@@ -41,6 +41,8 @@ echo "== cpack"
 (cd "$tmp" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/out" >"$tmp/cpack.log" 2>&1) ||
   { cat "$tmp/cpack.log"; fail "cpack"; }
 deb=$(ls "$tmp"/out/ferry_*.deb)
+# Newcomer report U4: two CMake strings made one Description joined with ';'.
+! dpkg-deb -f "$deb" Description | grep -q ';' || fail "Description holds a ';': $(dpkg-deb -f "$deb" Description)"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 for lib in libopenblas0-openmp libtorch libssh libicu libyaml-cpp libgomp1; do
@@ -49,7 +51,8 @@ done
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$' >"$tmp/files"
 for f in /usr/bin/ferry /usr/bin/ferry-tiny-models /usr/lib/ferry/ferry-agent /usr/lib/ferry/ferry-eval \
          /usr/lib/ferry/libferry-eval.so /usr/share/doc/ferry/README.md /usr/share/doc/ferry/examples/hello/workflow.yaml \
-         /usr/share/bash-completion/completions/ferry; do
+         /usr/share/bash-completion/completions/ferry /usr/share/doc/ferry/copyright \
+         /usr/share/doc/ferry/workflows/README.md /usr/share/doc/ferry/jobs/eval/README.md; do
   grep -qx "$f" "$tmp/files" || fail "the package lacks $f"
 done
 
@@ -95,7 +98,15 @@ grep -E "^ *BLAS +OpenBLAS" eval.log || fail "the eval's report names no OpenBLA
 grep -q "openblas-openmp" eval.log || fail "the eval did not run on the OpenMP OpenBLAS: $(grep -i blas eval.log)"
 bash -c 'source /usr/share/bash-completion/completions/ferry; COMP_WORDS=(ferry st); COMP_CWORD=1; _ferry;
          [ "${COMPREPLY[*]}" = status ]' || fail "the installed completion does not complete 'ferry st'"
-echo "installed ferry: hello, relay, eval and completion ok"
+# Newcomer report U4: the README's examples/... paths, and the demo with no -p bin=.
+ferry examples examples >examples.log 2>&1 || { cat examples.log; fail "ferry examples"; }
+ferry validate examples/first/workflow.yaml >/dev/null || fail "ferry validate examples/first/workflow.yaml"
+ferry run examples/dflash-tiny/workflow.yaml -p target_steps=2 -p drafter_steps=2 >demo.log 2>&1 || true
+for stage in data target drafter reference; do
+  ferry status | grep -E "^ *$stage +" | grep -q succeeded ||
+    { cat demo.log; ferry logs last "$stage"; fail "the demo's $stage stage without -p bin"; }
+done
+echo "installed ferry: hello, relay, eval, completion, examples and the demo ok"
 EOF
 # The system's libblas.so.3 made the reference BLAS inside (as on a machine whose
 # alternatives nobody switched): a copy of /etc/alternatives mounted over it.
