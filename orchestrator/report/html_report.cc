@@ -274,7 +274,7 @@ std::string evals_table(const json& evals) {
          "</td><td class=\"num\">" +
          (p["reference_tau"].is_number() ? format_number(p["reference_tau"].get<double>(), "%.3f") : "-") +
          "</td><td class=\"num\">" + format_number(num_field(p, "speedup"), "%.2f") + "×</td><td>" +
-         (bool_field(p, "gate_passed") ? "passed" : "failed") + "</td></tr>";
+         e(str_field(p, "gate", bool_field(p, "gate_passed") ? "passed" : "failed")) + "</td></tr>";
   }
   return s + "</table>";
 }
@@ -287,6 +287,8 @@ std::string eval_cards(const eval::EvalReport& ev, size_t evaluated) {
   if (ev.speedup > 0) s += card(format_number(ev.speedup, "%.2f") + "×", "speedup over plain decoding");
   if (ev.reference_speedup > 0) s += card(format_number(ev.reference_speedup, "%.2f") + "×", "reference speedup");
   s += card(std::to_string(evaluated), evaluated == 1 ? "checkpoint evaluated" : "checkpoints evaluated");
+  // A watch's last checkpoint before the stage judged it (still running) has no verdict yet.
+  if (!ev.gate_deferred.empty()) return s + "</div><p>gate: " + e(ev.gate_deferred) + "</p>";
   return s + "</div>" + gate_line(ev.gate_passed, ev.gate_message);
 }
 

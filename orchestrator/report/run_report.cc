@@ -77,6 +77,7 @@ void eval_point(const nlohmann::json& stored, nlohmann::json* point) {
   if (!read.ok()) {
     (*point)["unreadable"] = read.status().message();
     (*point)["gate_passed"] = false;
+    (*point)["gate"] = "failed";
     (*point)["tau"] = (*point)["reference_tau"] = (*point)["ratio_to_reference"] = nullptr;
     (*point)["drafter"] = (*point)["reference"] = "";
     (*point)["speedup"] = 0;
@@ -86,7 +87,9 @@ void eval_point(const nlohmann::json& stored, nlohmann::json* point) {
   (*point)["drafter"] = r.drafter;
   (*point)["reference"] = r.reference;
   (*point)["tau"] = r.candidate.tau;
-  (*point)["gate_passed"] = r.gate_passed;
+  // A watch's checkpoint has no verdict of its own: the stage judges its last one (eval.gate).
+  (*point)["gate_passed"] = r.gate_deferred.empty() ? nlohmann::json(r.gate_passed) : nlohmann::json();
+  (*point)["gate"] = !r.gate_deferred.empty() ? r.gate_deferred : r.gate_passed ? "passed" : "failed";
   (*point)["reference_tau"] = r.reference_run ? nlohmann::json(r.reference_run->tau) : nlohmann::json();
   (*point)["speedup"] = r.speedup;
   (*point)["ratio_to_reference"] = r.ratio_to_reference ? nlohmann::json(*r.ratio_to_reference) : nlohmann::json();
@@ -166,6 +169,13 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
     if (s.kind == "copy") copies.push_back(copy_json(s, mine));
     for (auto& c : checkpoint_copies(s, mine)) copies.push_back(std::move(c));
     for (const auto& e : mine) {
+      if (e.type == "eval.gate" && last_eval_stage == s.name && last_eval.is_object()) {
+        // The stage's verdict on its newest eval (a watch judges its last checkpoint).
+        last_eval.erase("gate_deferred");
+        last_eval["gate_passed"] = bool_field(e.detail, "gate_passed");
+        last_eval["gate_message"] = str_field(e.detail, "gate_message");
+        continue;
+      }
       // A shard's report is a part of an eval, not one: its merge stage has the whole.
       if (e.type != "eval.report" || !e.detail.is_object() || e.detail.contains("shard")) continue;
       const auto& d = e.detail;

@@ -2,8 +2,9 @@
 // (`ferry report --json` prints it; the HTML page and the metrics export are drawn
 // from it): the run and its stages with every attempt and each drop of a host, the
 // copies (bytes, route, rate), one point per eval (τ of candidate and reference at
-// the checkpoint's step) and the newest eval's full report. Reads only. Any thread
-// that owns the Store.
+// the checkpoint's step, and its gate: passed, failed, or a watch's "judged on the last
+// checkpoint") and the newest eval's full report, with its stage's verdict when the
+// stage judged it (a watch's eval.gate). Reads only. Any thread that owns the Store.
 #pragma once
 
 #include <optional>

@@ -134,8 +134,12 @@ std::string EvalReport::to_text() const {
   if (diff) out << "\n" << diff->to_text();
   if (show_responses > 0 && !responses.empty()) out << "\n" << render_responses(responses, show_responses);
   for (const auto& w : warnings) out << "warning: " << w << "\n";
-  out << "\ngate: " << (gate_passed ? "PASSED" : "FAILED") << (gate_message.empty() ? "" : " (" + gate_message + ")")
-      << "\n";
+  if (!gate_deferred.empty()) {
+    out << "\ngate: " << gate_deferred << "\n";
+  } else {
+    out << "\ngate: " << (gate_passed ? "PASSED" : "FAILED") << (gate_message.empty() ? "" : " (" + gate_message + ")")
+        << "\n";
+  }
   return out.str();
 }
 
@@ -149,7 +153,7 @@ std::map<std::string, double> EvalReport::metrics() const {
   m["tokens_per_second"] = candidate.tokens_per_second;
   m["decode_seconds"] = candidate.decode_seconds;
   m["loop_overhead_seconds"] = candidate.overhead_seconds;
-  m["gate_passed"] = gate_passed ? 1.0 : 0.0;
+  if (gate_deferred.empty()) m["gate_passed"] = gate_passed ? 1.0 : 0.0;  // else judged elsewhere
   for (size_t j = 1; j < candidate.acceptance_rate.size(); ++j) {
     m["acceptance_rate_" + std::to_string(j)] = candidate.acceptance_rate[j];
   }

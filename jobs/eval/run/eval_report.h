@@ -115,6 +115,9 @@ struct EvalReport {
 
   bool gate_passed = false;  // the runner sets it; a report nobody judged has not passed
   std::string gate_message;
+  /// Not empty: no verdict here, the gate is judged elsewhere, as these words say
+  /// (EvalSpec::gate_deferred); gate_passed is then true and means nothing.
+  std::string gate_deferred;
 
   nlohmann::json to_json() const;
   std::string to_text() const;

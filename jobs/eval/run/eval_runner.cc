@@ -334,7 +334,11 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   auto prompts = encode_prompts(spec, *models->target, &encoder, &report, say);
   if (!prompts.ok()) return prompts.status();
   FERRY_RETURN_IF_ERROR(decode_all(spec, *models, *prompts, *encoder, cancel, say, &report));
-  judge_gate(spec.min_tau, spec.min_ratio_to_reference, &report);  // step 5
+  if (spec.gate_deferred.empty()) {
+    judge_gate(spec.min_tau, spec.min_ratio_to_reference, &report);  // step 5
+  } else {
+    defer_gate(spec.gate_deferred, &report);
+  }
   report.wall_seconds = std::chrono::duration<double>(Clock::now() - wall).count();
   say("done: tau " + std::to_string(report.candidate.tau));
   return report;

@@ -34,6 +34,9 @@ struct EvalSpec {
   std::optional<double> min_tau;                 // gate
   std::optional<double> min_ratio_to_reference;  // gate: tau(candidate)/tau(reference)
   bool baseline = true;                          // also run B=1 plain decoding for the speedup figure
+  /// Not empty: this eval's gate is judged elsewhere, and its report says so in these
+  /// words instead of a verdict (a watch's checkpoints: "judged on the last checkpoint").
+  std::string gate_deferred;
   /// Decode only shard `shard_index` of `shard_count`: a contiguous part of the prompts
   /// (EvalReport::shard says which); merge_shard_reports joins the parts exactly.
   int shard_index = 0;

@@ -161,6 +161,7 @@ inline constexpr auto eval_report_fields = [](auto& v, auto& r) {
   v("wall_seconds", r.wall_seconds);
   v("gate_passed", r.gate_passed);
   v("gate_message", r.gate_message);
+  if (reads || !r.gate_deferred.empty()) v("gate_deferred", r.gate_deferred);
   v.objects("responses", r.responses, response_text_fields);
 };
 

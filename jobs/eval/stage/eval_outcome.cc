@@ -73,6 +73,17 @@ std::string wrong_type(const nlohmann::json& r, const char* key, nlohmann::json:
 
 }  // namespace
 
+std::map<std::string, std::string> eval_outputs(const std::map<std::string, double>& metrics) {
+  std::map<std::string, std::string> out;
+  for (const char* key : {"tau", "reference_tau", "speedup"}) {
+    auto it = metrics.find(key);
+    std::ostringstream s;
+    if (it != metrics.end()) s << std::setprecision(6) << it->second;
+    out[key] = s.str();
+  }
+  return out;
+}
+
 StageOutcome eval_outcome(const std::string& result_json, bool cancelled, bool append_text, StageEnv& env) {
   using T = nlohmann::json::value_t;
   auto parsed = parse_peer_json(result_json, "the eval result");
@@ -107,15 +118,7 @@ StageOutcome eval_outcome(const std::string& result_json, bool cancelled, bool a
     env.note("kept the eval's first " + std::to_string(kMaxMetrics) + " metrics; dropped " +
              std::to_string(metrics_dropped));
   }
-  auto fmt = [](double x) {
-    std::ostringstream s;
-    s << std::setprecision(6) << x;
-    return s.str();
-  };
-  for (const char* key : {"tau", "reference_tau", "speedup"}) {
-    auto it = o.metrics.find(key);
-    o.outputs[key] = it == o.metrics.end() ? "" : fmt(it->second);
-  }
+  o.outputs = eval_outputs(o.metrics);
   o.report = bounded_report(r.contains("report") ? r["report"] : nlohmann::json());
   if (append_text) {
     Status s = env.append_log(str_field(r, "text") + "\n");

@@ -8,6 +8,7 @@
 // is stored. io thread (it writes through the StageEnv).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "jobs/stage_runner.h"
@@ -27,5 +28,8 @@ inline constexpr size_t kMaxMetricNameBytes = 100;
 /// a host printed it into the job's log already). `cancelled`: the stage asked the
 /// engine to stop, so a failure reads as a cancel.
 StageOutcome eval_outcome(const std::string& result_json, bool cancelled, bool append_text, StageEnv& env);
+
+/// An eval's outputs from its metrics: tau, reference_tau and speedup, "" for one it lacks.
+std::map<std::string, std::string> eval_outputs(const std::map<std::string, double>& metrics);
 
 }  // namespace ferry

@@ -38,6 +38,17 @@ TEST(EvalSpecTest, WhatIsWrittenIsReadBack) {
   EXPECT_FALSE(eval_spec_json(EvalSpec{}).contains("shard_count"));
 }
 
+// A watch's checkpoints defer their gate to the stage (issue 41): the words travel to
+// the engine, and a spec without them has no such key (its JSON is what it was).
+TEST(EvalSpecTest, AGateDeferredTravelsAndIsLeftOutUnset) {
+  EvalSpec s;
+  s.gate_deferred = "judged on the last checkpoint";
+  auto back = eval_spec_from_json(eval_spec_json(s));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->gate_deferred, "judged on the last checkpoint");
+  EXPECT_FALSE(eval_spec_json(EvalSpec{}).contains("gate_deferred"));
+}
+
 TEST(EvalSpecTest, AWrongTypeIsAnErrorNamingTheKey) {
   const std::pair<const char*, nlohmann::json> cases[] = {
       {"max_new_tokens", "64"}, {"threads", 1.5}, {"min_tau", "3"}, {"baseline", 1}, {"target", 5}};

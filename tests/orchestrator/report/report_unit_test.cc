@@ -138,6 +138,16 @@ class RunReportTest : public testing::TempStoreTest {
     ASSERT_TRUE(store_->finish_attempt("wf-1", "eval", 1, StageState::kSucceeded, std::nullopt, "").ok());
     ASSERT_TRUE(store_->set_run_state("wf-1", RunState::kSucceeded, 0).ok());
   }
+  // A run of workflow `name` with one eval stage on evalhost, its first attempt under
+  // way; its id ("" after a failed ASSERT).
+  std::string run_with_a_running_eval(const std::string& name) {
+    auto created = store_->create_run(name, name + ".yaml", "name: " + name, {}, {{"eval", "eval", "evalhost"}});
+    EXPECT_TRUE(created.ok());
+    if (!created.ok()) return "";
+    EXPECT_TRUE(store_->set_run_state(created->id, RunState::kRunning, 1).ok());
+    EXPECT_TRUE(store_->begin_attempt(created->id, "eval", 1, "e1", "evalhost").ok());
+    return created->id;
+  }
 };
 
 TEST_F(RunReportTest, GathersAttemptsDropsCopiesAndOneEvalPointPerCheckpoint) {
@@ -238,11 +248,8 @@ TEST_F(RunReportTest, AMalformedStoredEvalIsShownAsFailedNotThrown) {
 // and the candidate's τ so far, from the progress its worker reported (stored, so a
 // coordinator restarted mid-eval shows it too).
 TEST_F(RunReportTest, AnEvalStillDecodingShowsItsPromptsAndItsTauSoFar) {
-  auto created = store_->create_run("long", "long.yaml", "name: long", {}, {{"eval", "eval", "evalhost"}});
-  ASSERT_TRUE(created.ok());
-  const std::string id = created->id;
-  ASSERT_TRUE(store_->set_run_state(id, RunState::kRunning, 1).ok());
-  ASSERT_TRUE(store_->begin_attempt(id, "eval", 1, "e1", "evalhost").ok());
+  const std::string id = run_with_a_running_eval("long");
+  ASSERT_FALSE(id.empty());
   ASSERT_TRUE(store_->set_progress(id, "eval",
                                    {{"kind", "eval"}, {"phase", "candidate"}, {"run", 1}, {"runs", 2},
                                     {"prompts_done", 12}, {"prompts_total", 60}, {"tokens", 1536},
@@ -264,6 +271,56 @@ TEST_F(RunReportTest, AnEvalStillDecodingShowsItsPromptsAndItsTauSoFar) {
   const std::string table = render_status(*run, *stages, store_->path(), false);
   EXPECT_NE(table.find("candidate 12/60 prompts (run 1 of 2), 1.5 tok/s, τ so far 3.25, ETA 1h30m"), std::string::npos)
       << table;
+}
+
+// A watch (issue 41): each checkpoint's report defers its gate, and the stage judges
+// its last one, recording the verdict (eval.gate) and gate_passed among its metrics.
+// The newest eval of the report, the page and the metrics carry that one verdict, and
+// each checkpoint's row says where it is judged, before the verdict and after.
+TEST_F(RunReportTest, AWatchsVerdictOnItsLastCheckpointIsTheOneTheReportPageAndMetricsShow) {
+  const std::string id = run_with_a_running_eval("watch");
+  ASSERT_FALSE(id.empty());
+  for (int step : {100, 200}) {
+    json ev = eval_event("ckpt/checkpoint-" + std::to_string(step), step == 100 ? 1.0 : 1.2, 1.0);
+    ev["checkpoint"] = "checkpoint-" + std::to_string(step);
+    ev["gate_deferred"] = "judged on the last checkpoint";  // as the engine writes a watch's checkpoint
+    ev["gate_message"] = "";
+    ASSERT_TRUE(store_->add_event(id, "eval", "eval.report", ev).ok());
+  }
+  auto running = report::collect_run_report(*store_, id);
+  ASSERT_TRUE(running.ok()) << running.status().message();
+  std::string page = report::render_html_report(*running);
+  EXPECT_NE(page.find("<p>gate: judged on the last checkpoint</p>"), std::string::npos) << "not judged yet";
+  EXPECT_EQ(count(page, "class=\"gate-"), 0u) << "no verdict before the stage's";
+
+  const std::string message = "checkpoint-200 (the last checkpoint): tau 1.2 < min_tau 1.5";
+  ASSERT_TRUE(store_
+                  ->add_event(id, "eval", "eval.gate",
+                              {{"checkpoint", "checkpoint-200"}, {"gate_passed", false}, {"gate_message", message}})
+                  .ok());
+  ASSERT_TRUE(store_->set_metrics(id, "eval", {{"tau", 1.2}, {"gate_passed", 0}}).ok());
+  ASSERT_TRUE(store_->finish_attempt(id, "eval", 1, StageState::kFailed, std::nullopt, "gate failed: " + message).ok());
+  auto r = report::collect_run_report(*store_, id);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)["eval"]["checkpoint"], "checkpoint-200");
+  EXPECT_EQ((*r)["eval"]["gate_passed"], false);
+  EXPECT_EQ((*r)["eval"]["gate_message"], message);
+  EXPECT_FALSE((*r)["eval"].contains("gate_deferred"));
+  ASSERT_EQ((*r)["evals"].size(), 2u);
+  for (const auto& p : (*r)["evals"]) {
+    EXPECT_EQ(p["gate"], "judged on the last checkpoint") << p.dump();
+    EXPECT_TRUE(p["gate_passed"].is_null()) << p.dump();
+  }
+  page = report::render_html_report(*r);
+  EXPECT_NE(page.find("<p>gate: <span class=\"gate-fail\">FAILED</span> — checkpoint-200 (the last checkpoint): "
+                      "tau 1.2 &lt; min_tau 1.5</p>"),
+            std::string::npos)
+      << page;
+  EXPECT_EQ(count(page, "class=\"gate-pass\""), 0u);
+  EXPECT_EQ(count(page, "<td>judged on the last checkpoint</td>"), 2u);
+  EXPECT_EQ(count(page, "<td>passed</td>"), 0u);
+  EXPECT_NE(report::metrics_csv(*r).find("\n" + id + ",eval,,gate_passed,0\n"), std::string::npos)
+      << report::metrics_csv(*r);
 }
 
 TEST_F(RunReportTest, UnknownRunIsNotFound) {

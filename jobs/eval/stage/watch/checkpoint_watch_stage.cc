@@ -4,7 +4,9 @@
 
 #include "base/clock.h"
 #include "base/file_hash.h"
+#include "base/peer_json.h"
 #include "jobs/eval/stage/remote/remote_eval_factory.h"
+#include "jobs/eval/stage/watch/last_checkpoint_gate.h"
 #include "jobs/log_tap_env.h"
 #include "jobs/stage_factory.h"
 #include "jobs/states.h"
@@ -54,9 +56,12 @@ class CheckpointWatchStage::CheckpointEnv : public LogTapEnv {
     if (type == "eval.report") {
       detail["step"] = checkpoint_.step ? nlohmann::json(*checkpoint_.step) : nlohmann::json();
       detail["content_hash"] = content_hash_;
+      report_ = detail;
     }
     env_.record_event(type, std::move(detail));
   }
+  /// The eval.report this env recorded, as stored (null before it has).
+  const nlohmann::json& report() const { return report_; }
   Status append_log(const std::string& bytes) override {
     FERRY_RETURN_IF_ERROR(LogTapEnv::append_log(bytes));
     log_size_ += static_cast<int64_t>(bytes.size());
@@ -80,6 +85,7 @@ class CheckpointWatchStage::CheckpointEnv : public LogTapEnv {
   CheckpointFolder checkpoint_;
   std::string listing_;
   std::string content_hash_;
+  nlohmann::json report_;
   int64_t log_size_ = 0;
 };
 
@@ -96,25 +102,36 @@ CheckpointWatchStage::~CheckpointWatchStage() = default;
 
 void CheckpointWatchStage::start(std::function<void(StageOutcome)> done) {
   done_ = std::move(done);
-  // What earlier attempts (or this one, before a coordinator crash) already did.
-  for (const char* type : {"eval.report", "watch.same_content", "watch.skipped"}) {
+  // What earlier attempts (or this one, before a coordinator crash) already did: the
+  // stage's history, which its counts and its gate are judged on as if one attempt
+  // had done it all.
+  for (const std::string type : {"eval.report", "watch.same_content", "watch.skipped"}) {
     for (const auto& d : env_.recorded_events(type)) {
       if (!d.is_object() || !d.contains("checkpoint") || !d["checkpoint"].is_string()) continue;
       const std::string name = d["checkpoint"].get<std::string>();
       if (d.contains("listing") && d["listing"].is_string())
         handled_.insert(version(name, d["listing"].get<std::string>()));
       else handled_names_.insert(name);
-      if (std::string(type) == "watch.skipped") continue;
-      ++recorded_;
+      if (type == "watch.skipped") {
+        ++skipped_;
+        last_skip_ = name + ": " + str_field(d, "during") + ": " + str_field(d, "cause");
+        continue;
+      }
+      if (type == "eval.report") {
+        ++evaluated_;
+        last_report_ = d;  // in the order recorded: the last one evaluated
+      } else {
+        ++same_content_;
+      }
       if (d.contains("content_hash") && d["content_hash"].is_string() &&
           !d["content_hash"].get<std::string>().empty()) {
         done_hashes_.emplace(d["content_hash"].get<std::string>(), name);
       }
     }
   }
-  env_.record_event(
-      "watch.started",
-      {{"stage", watch_.stage}, {"from", watch_.copy.from_host + ":" + watch_.copy.from}, {"already_done", recorded_}});
+  env_.record_event("watch.started", {{"stage", watch_.stage},
+                                      {"from", watch_.copy.from_host + ":" + watch_.copy.from},
+                                      {"already_done", evaluated_ + same_content_}});
   poll();
 }
 
@@ -253,6 +270,7 @@ void CheckpointWatchStage::evaluate(const CheckpointFolder& c, const std::string
   in.watch.reset();
   in.min_tau.reset();  // the gate judges the last checkpoint only (final_outcome)
   in.min_ratio_to_reference.reset();
+  in.gate_deferred = kJudgedOnTheLastCheckpoint;
   auto env = std::make_unique<CheckpointEnv>(env_, c, content_hash);
   auto eval = make_remote_eval_stage(
       host_, in, *env, AttemptId{id_.job + "." + key + "." + listing_hash(c) + ".eval", id_.attempt, id_.token});
@@ -267,11 +285,10 @@ void CheckpointWatchStage::evaluate(const CheckpointFolder& c, const std::string
     if (o.state != StageOutcome::State::kSucceeded) return self->skip(c, "eval", o.error);
     self->handled_.insert(version(c.name, listing_hash(c)));
     if (!content_hash.empty()) self->done_hashes_.emplace(content_hash, c.name);
-    self->last_eval_ = std::move(o);
-    self->have_eval_ = true;
+    self->last_report_ = self->current_env_->report();  // judged as stored, as a later attempt would
     ++self->evaluated_;
-    auto tau = self->last_eval_.metrics.find("tau");
-    if (tau != self->last_eval_.metrics.end()) {
+    auto tau = o.metrics.find("tau");
+    if (tau != o.metrics.end()) {
       char line[96];
       std::snprintf(line, sizeof line, ": τ %.3f", tau->second);
       self->env_.note(c.name + line);
@@ -305,38 +322,34 @@ void CheckpointWatchStage::begin(std::shared_ptr<StageRunner> runner, std::uniqu
   current_env_ = std::move(env);
 }
 
+// The stage's history decides, not this attempt: the gate is judged on the last
+// checkpoint's stored report whichever attempt evaluated it, and the verdict is
+// recorded (eval.gate) so that `ferry report` shows the stage's, not the
+// checkpoint's "judged on the last checkpoint".
 StageOutcome CheckpointWatchStage::final_outcome() {
   StageOutcome o;
-  if (have_eval_) o = last_eval_;  // the last checkpoint's figures are the stage's
-  o.metrics["checkpoints_evaluated"] = evaluated_;
-  o.metrics["checkpoints_same_content"] = same_content_;
-  o.outputs["checkpoints_evaluated"] = std::to_string(evaluated_);
-  o.metrics["checkpoints_skipped"] = skipped_;
-  if (!have_eval_ && same_content_ == 0 && recorded_ == 0) {
+  if (!last_report_.is_null()) {
+    o = judge_last_checkpoint(last_report_, eval_.min_tau, eval_.min_ratio_to_reference);
+    const bool passed = o.state == StageOutcome::State::kSucceeded;
+    const std::string message = str_field(o.report, "gate_message");
+    env_.record_event(
+        "eval.gate",
+        {{"checkpoint", str_field(last_report_, "checkpoint")}, {"gate_passed", passed}, {"gate_message", message}});
+    // The log's checkpoint sections each end "judged on the last checkpoint"; this is the judgement.
+    Status logged = env_.append_log(std::string("\ngate: ") + (passed ? "PASSED" : "FAILED") +
+                                    (message.empty() ? "" : " (" + message + ")") + "\n");
+    if (!logged.ok()) env_.note("the gate's verdict not kept in the log: " + logged.message());
+  } else {
     o.state = StageOutcome::State::kFailed;
     o.error =
         skipped_ > 0
             ? "no checkpoint could be evaluated: " + std::to_string(skipped_) + " skipped (last: " + last_skip_ + ")"
             : "the followed stage '" + watch_.stage + "' ended with no completed checkpoint in " + watch_.copy.from;
-    return o;
   }
-  o.state = StageOutcome::State::kSucceeded;
-  o.error.clear();
-  auto metric = [&](const char* k) {
-    auto it = o.metrics.find(k);
-    return it == o.metrics.end() ? std::optional<double>() : std::optional<double>(it->second);
-  };
-  if (eval_.min_tau && metric("tau") && *metric("tau") < *eval_.min_tau) {
-    o.state = StageOutcome::State::kFailed;
-    o.error = "gate failed: the last checkpoint's τ " + std::to_string(*metric("tau")) + " < min_tau " +
-              std::to_string(*eval_.min_tau);
-  }
-  if (eval_.min_ratio_to_reference && metric("ratio_to_reference") &&
-      *metric("ratio_to_reference") < *eval_.min_ratio_to_reference) {
-    o.state = StageOutcome::State::kFailed;
-    o.error = "gate failed: the last checkpoint's ratio to the reference " +
-              std::to_string(*metric("ratio_to_reference")) + " < " + std::to_string(*eval_.min_ratio_to_reference);
-  }
+  o.metrics["checkpoints_evaluated"] = evaluated_;
+  o.metrics["checkpoints_same_content"] = same_content_;
+  o.outputs["checkpoints_evaluated"] = std::to_string(evaluated_);
+  o.metrics["checkpoints_skipped"] = skipped_;
   return o;
 }
 

@@ -15,7 +15,11 @@
 // rewritten while copied) is recorded as watch.skipped with the cause and the watch
 // goes on (a rewritten one comes back as a new version), unless `fail_on_error`.
 // The stage ends once the followed stage has ended and every completed checkpoint is
-// done; the gate applies to the last checkpoint. After `ferry resume` (same attempt,
+// done. Each checkpoint's eval defers its gate ("judged on the last checkpoint"); the
+// stage judges it on the last checkpoint evaluated in any attempt, from its stored
+// report (last_checkpoint_gate.h), records the verdict as an eval.gate event, and its
+// counts are the stage's over every attempt: a retry or a resume that evaluates
+// nothing new ends as the attempt before it did. After `ferry resume` (same attempt,
 // so the copy and the eval worker of the checkpoint in flight are re-attached), the
 // versions recorded as evaluated, same or skipped are not taken again. The stage's
 // `timeout` bounds the whole watch (the scheduler's timer). io thread only
@@ -95,13 +99,13 @@ class CheckpointWatchStage : public StageRunner, public std::enable_shared_from_
   std::vector<std::shared_ptr<StageRunner>> retired_runners_;
   std::vector<std::unique_ptr<CheckpointEnv>> retired_envs_;
   void begin(std::shared_ptr<StageRunner> runner, std::unique_ptr<CheckpointEnv> env);
-  StageOutcome last_eval_;
-  bool have_eval_ = false;
+  // The last checkpoint evaluated, over every attempt: its eval.report as stored (null: none).
+  nlohmann::json last_report_;
   int polls_since_followed_ended_ = -1;  // -1: the followed stage is still going
   bool busy_ = false;                    // a copy or an eval is under way
   bool cancelled_ = false;
   bool finished_ = false;
-  int evaluated_ = 0, same_content_ = 0, skipped_ = 0, recorded_ = 0;
+  int evaluated_ = 0, same_content_ = 0, skipped_ = 0;  // over every attempt
   std::string last_skip_;
 };
 

@@ -6,6 +6,9 @@
 // recorded, while the trainer waits; the trainer then writes checkpoints 3 and 4 and
 // a checkpoint-5 with checkpoint-4's files, and `ferry resume` finishes the run:
 // each of 1..4 evaluated exactly once with its step, 5 recognised by content.
+// A gated watch's verdict is its history's: a retry, a resume and a resume after a
+// coordinator kill past its last eval end as the attempt before did, and every view
+// (status, report, page, metrics, log) shows that one verdict.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -72,6 +75,91 @@ class CheckpointWatchTest : public testing::TinySuiteTest {
   std::string stage_state(const std::string& stage) {
     auto row = stage_row(stage);
     return row.is_object() ? row.value("state", std::string()) : "";
+  }
+  // The eval stage's `gate` and `retries`, then a `release` stage after it that leaves
+  // released(): what a failed gate must hold back. For write_workflow's `eval`.
+  std::string gate_then_release(const std::string& gate, int retries = 0) {
+    return "    gate: " + gate + "\n    retries: " + std::to_string(retries) +
+           "\n  release:\n    host: trainer\n    needs: eval\n    run: touch " + released() + "\n";
+  }
+  std::string released() { return work_.file("released"); }
+  // A trainer that writes checkpoint-1 from `drafter`, then waits for the file `go`
+  // (saving its optimizer, say), watched by an eval gated at min_tau 1.5: the
+  // coordinator is SIGKILLed once checkpoint-1's eval is recorded, the trainer then
+  // ends with no coordinator watching, and `ferry resume` finishes the run.
+  testing::ProcessResult resumed_after_a_kill_past_the_last_eval(const std::string& drafter) {
+    const std::string go = work_.file("go");
+    const std::string wf = write_workflow({"ck 1 " + drafter, "while [ ! -e " + go + " ]; do sleep 0.1; done"}, "",
+                                          gate_then_release("{min_tau: 1.5}"));
+    pid_t coordinator =
+        testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, ferry.env(), work_.file("run.log"));
+    bool one = testing::wait_until([&] { return !events("eval", "eval.report").empty(); }, std::chrono::seconds(120));
+    EXPECT_TRUE(one) << testing::read_text(work_.file("run.log"));
+    EXPECT_EQ(::kill(coordinator, SIGKILL), 0);
+    EXPECT_EQ(testing::wait_process(coordinator), 128 + SIGKILL);
+    write_text(go, "");
+    auto resumed = ferry({"resume", "watch-1"});
+    EXPECT_EQ(stage_row("eval")["attempt"], 1) << "re-attached, not retried";
+    EXPECT_EQ(evaluated(), std::vector<std::string>{"checkpoint-1"}) << "nothing evaluated again";
+    return resumed;
+  }
+  // The eval stage's one verdict, `passed` with `message`, as every view shows it:
+  // `ferry status --json` (state, error, gate_passed among the metrics), `ferry report
+  // --json` (the stage's metrics, the newest eval's gate; each checkpoint's row
+  // "judged on the last checkpoint"), the page, the metrics CSV, and the log (each
+  // checkpoint's section defers, the stage's last line judges).
+  void expect_one_verdict(bool passed, const std::string& message) {
+    SCOPED_TRACE(message);
+    const double flag = passed ? 1 : 0;
+    auto row = stage_row("eval");
+    EXPECT_EQ(row["state"], passed ? "succeeded" : "failed") << row.dump();
+    EXPECT_EQ(row["error"], passed ? "" : "gate failed: " + message) << row.dump();
+    EXPECT_EQ(row["metrics"]["gate_passed"], flag) << row.dump();
+
+    auto report = nlohmann::json::parse(ferry({"report", "watch-1", "--json"}).out);
+    for (const auto& st : report["run"]["stages"]) {
+      if (st["name"] == "eval") EXPECT_EQ(st["metrics"]["gate_passed"], flag) << st.dump();
+    }
+    EXPECT_EQ(report["eval_stage"], "eval");
+    EXPECT_EQ(report["eval"]["gate_passed"], passed);
+    EXPECT_EQ(report["eval"]["gate_message"], message);
+    ASSERT_FALSE(report["evals"].empty());
+    for (const auto& p : report["evals"]) {
+      EXPECT_EQ(p["gate"], "judged on the last checkpoint") << p.dump();
+      EXPECT_TRUE(p["gate_passed"].is_null()) << p.dump();
+    }
+
+    const std::string page_file = work_.file("report.html"), csv_file = work_.file("metrics.csv");
+    ASSERT_EQ(ferry({"report", "watch-1", "-o", page_file, "--metrics", csv_file}).exit_code, 0);
+    const std::string page = testing::read_text(page_file);
+    std::string escaped;
+    for (char c : message) escaped += c == '<' ? std::string("&lt;") : std::string(1, c);
+    const std::string verdict =
+        passed ? "gate-pass\">passed</span> — " + escaped : "gate-fail\">FAILED</span> — " + escaped;
+    EXPECT_NE(page.find("<p>gate: <span class=\"" + verdict + "</p>"), std::string::npos) << page;
+    EXPECT_EQ(page.find(passed ? "class=\"gate-fail\"" : "class=\"gate-pass\""), std::string::npos);
+    EXPECT_EQ(page.find("<td>passed</td>"), std::string::npos) << "no checkpoint row says passed";
+    EXPECT_NE(page.find("<td>judged on the last checkpoint</td>"), std::string::npos);
+    EXPECT_NE(
+        testing::read_text(csv_file).find(std::string("\nwatch-1,eval,,gate_passed,") + (passed ? "1" : "0") + "\n"),
+        std::string::npos)
+        << testing::read_text(csv_file);
+
+    const std::string first_log = ferry({"logs", "watch-1", "eval", "--attempt", "1"}).out;
+    EXPECT_NE(first_log.find("\ngate: judged on the last checkpoint\n"), std::string::npos) << first_log;
+    const std::string last_line = std::string("gate: ") + (passed ? "PASSED" : "FAILED") + " (" + message + ")\n";
+    const std::string log = ferry({"logs", "watch-1", "eval"}).out;
+    EXPECT_EQ(log.size() >= last_line.size() ? log.substr(log.size() - last_line.size()) : log, last_line);
+  }
+  // The errors of the eval stage's attempts, oldest first (`ferry report --json`).
+  std::vector<std::string> attempt_errors() {
+    std::vector<std::string> out;
+    auto report = nlohmann::json::parse(ferry({"report", "watch-1", "--json"}).out);
+    for (const auto& st : report["run"]["stages"]) {
+      if (st["name"] != "eval") continue;
+      for (const auto& a : st["attempts"]) out.push_back(a.value("error", std::string()));
+    }
+    return out;
   }
   testing::TempDir work_;
 };
@@ -239,6 +327,63 @@ TEST_F(CheckpointWatchTest, TimeoutEndsAWatch) {
   EXPECT_TRUE(timed_out) << stage_state("eval") << "\n" << testing::read_text(work_.file("run.log"));
   EXPECT_NE(testing::wait_process(coordinator, 60), 0);
   EXPECT_EQ(stage_state("eval"), "timed_out");
+}
+
+// Issue 41: the gate fails on checkpoint-1 (τ 1, ratio 1: both limits missed, both
+// named). The retry evaluates nothing new and fails the same way, and so does `ferry
+// resume` of the failed run; `release` never runs.
+TEST_F(CheckpointWatchTest, AGateFailedWatchFailsAgainOnItsRetryAndOnResume) {
+  const std::string wf =
+      write_workflow({"ck 1 oracle-disagree"}, "", gate_then_release("{min_tau: 1.5, min_ratio_to_reference: 1.2}", 1));
+  const std::string message =
+      "checkpoint-1 (the last checkpoint): tau 1 < min_tau 1.5; tau ratio to reference 1 < min_ratio_to_reference 1.2";
+  auto run = ferry({"run", wf});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_NE((run.out + run.err).find("eval failed: gate failed: " + message), std::string::npos) << run.out << run.err;
+  EXPECT_EQ(attempt_errors(), std::vector<std::string>(2, "gate failed: " + message)) << "the retry failed alike";
+  EXPECT_EQ(evaluated(), std::vector<std::string>{"checkpoint-1"}) << "the retry evaluated nothing new";
+  EXPECT_NE(stage_state("release"), "succeeded");
+  EXPECT_FALSE(testing::exists(released()));
+  expect_one_verdict(false, message);
+
+  auto resumed = ferry({"resume", "watch-1"});
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.out << resumed.err;
+  auto errors = attempt_errors();
+  EXPECT_GT(errors.size(), 2u) << "the resume ran the stage again";
+  EXPECT_EQ(errors, std::vector<std::string>(errors.size(), "gate failed: " + message));
+  EXPECT_EQ(evaluated(), std::vector<std::string>{"checkpoint-1"});
+  EXPECT_NE(stage_state("release"), "succeeded");
+  EXPECT_FALSE(testing::exists(released()));
+  expect_one_verdict(false, message);
+}
+
+// The coordinator dies after the last checkpoint's eval while the trainer still runs
+// (saving its optimizer, say). The resumed watch re-attaches, evaluates nothing new,
+// and judges the gate on what is stored: failed, and `release` never runs.
+TEST_F(CheckpointWatchTest, AGateFailedWatchFailsWhenResumedAfterTheCoordinatorDiedPastItsLastEval) {
+  auto resumed = resumed_after_a_kill_past_the_last_eval("oracle-disagree");
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.out << resumed.err;
+  EXPECT_NE(stage_state("release"), "succeeded");
+  EXPECT_FALSE(testing::exists(released()));
+  expect_one_verdict(false, "checkpoint-1 (the last checkpoint): tau 1 < min_tau 1.5");
+}
+
+// The same with a checkpoint that meets the gate: the resumed stage passes with the
+// last checkpoint's τ in its outputs, and `release` runs.
+TEST_F(CheckpointWatchTest, APassedGateKeepsTauInTheOutputsWhenResumedAfterTheCoordinatorDiedPastItsLastEval) {
+  auto resumed = resumed_after_a_kill_past_the_last_eval("oracle-agree");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  auto row = stage_row("eval");
+  auto reports = events("eval", "eval.report");
+  ASSERT_EQ(reports.size(), 1u);
+  const double tau = reports[0]["candidate"]["tau"].get<double>();
+  EXPECT_GT(tau, 1.5);
+  ASSERT_FALSE(row["outputs"].value("tau", std::string()).empty()) << row.dump();
+  EXPECT_NEAR(std::stod(row["outputs"]["tau"].get<std::string>()), tau, 1e-5) << row.dump();
+  EXPECT_EQ(row["outputs"]["checkpoints_evaluated"], "1") << row.dump();
+  EXPECT_EQ(stage_state("release"), "succeeded");
+  EXPECT_TRUE(testing::exists(released()));
+  expect_one_verdict(true, "checkpoint-1 (the last checkpoint): all gates met");
 }
 
 }  // namespace
