@@ -19,6 +19,7 @@
 #include "agents/host_probe.h"
 #include "agents/job_cgroup.h"
 #include "agents/job_journal.h"
+#include "agents/job_shell.h"
 #include "agents/lane_listener.h"
 #include "agents/slurm_job.h"
 #include "base/beneath.h"
@@ -194,6 +195,8 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   spec.cwd = resolve(args.value("cwd", std::string()));
   if (spec.cwd.empty()) spec.cwd = workdir_;
   spec.timeout_s = args.value("timeout_s", 0.0);
+  if (args.contains("shell") && !args["shell"].is_string()) return invalid_argument("argument 'shell' must be a string");
+  spec.shell = args.value("shell", std::string());
   // A Slurm host's stage: sbatch options; the job is Slurm's, its timeout Slurm's --time.
   const nlohmann::json slurm = args.value("slurm", nlohmann::json());
   if (!slurm.is_null() && !slurm.is_object()) return invalid_argument("argument 'slurm' must be an object");
@@ -283,6 +286,7 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   nlohmann::json spec_json = {{"token", *token}, {"command", spec.command}, {"cwd", spec.cwd},
                               {"timeout_s", spec.timeout_s}, {"log_max", spec.log_max}, {"env", spec.env}};
   if (slurm.is_object()) spec_json["slurm"] = slurm;
+  if (!spec.shell.empty()) spec_json["shell"] = spec.shell;
   // The job's env may hold secrets: the spec is the user's alone.
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump(), 0600));
   if (spec.command.size() >= kMaxExecStringBytes) {
@@ -290,6 +294,10 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
     std::string file = paths.attempt_dir + "/command.sh";
     FERRY_RETURN_IF_ERROR(write_file_atomic(file, spec.command, 0600));
     spec.command = ". " + shell_quote(file);
+  }
+  FERRY_RETURN_IF_ERROR(choose_shell(paths, &spec));
+  if (!slurm.is_object() && spec.shell == "bash" && spec.bash.empty()) {
+    return failed_precondition("the stage's shell is bash, and this host has no bash on its PATH");
   }
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(*attempt) + " " + *token));
   if (slurm.is_object()) {
@@ -307,6 +315,26 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   j["reattached"] = false;
   if (fenced > 0) j["stopped_attempt"] = fenced;
   return j;
+}
+
+// The script's shell (job_shell.h): a template's script goes to a file of the
+// attempt's and the template runs with plain sh; bash is looked up where the job's
+// PATH says (a Slurm node looks again itself).
+Status AgentServer::choose_shell(const JobPaths& paths, LaunchSpec* spec) {
+  if (is_shell_template(spec->shell)) {
+    std::string file = paths.attempt_dir + "/script";
+    FERRY_RETURN_IF_ERROR(write_file_atomic(file, spec->command, 0700));
+    spec->command = fill_shell_template(spec->shell, file);
+    spec->shell = "sh";
+    return Status();
+  }
+  if (spec->shell != "" && spec->shell != "bash" && spec->shell != "sh") {
+    return invalid_argument("job.start: shell '" + spec->shell + "' is not bash, sh or a template with {0}");
+  }
+  auto path = spec->env.find("PATH");
+  const char* agent_path = std::getenv("PATH");
+  spec->bash = find_bash(path != spec->env.end() ? path->second : agent_path ? agent_path : "/usr/bin:/bin");
+  return Status();
 }
 
 Result<bool> AgentServer::stop_attempt(const JobPaths& older) {

@@ -55,6 +55,7 @@
 namespace ferry {
 
 class LaneListener;
+struct LaunchSpec;
 class SlurmQueue;
 inline constexpr const char* kAgentVersion = kFerryVersion;
 
@@ -84,6 +85,7 @@ class AgentServer {
   /// Stops an older attempt of a job if it still runs, and waits until it is gone;
   /// kills what an ended one left in its cgroup. True when it was still running.
   Result<bool> stop_attempt(const JobPaths& older);
+  Status choose_shell(const JobPaths& paths, LaunchSpec* spec);
   Status stop_slurm_attempt(const JobPaths& older, const std::string& job_id);
   /// The journal's record of an attempt: a detached job's, or a Slurm job's (slurm_job.h).
   Result<JobRecord> read_record(const JobPaths& paths);

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "agents/job_cgroup.h"
+#include "agents/job_shell.h"
 #include "base/capped_log.h"
 #include "base/clock.h"
 #include "base/file_util.h"
@@ -75,8 +76,17 @@ bool forward_log(int fd, CappedLogWriter* log, std::string* buf) {
   }
   for (const auto& [k, v] : spec.env) ::setenv(k.c_str(), v.c_str(), 1);
   ::setenv("FERRY_OUTPUT", paths.outputs().c_str(), 1);
-  ::execl("/bin/sh", "sh", "-c", spec.command.c_str(), static_cast<char*>(nullptr));
-  std::string msg = std::string("ferry: exec /bin/sh failed: ") + std::strerror(errno) + "\n";
+  auto shell = shell_command(spec.shell, spec.command, spec.bash);  // job.start checked it
+  if (!shell.ok()) {
+    write_fd_all(2, "ferry: " + shell.status().message() + "\n");
+    _exit(127);
+  }
+  if (!shell->note.empty()) write_fd_all(2, shell->note + "\n");
+  std::vector<char*> argv;
+  for (std::string& word : shell->argv) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  ::execv(argv[0], argv.data());
+  std::string msg = "ferry: exec " + shell->argv[0] + " failed: " + std::strerror(errno) + "\n";
   write_fd_all(2, msg);
   _exit(127);
 }

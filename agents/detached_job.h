@@ -2,7 +2,7 @@
 // session and the coordinator dying (docs/DESIGN.md §3 step 3).
 //
 // The agent double-forks a supervisor into a new session; the supervisor starts
-// `/bin/sh -c COMMAND` in its own process group with stdout and stderr into a pipe it
+// the command's shell (job_shell.h) in its own process group with stdout and stderr into a pipe it
 // keeps in the journal's log within `log_max` (capped_log.h),
 // enforces the timeout on the whole group, and writes exit.json (temp + rename)
 // when the job ends. The supervisor is a fork of the agent, so it needs no other
@@ -19,7 +19,9 @@
 namespace ferry {
 
 struct LaunchSpec {
-  std::string command;                     // given to /bin/sh -c
+  std::string command;                     // the script, run with `shell`
+  std::string shell;                       // "" (bash -eo pipefail, else sh -e), "bash" or "sh" (job_shell.h)
+  std::string bash;                        // bash's path on this host; "" = none
   std::map<std::string, std::string> env;  // added to the agent's environment
   std::string cwd;                         // absolute
   double timeout_s = 0;                    // 0 = none

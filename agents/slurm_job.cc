@@ -7,6 +7,7 @@
 #include <cctype>
 #include <ctime>
 
+#include "agents/job_shell.h"
 #include "base/child_process.h"
 #include "base/clock.h"
 #include "base/file_util.h"
@@ -237,14 +238,15 @@ Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, 
       "}\n"
       "cancelled() { if [ -e \"$d/cancel\" ]; then echo true; else echo false; fi; }\n"
       "if ! cd " + shell_quote(spec.cwd) + " 2>>\"$d/log\"; then\n"
-      "  echo \"ferry: cannot enter " + spec.cwd + "\" >>\"$d/log\"; record 126 0 \"$(cancelled)\"; exit 126\n"
+      "  echo " + shell_quote("ferry: cannot enter " + spec.cwd) + " >>\"$d/log\"; record 126 0 \"$(cancelled)\"; exit 126\n"
       "fi\n";
   for (const auto& [k, v] : spec.env) {
     if (!shell_name(k)) return invalid_argument("env name '" + k + "' is not a shell variable name");
     s += "export " + k + "=" + shell_quote(v) + "\n";
   }
-  s += "export FERRY_OUTPUT=\"$d/outputs\"\n"
-       "/bin/sh -c " + shell_quote(spec.command) + " >>\"$d/log\" 2>&1 </dev/null &\n"
+  s += "export FERRY_OUTPUT=\"$d/outputs\"\n";
+  s += shell_choice_lines(spec.shell, "\"$d/log\"");
+  s += "\"$@\" " + shell_quote(spec.command) + " >>\"$d/log\" 2>&1 </dev/null &\n"
        "child=$!\n"
        "# scancel and the time limit TERM the whole job; pass it on and still record the end.\n"
        "trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT HUP\n"

@@ -39,6 +39,7 @@ std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const Comman
   cs.attempt = id.attempt;
   cs.token = id.token;
   cs.command = c.command;
+  cs.shell = c.shell;
   cs.cwd = c.cwd;
   cs.timeout_s = c.timeout_s;
   cs.log_max = stage.log_max;

@@ -83,6 +83,7 @@ nlohmann::json StageSpec::stored_json() const {
   nlohmann::json in = {{"kind", workflow::stage_kind_name(kind())}, {"host", host}};
   std::visit(Overloaded{[&](const CommandStageSpec& c) {
                           in["command"] = c.command;
+                          if (!c.shell.empty()) in["shell"] = c.shell;  // absent before: old runs keep their hash
                           in["cwd"] = c.cwd;
                           in["timeout_s"] = c.timeout_s;
                           in["env"] = c.env;

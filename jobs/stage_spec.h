@@ -26,6 +26,7 @@ namespace ferry {
 
 struct CommandStageSpec {
   std::string command;  // templates expanded and shell-quoted
+  std::string shell;    // workflows/shell_choice.h; "" = the default (bash -eo pipefail, else sh -e)
   std::string cwd;
   double timeout_s = 0;                       // 0 = none
   std::map<std::string, std::string> env;     // the host's, then the stage's, then FERRY_*

@@ -102,6 +102,7 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
     case StageKind::kCommand: {
       CommandStageSpec c;
       FERRY_RETURN_IF_ERROR(get(s.run, true, &c.command));
+      c.shell = wf_.shell_of(s);
       FERRY_RETURN_IF_ERROR(get(s.cwd, false, &c.cwd));
       c.timeout_s = s.timeout_s;
       FERRY_RETURN_IF_ERROR(job_env(&c.env));

@@ -20,6 +20,13 @@ const char* copy_route_name(CopyRoute route) { return enum_name(kCopyRouteNames,
 
 std::optional<CopyRoute> parse_copy_route(const std::string& name) { return enum_from_name(kCopyRouteNames, name); }
 
+std::string Workflow::shell_of(const Stage& stage) const {
+  if (!stage.shell.empty()) return stage.shell;
+  const Host* host = find_host(stage.host);
+  if (host && !host->shell.empty()) return host->shell;
+  return shell;
+}
+
 const Host* Workflow::find_host(const std::string& n) const {
   for (const auto& h : hosts) {
     if (h.name == n) return &h;

@@ -65,6 +65,7 @@ struct Host {
   double give_up_s = 600;  // stop reconnecting after this long
   Scheduler scheduler = Scheduler::kNone;
   SlurmOptions slurm;  // defaults for the host's stages (scheduler slurm)
+  std::string shell;   // its command stages' shell (shell_choice.h); "" = the workflow's
 };
 
 enum class StageKind { kCommand, kCopy, kEval };
@@ -124,6 +125,7 @@ struct Stage {
   // command
   Text run;
   Text cwd;
+  std::string shell;  // how `run` is run (shell_choice.h); "" = the host's, then the workflow's
   SlurmOptions slurm;  // on a scheduler: slurm host, over the host's defaults
 
   // copy
@@ -165,7 +167,10 @@ struct Workflow {
   std::vector<Param> params;
   std::vector<Host> hosts;
   std::vector<Stage> stages;
+  std::string shell;  // every command stage's shell unless its host or stage says (shell_choice.h)
 
+  /// The shell a command stage runs with: the stage's, its host's, the workflow's; "" = the default.
+  std::string shell_of(const Stage& stage) const;
   const Host* find_host(const std::string& name) const;
   const Stage* find_stage(const std::string& name) const;
   const Param* find_param(const std::string& name) const;

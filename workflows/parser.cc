@@ -18,10 +18,10 @@ namespace {
 // A smaller log_max would keep too little of a job's output to be of use.
 constexpr int64_t kMinLogMaxBytes = int64_t{1} << 20;
 
-const std::vector<std::string> kTopKeys = {"name", "description", "params", "hosts", "stages"};
+const std::vector<std::string> kTopKeys = {"name", "description", "params", "hosts", "stages", "shell"};
 const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env", "outputs", "timeout",
                                                    "log_max", "retries", "retry_backoff", "retry_on", "description"};
-const std::vector<std::string> kCommandKeys = {"run", "cwd", "slurm"};
+const std::vector<std::string> kCommandKeys = {"run", "cwd", "slurm", "shell"};
 const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
 const std::vector<std::string> kEvalKeys = {"target",     "drafter",       "reference", "prompts", "max_new_tokens",
                                             "block_size", "device",        "dtype",     "threads", "gate",
@@ -69,6 +69,7 @@ class Parser : public YamlReader {
     } else if (!hinted.count("name")) {  // a misspelt 'name' was reported already
       error(loc(root), "missing required field 'name'");
     }
+    read_shell(entries, "workflow", &wf.shell);
     if (auto n = find(entries, "params")) parse_params(*n, &wf);
     if (auto n = find(entries, "hosts")) parse_hosts(*this, *n, &wf);
     if (auto n = find(entries, "stages")) {
@@ -235,6 +236,7 @@ class Parser : public YamlReader {
   void parse_command_fields(const Entries& e, Stage* stage) {
     read_text(e, "run", &stage->run);
     read_text(e, "cwd", &stage->cwd);
+    read_shell(e, "stage '" + stage->name + "'", &stage->shell);
   }
 
   // A copy stage's keys.

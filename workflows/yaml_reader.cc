@@ -6,6 +6,7 @@
 
 #include "workflows/byte_size.h"
 #include "workflows/duration.h"
+#include "workflows/shell_choice.h"
 #include "workflows/slurm_options.h"
 
 namespace ferry::workflow {
@@ -232,6 +233,16 @@ void YamlReader::read_scalar(const Entries& e, const char* key, std::string* out
   if (auto x = find(e, key)) {
     if (auto s = scalar(*x, key)) *out = *s;
   }
+}
+
+void YamlReader::read_shell(const Entries& e, const std::string& what, std::string* out) {
+  auto x = find(e, "shell");
+  if (!x) return;
+  auto s = scalar(*x, "shell");
+  if (!s) return;
+  std::string problem = shell_problem(*s);
+  if (problem.empty()) *out = *s;
+  else error(loc(*x), what + " shell: " + problem);
 }
 
 void YamlReader::read_text(const Entries& e, const char* key, Text* out) {

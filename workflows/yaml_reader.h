@@ -76,6 +76,8 @@ class YamlReader {
 
   /// `*out` = the scalar (or text) under `key`, when the key is there and its value reads.
   void read_scalar(const Entries& e, const char* key, std::string* out);
+  /// `shell:` (shell_choice.h), checked; `what` names its owner in an error.
+  void read_shell(const Entries& e, const std::string& what, std::string* out);
   void read_text(const Entries& e, const char* key, Text* out);
 
   /// `env:` of a host or a stage: NAME: template.

@@ -51,6 +51,7 @@ void CommandStage::send_start() {
                          {"command", spec_.command}, {"env", spec_.env},         {"cwd", spec_.cwd},
                          {"timeout_s", spec_.timeout_s}, {"log_max", spec_.log_max}};
   if (!spec_.slurm.is_null()) args["slurm"] = spec_.slurm;
+  if (!spec_.shell.empty()) args["shell"] = spec_.shell;
   // The command and env are the user's, of any size (a long heredoc, a param in
   // env): they ride in the body, which holds 64 MiB, not the 1 MiB header.
   auto body = protocol::move_fields_to_body(&args, {"command", "env"}, "the command and env of " + spec_.job);

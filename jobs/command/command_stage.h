@@ -23,6 +23,7 @@ struct CommandSpec {
   int attempt = 1;
   std::string token;
   std::string command;  // templates already expanded and quoted
+  std::string shell;    // workflows/shell_choice.h; "" = the default
   std::map<std::string, std::string> env;
   std::string cwd;
   double timeout_s = 0;
