@@ -9,6 +9,7 @@
 #include "base/file_util.h"
 #include "base/terminal_text.h"
 #include "orchestrator/cli.h"
+#include "orchestrator/failure_tail.h"
 #include "orchestrator/scheduler.h"
 #include "orchestrator/status_view.h"
 
@@ -55,8 +56,9 @@ int cmd_status(const Common& c, const StatusOptions& o) {
   if (!run.ok()) return fail(run.status());
   auto stages = (*store)->stages(run->id);
   if (!stages.ok()) return fail(stages.status());
-  if (o.json) std::cout << run_to_json(*run, *stages, (*store)->path()).dump(2) << "\n";
-  else std::cout << render_status(*run, *stages, (*store)->path(), use_color(1));
+  const std::string logs = logs_dir((*store)->path());
+  if (o.json) std::cout << run_json_with_failures(**store, *run, *stages, logs).dump(2) << "\n";
+  else std::cout << render_status_with_failures(**store, *run, *stages, logs, use_color(1));
   return kExitOk;
 }
 

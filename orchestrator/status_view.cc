@@ -95,7 +95,11 @@ std::string eval_progress_text(const nlohmann::json& p) {
 std::string stage_detail(const StageRecord& s) {
   std::string d;
   if (s.exit_code) d = "exit " + std::to_string(*s.exit_code);
-  if (!s.error.empty() && s.state != StageState::kSucceeded) d += (d.empty() ? "" : ": ") + escape_controls(s.error);
+  // "exit 3", not "exit 3: exit code 3".
+  const bool error_is_exit = s.exit_code && s.error == "exit code " + std::to_string(*s.exit_code);
+  if (!s.error.empty() && s.state != StageState::kSucceeded && !error_is_exit) {
+    d += (d.empty() ? "" : ": ") + escape_controls(s.error);
+  }
   if (s.progress.is_object() && s.progress.contains("bytes_done")) {
     std::ostringstream p;
     double done = s.progress.value("bytes_done", 0.0), total = s.progress.value("bytes_total", 0.0);
