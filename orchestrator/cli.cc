@@ -157,15 +157,22 @@ int cli_main(int argc, char** argv) {
   run_cmd->add_option("-p,--param", run.params, "set a workflow param (NAME=VALUE), repeatable")
       ->allow_extra_args(false);
   run_cmd->add_flag("--json", run.json, "progress to stderr, the finished run as JSON on stdout");
+  run_cmd->add_flag("-n,--dry-run", run.dry_run, "print the stages it would run, and why; run nothing");
   add_db(run_cmd, &c);
   example(run_cmd, "ferry run examples/hello/workflow.yaml -p greeting=\"hi there\"");
   run_cmd->callback([&] { action = [&] { return cmd_run(c, run); }; });
 
-  RunRef resume;
-  auto* resume_cmd = app.add_subcommand("resume", "finish RUN: re-attach running stages, re-run failed ones, "
-                                                  "keep stages that succeeded with the same inputs");
+  ResumeOptions resume;
+  auto* resume_cmd = app.add_subcommand("resume", "finish RUN with its workflow file read again: re-attach running "
+                                                  "stages, re-run failed ones and those whose definition changed "
+                                                  "(with what follows them), keep the rest that succeeded");
   resume_cmd->add_option("run", resume.run, "the run id (or 'last')")->required();
   resume_cmd->add_flag("--json", resume.json, "progress to stderr, the finished run as JSON on stdout");
+  resume_cmd->add_option("--workflow", resume.workflow, "read this file instead of the run's own");
+  resume_cmd->add_flag("--stored", resume.stored, "resume with the workflow as the run stored it, not the file");
+  resume_cmd->add_flag("-n,--dry-run", resume.dry_run, "print what would run, and why; run nothing");
+  resume_cmd->add_flag("--restart-changed", resume.restart_changed,
+                       "stop and start again a running stage whose definition changed (default: keep it running)");
   add_db(resume_cmd, &c);
   example(resume_cmd, "ferry resume last");
   resume_cmd->callback([&] { action = [&] { return cmd_resume(c, resume); }; });

@@ -29,8 +29,17 @@ struct RunOptions {
   std::string workflow;
   std::vector<std::string> params;  // NAME=VALUE, from -p
   bool json = false;                // progress to stderr, the final run as JSON on stdout
+  bool dry_run = false;             // print the plan, run nothing
 };
-struct RunRef {  // resume, cancel
+struct ResumeOptions {
+  std::string run;
+  bool json = false;
+  std::string workflow;          // "" = the run's own file, read again
+  bool stored = false;           // the workflow as the run stored it, not the file
+  bool dry_run = false;          // print the plan, run nothing
+  bool restart_changed = false;  // a running stage whose definition changed starts again
+};
+struct RunRef {  // cancel
   std::string run;
   bool json = false;
 };
@@ -70,7 +79,7 @@ int fail(const Status& s);
 int exit_for_state(RunState state);
 
 int cmd_run(const Common& c, const RunOptions& o);
-int cmd_resume(const Common& c, const RunRef& o);
+int cmd_resume(const Common& c, const ResumeOptions& o);
 int cmd_cancel(const Common& c, const RunRef& o);
 int cmd_validate(const FileOptions& o);
 int cmd_status(const Common& c, const StatusOptions& o);

@@ -22,6 +22,7 @@
 #include "jobs/immediate_stage.h"
 #include "jobs/stage_factory.h"
 #include "orchestrator/attempt_env.h"
+#include "orchestrator/resume_plan.h"
 #include "orchestrator/stage_resolve.h"
 #include "orchestrator/stage_slot.h"
 #include "orchestrator/transport_factory.h"
@@ -95,7 +96,7 @@ void Scheduler::say(const std::string& stage, const std::string& message, const 
   *options_.out << line.str() << std::flush;
 }
 
-Status Scheduler::load() {
+Status Scheduler::load(bool write) {
   auto records = store_.stages(run_.id);
   if (!records.ok()) return records.status();
   for (const auto& spec : wf_.stages) {
@@ -112,10 +113,21 @@ Status Scheduler::load() {
     st.recorded_hash = rec.inputs_hash;
     st.started_ms = rec.started_ms;
     st.outputs = rec.outputs;
-    if (rec.state == StageState::kSucceeded) {
+    if (rec.state == StageState::kSucceeded && options_.rerun.count(rec.name)) {
+      st.state = StageState::kPending;  // the resume's plan: its definition or an upstream changed
+    } else if (rec.state == StageState::kSucceeded) {
       st.state = StageState::kSucceeded;  // kept if its inputs are unchanged (checked when it comes up)
-    } else if (rec.state == StageState::kRunning && (st.spec->kind != StageKind::kEval || !st.spec->host.empty()) &&
-               rec.attempt > 0) {
+    } else if (reattachable(rec, *st.spec) && options_.restart.count(rec.name) && write) {
+      // Changed while it ran, and the user asked to restart it: the next attempt's
+      // start stops this one on its host (the agent's newest-attempt rule).
+      auto r = store_.finish_attempt(run_.id, rec.name, rec.attempt, StageState::kCancelled, std::nullopt,
+                                     "restarted by ferry resume --restart-changed: its definition changed");
+      if (!r.ok()) return r.status();
+      st.state = StageState::kPending;
+      for (const std::string& h : {st.spec->host, st.spec->from.host, st.spec->to.host}) {
+        if (!h.empty()) hosts_with_jobs_.insert(h);
+      }
+    } else if (reattachable(rec, *st.spec)) {
       // A command's job, an eval's worker on its host, or a copy (a direct copy's push
       // is a job on its source host; a relay continues from the receiver's journal):
       // same attempt, same token.
@@ -124,7 +136,7 @@ Status Scheduler::load() {
       for (const std::string& h : {st.spec->host, st.spec->from.host, st.spec->to.host}) {
         if (!h.empty()) hosts_with_jobs_.insert(h);
       }
-    } else if (rec.state == StageState::kRunning) {
+    } else if (rec.state == StageState::kRunning && write) {
       // An in-process stage died with its coordinator: close that attempt honestly.
       auto r = store_.finish_attempt(run_.id, rec.name, rec.attempt, StageState::kFailed, std::nullopt,
                                      "the coordinator stopped while this attempt ran");
@@ -135,6 +147,17 @@ Status Scheduler::load() {
     }
   }
   return Status();
+}
+
+Result<std::map<std::string, StageInputs>> Scheduler::planned_inputs() {
+  FERRY_RETURN_IF_ERROR(load(/*write=*/false));
+  std::map<std::string, StageInputs> out;
+  for (const auto& spec : wf_.stages) {
+    auto resolved = resolve_stage(*stages_[spec.name]);
+    if (resolved.ok()) out[spec.name].inputs = resolved->stored_json();
+    else out[spec.name].error = resolved.status().message();
+  }
+  return out;
 }
 
 void Scheduler::note_store(const Status& s) {

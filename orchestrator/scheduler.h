@@ -50,6 +50,15 @@ struct SchedulerOptions {
   /// How each host's links are carried; empty = make_transport_factory (a local agent
   /// process or SSH). Unit tests put agents in their own process here.
   TransportFactoryMaker transports;
+  /// A resume's plan (resume_plan.h): succeeded stages to run again, running ones to start afresh.
+  std::set<std::string> rerun;
+  std::set<std::string> restart;
+};
+
+/// A stage's definition as resolved now (StageSpec::stored_json), or why it cannot be yet.
+struct StageInputs {
+  nlohmann::json inputs;
+  std::string error;
 };
 
 class Scheduler {
@@ -65,6 +74,10 @@ class Scheduler {
   /// caller should exit without waiting for those hosts' connections.
   bool abandoned() const { return abandoned_; }
 
+  /// Each stage's definition resolved against the outputs in the store, running and
+  /// writing nothing (a resume's plan compares them, resume_plan.h).
+  Result<std::map<std::string, StageInputs>> planned_inputs();
+
   /// Where a stage attempt's log is kept by the coordinator.
   static std::string log_path(const std::string& logs_dir, const std::string& run_id, const std::string& stage,
                               int attempt);
@@ -73,7 +86,8 @@ class Scheduler {
   struct StageSlot;
   class AttemptEnv;
 
-  Status load();
+  /// The stages as the store has them; `write`: close in-process attempts that died with their coordinator.
+  Status load(bool write = true);
   void schedule();
   void start_attempt(StageSlot& st, bool reattach);
   void on_outcome(StageSlot& st, int attempt, StageOutcome outcome);

@@ -450,6 +450,45 @@ Result<std::vector<AttemptRecord>> Store::attempts(const std::string& run_id, co
   }
 }
 
+Status Store::update_workflow(const std::string& run_id, const std::string& workflow_path,
+                              const std::string& workflow_source, const nlohmann::json& params,
+                              const std::vector<StageSeed>& stages, const nlohmann::json& plan) {
+  return write_retrying(patience_ms_, "update the run's workflow", [&]() -> Status {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement q(*db_, "UPDATE runs SET workflow_path=?, workflow_source=?, params=? WHERE id=?");
+    q.bind(1, workflow_path);
+    q.bind(2, workflow_source);
+    q.bind(3, dump(params));
+    q.bind(4, run_id);
+    q.exec();
+    SQLite::Statement last(*db_, "SELECT COALESCE(MAX(position), -1) FROM stages WHERE run_id=?");
+    last.bind(1, run_id);
+    int pos = last.executeStep() ? last.getColumn(0).getInt() + 1 : 0;
+    SQLite::Statement upd(*db_, "UPDATE stages SET kind=?, host=? WHERE run_id=? AND name=?");
+    SQLite::Statement ins(*db_,
+                          "INSERT INTO stages(run_id, name, position, kind, host, state) VALUES(?,?,?,?,?, 'pending')");
+    for (const auto& s : stages) {
+      upd.bind(1, s.kind);
+      upd.bind(2, s.host);
+      upd.bind(3, run_id);
+      upd.bind(4, s.name);
+      int changed = upd.exec();
+      upd.reset();
+      if (changed > 0) continue;
+      ins.bind(1, run_id);
+      ins.bind(2, s.name);
+      ins.bind(3, pos++);
+      ins.bind(4, s.kind);
+      ins.bind(5, s.host);
+      ins.exec();
+      ins.reset();
+    }
+    add_event_locked(run_id, "", "run.workflow_updated", {{"workflow", workflow_path}, {"plan", plan}});
+    tx.commit();
+    return Status();
+  });
+}
+
 Status Store::set_run_state(const std::string& run_id, RunState run_state, int coordinator_pid,
                             const std::string& error) {
   return write_retrying(patience_ms_, "set run state", [&]() -> Status {

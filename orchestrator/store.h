@@ -116,6 +116,12 @@ class Store {
   Result<std::vector<EventRecord>> events(const std::string& run_id, const std::string& stage = "");
   Result<std::vector<AttemptRecord>> attempts(const std::string& run_id, const std::string& stage);
 
+  /// A resume with an edited workflow: the run's file, text and params become these;
+  /// each seed's stage is added where the run has none, or given its kind and host;
+  /// `plan` goes into the event that records it.
+  Status update_workflow(const std::string& run_id, const std::string& workflow_path,
+                         const std::string& workflow_source, const nlohmann::json& params,
+                         const std::vector<StageSeed>& stages, const nlohmann::json& plan);
   Status set_run_state(const std::string& run_id, RunState state, int coordinator_pid,
                        const std::string& error = "");
   Status request_cancel(const std::string& run_id);
