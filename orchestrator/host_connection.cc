@@ -82,6 +82,11 @@ void HostConnection::fail_all(std::deque<Pending>& calls, const Status& s) {
   calls.clear();
 }
 
+bool HostConnection::given_up() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return given_up_;
+}
+
 void HostConnection::post_state(bool connected, const std::string& why) {
   if (!on_state_) return;
   auto self = shared_from_this();
@@ -120,6 +125,7 @@ void HostConnection::run() {
     }
     std::unique_ptr<AgentTransport> transport = factory_();
     Status s = transport->open();
+    const bool open_failed = !s.ok();
     if (s.ok()) {
       double opened_at = mono_s();
       SessionEnd end;
@@ -136,8 +142,6 @@ void HostConnection::run() {
       // A link that fails as soon as it opens (an agent that exits at once, a
       // frame it refuses) fails again if retried now: back off, toward give_up.
       s = unavailable(end.why);
-    } else {
-      post_state(false, s.message());
     }
     if (failing_since == 0) failing_since = mono_s();
     // A refused host key, a failed login or a bad setting (address, user, ssh
@@ -151,6 +155,8 @@ void HostConnection::run() {
       last_error_ = s.message();
       if (permanent || mono_s() - failing_since >= options_.give_up_s) given_up_ = true;
     }
+    // After given_up_ is set, so the listener can ask whether this failure is final.
+    if (open_failed) post_state(false, s.message());
     // Exponential backoff with full jitter: many coordinators do not reconnect in step.
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
     if (!wait_for(backoff * jitter(rng))) break;

@@ -85,6 +85,8 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
   /// The first half of stop(): asks the thread to end without waiting, so many
   /// connections can wind down at once before each is joined.
   void request_stop();
+  /// Whether it stopped trying: a failure no retry fixes, or give_up_s of failures. Any thread.
+  bool given_up() const;
 
   const std::string& host() const { return host_; }
   /// The agent's hello reply once connected (version, pid, hostname).
@@ -126,7 +128,7 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
   ConnectionOptions options_;
   StateFn on_state_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_;
   bool stopping_ = false;

@@ -179,12 +179,61 @@ HostConnection& Scheduler::connection(const std::string& name) {
   HostConnection::TransportFactory factory =
       options_.transports ? options_.transports(*host, workdir) : make_transport_factory(*host, workdir);
   auto conn = std::make_shared<HostConnection>(io_, name, std::move(factory), opts);
-  conn->start([this, name](bool connected, const std::string& why) {
-    note_store(store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
-                                {{"host", name}, {"why", why}}));
-  });
+  conn->start([this, name](bool connected, const std::string& why) { on_host_state(name, connected, why); });
   hosts_[name] = conn;
   return *conn;
+}
+
+void Scheduler::on_host_state(const std::string& name, bool connected, const std::string& why) {
+  note_store(store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
+                              {{"host", name}, {"why", why}}));
+  if (connected) {
+    hosts_unproven_.erase(name);
+    return;
+  }
+  if (!hosts_unproven_.count(name) || finished_) return;
+  auto it = hosts_.find(name);
+  if (it == hosts_.end() || !it->second->given_up()) {
+    say("", "host '" + name + "' not reached yet: " + why + "; trying again", "33");
+    return;
+  }
+  // A mistake (a typo'd address, a refused port, a refused key) found now, not
+  // when the host's first stage comes up hours later.
+  hosts_unproven_.erase(name);
+  if (!start_failure_.empty()) return;
+  start_failure_ = "host '" + name + "' cannot be reached: " + why;
+  say("", start_failure_ + "; the run stops (`connect: when-needed` on a host lets it come later)", "31");
+  // Nothing new starts; what runs elsewhere is stopped. A stage on this host fails
+  // by itself, with the cause, as its calls fail.
+  cancel_level_ = 1;
+  for (auto& [stage, st] : stages_) {
+    const Stage& s = *st->spec;
+    const bool on_host = s.host == name || s.from.host == name || s.to.host == name;
+    if (st->runner && !on_host) st->runner->cancel(false);
+    if (st->state == StageState::kRetrying) {
+      st->retry_timer->cancel();
+      st->state = StageState::kPending;
+    }
+  }
+  boost::asio::post(io_, [this] { schedule(); });
+}
+
+// Only hosts whose stages still have work: a resume does not reach hosts of kept stages.
+void Scheduler::connect_hosts_at_start() {
+  std::set<std::string> needed;
+  for (const auto& spec : wf_.stages) {
+    const StageSlot& st = *stages_[spec.name];
+    if (st.state == StageState::kSucceeded && options_.rerun.count(spec.name) == 0) continue;
+    for (const std::string& h : {spec.host, spec.from.host, spec.to.host, spec.watch.from.host}) {
+      const workflow::Host* host = h.empty() ? nullptr : wf_.find_host(h);
+      if (host && host->connect_at_start) needed.insert(h);
+    }
+  }
+  for (const auto& h : needed) {
+    if (hosts_.count(h)) continue;
+    hosts_unproven_.insert(h);
+    connection(h);
+  }
 }
 
 void Scheduler::call_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args,
@@ -476,14 +525,15 @@ void Scheduler::finish_run() {
   for (const auto& spec : wf_.stages) {
     StageSlot& st = *stages_[spec.name];
     if (st.state == StageState::kPending) {
-      std::string why = cancel_level_ ? "cancelled" : "never started";
-      st.state = cancel_level_ ? StageState::kCancelled : StageState::kSkipped;
+      std::string why = !start_failure_.empty() ? start_failure_ : cancel_level_ ? "cancelled" : "never started";
+      st.state = cancel_level_ && start_failure_.empty() ? StageState::kCancelled : StageState::kSkipped;
       note_store(store_.set_stage_state(run_.id, spec.name, st.state, why));
     }
     if (st.state != StageState::kSucceeded) all_ok = false;
   }
   final_state_ = all_ok ? RunState::kSucceeded : cancel_level_ ? RunState::kCancelled : RunState::kFailed;
-  note_store(store_.set_run_state(run_.id, final_state_, 0));
+  if (!start_failure_.empty()) final_state_ = RunState::kFailed;
+  note_store(store_.set_run_state(run_.id, final_state_, 0, start_failure_));
   say("", "run " + run_.id + " " + state_name(final_state_), final_state_ == RunState::kSucceeded ? "32" : "31");
   signals_.cancel();
   cancel_watch_.cancel();
@@ -517,6 +567,7 @@ Result<RunState> Scheduler::run() {
       request_cancel(false);
       return;
     }
+    connect_hosts_at_start();
     schedule();
   });
   try {

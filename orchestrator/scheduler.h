@@ -98,6 +98,9 @@ class Scheduler {
   void store_failed(Status why);
   void watch_cancel_flag();
   void finish_run();
+  /// Reaches every host a stage still needs, all at once, so an unreachable one is named now.
+  void connect_hosts_at_start();
+  void on_host_state(const std::string& host, bool connected, const std::string& why);
   HostConnection& connection(const std::string& host);
   /// A call on a data lane, counted so that an idle lane can be closed (close_idle_lanes).
   void call_lane(const std::string& host, int lane, const std::string& op, nlohmann::json args, std::string body,
@@ -124,6 +127,8 @@ class Scheduler {
   IdleLanes idle_lanes_;
   boost::asio::steady_timer lane_sweep_;
   std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
+  std::set<std::string> hosts_unproven_;  // reached for at the start, not yet connected
+  std::string start_failure_;              // a host the run needs could not be reached: the run fails
   int cancel_level_ = 0;  // 0 none, 1 graceful, 2 hard
   bool finished_ = false;
   bool abandoned_ = false;

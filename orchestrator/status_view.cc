@@ -193,6 +193,7 @@ std::string render_status(const RunRecord& run, const std::vector<StageRecord>& 
     head += " (its coordinator is gone: `ferry resume " + run.id + "` picks it up)";
   }
   head += "  workflow " + run.workflow_path + "\n";
+  if (run.state == RunState::kFailed && !run.error.empty()) head += escape_controls(run.error) + "\n";
   std::vector<std::vector<std::string>> rows = {{"STAGE", "STATE", "HOST", "ATTEMPT", "STARTED", "DURATION", "RESULT"}};
   std::vector<std::string> colors = {""};
   int64_t now = now_ms();

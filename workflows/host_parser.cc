@@ -8,7 +8,7 @@ namespace {
 const std::vector<std::string> kHostKeys = {"transport",   "address", "port",        "user",      "identity",
                                             "known_hosts", "trust",   "ssh_config",  "ciphers",   "workdir",
                                             "env",         "give_up", "description", "scheduler", "slurm",
-                                            "shell"};
+                                            "shell",       "connect"};
 
 }  // namespace
 
@@ -48,6 +48,9 @@ void parse_hosts(YamlReader& r, const YAML::Node& n, Workflow* wf) {
     }
     r.read_text(e, "workdir", &h.workdir);
     r.read_shell(e, what, &h.shell);
+    if (auto x = r.find(e, "connect")) {
+      if (auto c = r.one_of(*x, "connect", {"start", "when-needed"})) h.connect_at_start = *c == "start";
+    }
     if (auto x = r.find(e, "env")) r.parse_env(*x, "env", &h.env);
     if (auto x = r.find(e, "give_up")) {
       if (auto d = r.duration(*x, "give_up")) h.give_up_s = *d;

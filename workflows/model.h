@@ -66,6 +66,9 @@ struct Host {
   Scheduler scheduler = Scheduler::kNone;
   SlurmOptions slurm;  // defaults for the host's stages (scheduler slurm)
   std::string shell;   // its command stages' shell (shell_choice.h); "" = the workflow's
+  /// `connect: start` (default): reached when the run starts, and a host that cannot
+  /// be fails the run at once; `when-needed`: first reached by its first stage.
+  bool connect_at_start = true;
 };
 
 enum class StageKind { kCommand, kCopy, kEval };

@@ -91,6 +91,49 @@ TEST_F(UnreachableHostTest, AHostRefusingTheConnectionFailsItsStageAtOnce) {
   EXPECT_NE(s.value("error", "").find("refused"), std::string::npos) << s.dump(2);
 }
 
+// Issue 41 (newcomer report U6): a host the run needs is reached when the run
+// starts, not when its first stage comes up after a long one; a host that refuses
+// fails the run at once, naming it, and stops what already runs. `connect:
+// when-needed` keeps the old order.
+std::string long_stage_then_far_host(int closed_port, const std::string& connect, const std::string& first) {
+  return "name: early\nhosts:\n  here:\n  far: {transport: ssh, address: 127.0.0.1, port: " +
+         std::to_string(closed_port) + connect + "}\nstages:\n  train:\n    host: here\n    run: " + first +
+         "\n  eval:\n    host: far\n    needs: train\n    run: 'true'\n";
+}
+
+TEST_F(UnreachableHostTest, AHostThatRefusesFailsTheRunAtItsStartNotAfterTheStagesBeforeIt) {
+  int closed_port = 0;
+  {
+    SilentPort p;
+    closed_port = p.port;
+  }
+  ASSERT_GT(closed_port, 0);
+  // `train` would take 10 minutes: the run must end long before (bounded by kRunBoundS).
+  auto r = ferry({"run", write_workflow(long_stage_then_far_host(closed_port, "", "sleep 600"))}, kRunBoundS);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("host 'far' cannot be reached"), std::string::npos) << r.out;
+  auto j = status("early-1");
+  EXPECT_EQ(j["state"], "failed") << j.dump(2);
+  EXPECT_NE(j.value("error", "").find("host 'far'"), std::string::npos) << j.dump(2);
+  EXPECT_EQ(stage(j, "train")["state"], "cancelled") << j.dump(2);
+  EXPECT_EQ(stage(j, "eval")["state"], "skipped") << j.dump(2);
+}
+
+TEST_F(UnreachableHostTest, AHostThatMayComeLaterIsFirstReachedByItsStage) {
+  int closed_port = 0;
+  {
+    SilentPort p;
+    closed_port = p.port;
+  }
+  ASSERT_GT(closed_port, 0);
+  auto r = ferry({"run", write_workflow(long_stage_then_far_host(closed_port, ", connect: when-needed", "'true'"))},
+                 kRunBoundS);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto j = status("early-1");
+  EXPECT_EQ(stage(j, "train")["state"], "succeeded") << j.dump(2);
+  EXPECT_EQ(stage(j, "eval")["state"], "failed") << j.dump(2);
+}
+
 TEST_F(UnreachableHostTest, SecondCtrlCLeavesPromptlyWhileAHostSaysNothing) {
   SilentPort silent;
   ASSERT_GT(silent.port, 0);
