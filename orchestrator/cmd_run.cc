@@ -123,12 +123,14 @@ static Result<workflow::Workflow> workflow_of(const RunRecord& run) {
   return wf;
 }
 
-// The run's -p values: those that differ from the defaults of the workflow it ran with.
-static std::map<std::string, std::string> overrides_of(const RunRecord& run, const workflow::Workflow& stored) {
+// The run's -p values: those that differ from the defaults of the workflow it ran
+// with, as its stored text says them (not `stored`, which has the run's params in).
+static std::map<std::string, std::string> overrides_of(const RunRecord& run) {
+  auto plain = workflow::parse_workflow(run.workflow_path, run.workflow_source);
   std::map<std::string, std::string> out;
   for (auto& [k, v] : run.params.items()) {
     if (!v.is_string()) continue;
-    const auto* p = stored.find_param(k);
+    const auto* p = plain.ok() ? plain->find_param(k) : nullptr;
     if (!p || p->default_value != v.get<std::string>()) out[k] = v.get<std::string>();
   }
   return out;
@@ -148,20 +150,22 @@ static Result<workflow::Workflow> workflow_to_resume(const RunRecord& run, const
   }
   auto next = workflow::load_workflow(path);
   if (!next.ok()) {
-    return Status(next.status().code(), next.status().message() + "ferry resume: fix " + path + ", or `ferry resume " +
-                                            run.id + " --stored` resumes with the workflow as the run stored it");
+    return Status(next.status().code(), next.status().message() + "\nferry resume: fix " + path +
+                                            ", or `ferry resume " + run.id +
+                                            " --stored` resumes with the workflow as the run stored it");
   }
   if (next->name != stored.name) {
     return invalid_argument(path + ": workflow '" + next->name + "', but run " + run.id + " is of workflow '" +
                             stored.name + "'");
   }
-  for (const auto& [k, v] : overrides_of(run, stored)) {
+  const std::map<std::string, std::string> overrides = overrides_of(run);
+  for (const auto& [k, v] : overrides) {
     if (!next->find_param(k)) {
       return invalid_argument(path + ": run " + run.id + " was started with -p " + k + "=" + v +
                               ", and the workflow has no param '" + k + "' any more (--stored resumes as it was)");
     }
   }
-  FERRY_RETURN_IF_ERROR(workflow::apply_param_overrides(&*next, overrides_of(run, stored)));
+  FERRY_RETURN_IF_ERROR(workflow::apply_param_overrides(&*next, overrides));
   *note = next->source == stored.source && path == run.workflow_path
               ? "with " + path + " (unchanged since the run stored it)"
               : "with " + path + ", read again (it changed since the run stored it)";
