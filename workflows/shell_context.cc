@@ -5,10 +5,30 @@
 namespace ferry::workflow {
 namespace {
 
-// kSubst: $( … ) inside double quotes. kBackquote: `…`, whose end is the next
-// unescaped backquote whatever quotes stand between, so a value's own backquote
-// ends it (bash in POSIX mode then runs what follows).
-enum class Ctx { kPlain, kSingle, kDouble, kSubst, kBackquote };
+// One level of nesting in the script. Command levels (kCommand, kSubst) hold
+// commands: words, operators, comments, here-documents. The rest hold text whose
+// end the shell finds by its own rule.
+enum class Kind {
+  kCommand,    // the script, or a ( … ) / { … } group in it
+  kSubst,      // $( … ): commands again, ended by its ')'
+  kSingle,     // '…'
+  kAnsi,       // $'…' (bash): backslash escapes, so a value's \' does not end it
+  kDouble,     // "…"
+  kBackquote,  // `…`: ends at the next unescaped backquote, whatever stands between
+  kArith,      // $(( … )), (( … )), for (( … )), $[ … ]
+  kCond,       // [[ … ]]
+  kLet,        // the arguments of let, declare -i, typeset -i, local -i, export -i
+  kBrace,      // ${ … }: offsets, subscripts and operators
+  kSubscript,  // NAME[ … ] of an assignment
+};
+
+struct Frame {
+  Kind kind;
+  int depth = 0;          // open ( or [ inside it
+  bool cmd_start = true;  // command levels: the next word is a command name
+  bool bracket = false;   // kArith opened by $[
+  int cases = 0;          // command levels: open `case`, whose patterns end in ')'
+};
 
 struct Heredoc {
   std::string delim;
@@ -25,8 +45,8 @@ Heredoc read_heredoc_word(const std::string& s, size_t& i) {
     ++i;
   }
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
-  while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i])) && s[i] != ';' && s[i] != '|' &&
-         s[i] != '&' && s[i] != '<' && s[i] != '>' && s[i] != ')') {
+  while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i])) && s[i] != ';' && s[i] != '|' && s[i] != '&' &&
+         s[i] != '<' && s[i] != '>' && s[i] != ')') {
     char c = s[i];
     if (c == '\'' || c == '"') {
       h.expands = false;
@@ -45,113 +65,331 @@ Heredoc read_heredoc_word(const std::string& s, size_t& i) {
   return h;
 }
 
-// Whether s[i] begins a word, where a `#` begins a comment: after a blank or an
-// operator.
+bool blank(char c) { return c == ' ' || c == '\t'; }
+
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Whether s[i] begins a word: after a blank or an operator.
 bool starts_word(const std::string& s, size_t i) {
   if (i == 0) return true;
   char p = s[i - 1];
   return std::isspace(static_cast<unsigned char>(p)) || p == ';' || p == '&' || p == '|' || p == '(' || p == ')';
 }
 
+bool ends_word(const std::string& s, size_t i) {
+  return i >= s.size() || std::isspace(static_cast<unsigned char>(s[i])) || s[i] == ';' || s[i] == '&' || s[i] == '|' ||
+         s[i] == '(' || s[i] == ')' || s[i] == '<' || s[i] == '>';
+}
+
+// Words after which the next word is again a command name.
+bool is_reserved(const std::string& w) {
+  for (const char* r : {"if", "then", "else", "elif", "fi", "do",   "done", "while",    "until",  "for",
+                        "{",  "}",    "!",    "time", "in", "case", "esac", "function", "select", "coproc"}) {
+    if (w == r) return true;
+  }
+  return false;
+}
+
+// Whether the rest of the command from i (a declare-like builtin's arguments)
+// carries an option with `i`: -i, -ri, -ia …
+bool has_integer_option(const std::string& s, size_t i) {
+  while (i < s.size() && s[i] != '\n' && s[i] != ';' && s[i] != '&' && s[i] != '|' && s[i] != ')') {
+    while (i < s.size() && blank(s[i])) ++i;
+    size_t b = i;
+    while (i < s.size() && !ends_word(s, i)) ++i;
+    if (i > b + 1 && (s[b] == '-' || s[b] == '+') && s.find('i', b) < i) return true;
+    if (i == b) ++i;
+  }
+  return false;
+}
+
+// ${{ int(…) }} renders only -?[0-9]+ (template.h), a word safe in any context.
+bool is_integer_template(const std::string& s, size_t k) {
+  size_t b = s.find_first_not_of(" \t", k + 3);
+  return b != std::string::npos && s.compare(b, 4, "int(") == 0;
+}
+
+// What a template means where the innermost levels of `stack` put it; empty when
+// a single-quoted word is safe there.
+std::string place(const std::vector<Frame>& stack) {
+  for (auto f = stack.rbegin(); f != stack.rend(); ++f) {
+    switch (f->kind) {
+      case Kind::kArith: return "arithmetic";
+      case Kind::kCond: return "[[ ]]";
+      case Kind::kLet: return "the arguments of let or declare -i";
+      case Kind::kBrace: return "a ${…} expansion";
+      case Kind::kSubscript: return "an array subscript";
+      case Kind::kBackquote: return "backquotes";
+      default: break;
+    }
+  }
+  switch (stack.back().kind) {
+    case Kind::kSingle: return "single quotes";
+    case Kind::kAnsi: return "$'…' quotes";
+    case Kind::kDouble: return "double quotes";
+    default: return "";
+  }
+}
+
+bool is_command_level(Kind k) { return k == Kind::kCommand || k == Kind::kSubst; }
+
 }  // namespace
 
 std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
   std::vector<UnsafeTemplate> out;
-  std::vector<Ctx> stack = {Ctx::kPlain};
+  std::vector<Frame> stack = {{Kind::kCommand}};
   std::vector<Heredoc> pending;
-  size_t i = 0;
   auto at_template = [&](size_t k) { return s.compare(k, 3, "${{") == 0; };
   auto skip_template = [&](size_t k) {
     size_t end = s.find("}}", k + 3);
     return end == std::string::npos ? s.size() : end + 2;
   };
+  auto report = [&](size_t k, const std::string& where) {
+    if (!where.empty() && !is_integer_template(s, k)) out.push_back({k, where});
+  };
+  // Here-document bodies start on the line after their `<<`, one after another.
+  auto read_bodies = [&](size_t& i) {
+    for (const Heredoc& h : pending) {
+      while (i < s.size()) {
+        size_t eol = s.find('\n', i);
+        if (eol == std::string::npos) eol = s.size();
+        size_t start = i;
+        if (h.strip_tabs) {
+          while (start < eol && s[start] == '\t') ++start;
+        }
+        if (s.compare(start, eol - start, h.delim) == 0) {
+          i = eol < s.size() ? eol + 1 : eol;
+          break;
+        }
+        for (size_t k = i; k < eol; ++k) {
+          if (at_template(k)) {
+            if (h.expands) report(k, "a here-document");
+            k = skip_template(k) - 1;
+          }
+        }
+        i = eol < s.size() ? eol + 1 : eol;
+      }
+    }
+    pending.clear();
+  };
+
+  size_t i = 0;
   while (i < s.size()) {
-    Ctx ctx = stack.back();
+    Frame& f = stack.back();
+    const char c = s[i];
     if (at_template(i)) {
-      if (ctx == Ctx::kSingle) out.push_back({i, "single quotes"});
-      if (ctx == Ctx::kDouble) out.push_back({i, "double quotes"});
-      if (ctx == Ctx::kBackquote) out.push_back({i, "backquotes"});
+      report(i, place(stack));
       i = skip_template(i);
+      if (is_command_level(f.kind)) f.cmd_start = false;
       continue;
     }
-    char c = s[i];
-    if (ctx == Ctx::kSingle) {
+    // Text whose end is one character.
+    if (f.kind == Kind::kSingle) {
       if (c == '\'') stack.pop_back();
       ++i;
       continue;
     }
+    if (f.kind == Kind::kAnsi || f.kind == Kind::kBackquote) {
+      if (c == '\\') {
+        if (at_template(i + 1)) report(i + 1, place(stack));
+        i += 2;
+      } else {
+        if (c == (f.kind == Kind::kAnsi ? '\'' : '`')) stack.pop_back();
+        ++i;
+      }
+      continue;
+    }
+    // A backslash before ${{ quotes the rendered word's opening quote, and $ before
+    // it makes $'…' of it (bash), whose backslashes a value can use.
     if (c == '\\') {
+      if (at_template(i + 1)) report(i + 1, "after a backslash");
       i += 2;
       continue;
     }
-    if (ctx == Ctx::kBackquote) {
-      if (c == '`') stack.pop_back();
+    if (c == '$' && at_template(i + 1)) {
+      report(i + 1, "after a $");
       ++i;
       continue;
     }
+    // Openings that nest anywhere but in quotes.
     if (c == '`') {
-      stack.push_back(Ctx::kBackquote);
+      stack.push_back({Kind::kBackquote});
       ++i;
       continue;
     }
-    if (ctx == Ctx::kDouble) {
-      if (c == '"') {
-        stack.pop_back();
-      } else if (c == '$' && i + 1 < s.size() && s[i + 1] == '(') {
-        stack.push_back(Ctx::kSubst);
-        ++i;
-      }
+    if (c == '$' && s.compare(i, 3, "$((") == 0) {
+      stack.push_back({Kind::kArith});
+      i += 3;
+      continue;
+    }
+    if (c == '$' && s.compare(i, 2, "$(") == 0) {
+      stack.push_back({Kind::kSubst});
+      i += 2;
+      continue;
+    }
+    if (c == '$' && s.compare(i, 2, "${") == 0) {
+      stack.push_back({Kind::kBrace});
+      i += 2;
+      continue;
+    }
+    if (c == '$' && s.compare(i, 2, "$[") == 0) {
+      Frame a{Kind::kArith};
+      a.bracket = true;
+      stack.push_back(a);
+      i += 2;
+      continue;
+    }
+    if (f.kind == Kind::kDouble) {
+      if (c == '"') stack.pop_back();
       ++i;
       continue;
     }
-    // kPlain or kSubst: words, quotes, comments, here-documents.
+    if (c == '$' && s.compare(i, 2, "$'") == 0) {
+      stack.push_back({Kind::kAnsi});
+      i += 2;
+      continue;
+    }
     if (c == '\'') {
-      stack.push_back(Ctx::kSingle);
-    } else if (c == '"') {
-      stack.push_back(Ctx::kDouble);
-    } else if (c == ')' && ctx == Ctx::kSubst) {
-      stack.pop_back();
-    } else if (c == '#' && starts_word(s, i)) {
+      stack.push_back({Kind::kSingle});
+      ++i;
+      continue;
+    }
+    if (c == '"') {
+      stack.push_back({Kind::kDouble});
+      ++i;
+      continue;
+    }
+    switch (f.kind) {
+      case Kind::kArith:
+        if (f.bracket) {
+          if (c == '[') ++f.depth;
+          if (c == ']' && f.depth-- == 0) stack.pop_back();
+        } else if (c == '(') {
+          ++f.depth;
+        } else if (c == ')') {
+          if (f.depth == 0 && i + 1 < s.size() && s[i + 1] == ')') {
+            stack.pop_back();
+            ++i;
+          } else if (f.depth > 0) {
+            --f.depth;
+          }
+        }
+        ++i;
+        continue;
+      case Kind::kBrace:
+        if (c == '{') ++f.depth;
+        if (c == '}' && f.depth-- == 0) stack.pop_back();
+        ++i;
+        continue;
+      case Kind::kSubscript:
+        if (c == '[') ++f.depth;
+        if (c == ']' && f.depth-- == 0) stack.pop_back();
+        ++i;
+        continue;
+      case Kind::kCond:
+        if (c == ']' && s.compare(i, 2, "]]") == 0 && starts_word(s, i) && ends_word(s, i + 2)) {
+          stack.pop_back();
+          i += 2;
+          continue;
+        }
+        ++i;
+        continue;
+      case Kind::kLet:
+        // Its command ends here; the level below sees the same character.
+        if (c == '\n' || c == ';' || c == '&' || c == '|' || c == ')') {
+          stack.pop_back();
+          continue;
+        }
+        ++i;
+        continue;
+      default: break;
+    }
+    // Command levels: words, operators, comments, here-documents.
+    if (c == '#' && starts_word(s, i)) {
       // A value's newline would end the comment and run its next line.
       for (; i < s.size() && s[i] != '\n'; ++i) {
         if (at_template(i)) {
-          out.push_back({i, "a comment"});
+          report(i, "a comment");
           i = skip_template(i) - 1;
         }
       }
       continue;
-    } else if (c == '<' && s.compare(i, 2, "<<") == 0 && s.compare(i, 3, "<<<") != 0) {
+    }
+    if (c == '<' && s.compare(i, 2, "<<") == 0 && s.compare(i, 3, "<<<") != 0) {
       i += 2;
       pending.push_back(read_heredoc_word(s, i));
-      continue;
-    } else if (c == '\n' && !pending.empty()) {
-      // The bodies start on the next line, one after another.
-      ++i;
-      for (const Heredoc& h : pending) {
-        while (i < s.size()) {
-          size_t eol = s.find('\n', i);
-          if (eol == std::string::npos) eol = s.size();
-          size_t start = i;
-          if (h.strip_tabs) {
-            while (start < eol && s[start] == '\t') ++start;
-          }
-          if (s.compare(start, eol - start, h.delim) == 0) {
-            i = eol < s.size() ? eol + 1 : eol;
-            break;
-          }
-          for (size_t k = i; k < eol; ++k) {
-            if (at_template(k)) {
-              if (h.expands) out.push_back({k, "a here-document"});
-              k = skip_template(k) - 1;
-            }
-          }
-          i = eol < s.size() ? eol + 1 : eol;
-        }
-      }
-      pending.clear();
+      f.cmd_start = false;
       continue;
     }
-    ++i;
+    if (c == '\n') {
+      f.cmd_start = true;
+      ++i;
+      if (!pending.empty()) read_bodies(i);
+      continue;
+    }
+    if (c == ';' || c == '&' || c == '|') {
+      f.cmd_start = true;
+      ++i;
+      continue;
+    }
+    if (c == ')') {
+      if (f.kind == Kind::kSubst && f.depth == 0 && f.cases == 0) {
+        stack.pop_back();
+      } else {
+        if (f.depth > 0) --f.depth;
+        f.cmd_start = true;
+      }
+      ++i;
+      continue;
+    }
+    if (c == '(' && f.cmd_start && s.compare(i, 2, "((") == 0) {
+      stack.push_back({Kind::kArith});
+      i += 2;
+      continue;
+    }
+    if (c == '(') {
+      ++f.depth;
+      f.cmd_start = true;
+      ++i;
+      continue;
+    }
+    if (blank(c) || !starts_word(s, i)) {
+      ++i;
+      continue;
+    }
+    // A word begins.
+    if (s.compare(i, 2, "[[") == 0 && f.cmd_start && ends_word(s, i + 2)) {
+      stack.push_back({Kind::kCond});
+      i += 2;
+      continue;
+    }
+    size_t e = i;
+    while (e < s.size() && !ends_word(s, e) && s[e] != '=' && s[e] != '[' && s[e] != '+' && s[e] != '$' &&
+           s[e] != '"' && s[e] != '\'' && s[e] != '`' && s[e] != '\\')
+      ++e;
+    std::string word = s.substr(i, e - i);
+    bool name = !word.empty() && !std::isdigit(static_cast<unsigned char>(word[0]));
+    for (char w : word) name = name && is_name_char(w);
+    if (f.cmd_start && name && e < s.size() && s[e] == '[') {
+      // a[…]=v: bash evaluates the subscript, and a value's own a[$(…)] in it runs.
+      stack.push_back({Kind::kSubscript});
+      i = e + 1;
+      continue;
+    }
+    bool assignment = name && e < s.size() && (s[e] == '=' || s.compare(e, 2, "+=") == 0);
+    if (f.cmd_start && ends_word(s, e)) {
+      if (word == "let" ||
+          ((word == "declare" || word == "typeset" || word == "local" || word == "export" || word == "readonly") &&
+           has_integer_option(s, e))) {
+        stack.push_back({Kind::kLet});
+        i = e;
+        continue;
+      }
+    }
+    if (f.cmd_start && word == "case" && ends_word(s, e)) ++f.cases;
+    if (f.cmd_start && word == "esac" && ends_word(s, e) && f.cases > 0) --f.cases;
+    f.cmd_start = f.cmd_start && (assignment || (ends_word(s, e) && is_reserved(word)));
+    i = e > i ? e : i + 1;
   }
   return out;
 }

@@ -4,8 +4,14 @@
 // the value's own quote closes it, and an unquoted here-document expands $(…).
 // Inside `…` the value's own backquote ends the substitution (bash --posix runs
 // what follows), and in a # comment the value's newline ends the comment.
-// This scans `run` as POSIX sh would quote it, to refuse those places at validate.
-// Pure functions; any thread.
+// Inside arithmetic ($(( )), (( )), [[ ]], let and declare -i arguments, ${…}
+// offsets and subscripts, a[…]= subscripts) the shell drops the quotes and bash
+// evaluates a value's own a[$(cmd)]; a `\` or `$` right before ${{ turns the
+// rendered quote into text or into bash's $'…'. ${{ int(…) }} renders only digits
+// (template.h) and is safe everywhere.
+// This scans `run` as sh and bash nest it (quotes, $( ), $(( )), ${ }, backquotes,
+// [[ ]], (( )) at a command's start, here-documents, comments) to refuse those
+// places at validate. Pure functions; any thread.
 #pragma once
 
 #include <string>
@@ -15,11 +21,15 @@ namespace ferry::workflow {
 
 struct UnsafeTemplate {
   size_t offset = 0;  // of the "${{" in the command
-  std::string where;  // "double quotes", "single quotes", "backquotes", "a here-document", "a comment"
+  /// "double quotes", "single quotes", "$'…' quotes", "backquotes", "a here-document",
+  /// "a comment", "arithmetic", "[[ ]]", "the arguments of let or declare -i",
+  /// "a ${…} expansion", "an array subscript", "after a backslash", "after a $"
+  std::string where;
 };
 
-/// Every `${{ … }}` of `command` that stands inside quotes, backquotes, a comment
-/// or an expanding here-document (`<<EOF`; a quoted delimiter `<<'EOF'` does not expand).
+/// Every `${{ … }}` of `command` (but `${{ int(…) }}`) that stands where a
+/// single-quoted word is not one literal word: see above. A quoted here-document
+/// delimiter (`<<'EOF'`) does not expand, so its body is safe.
 std::vector<UnsafeTemplate> unsafe_templates(const std::string& command);
 
 }  // namespace ferry::workflow

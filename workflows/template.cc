@@ -21,7 +21,38 @@ bool is_identifier(const std::string& s) {
   return true;
 }
 
+// The value of an int() reference as a bare word, or why it is not an integer.
+Result<std::string> integer_value(const Reference& ref, const std::string& value) {
+  size_t digits = value.size() - (!value.empty() && value[0] == '-' ? 1 : 0);
+  bool ok = digits > 0 && digits <= kMaxIntDigits;
+  for (size_t k = value.size() - digits; ok && k < value.size(); ++k) ok = value[k] >= '0' && value[k] <= '9';
+  if (ok) return value;
+  // The value may be hostile or huge: show a bounded, printable prefix.
+  std::string shown;
+  for (char c : value.substr(0, 60)) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static const char* kHex = "0123456789abcdef";
+      shown += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
+    } else {
+      shown += c;
+    }
+  }
+  if (value.size() > 60) shown += "…";
+  std::string inner = ref.text.substr(4, ref.text.size() - 5);
+  return invalid_argument("${{ " + ref.text + " }}: the value of " + trim(inner) + " is '" + shown +
+                          "', not an integer (int() takes -?[0-9]+ of at most " + std::to_string(kMaxIntDigits) +
+                          " digits)");
+}
+
 Result<Reference> parse_expression(const std::string& expr, size_t offset) {
+  if (expr.compare(0, 4, "int(") == 0 && expr.size() > 5 && expr.back() == ')') {
+    auto r = parse_expression(trim(expr.substr(4, expr.size() - 5)), offset);
+    if (!r.ok()) return r;
+    r->integer = true;
+    r->text = expr;
+    return r;
+  }
   Reference r;
   r.offset = offset;
   r.text = expr;
@@ -46,7 +77,7 @@ Result<Reference> parse_expression(const std::string& expr, size_t offset) {
   } else {
     return invalid_argument("unknown template expression '${{ " + expr +
                             " }}' (expected params.NAME, stages.NAME.outputs.KEY, hosts.NAME.workdir, "
-                            "hosts.NAME.address or run.id)");
+                            "hosts.NAME.address or run.id, or int( ) of one)");
   }
   return r;
 }
@@ -78,7 +109,13 @@ Result<std::string> expand_template(const std::string& s, const Resolver& resolv
     out += s.substr(pos, ref.offset - pos);
     auto value = resolve(ref);
     if (!value.ok()) return value.status();
-    out += quote ? shell_quote(*value) : *value;
+    if (ref.integer) {
+      auto number = integer_value(ref, *value);
+      if (!number.ok()) return number.status();
+      out += *number;  // only digits: one word, and a number in arithmetic
+    } else {
+      out += quote ? shell_quote(*value) : *value;
+    }
     pos = s.find("}}", ref.offset) + 2;
   }
   out += s.substr(pos);

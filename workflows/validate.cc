@@ -51,14 +51,27 @@ class Checker {
       size_t end = t.value.find("}}", u.offset);
       std::string expr = t.value.substr(u.offset, end == std::string::npos ? std::string::npos : end + 2 - u.offset);
       int k = static_cast<int>(std::count(t.value.begin(), t.value.begin() + static_cast<long>(u.offset), '\n'));
+      const std::string& w = u.where;
+      bool numeric = w == "arithmetic" || w == "[[ ]]" || w == "the arguments of let or declare -i" ||
+                     w == "a ${…} expansion" || w == "an array subscript";
+      std::string inner = expr.size() > 6 ? expr.substr(3, expr.size() - 5) : expr;
+      while (!inner.empty() && inner.front() == ' ') inner.erase(0, 1);
+      while (!inner.empty() && inner.back() == ' ') inner.pop_back();
       std::string fix =
-          u.where == "a here-document" ? "pass it to the command as a bare argument or through the stage's env instead"
-          : u.where == "backquotes"    ? "write $( … ) instead, where the value stands as a bare word"
-          : u.where == "a comment"     ? "take it out of the comment"
-                                       : "write it bare, outside the quotes (ferry quotes the value as one word)";
-      d_.error(place_of(t, k, expr), field + ": " + expr + " stands inside " + u.where +
+          numeric ? "for a number write ${{ int(" + inner +
+                        ") }}, which fails the stage unless the value is an integer, or pass it through the "
+                        "stage's env: and use \"$N\" as a word (check it is a number before arithmetic)"
+          : w == "a here-document" ? "pass it to the command as a bare argument or through the stage's env instead"
+          : w == "backquotes"      ? "write $( … ) instead, where the value stands as a bare word"
+          : w == "a comment"       ? "take it out of the comment"
+          : w == "after a backslash" || w == "after a $"
+              ? "take the character before it away"
+              : "write it bare, outside the quotes (ferry quotes the value as one word)";
+      std::string stands = w.compare(0, 6, "after ") == 0 ? "stands " + w : "stands inside " + w;
+      d_.error(place_of(t, k, expr), field + ": " + expr + " " + stands +
                                          ", where a value could run commands (ferry's quoting holds only for a "
-                                         "bare word): " + fix);
+                                         "bare word): " +
+                                         fix);
     }
   }
 

@@ -102,6 +102,78 @@ TEST(ShellContextTest, AHostileValueRunsNoCommandWhereTheValidatorAllowsIt) {
   const std::string comment = "echo hi # ${{ params.x }}";
   ASSERT_FALSE(wheres(comment).empty());
   EXPECT_TRUE(ran(sh, render(comment, line))) << "why comments are refused";
+  // Review-4 P2: in arithmetic the quotes are dropped and $( ) runs, under sh and
+  // bash alike; after a backslash the rendered quote is text.
+  const std::string number = "$(touch " + mark + ")1";
+  const std::string arith = "echo $(( ${{ params.x }} / 2 ))";
+  ASSERT_FALSE(wheres(arith).empty());
+  EXPECT_TRUE(ran(sh, render(arith, number))) << "why arithmetic is refused";
+  EXPECT_TRUE(ran(posix, render(arith, number))) << "why arithmetic is refused";
+  const std::string escaped = "echo \\${{ params.x }}";
+  ASSERT_FALSE(wheres(escaped).empty());
+  EXPECT_TRUE(ran(sh, render(escaped, "x;touch " + mark + " #"))) << "why a backslash before ${{ is refused";
+}
+
+// Review-4 P2: the shell drops the quotes inside arithmetic and bash evaluates a
+// value's own a[$(cmd)]; `\` or `$` before ${{ spoils the rendered quote. Each form
+// is refused at the ${{ (offsets counted by hand).
+TEST(ShellContextTest, TemplatesInArithmeticAreRefused) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(wheres("echo $(( ${{ params.n }} / 2 ))"), V{"arithmetic@9"});
+  EXPECT_EQ(wheres("echo \"half $(( ${{ params.n }} / 2 ))\""), V{"arithmetic@15"});
+  EXPECT_EQ(wheres("(( ${{ params.n }} > 2 )) && echo big"), V{"arithmetic@3"});
+  EXPECT_EQ(wheres("if (( x + ${{ params.n }} )); then :; fi"), V{"arithmetic@10"});
+  EXPECT_EQ(wheres("for (( i = 0; i < ${{ params.n }}; i++ )); do :; done"), V{"arithmetic@18"});
+  EXPECT_EQ(wheres("echo $[ ${{ params.n }} + 1 ]"), V{"arithmetic@8"});
+  EXPECT_EQ(wheres("[[ ${{ params.n }} -eq 1 ]] && echo one"), V{"[[ ]]@3"});
+  EXPECT_EQ(wheres("x=1; [[ $x -eq ${{ params.n }} ]]"), V{"[[ ]]@15"});
+  EXPECT_EQ(wheres("let n=${{ params.n }}+1"), V{"the arguments of let or declare -i@6"});
+  EXPECT_EQ(wheres("declare -i n=${{ params.n }}"), V{"the arguments of let or declare -i@13"});
+  EXPECT_EQ(wheres("f() { local -ri n=${{ params.n }}; }"), V{"the arguments of let or declare -i@18"});
+  EXPECT_EQ(wheres("typeset -i n=${{ params.n }}"), V{"the arguments of let or declare -i@13"});
+  EXPECT_EQ(wheres("echo ${v:${{ params.n }}}"), V{"a ${…} expansion@9"});
+  EXPECT_EQ(wheres("echo \"${a[${{ params.n }}]}\""), V{"a ${…} expansion@10"});
+  EXPECT_EQ(wheres("echo ${v:-${{ params.n }}}"), V{"a ${…} expansion@10"});
+  EXPECT_EQ(wheres("a[${{ params.n }}]=1"), V{"an array subscript@2"});
+  EXPECT_EQ(wheres("echo \\${{ params.n }}"), V{"after a backslash@6"});
+  EXPECT_EQ(wheres("echo $${{ params.n }}"), V{"after a $@6"});
+  EXPECT_EQ(wheres("echo $'a\\'${{ params.n }}'"), V{"$'…' quotes@10"});
+  // Nested: arithmetic anywhere below wins over the $( ) that would make a word.
+  EXPECT_EQ(wheres("echo $(( $(echo ${{ params.n }}) + 1 ))"), V{"arithmetic@16"});
+  EXPECT_EQ(wheres("echo \"$(echo $(( ${{ params.n }} )))\""), V{"arithmetic@17"});
+  EXPECT_EQ(wheres("x=$( [[ -n ${{ params.n }} ]] && echo y )"), V{"[[ ]]@11"});
+  EXPECT_EQ(wheres("echo $(( (1 + 2) * ${{ params.a }} )) ${{ params.b }}"), V{"arithmetic@19"})
+      << "the inner ( ) does not close the arithmetic early";
+}
+
+// Where a single-quoted word still stands as one word, nothing is refused; and an
+// int() template renders digits only, so it may stand anywhere.
+TEST(ShellContextTest, BareWordsNextToArithmeticAndIntTemplatesAreAllowed) {
+  EXPECT_TRUE(wheres("echo $((1 + 2)) ${{ params.n }}").empty());
+  EXPECT_TRUE(wheres("[[ -f x ]] && cp ${{ params.a }} y").empty());
+  EXPECT_TRUE(wheres("echo ${HOME} ${{ params.a }} ${v:-x}").empty());
+  EXPECT_TRUE(wheres("echo let ${{ params.a }}; declare x=${{ params.b }}").empty());
+  EXPECT_TRUE(wheres("case $x in a) echo ${{ params.a }};; esac").empty());
+  EXPECT_TRUE(wheres("y=$(case $x in a) echo ${{ params.a }};; esac) && echo ${{ params.b }}").empty());
+  EXPECT_TRUE(wheres("echo $(( ${{ int(params.n) }} / 2 )); (( ${{int(stages.a.outputs.n)}} > 1 ))").empty());
+  EXPECT_TRUE(
+      wheres("let n=${{ int(params.n) }}; [[ ${{ int(params.n) }} -eq 1 ]]; echo \"${{ int(params.n) }}\"").empty());
+}
+
+TEST(ShellContextTest, ValidateRefusesATemplateInArithmeticAtItsPlaceAndSaysHowToPassANumber) {
+  std::string text = diagnostics(
+      "name: q\nparams:\n  n: '4'\nstages:\n  s:\n    run: |\n      echo half $(( ${{ params.n }} / 2 ))\n"
+      "      echo \\${{ params.n }}\n");
+  EXPECT_NE(text.find("wf.yaml:7:21: stage 's' run: ${{ params.n }} stands inside arithmetic"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("write ${{ int(params.n) }}, which fails the stage unless the value is an integer"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("env: and use \"$N\""), std::string::npos) << text;
+  EXPECT_NE(text.find("wf.yaml:8:13: stage 's' run: ${{ params.n }} stands after a backslash"), std::string::npos)
+      << text;
+  EXPECT_EQ(diagnostics("name: q\nparams:\n  n: '4'\nstages:\n  s:\n    run: echo $(( ${{ int(params.n) }} / 2 ))\n"),
+            "");
 }
 
 TEST(ShellContextTest, ValidateRefusesATemplateInsideQuotesAtItsPlace) {

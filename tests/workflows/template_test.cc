@@ -111,6 +111,43 @@ TEST(TemplateTest, ExpansionRejectsBadTemplates) {
   EXPECT_NE(s.status().message().find("unterminated"), std::string::npos);
 }
 
+// Review-4 P2: int() stands bare (digits may sit in arithmetic) and refuses
+// anything but an integer, naming where the value came from.
+TEST(TemplateTest, IntFilterParsesAndRendersOnlyAnInteger) {
+  auto refs = parse_references("echo $(( ${{ int( stages.count.outputs.n ) }} / 2 ))");
+  ASSERT_TRUE(refs.ok()) << refs.status().message();
+  ASSERT_EQ(refs->size(), 1u);
+  EXPECT_TRUE((*refs)[0].integer);
+  EXPECT_EQ((*refs)[0].kind, Kind::kStageOutput);
+  EXPECT_EQ((*refs)[0].name, "count");
+  EXPECT_EQ((*refs)[0].field, "n");
+  EXPECT_FALSE(parse_references("${{ int(env.HOME) }}").ok());
+  EXPECT_FALSE(parse_references("${{ int() }}").ok());
+
+  auto with = [](const std::string& value) {
+    return expand_template(
+        "x=$(( ${{ int(stages.count.outputs.n) }} + 1 ))",
+        [&](const Reference&) -> Result<std::string> { return value; }, true);
+  };
+  for (const std::string ok : {"42", "-7", "0", "1234567890123456789"}) {
+    auto r = with(ok);
+    ASSERT_TRUE(r.ok()) << ok << ": " << r.status().message();
+    EXPECT_EQ(*r, "x=$(( " + ok + " + 1 ))");
+  }
+  for (const std::string bad :
+       {"", "-", "4 2", "1e3", "0x10", "x;$(touch M)1", "a[$(touch M)]", "12345678901234567890", "+1", "1\n", "7\n"}) {
+    auto r = with(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("the value of stages.count.outputs.n is '"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("not an integer"), std::string::npos) << r.status().message();
+  }
+  auto line = with("1\n$(reboot)");
+  ASSERT_FALSE(line.ok());
+  EXPECT_NE(line.status().message().find("is '1\\x0a$(reboot)'"), std::string::npos) << line.status().message();
+  EXPECT_TRUE(expand_template("${{ params.who }}", fake_values, true).ok()) << "plain templates unchanged";
+}
+
 TEST(TemplateTest, ShellQuoteWrapsInSingleQuotes) {
   EXPECT_EQ(shell_quote(""), "''");
   EXPECT_EQ(shell_quote("abc"), "'abc'");
