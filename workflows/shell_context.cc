@@ -18,16 +18,20 @@ enum class Kind {
   kArith,      // $(( … )), (( … )), for (( … )), $[ … ]
   kCond,       // [[ … ]]
   kLet,        // the arguments of let, declare -i, typeset -i, local -i, export -i
+  kNames,      // arguments bash reads as variable names, whose a[…] it evaluates
   kBrace,      // ${ … }: offsets, subscripts and operators
   kSubscript,  // NAME[ … ] of an assignment
 };
 
 struct Frame {
   Kind kind;
-  int depth = 0;          // open ( or [ inside it
-  bool cmd_start = true;  // command levels: the next word is a command name
-  bool bracket = false;   // kArith opened by $[
-  int cases = 0;          // command levels: open `case`, whose patterns end in ')'
+  int depth = 0;            // open ( or [ inside it
+  bool cmd_start = true;    // command levels: the next word is a command name
+  bool bracket = false;     // kArith opened by $[
+  int cases = 0;            // command levels: open `case`, whose patterns end in ')'
+  bool names_only = false;  // kNames of declare & co: only the part before '=' is a name
+  bool after_eq = false;    // kNames: this word's '=' is behind
+  bool redirect = false;    // kNames: this word follows < or >, a file, not a name
 };
 
 struct Heredoc {
@@ -90,14 +94,14 @@ bool is_reserved(const std::string& w) {
   return false;
 }
 
-// Whether the rest of the command from i (a declare-like builtin's arguments)
-// carries an option with `i`: -i, -ri, -ia …
-bool has_integer_option(const std::string& s, size_t i) {
+// Whether the rest of the command from i carries an option word holding one of
+// `letters` (declare's -i, -ri, -n …; printf's and test's -v).
+bool has_option(const std::string& s, size_t i, const char* letters) {
   while (i < s.size() && s[i] != '\n' && s[i] != ';' && s[i] != '&' && s[i] != '|' && s[i] != ')') {
     while (i < s.size() && blank(s[i])) ++i;
     size_t b = i;
     while (i < s.size() && !ends_word(s, i)) ++i;
-    if (i > b + 1 && (s[b] == '-' || s[b] == '+') && s.find('i', b) < i) return true;
+    if (i > b + 1 && (s[b] == '-' || s[b] == '+') && s.find_first_of(letters, b) < i) return true;
     if (i == b) ++i;
   }
   return false;
@@ -117,6 +121,10 @@ std::string place(const std::vector<Frame>& stack) {
       case Kind::kArith: return "arithmetic";
       case Kind::kCond: return "[[ ]]";
       case Kind::kLet: return "the arguments of let or declare -i";
+      case Kind::kNames:
+        if (!(f->names_only && f->after_eq) && !f->redirect)
+          return "a variable name (unset, read, printf -v, test -v, declare)";
+        break;
       case Kind::kBrace: return "a ${…} expansion";
       case Kind::kSubscript: return "an array subscript";
       case Kind::kBackquote: return "backquotes";
@@ -295,11 +303,18 @@ std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
         ++i;
         continue;
       case Kind::kLet:
+      case Kind::kNames:
         // Its command ends here; the level below sees the same character.
         if (c == '\n' || c == ';' || c == '&' || c == '|' || c == ')') {
           stack.pop_back();
           continue;
         }
+        if (blank(c)) {
+          f.after_eq = false;
+          if (i > 0 && s[i - 1] != '<' && s[i - 1] != '>' && !blank(s[i - 1])) f.redirect = false;
+        }
+        if (c == '=') f.after_eq = true;
+        if (c == '<' || c == '>') f.redirect = true;
         ++i;
         continue;
       default: break;
@@ -364,6 +379,7 @@ std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
       continue;
     }
     size_t e = i;
+    if (s.compare(i, 2, "[ ") == 0) ++e;  // the test command `[`
     while (e < s.size() && !ends_word(s, e) && s[e] != '=' && s[e] != '[' && s[e] != '+' && s[e] != '$' &&
            s[e] != '"' && s[e] != '\'' && s[e] != '`' && s[e] != '\\')
       ++e;
@@ -378,10 +394,19 @@ std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
     }
     bool assignment = name && e < s.size() && (s[e] == '=' || s.compare(e, 2, "+=") == 0);
     if (f.cmd_start && ends_word(s, e)) {
-      if (word == "let" ||
-          ((word == "declare" || word == "typeset" || word == "local" || word == "export" || word == "readonly") &&
-           has_integer_option(s, e))) {
+      bool declares =
+          word == "declare" || word == "typeset" || word == "local" || word == "export" || word == "readonly";
+      if (word == "let" || (declares && has_option(s, e, "in"))) {
         stack.push_back({Kind::kLet});
+        i = e;
+        continue;
+      }
+      // unset 'a[$(cmd)]', read, printf -v and test -v evaluate a name's subscript.
+      if (declares || word == "unset" || word == "read" || word == "mapfile" || word == "readarray" ||
+          ((word == "printf" || word == "test" || word == "[") && has_option(s, e, "v"))) {
+        Frame n{Kind::kNames};
+        n.names_only = declares;
+        stack.push_back(n);
         i = e;
         continue;
       }

@@ -6,7 +6,8 @@
 // what follows), and in a # comment the value's newline ends the comment.
 // Inside arithmetic ($(( )), (( )), [[ ]], let and declare -i arguments, ${…}
 // offsets and subscripts, a[…]= subscripts) the shell drops the quotes and bash
-// evaluates a value's own a[$(cmd)]; a `\` or `$` right before ${{ turns the
+// evaluates a value's own a[$(cmd)], as it does where it reads a variable's name
+// (unset, read, printf -v, test -v, declare NAME=); a `\` or `$` right before ${{ turns the
 // rendered quote into text or into bash's $'…'. ${{ int(…) }} renders only digits
 // (template.h) and is safe everywhere.
 // This scans `run` as sh and bash nest it (quotes, $( ), $(( )), ${ }, backquotes,
@@ -23,7 +24,7 @@ struct UnsafeTemplate {
   size_t offset = 0;  // of the "${{" in the command
   /// "double quotes", "single quotes", "$'…' quotes", "backquotes", "a here-document",
   /// "a comment", "arithmetic", "[[ ]]", "the arguments of let or declare -i",
-  /// "a ${…} expansion", "an array subscript", "after a backslash", "after a $"
+  /// "a ${…} expansion", "an array subscript", "a variable name (…)", "after a backslash", "after a $"
   std::string where;
 };
 

@@ -64,6 +64,9 @@ class Checker {
           : w == "a here-document" ? "pass it to the command as a bare argument or through the stage's env instead"
           : w == "backquotes"      ? "write $( … ) instead, where the value stands as a bare word"
           : w == "a comment"       ? "take it out of the comment"
+          : w.compare(0, 15, "a variable name") == 0
+              ? "a value may not name a variable; pass it through the stage's env: and check \"$N\" is a plain name "
+                "first"
           : w == "after a backslash" || w == "after a $"
               ? "take the character before it away"
               : "write it bare, outside the quotes (ferry quotes the value as one word)";

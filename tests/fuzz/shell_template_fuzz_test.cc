@@ -57,7 +57,7 @@ std::string command(Mutator& m, int depth) {
       default: return "f() {\n" + c + "\n}\nf";
     }
   }
-  switch (m.below(17)) {
+  switch (m.below(24)) {
     case 0: return "echo " + e;
     case 1: return "(( " + e + " ))";
     case 2: return "[[ " + e + " -eq 1 ]]";
@@ -74,6 +74,13 @@ std::string command(Mutator& m, int depth) {
     case 13: return "local -i v=" + e;
     case 14: return "typeset -i v=" + e;
     case 15: return "printf '%s\\n' " + e;
+    case 16: return "unset " + e;
+    case 17: return "read -r " + e + " </dev/null";
+    case 18: return "printf -v " + e + " x";
+    case 19: return "[ -v " + e + " ]";
+    case 20: return "declare " + e + "=1";
+    case 21: return "export v=" + e + "; read -r l <<< " + e;
+    case 22: return "declare -n r=" + e + "; echo $r";
     default: return "test -n " + e + " && echo " + e;
   }
 }

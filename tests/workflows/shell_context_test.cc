@@ -138,6 +138,15 @@ TEST(ShellContextTest, TemplatesInArithmeticAreRefused) {
   EXPECT_EQ(wheres("echo \\${{ params.n }}"), V{"after a backslash@6"});
   EXPECT_EQ(wheres("echo $${{ params.n }}"), V{"after a $@6"});
   EXPECT_EQ(wheres("echo $'a\\'${{ params.n }}'"), V{"$'…' quotes@10"});
+  // Builtins that take a variable name evaluate its a[…] subscript (bash).
+  const std::string name = "a variable name (unset, read, printf -v, test -v, declare)";
+  EXPECT_EQ(wheres("unset ${{ params.n }}"), V{name + "@6"});
+  EXPECT_EQ(wheres("read -r ${{ params.n }} </dev/null"), V{name + "@8"});
+  EXPECT_EQ(wheres("printf -v ${{ params.n }} x"), V{name + "@10"});
+  EXPECT_EQ(wheres("[ -v ${{ params.n }} ] && echo set"), V{name + "@5"});
+  EXPECT_EQ(wheres("test -v $(echo ${{ params.n }})"), V{name + "@15"});
+  EXPECT_EQ(wheres("declare ${{ params.n }}=1"), V{name + "@8"});
+  EXPECT_EQ(wheres("declare -n r=${{ params.n }}"), V{"the arguments of let or declare -i@13"});
   // Nested: arithmetic anywhere below wins over the $( ) that would make a word.
   EXPECT_EQ(wheres("echo $(( $(echo ${{ params.n }}) + 1 ))"), V{"arithmetic@16"});
   EXPECT_EQ(wheres("echo \"$(echo $(( ${{ params.n }} )))\""), V{"arithmetic@17"});
@@ -154,6 +163,8 @@ TEST(ShellContextTest, BareWordsNextToArithmeticAndIntTemplatesAreAllowed) {
   EXPECT_TRUE(wheres("echo ${HOME} ${{ params.a }} ${v:-x}").empty());
   EXPECT_TRUE(wheres("echo let ${{ params.a }}; declare x=${{ params.b }}").empty());
   EXPECT_TRUE(wheres("case $x in a) echo ${{ params.a }};; esac").empty());
+  EXPECT_TRUE(wheres("export P=${{ params.a }}:$P; local v=${{ params.b }}; read -r l <<< ${{ params.c }}").empty());
+  EXPECT_TRUE(wheres("[ -f ${{ params.a }} ] && printf '%s' ${{ params.b }}; unset v; echo ${{ params.c }}").empty());
   EXPECT_TRUE(wheres("y=$(case $x in a) echo ${{ params.a }};; esac) && echo ${{ params.b }}").empty());
   EXPECT_TRUE(wheres("echo $(( ${{ int(params.n) }} / 2 )); (( ${{int(stages.a.outputs.n)}} > 1 ))").empty());
   EXPECT_TRUE(
