@@ -1,6 +1,7 @@
 #include "workflows/shell_context.h"
 
 #include <cctype>
+#include <set>
 
 namespace ferry::workflow {
 namespace {
@@ -147,6 +148,8 @@ std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
   std::vector<UnsafeTemplate> out;
   std::vector<Frame> stack = {{Kind::kCommand}};
   std::vector<Heredoc> pending;
+  // Names declared -i (or -n) so far: assigning to one evaluates the value.
+  std::set<std::string> integer_names;
   auto at_template = [&](size_t k) { return s.compare(k, 3, "${{") == 0; };
   auto skip_template = [&](size_t k) {
     size_t end = s.find("}}", k + 3);
@@ -315,6 +318,13 @@ std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
         }
         if (c == '=') f.after_eq = true;
         if (c == '<' || c == '>') f.redirect = true;
+        if (f.kind == Kind::kLet && starts_word(s, i) && (std::isalpha(static_cast<unsigned char>(c)) || c == '_')) {
+          size_t e = i;
+          while (e < s.size() && is_name_char(s[e])) ++e;
+          integer_names.insert(s.substr(i, e - i));
+          i = e;
+          continue;
+        }
         ++i;
         continue;
       default: break;
@@ -393,6 +403,12 @@ std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
       continue;
     }
     bool assignment = name && e < s.size() && (s[e] == '=' || s.compare(e, 2, "+=") == 0);
+    if (f.cmd_start && assignment && integer_names.count(word)) {
+      // declare -i n; n=VALUE evaluates VALUE as arithmetic.
+      stack.push_back({Kind::kLet});
+      i = e;
+      continue;
+    }
     if (f.cmd_start && ends_word(s, e)) {
       bool declares =
           word == "declare" || word == "typeset" || word == "local" || word == "export" || word == "readonly";

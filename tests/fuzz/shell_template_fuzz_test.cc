@@ -57,7 +57,7 @@ std::string command(Mutator& m, int depth) {
       default: return "f() {\n" + c + "\n}\nf";
     }
   }
-  switch (m.below(24)) {
+  switch (m.below(25)) {
     case 0: return "echo " + e;
     case 1: return "(( " + e + " ))";
     case 2: return "[[ " + e + " -eq 1 ]]";
@@ -81,6 +81,7 @@ std::string command(Mutator& m, int depth) {
     case 20: return "declare " + e + "=1";
     case 21: return "export v=" + e + "; read -r l <<< " + e;
     case 22: return "declare -n r=" + e + "; echo $r";
+    case 23: return "declare -i n\nn=" + e;
     default: return "test -n " + e + " && echo " + e;
   }
 }

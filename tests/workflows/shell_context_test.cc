@@ -147,6 +147,9 @@ TEST(ShellContextTest, TemplatesInArithmeticAreRefused) {
   EXPECT_EQ(wheres("test -v $(echo ${{ params.n }})"), V{name + "@15"});
   EXPECT_EQ(wheres("declare ${{ params.n }}=1"), V{name + "@8"});
   EXPECT_EQ(wheres("declare -n r=${{ params.n }}"), V{"the arguments of let or declare -i@13"});
+  EXPECT_EQ(wheres("declare -i n m=1; m=${{ params.a }}; n+=${{ params.b }}; k=${{ params.c }}"),
+            (V{"the arguments of let or declare -i@20", "the arguments of let or declare -i@40"}))
+      << "assigning to an integer variable evaluates the value";
   // Nested: arithmetic anywhere below wins over the $( ) that would make a word.
   EXPECT_EQ(wheres("echo $(( $(echo ${{ params.n }}) + 1 ))"), V{"arithmetic@16"});
   EXPECT_EQ(wheres("echo \"$(echo $(( ${{ params.n }} )))\""), V{"arithmetic@17"});
