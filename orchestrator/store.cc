@@ -170,6 +170,17 @@ StageState stage_state_column(const std::string& name) {
   return *s;
 }
 
+// A stage's row as a run first knows it: pending, no attempt.
+void insert_stage(SQLite::Database& db, const std::string& run_id, int position, const StageSeed& s) {
+  SQLite::Statement st(db, "INSERT INTO stages(run_id, name, position, kind, host, state) VALUES(?,?,?,?,?, 'pending')");
+  st.bind(1, run_id);
+  st.bind(2, s.name);
+  st.bind(3, position);
+  st.bind(4, s.kind);
+  st.bind(5, s.host);
+  st.exec();
+}
+
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 RunRecord read_run(SQLite::Statement& q) {
@@ -313,18 +324,8 @@ Result<RunRecord> Store::create_run(const std::string& name, const std::string& 
     upd.bind(2, uid);
     upd.bind(3, seq);
     upd.exec();
-    SQLite::Statement st(*db_,
-                         "INSERT INTO stages(run_id, name, position, kind, host, state) VALUES(?,?,?,?,?, 'pending')");
     int pos = 0;
-    for (const auto& s : stages) {
-      st.bind(1, id);
-      st.bind(2, s.name);
-      st.bind(3, pos++);
-      st.bind(4, s.kind);
-      st.bind(5, s.host);
-      st.exec();
-      st.reset();
-    }
+    for (const auto& s : stages) insert_stage(*db_, id, pos++, s);
     add_event_locked(id, "", "run.created", {{"workflow", workflow_path}, {"params", params}});
     tx.commit();
     RunRecord r;
@@ -465,8 +466,6 @@ Status Store::update_workflow(const std::string& run_id, const std::string& work
     last.bind(1, run_id);
     int pos = last.executeStep() ? last.getColumn(0).getInt() + 1 : 0;
     SQLite::Statement upd(*db_, "UPDATE stages SET kind=?, host=? WHERE run_id=? AND name=?");
-    SQLite::Statement ins(*db_,
-                          "INSERT INTO stages(run_id, name, position, kind, host, state) VALUES(?,?,?,?,?, 'pending')");
     for (const auto& s : stages) {
       upd.bind(1, s.kind);
       upd.bind(2, s.host);
@@ -474,14 +473,7 @@ Status Store::update_workflow(const std::string& run_id, const std::string& work
       upd.bind(4, s.name);
       int changed = upd.exec();
       upd.reset();
-      if (changed > 0) continue;
-      ins.bind(1, run_id);
-      ins.bind(2, s.name);
-      ins.bind(3, pos++);
-      ins.bind(4, s.kind);
-      ins.bind(5, s.host);
-      ins.exec();
-      ins.reset();
+      if (changed == 0) insert_stage(*db_, run_id, pos++, s);
     }
     add_event_locked(run_id, "", "run.workflow_updated", {{"workflow", workflow_path}, {"plan", plan}});
     tx.commit();
