@@ -2,7 +2,6 @@
 
 #include <map>
 
-#include "base/file_hash.h"
 #include "workflows/dag.h"
 
 namespace ferry {
@@ -37,11 +36,6 @@ std::string changed_fields(const nlohmann::json& before, const nlohmann::json& a
   std::string out;
   for (const auto& f : fields) out += (out.empty() ? "" : ", ") + f;
   return out;
-}
-
-std::string hash_of(const nlohmann::json& inputs) {
-  std::string text = inputs.dump();
-  return xxh128_hex(text.data(), text.size());
 }
 
 std::string ended_why(const StageRecord& rec) {
@@ -120,7 +114,7 @@ Result<ResumePlan> plan_resume(Store& store, const RunRecord& run, const workflo
     bool changed = false;
     std::string what;
     if (rec != by_name.end()) {
-      changed = now.error.empty() ? hash_of(now.inputs) != rec->second.inputs_hash : !upstream.empty();
+      changed = now.error.empty() ? now.hash != rec->second.inputs_hash : !upstream.empty();
       if (changed && now.error.empty() && was.error.empty()) what = changed_fields(was.inputs, now.inputs);
     }
     if (rec == by_name.end()) {

@@ -154,8 +154,12 @@ Result<std::map<std::string, StageInputs>> Scheduler::planned_inputs() {
   std::map<std::string, StageInputs> out;
   for (const auto& spec : wf_.stages) {
     auto resolved = resolve_stage(*stages_[spec.name]);
-    if (resolved.ok()) out[spec.name].inputs = resolved->stored_json();
-    else out[spec.name].error = resolved.status().message();
+    if (resolved.ok()) {
+      out[spec.name].inputs = resolved->stored_json();
+      out[spec.name].hash = stage_inputs_hash(*resolved);
+    } else {
+      out[spec.name].error = resolved.status().message();
+    }
   }
   return out;
 }

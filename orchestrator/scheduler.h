@@ -58,6 +58,7 @@ struct SchedulerOptions {
 /// A stage's definition as resolved now (StageSpec::stored_json), or why it cannot be yet.
 struct StageInputs {
   nlohmann::json inputs;
+  std::string hash;  // stage_inputs_hash, as a run records it
   std::string error;
 };
 
