@@ -93,6 +93,24 @@ TinyDrafterSpec hybrid_oracle_drafter_spec(const std::string& kind, int64_t bloc
   return d;
 }
 
+Status write_oracle_eval_models(const std::string& dir) {
+  FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/target", oracle_target_spec(3), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(dir + "/drafter", oracle_drafter_spec("agree", 16), {}));
+  return write_tiny_drafter(dir + "/reference", oracle_drafter_spec("disagree", 16), {});
+}
+
+EvalSpec oracle_eval_spec(const std::string& dir, int index, int count) {
+  EvalSpec s;
+  s.target = dir + "/target";
+  s.drafter = dir + "/drafter";
+  s.reference = dir + "/reference";
+  s.max_new_tokens = 16;
+  s.threads = 1;
+  s.shard_index = index;
+  s.shard_count = count;
+  return s;
+}
+
 std::vector<std::vector<int64_t>> make_prompts(int count, int64_t vocab, int min_len, int max_len, uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::vector<std::vector<int64_t>> out;

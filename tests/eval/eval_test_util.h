@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+#include "jobs/eval/run/eval_spec.h"
 #include "jobs/eval/tools/tiny_models.h"
 #include "tests/support/process.h"
 
@@ -46,6 +48,14 @@ TinyTargetSpec hybrid_target_spec(uint64_t seed = 41);
 /// the agree / disagree drafters of oracle_drafter_spec() read layers {1, 3} of it.
 TinyTargetSpec hybrid_oracle_target_spec(int64_t period);
 TinyDrafterSpec hybrid_oracle_drafter_spec(const std::string& kind, int64_t block_size = 16);
+
+/// The models of the sharding tests' eval in `dir`: target/ (the oracle target of
+/// period 3, so τ varies from prompt to prompt), drafter/ (the agreeing drafter) and
+/// reference/ (the disagreeing one), block 16.
+Status write_oracle_eval_models(const std::string& dir);
+/// An eval of those models in `dir` (16 new tokens, 1 thread) as shard `index` of
+/// `count`; the prompts are the caller's to set.
+EvalSpec oracle_eval_spec(const std::string& dir, int index = 0, int count = 1);
 
 /// `count` prompts of ids < vocab, deterministic.
 std::vector<std::vector<int64_t>> make_prompts(int count, int64_t vocab, int min_len, int max_len, uint64_t seed);

@@ -15,7 +15,7 @@ namespace ferry::eval {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ferry eval --target DIR --drafter DIR [--reference DIR] --prompts FILE.jsonl\n"
+    "usage: ferry eval --target DIR --drafter DIR [--reference DIR] --prompts FILE.jsonl|NAME=FILE.jsonl...\n"
     "                  [--max-new-tokens N] [--block-size B] [--device cpu|cuda] [--dtype "
     "auto|float32|bfloat16|float16]\n"
     "                  [--threads N] [--min-tau X] [--min-ratio X] [--no-baseline] [--json]\n"
@@ -51,8 +51,8 @@ struct TextFlag {
 };
 constexpr TextFlag kTextFlags[] = {
     {"--target", &EvalSpec::target},       {"--drafter", &EvalSpec::drafter},
-    {"--reference", &EvalSpec::reference}, {"--prompts", &EvalSpec::prompts},
-    {"--tokenizer", &EvalSpec::tokenizer}, {"--prompt-format", &EvalSpec::prompt_format},
+    {"--reference", &EvalSpec::reference}, {"--tokenizer", &EvalSpec::tokenizer},
+    {"--prompt-format", &EvalSpec::prompt_format},
     {"--device", &EvalSpec::device},       {"--dtype", &EvalSpec::dtype},
 };
 struct IntFlag {
@@ -82,6 +82,20 @@ const Flag* find_flag(const Flag (&flags)[N], const std::string& name) {
   return nullptr;
 }
 
+// `--prompts FILE` once, or `--prompts NAME=FILE` for each dataset (eval_datasets.h).
+Status add_prompts_arg(const std::string& value, EvalSpec* spec) {
+  DatasetFile d = parse_dataset_arg(value);
+  if (!d.name.empty()) {
+    spec->datasets.push_back(std::move(d));
+  } else if (spec->prompts.empty()) {
+    spec->prompts = d.prompts;
+  } else {
+    return invalid_argument("--prompts: '" + spec->prompts + "' and '" + value +
+                            "': name each file of several (--prompts NAME=FILE)");
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* json) {
@@ -95,7 +109,9 @@ Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* jso
     if (a == "--no-baseline") { spec.baseline = false; continue; }
     if (i + 1 >= args.size()) return invalid_argument(a + ": unknown flag or missing value");
     const std::string& v = args[++i];
-    if (const TextFlag* f = find_flag(kTextFlags, a)) {
+    if (a == "--prompts") {
+      FERRY_RETURN_IF_ERROR(add_prompts_arg(v, &spec));
+    } else if (const TextFlag* f = find_flag(kTextFlags, a)) {
       spec.*f->field = v;
     } else if (const IntFlag* f = find_flag(kIntFlags, a)) {
       auto n = parse_int(a, v);
@@ -117,9 +133,10 @@ Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* jso
       return invalid_argument(a + ": unknown flag");
     }
   }
-  if (spec.target.empty() || spec.drafter.empty() || spec.prompts.empty()) {
+  if (spec.target.empty() || spec.drafter.empty() || (spec.prompts.empty() && spec.datasets.empty())) {
     return invalid_argument("--target, --drafter and --prompts are required");
   }
+  if (Status s = check_datasets(spec.datasets, spec.prompts); !s.ok()) return invalid_argument("--" + s.message());
   if (spec.max_new_tokens < 1) return invalid_argument("--max-new-tokens must be at least 1");
   auto format = tokenizer::parse_prompt_format(spec.prompt_format);
   if (!format.ok()) return invalid_argument("--prompt-format: " + format.status().message());

@@ -127,10 +127,10 @@ std::string EvalReport::to_text() const {
   if (reference_run) out << "   reference " << fixed(reference_run->tau, 3);
   if (ratio_to_reference) out << "   ratio " << fixed(*ratio_to_reference, 3);
   if (baseline) out << "   speedup " << fixed(speedup, 2) << "x";
-  out << "\n\n";
   run_text(out, candidate);
   if (reference_run) run_text(out, *reference_run);
   if (baseline) run_text(out, *baseline);
+  out << "\n\n" << datasets_text(*this) << (datasets.empty() ? "" : "\n");
   if (diff) out << "\n" << diff->to_text();
   if (show_responses > 0 && !responses.empty()) out << "\n" << render_responses(responses, show_responses);
   for (const auto& w : warnings) out << "warning: " << w << "\n";

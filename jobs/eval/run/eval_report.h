@@ -15,6 +15,7 @@
 
 #include "jobs/eval/run/drafter_diff.h"
 #include "jobs/eval/io/load_report.h"
+#include "jobs/eval/run/eval_datasets.h"
 #include "jobs/eval/run/response_text.h"
 
 namespace ferry::eval {
@@ -27,6 +28,9 @@ struct DecodeRun {
   int64_t responses = 0;
   double tau = 0;                     // mean over responses of per-response mean acceptance length
   std::vector<double> response_taus;  // one per prompt
+  /// One per prompt: decode seconds per output token, -1 for a response without tokens
+  /// (a dataset's speedup is computed from its rows, eval_datasets.h).
+  std::vector<double> response_tpots;
   std::vector<int64_t> acceptance_histogram;  // [block_size + 1]: steps per acceptance length value
   std::vector<double> acceptance_rate;        // [block_size]: share of steps whose slot j was accepted ([0] = 1)
   std::vector<int64_t> accepted_at;           // [block_size]: steps whose slot j was accepted (the rate's counts)
@@ -87,6 +91,8 @@ struct EvalReport {
   int64_t prompt_count = 0;      // decoded here (a shard: its part)
   ShardOf shard;                 // a shard's report: which part; a merged one has count 1
   std::vector<ShardRow> shards;  // a merged report: its shards, in prompt order
+  /// Named prompt files decoded in this eval, in order (eval_datasets.h); empty for one file.
+  std::vector<DatasetRow> datasets;
   int64_t max_new_tokens = 0;
   int64_t block_size = 0;
   std::string device;

@@ -83,7 +83,8 @@ Result<ComputeOptions> compute_options(const EvalSpec& spec, std::string* dtype_
 Status check_spec(const EvalSpec& spec) {
   if (spec.target.empty()) return invalid_argument("eval: 'target' is required");
   if (spec.drafter.empty()) return invalid_argument("eval: 'drafter' is required");
-  if (spec.prompts.empty()) return invalid_argument("eval: 'prompts' is required");
+  if (spec.prompts.empty() && spec.datasets.empty()) return invalid_argument("eval: 'prompts' is required");
+  FERRY_RETURN_IF_ERROR(check_datasets(spec.datasets, spec.prompts).with_context("eval"));
   if (spec.max_new_tokens < 1) return invalid_argument("eval: max_new_tokens must be at least 1");
   if (spec.block_size < 0) return invalid_argument("eval: block_size must be >= 0 (0 = from the drafter config)");
   if (spec.threads < 0) return invalid_argument("eval: threads must be >= 0");
@@ -124,8 +125,10 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Tar
     run.decode_seconds += r->decode_seconds;
     run.target_seconds += r->target_seconds;
     run.draft_seconds += r->draft_seconds;
+    run.response_tpots.push_back(-1);  // no tokens
     if (!r->tokens.empty()) {
-      run.tpot_sum += r->decode_seconds / static_cast<double>(r->tokens.size());
+      run.response_tpots.back() = r->decode_seconds / static_cast<double>(r->tokens.size());
+      run.tpot_sum += run.response_tpots.back();
       ++run.tpot_count;
     }
     if (outputs != nullptr) outputs->push_back(r->tokens);
@@ -231,6 +234,39 @@ Result<LoadedModels> load_models(const EvalSpec& spec, const ComputeOptions& opt
   return m;
 }
 
+// Step 3 with named datasets: each file's prompts in the order given, a shard taking
+// its part of every file (so each shard sees every dataset); one report row each.
+Result<std::vector<Prompt>> load_datasets(const EvalSpec& spec, int64_t vocab_size, PromptEncoder* encoder,
+                                          EvalReport* report, const SayFn& say) {
+  std::vector<Prompt> all;
+  int64_t total = 0, before_shard = 0;
+  for (const DatasetFile& file : spec.datasets) {
+    auto prompts = load_prompts(file.prompts, vocab_size, encoder);
+    if (!prompts.ok()) return prompts.status().with_context("dataset '" + file.name + "'");
+    const auto n = static_cast<int64_t>(prompts->size());
+    const int64_t first = ShardOf::slice(spec.shard_index, spec.shard_count, n).first_prompt;
+    const int64_t end = ShardOf::slice(spec.shard_index + 1, spec.shard_count, n).first_prompt;
+    DatasetRow row;
+    row.name = file.name;
+    row.file = file.prompts;
+    row.first_prompt = static_cast<int64_t>(all.size());
+    row.prompts = end - first;
+    row.prompt_total = n;
+    row.first_in_file = first;
+    report->datasets.push_back(row);
+    all.insert(all.end(), prompts->begin() + first, prompts->begin() + end);
+    total += n;
+    before_shard += first;
+  }
+  report->prompts = describe_datasets(spec.datasets);
+  report->shard = ShardOf{spec.shard_index, spec.shard_count, before_shard, total};
+  report->prompt_count = static_cast<int64_t>(all.size());
+  say(std::to_string(spec.datasets.size()) + " datasets, " + std::to_string(all.size()) + " prompts" +
+      (spec.shard_count > 1 ? " (shard " + std::to_string(spec.shard_index + 1) + " of " +
+                                  std::to_string(spec.shard_count) + " of each)"
+                            : ""));
+  return all;
+}
 // Step 3: the prompts as ids, through the model's tokenizer and prompt format.
 Result<std::vector<Prompt>> encode_prompts(const EvalSpec& spec, const TargetModel& target,
                                            std::optional<PromptEncoder>* encoder, EvalReport* report,
@@ -245,6 +281,7 @@ Result<std::vector<Prompt>> encode_prompts(const EvalSpec& spec, const TargetMod
     report->tokenizer = (spec.tokenizer.empty() ? spec.target : spec.tokenizer) + "/tokenizer.json";
     say("tokenizer " + report->tokenizer + ", prompt format " + spec.prompt_format);
   }
+  if (!spec.datasets.empty()) return load_datasets(spec, target.config().vocab_size, &**encoder, report, say);
   auto prompts = load_prompts(spec.prompts, target.config().vocab_size, &**encoder);
   if (!prompts.ok()) return prompts.status();
   // A shard decodes its contiguous part; the lines stay the file's, so shards merge in order.
@@ -334,6 +371,8 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   auto prompts = encode_prompts(spec, *models->target, &encoder, &report, say);
   if (!prompts.ok()) return prompts.status();
   FERRY_RETURN_IF_ERROR(decode_all(spec, *models, *prompts, *encoder, cancel, say, &report));
+  count_dataset_acceptance(&report);  // each named dataset's row (eval_datasets.h)
+  finish_datasets(&report);
   if (spec.gate_deferred.empty()) {
     judge_gate(spec.min_tau, spec.min_ratio_to_reference, &report);  // step 5
   } else {

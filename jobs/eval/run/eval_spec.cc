@@ -12,6 +12,12 @@ constexpr auto eval_spec_fields = [](auto& v, auto& s) {
   v("drafter", s.drafter);
   v("reference", s.reference);
   v("prompts", s.prompts);
+  if (kReads<decltype(v)> || !s.datasets.empty()) {  // one file: the JSON it was before datasets
+    v.objects("datasets", s.datasets, [](auto& d, auto& x) {
+      d("name", x.name);
+      d("prompts", x.prompts);
+    });
+  }
   v("tokenizer", s.tokenizer);
   v("prompt_format", s.prompt_format);
   v("show_responses", s.show_responses);
@@ -44,6 +50,7 @@ Result<EvalSpec> eval_spec_from_json(const nlohmann::json& j) {
                             std::to_string(s.shard_count) + " (" + std::to_string(s.shards_on_host) +
                             " on its host) does not exist");
   }
+  FERRY_RETURN_IF_ERROR(check_datasets(s.datasets, s.prompts).with_context("the eval spec"));
   return read;
 }
 

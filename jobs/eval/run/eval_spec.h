@@ -9,10 +9,12 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "jobs/eval/run/eval_datasets.h"
 
 namespace ferry::eval {
 
@@ -21,6 +23,9 @@ struct EvalSpec {
   std::string drafter;    // folder
   std::string reference;  // optional folder ("" = none)
   std::string prompts;    // JSONL file (jobs/eval/run/prompt_file.h): input_ids, text, prompt, messages, turns
+  /// Named prompt files instead of `prompts` (eval_datasets.h): decoded in this order,
+  /// one report row each.
+  std::vector<DatasetFile> datasets;
   std::string tokenizer;  // folder with tokenizer.json; "" = the target folder's, if any
   std::string prompt_format = "chat";  // raw | chat | chat-no-think (jobs/tokenizer/chat_format.h)
   int show_responses = 3;              // text report: responses printed in full, draft spans marked

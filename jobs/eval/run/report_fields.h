@@ -25,6 +25,7 @@ inline constexpr auto decode_run_fields = [](auto& v, auto& run) {
   v("responses", run.responses);
   v("tau", run.tau);
   v("response_taus", run.response_taus);
+  if (kReads<decltype(v)> || !run.response_tpots.empty()) v("response_tpots", run.response_tpots);
   v("acceptance_histogram", run.acceptance_histogram);
   v("acceptance_rate", run.acceptance_rate);
   v("accepted_at", run.accepted_at);
@@ -122,6 +123,22 @@ inline constexpr auto shard_row_fields = [](auto& v, auto& r) {
   v("cores", r.cores);
 };
 
+inline constexpr auto dataset_row_fields = [](auto& v, auto& d) {
+  v("name", d.name);
+  v("file", d.file);
+  v("first_prompt", d.first_prompt);
+  v("prompts", d.prompts);
+  v("prompt_total", d.prompt_total);
+  v("first_in_file", d.first_in_file);
+  v("tau", d.tau);
+  v("reference_tau", d.reference_tau);
+  v("ratio_to_reference", d.ratio_to_reference);
+  v("speedup", d.speedup);
+  v("drafted_tokens", d.drafted_tokens);
+  v("accepted_tokens", d.accepted_tokens);
+  v("acceptance_rate", d.acceptance_rate);
+};
+
 // Without metrics(): written for the reader's convenience, never read back.
 inline constexpr auto eval_report_fields = [](auto& v, auto& r) {
   constexpr bool reads = kReads<decltype(v)>;
@@ -133,6 +150,7 @@ inline constexpr auto eval_report_fields = [](auto& v, auto& r) {
   v("prompt_count", r.prompt_count);
   if (reads || r.shard.count > 1) v.object("shard", r.shard, shard_of_fields);
   if (reads || !r.shards.empty()) v.objects("shards", r.shards, shard_row_fields);
+  if (reads || !r.datasets.empty()) v.objects("datasets", r.datasets, dataset_row_fields);
   v("prompt_format", r.prompt_format);
   v("tokenizer", r.tokenizer);
   v("max_new_tokens", r.max_new_tokens);

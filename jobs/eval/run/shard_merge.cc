@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "jobs/eval/run/dataset_shards.h"
 #include "jobs/eval/run/eval_gate.h"
 #include "jobs/eval/run/json_fields.h"
 
@@ -47,6 +48,7 @@ Result<DecodeRun> merge_runs(const std::vector<const DecodeRun*>& parts, const s
       counts_ok = counts_ok && add_count(&out.accepted_at[k], p.accepted_at[k]);
     if (!counts_ok) return invalid_argument(at + " has a count below zero or past 2^63");
     out.response_taus.insert(out.response_taus.end(), p.response_taus.begin(), p.response_taus.end());
+    out.response_tpots.insert(out.response_tpots.end(), p.response_tpots.begin(), p.response_tpots.end());
     out.prefill_seconds += p.prefill_seconds;
     out.decode_seconds += p.decode_seconds;
     out.target_seconds += p.target_seconds;
@@ -61,16 +63,9 @@ Result<DecodeRun> merge_runs(const std::vector<const DecodeRun*>& parts, const s
   return out;
 }
 
-// Shard i is the i-th contiguous part of the same prompts, decoded the same way as shard 0.
-Status check_part(const EvalReport& s, const EvalReport& first, size_t i, size_t n) {
+// Shard i of one prompts file is its i-th contiguous part.
+Status check_contiguous_part(const EvalReport& s, const EvalReport& first, size_t i, size_t n) {
   const std::string at = shard_name(i, n);
-  if (s.shard.count != static_cast<int>(n) || s.shard.index != static_cast<int>(i)) {
-    return invalid_argument(at + " reports itself as shard " + std::to_string(int64_t{s.shard.index} + 1) + " of " +
-                            std::to_string(s.shard.count));
-  }
-  if (s.shard.prompt_total < 0 || s.shard.prompt_total > static_cast<int64_t>(kMaxJsonItems)) {
-    return invalid_argument(at + " reports a prompt set of " + std::to_string(s.shard.prompt_total) + " prompts");
-  }
   const ShardOf want = ShardOf::slice(static_cast<int>(i), static_cast<int>(n), first.shard.prompt_total);
   const int64_t want_count =
       ShardOf::slice(static_cast<int>(i) + 1, static_cast<int>(n), first.shard.prompt_total).first_prompt -
@@ -83,6 +78,21 @@ Status check_part(const EvalReport& s, const EvalReport& first, size_t i, size_t
                             " from " + std::to_string(want.first_prompt + 1) + " of " +
                             std::to_string(first.shard.prompt_total));
   }
+  return Status();
+}
+
+// Shard i is the i-th part of the same prompts, decoded the same way as shard 0.
+Status check_part(const EvalReport& s, const EvalReport& first, size_t i, size_t n) {
+  const std::string at = shard_name(i, n);
+  if (s.shard.count != static_cast<int>(n) || s.shard.index != static_cast<int>(i)) {
+    return invalid_argument(at + " reports itself as shard " + std::to_string(int64_t{s.shard.index} + 1) + " of " +
+                            std::to_string(s.shard.count));
+  }
+  if (s.shard.prompt_total < 0 || s.shard.prompt_total > static_cast<int64_t>(kMaxJsonItems)) {
+    return invalid_argument(at + " reports a prompt set of " + std::to_string(s.shard.prompt_total) + " prompts");
+  }
+  FERRY_RETURN_IF_ERROR(first.datasets.empty() && s.datasets.empty() ? check_contiguous_part(s, first, i, n)
+                                                                     : check_dataset_part(s, first, i, n));
   for (auto [name, mine, theirs] : {std::tuple{"drafter", &s.drafter, &first.drafter},
                                     {"target", &s.target, &first.target},
                                     {"reference", &s.reference, &first.reference},
@@ -146,7 +156,10 @@ Result<EvalReport> merge_shard_reports(const std::vector<EvalReport>& shards, co
   m.speedup = 0;
   m.reference_speedup = 0;
   m.ratio_to_reference.reset();
+  // Named datasets: each shard decoded a part of every one; back in the whole's order.
+  if (!first.datasets.empty()) FERRY_RETURN_IF_ERROR(order_rows_by_dataset(shards, &m));
   compare_runs(&m);
+  finish_datasets(&m);
   judge_gate(min_tau, min_ratio_to_reference, &m);
   return m;
 }

@@ -1,7 +1,8 @@
 // A sharded eval merged back (jobs/eval/run/shard_merge.h) against the same eval run
 // whole, on tiny models: each shard's report goes through its JSON and back (as the
 // coordinator reads it), and the merge must give the whole run's τ to the last bit,
-// its histograms, accepted-slot counts, per-prompt rows and gate verdict.
+// its histograms, accepted-slot counts, per-prompt rows and gate verdict; and an eval
+// of two named datasets, each row equal to an eval of its file alone, sharded alike.
 #include "jobs/eval/run/shard_merge.h"
 
 #include <gtest/gtest.h>
@@ -20,24 +21,31 @@ class ShardMergeTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new ScratchDir("shards");
     // Period 3: τ varies from prompt to prompt (checked below), so a wrong merge shows.
-    ASSERT_TRUE(write_tiny_target(*dir_ / "target", testing::oracle_target_spec(3), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "drafter", testing::oracle_drafter_spec("agree", 16), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "reference", testing::oracle_drafter_spec("disagree", 16), {}).ok());
+    ASSERT_TRUE(testing::write_oracle_eval_models(dir_->path()).ok());
     ASSERT_TRUE(write_tiny_prompts(*dir_ / "prompts.jsonl", 7, 63, 4, 24, 4).ok());
+    ASSERT_TRUE(write_tiny_prompts(*dir_ / "gsm.jsonl", 5, 63, 4, 24, 4).ok());  // two datasets
+    ASSERT_TRUE(write_tiny_prompts(*dir_ / "code.jsonl", 4, 63, 4, 24, 9).ok());
   }
   static void TearDownTestSuite() { delete dir_; }
 
   static EvalSpec spec(int index = 0, int count = 1) {
-    EvalSpec s;
-    s.target = *dir_ / "target";
-    s.drafter = *dir_ / "drafter";
-    s.reference = *dir_ / "reference";
+    EvalSpec s = testing::oracle_eval_spec(dir_->path(), index, count);
     s.prompts = *dir_ / "prompts.jsonl";
-    s.max_new_tokens = 16;
-    s.threads = 1;
-    s.shard_index = index;
-    s.shard_count = count;
     return s;
+  }
+  // An eval of two named datasets (eval_datasets.h), shard `index` of `count`.
+  static EvalSpec dataset_spec(int index = 0, int count = 1) {
+    EvalSpec s = testing::oracle_eval_spec(dir_->path(), index, count);
+    s.datasets = {{"gsm8k", *dir_ / "gsm.jsonl"}, {"humaneval", *dir_ / "code.jsonl"}};
+    return s;
+  }
+  // One file of those alone.
+  static EvalReport alone(const std::string& file) {
+    EvalSpec s = spec();
+    s.prompts = *dir_ / file;
+    auto r = run_eval(s, nullptr, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : EvalReport{};
   }
   // Through the JSON the coordinator stores and reads back.
   static EvalReport round_trip(const EvalReport& r) {
@@ -149,6 +157,103 @@ TEST_F(ShardMergeTest, PartsThatDoNotMakeOneEvalAreRefusedNamingTheShard) {
   std::vector<EvalReport> short_part = parts;
   short_part[1].candidate.responses -= 1;
   EXPECT_FALSE(merge_shard_reports(short_part, {}, std::nullopt, std::nullopt).ok());
+}
+
+// Issue 43: named datasets in one eval. Each dataset's row holds what an eval of its
+// file alone gives (τ to the last bit), the overall figures stay over all responses.
+AcceptanceCounts counts_of(const EvalReport& r) {
+  AcceptanceCounts c;
+  for (const auto& x : r.responses) {
+    AcceptanceCounts one = acceptance_counts(x.acceptance_lengths, r.block_size);
+    c.drafted += one.drafted;
+    c.accepted += one.accepted;
+  }
+  return c;
+}
+
+TEST_F(ShardMergeTest, EachDatasetsTauIsTheTauOfAnEvalOfItsFileAlone) {
+  auto both = run_eval(dataset_spec(), nullptr, nullptr);
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  const EvalReport gsm = alone("gsm.jsonl"), code = alone("code.jsonl");
+  ASSERT_EQ(both->datasets.size(), 2u);
+  EXPECT_EQ(both->prompt_count, 9);
+  EXPECT_EQ(both->candidate.responses, 9);
+  for (const auto& [row, one] : {std::pair{&both->datasets[0], &gsm}, {&both->datasets[1], &code}}) {
+    SCOPED_TRACE(row->name);
+    EXPECT_EQ(row->prompts, one->prompt_count);
+    EXPECT_EQ(row->tau, one->candidate.tau);  // exactly: the same rows summed in the same order
+    ASSERT_TRUE(row->reference_tau && one->reference_run);
+    EXPECT_EQ(*row->reference_tau, one->reference_run->tau);
+    ASSERT_TRUE(row->ratio_to_reference && one->ratio_to_reference);
+    EXPECT_EQ(*row->ratio_to_reference, *one->ratio_to_reference);
+    const AcceptanceCounts c = counts_of(*one);
+    EXPECT_EQ(row->drafted_tokens, c.drafted);
+    EXPECT_EQ(row->accepted_tokens, c.accepted);
+    EXPECT_GT(row->drafted_tokens, 0);
+    EXPECT_EQ(row->acceptance_rate, acceptance_ratio(c));
+    EXPECT_GT(row->speedup, 0);
+  }
+  EXPECT_EQ(both->datasets[1].first_prompt, 5);
+  // Not a degenerate case: the datasets' τ differ, so a row read from the wrong file shows.
+  EXPECT_NE(both->datasets[0].tau, both->datasets[1].tau);
+  // The overall τ stays z-lab's mean over every response of both files.
+  double sum = 0;
+  for (double t : gsm.candidate.response_taus) sum += t;
+  for (double t : code.candidate.response_taus) sum += t;
+  EXPECT_DOUBLE_EQ(both->candidate.tau, sum / 9);
+  EXPECT_EQ(both->prompts, "gsm8k=" + *dir_ / "gsm.jsonl" + " humaneval=" + *dir_ / "code.jsonl");
+
+  // The JSON carries the rows (and reads back), the text shows them as columns.
+  const nlohmann::json j = both->to_json();
+  ASSERT_EQ(j["datasets"].size(), 2u);
+  EXPECT_EQ(j["datasets"][1]["name"], "humaneval");
+  for (const char* key : {"prompts", "tau", "reference_tau", "ratio_to_reference", "speedup", "acceptance_rate"}) {
+    EXPECT_TRUE(j["datasets"][0].contains(key)) << key;
+  }
+  EXPECT_EQ(round_trip(*both).datasets[1].tau, both->datasets[1].tau);
+  const std::string text = both->to_text();
+  EXPECT_NE(text.find("datasets\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("gsm8k   humaneval"), std::string::npos) << text;
+  EXPECT_EQ(gsm.to_text().find("datasets\n"), std::string::npos) << "one file: no table";
+}
+
+TEST_F(ShardMergeTest, ShardedDatasetsMergeIntoTheUnshardedEval) {
+  auto whole = run_eval(dataset_spec(), nullptr, nullptr);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  std::vector<EvalReport> parts;
+  for (int i = 0; i < 3; ++i) {
+    auto part = run_eval(dataset_spec(i, 3), nullptr, nullptr);
+    ASSERT_TRUE(part.ok()) << part.status().message();
+    ASSERT_EQ(part->datasets.size(), 2u);
+    for (const auto& d : part->datasets) EXPECT_GT(d.prompts, 0) << "each shard decodes part of every dataset";
+    parts.push_back(round_trip(*part));
+  }
+  auto merged = merge_shard_reports(parts, {"a", "b", "c"}, std::nullopt, std::nullopt);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->prompt_count, 9);
+  expect_same_figures(merged->candidate, whole->candidate);
+  ASSERT_TRUE(merged->reference_run && merged->baseline);
+  expect_same_figures(*merged->reference_run, *whole->reference_run);
+  expect_same_figures(*merged->baseline, *whole->baseline);
+  // Every figure of every dataset's row, exactly, but the speedup (timed, not decoded).
+  nlohmann::json rows = merged->to_json()["datasets"], want = whole->to_json()["datasets"];
+  ASSERT_EQ(rows.size(), 2u);
+  for (auto* r : {&rows, &want}) {
+    for (auto& d : *r) d.erase("speedup");
+  }
+  EXPECT_EQ(rows, want);
+  ASSERT_EQ(merged->responses.size(), whole->responses.size());
+  for (size_t i = 0; i < whole->responses.size(); ++i) {
+    EXPECT_EQ(merged->responses[i].line, whole->responses[i].line) << i;
+    EXPECT_EQ(merged->responses[i].ids, whole->responses[i].ids) << i;
+  }
+
+  // A part that is not its shard's part of every dataset is refused, naming both.
+  parts[1].datasets[1].first_in_file += 1;
+  auto bad = merge_shard_reports(parts, {}, std::nullopt, std::nullopt);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("shard 2 of 3"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("'humaneval'"), std::string::npos) << bad.status().message();
 }
 
 }  // namespace
