@@ -59,6 +59,7 @@ std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStage
   for (std::string* path : {&local.target, &local.drafter, &local.reference, &local.prompts, &local.tokenizer}) {
     if (!path->empty()) *path = env.local_path(*path);
   }
+  for (auto& d : local.datasets) d.prompts = env.local_path(d.prompts);
   return std::make_shared<EvalStage>(env, eval_engine_json(local), local_eval_worker_path());
 }
 

@@ -40,6 +40,9 @@ void put_eval_fields(nlohmann::json& in, const EvalStageSpec& e) {
   in["drafter"] = e.drafter;
   in["reference"] = e.reference;
   in["prompts"] = e.prompts;
+  if (!e.datasets.empty()) {  // only then, so a one-file eval's hash is what earlier versions wrote
+    for (const auto& d : e.datasets) in["datasets"].push_back({{"name", d.name}, {"prompts", d.prompts}});
+  }
   in["tokenizer"] = e.tokenizer;
   in["max_new_tokens"] = e.max_new_tokens;
   in["block_size"] = e.block_size;

@@ -140,6 +140,11 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
                                 {&s.tokenizer, &e.tokenizer}}) {
         FERRY_RETURN_IF_ERROR(get(*text, false, into));
       }
+      for (const auto& [name, text] : s.prompt_sets) {  // named datasets, each path templated
+        eval::DatasetFile d{name, ""};
+        FERRY_RETURN_IF_ERROR(get(text, false, &d.prompts));
+        e.datasets.push_back(std::move(d));
+      }
       e.prompt_format = s.prompt_format;
       e.max_new_tokens = s.max_new_tokens;
       e.block_size = s.block_size;

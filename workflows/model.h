@@ -140,6 +140,9 @@ struct Stage {
 
   // eval
   Text target, drafter, reference, prompts;
+  /// `prompts:` as a map of named datasets {gsm8k: FILE, ...}, in the file's order;
+  /// then `prompts` is empty (jobs/eval/run/eval_datasets.h).
+  std::vector<std::pair<std::string, Text>> prompt_sets;
   Text tokenizer;                       // folder with tokenizer.json; empty = the target's
   std::string prompt_format = "chat";  // raw | chat | chat-no-think
   int max_new_tokens = 128;

@@ -258,14 +258,33 @@ class Parser : public YamlReader {
     }
   }
 
+  // `prompts:` one file, or a map of named datasets, each a file (templates allowed).
+  void parse_prompts(const Entries& e, const std::string& what, Stage* s) {
+    const YAML::Node* x = find(e, "prompts");
+    if (x == nullptr) return;
+    if (!x->IsMap()) {
+      read_text(e, "prompts", &s->prompts);
+      return;
+    }
+    const auto sets = entries_of(*x, {}, "'prompts' of " + what);
+    if (sets.empty()) error(loc(*x), what + ": 'prompts' names no dataset");
+    for (const auto& [name, name_at, v] : sets) {
+      check_name("dataset", name, name_at);
+      if (auto t = text(v, "prompts." + name)) {
+        if (t->empty()) error(name_at, what + ": dataset '" + name + "' names no prompts file");
+        s->prompt_sets.emplace_back(name, *t);
+      }
+    }
+  }
+
   // An eval stage's keys: its checkpoints and prompts, how it decodes, its gate, a watch.
   void parse_eval_fields(const Entries& e, const std::string& what, Stage* stage) {
     Stage& s = *stage;
     for (auto [key, field] : {std::pair{"target", &s.target}, {"drafter", &s.drafter},
-                              {"reference", &s.reference}, {"prompts", &s.prompts},
-                              {"tokenizer", &s.tokenizer}}) {
+                              {"reference", &s.reference}, {"tokenizer", &s.tokenizer}}) {
       read_text(e, key, field);
     }
+    parse_prompts(e, what, &s);
     if (auto x = find(e, "max_new_tokens")) {
       if (auto r = integer(*x, "max_new_tokens", 1, 1 << 20)) s.max_new_tokens = static_cast<int>(*r);
     }

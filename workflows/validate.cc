@@ -274,6 +274,7 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
                           &s.tokenizer}) {
       check.check_text(*t, &s, "stage '" + s.name + "'");
     }
+    for (const auto& [name, t] : s.prompt_sets) check.check_text(t, &s, "stage '" + s.name + "' prompts " + name);
   }
 }
 

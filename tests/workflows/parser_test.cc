@@ -241,6 +241,22 @@ TEST_F(ParserTest, DeviceGpuIsCuda) {
   EXPECT_EQ(s->device, "cuda");
 }
 
+// Issue 43: `prompts:` as a map names datasets, each a file (a template), in order.
+TEST_F(ParserTest, EvalPromptsAsNamedDatasets) {
+  Workflow wf = parse_ok(
+      "name: g\nparams:\n  dir: /data\nstages:\n  e:\n    kind: eval\n    target: t\n    drafter: d\n"
+      "    prompts:\n      gsm8k: ${{ params.dir }}/gsm8k.jsonl\n      humaneval: coordinator:h.jsonl\n");
+  const Stage* s = wf.find_stage("e");
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(s->prompts.empty());
+  ASSERT_EQ(s->prompt_sets.size(), 2u);
+  EXPECT_EQ(s->prompt_sets[0].first, "gsm8k");
+  EXPECT_EQ(s->prompt_sets[0].second.value, "${{ params.dir }}/gsm8k.jsonl");
+  EXPECT_EQ(s->prompt_sets[0].second.at.line, 10);
+  EXPECT_EQ(s->prompt_sets[1].first, "humaneval");
+  EXPECT_EQ(s->prompt_sets[1].second.value, "coordinator:h.jsonl");
+}
+
 TEST_F(ParserTest, FullWorkflowOutputsMapForm) {
   Workflow wf = parse_ok(kFull);
   const Stage* s = wf.find_stage("report");

@@ -12,8 +12,15 @@ std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, con
   nlohmann::json engine = eval_engine_json(eval);
   const std::string prefix = kCoordinatorPrefix;
   if (eval.prompts.rfind(prefix, 0) == 0) {
-    spec.coordinator_prompts = env.local_path(eval.prompts.substr(prefix.size()));
+    spec.coordinator_prompts.emplace_back("/prompts", env.local_path(eval.prompts.substr(prefix.size())));
     engine["prompts"] = "";  // the shipped copy's path, once it is on the host
+  }
+  for (size_t i = 0; i < eval.datasets.size(); ++i) {  // each named dataset's file alike
+    const std::string& file = eval.datasets[i].prompts;
+    if (file.rfind(prefix, 0) != 0) continue;
+    const std::string where = "/datasets/" + std::to_string(i) + "/prompts";
+    spec.coordinator_prompts.emplace_back(where, env.local_path(file.substr(prefix.size())));
+    engine[nlohmann::json::json_pointer(where)] = "";
   }
   spec.engine = std::move(engine);
   spec.env = eval.env;

@@ -136,18 +136,20 @@ void RemoteEvalStage::check_memory() {
   }
 }
 
-void RemoteEvalStage::ship_prompts() {
-  if (spec_.coordinator_prompts.empty()) return start_job();
-  auto hash = HostFileUpload::file_hash(spec_.coordinator_prompts);
+// One coordinator prompts file after another (a dataset each), then the job.
+void RemoteEvalStage::ship_prompts(size_t next) {
+  if (next >= spec_.coordinator_prompts.size()) return start_job();
+  const auto& [where, file] = spec_.coordinator_prompts[next];
+  auto hash = HostFileUpload::file_hash(file);
   if (!hash.ok()) return fail("prompts: " + hash.status().message());
-  std::string dest = ".ferry/eval-prompts/" + *hash + "-" + base_name(spec_.coordinator_prompts);
-  upload_ = std::make_shared<HostFileUpload>(env_, HostFile{spec_.coordinator_prompts, spec_.host, dest, 0644});
+  std::string dest = ".ferry/eval-prompts/" + *hash + "-" + base_name(file);
+  upload_ = std::make_shared<HostFileUpload>(env_, HostFile{file, spec_.host, dest, 0644});
   auto self = shared_from_this();
-  upload_->start([self, dest](Status s, int64_t) {
+  upload_->start([self, dest, next, where = where](Status s, int64_t) {
     if (self->finished_) return;
     if (!s.ok()) return self->fail("prompts: " + s.message());
-    self->spec_.engine["prompts"] = dest;
-    self->start_job();
+    self->spec_.engine[nlohmann::json::json_pointer(where)] = dest;
+    self->ship_prompts(next + 1);
   });
 }
 

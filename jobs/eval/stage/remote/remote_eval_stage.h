@@ -24,6 +24,9 @@
 
 #include <deque>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "jobs/stage_runner.h"
 
@@ -37,7 +40,9 @@ struct RemoteEvalSpec {
   std::string host;
   AttemptId attempt;
   nlohmann::json engine;                   // the plugin's spec; paths as the host sees them
-  std::string coordinator_prompts;         // a coordinator file to ship as the prompts ("" = none)
+  /// Coordinator files to ship as prompts: (where the engine JSON takes the host's
+  /// path, as a JSON pointer: "/prompts", "/datasets/1/prompts"; the coordinator file).
+  std::vector<std::pair<std::string, std::string>> coordinator_prompts;
   std::map<std::string, std::string> env;  // the host's and the stage's env
   double timeout_s = 0;
   std::string worker;    // the coordinator's ferry-eval binary
@@ -72,7 +77,7 @@ class RemoteEvalStage : public StageRunner, public std::enable_shared_from_this<
  private:
   void install_worker();
   void check_memory();
-  void ship_prompts();
+  void ship_prompts(size_t next = 0);
   void start_job();
   void on_line(const std::string& line);
   void on_job_done(StageOutcome o);
