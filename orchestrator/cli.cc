@@ -220,7 +220,8 @@ int cli_main(int argc, char** argv) {
   auto* report_cmd = app.add_subcommand("report", "one self-contained HTML page of RUN (default: the newest run): "
                                                   "stage timeline, copies, τ per checkpoint, acceptance, drafter "
                                                   "diff, per-prompt responses; prints the file's path");
-  report_cmd->add_option("run", report.run, "the run id (default: the newest run)");
+  report_cmd->add_option("run", report.runs,
+                         "the run id (default: the newest run); several: their evals side by side on one page");
   report_cmd->add_option("-o,--output", report.out, "the file to write (default: $FERRY_HOME/reports/RUN.html)");
   report_cmd->add_flag("--json", report.json, "the report's data as JSON (on stdout, or to -o FILE)");
   report_cmd->add_option("--metrics", report.metrics,
@@ -228,6 +229,7 @@ int cli_main(int argc, char** argv) {
                          "'-' for JSONL on stdout");
   add_db(report_cmd, &c);
   example(report_cmd, "ferry report last -o run.html --metrics run.csv");
+  example(report_cmd, "ferry report dflash-1 dflash-2 -o compare.html   # τ curves side by side, drafter diff");
   report_cmd->callback([&] { action = [&] { return cmd_report(c, report); }; });
 
   FileOptions validate;

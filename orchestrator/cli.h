@@ -56,7 +56,7 @@ struct LogsOptions {
   int tail = 0;     // > 0: only the last this many lines
 };
 struct ReportOptions {
-  std::string run = "last";
+  std::vector<std::string> runs;  // empty: the newest run; two or more: side by side (compare_report.h)
   std::string out;      // -o: the HTML file (default $FERRY_HOME/reports/<run>.html); with --json, the JSON file
   bool json = false;    // the report's data as JSON instead of the page
   std::string metrics;  // --metrics FILE: flat rows, CSV when FILE ends in .csv, else JSONL; "-": JSONL on stdout

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "orchestrator/cli.h"
+#include "orchestrator/report/compare_report.h"
 #include "orchestrator/report/html_report.h"
 #include "orchestrator/report/metrics_export.h"
 #include "orchestrator/report/run_report.h"
@@ -35,12 +36,37 @@ Status write_file(const std::string& path, const std::string& content) {
   return Status();
 }
 
+// Several runs on one page: the JSON (--json) or the page, to -o or the reports folder.
+int compare_runs(const Common& c, const ReportOptions& o, Store& store) {
+  if (!o.metrics.empty()) return fail(invalid_argument("--metrics takes one run; give one run id"));
+  auto report = report::collect_compare_report(store, o.runs, ferry_home(c.db));
+  if (!report.ok()) return fail(report.status());
+  std::string path = o.out;
+  if (o.json && path.empty()) {
+    std::cout << report->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return kExitOk;
+  }
+  if (path.empty()) {
+    const std::string dir = ferry_home(c.db) + "/reports";
+    ::mkdir(dir.c_str(), 0755);
+    std::string name;
+    for (const auto& r : (*report)["runs"]) name += (name.empty() ? "" : "+") + r["run"].value("id", std::string());
+    path = dir + "/" + name + ".html";
+  }
+  Status s = write_file(path, o.json ? report->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                                     : report::render_compare_report(*report));
+  if (!s.ok()) return fail(s);
+  std::cout << path << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_report(const Common& c, const ReportOptions& o) {
   auto store = open_store_read_only(c);
   if (!store.ok()) return fail(store.status());
-  auto report = report::collect_run_report(**store, o.run);
+  if (o.runs.size() > 1) return compare_runs(c, o, **store);
+  auto report = report::collect_run_report(**store, o.runs.empty() ? "last" : o.runs[0]);
   if (!report.ok()) return fail(report.status());
   const std::string run_id = (*report)["run"].value("id", std::string());
 

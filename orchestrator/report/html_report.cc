@@ -4,6 +4,7 @@
 
 #include "base/peer_json.h"
 #include "jobs/eval/run/eval_report_json.h"
+#include "orchestrator/report/dataset_table.h"
 #include "orchestrator/report/html_escape.h"
 #include "orchestrator/report/svg_chart.h"
 #include "orchestrator/report/timeline_chart.h"
@@ -120,21 +121,9 @@ std::string copies_section(const json& copies) {
 // τ per checkpoint step; evals that name no step are placed by their order.
 std::string tau_curve(const json& evals) {
   ChartSeries cand{"candidate", kCandidateColor, {}}, ref{"reference", kReferenceColor, {}};
-  bool all_steps = true;
-  for (const auto& p : evals) all_steps = all_steps && p["step"].is_number();
-  double i = 0;
-  for (const auto& p : evals) {
-    double x = all_steps ? p["step"].get<double>() : ++i;
-    if (p["tau"].is_number()) cand.points.push_back({x, p["tau"].get<double>()});  // null: unreadable
-    if (p["reference_tau"].is_number()) ref.points.push_back({x, p["reference_tau"].get<double>()});
-  }
-  ChartFrame f;
-  f.id = kTauCurveId;
-  f.title = "τ per checkpoint";
-  f.x_label = all_steps ? "training step" : "eval";
-  f.y_label = "τ (tokens per target forward)";
-  f.width = 960;
-  f.height = 300;
+  const bool all_steps = every_point_has_a_step(evals);
+  tau_points(evals, all_steps, &cand, &ref);
+  const ChartFrame f = tau_frame(kTauCurveId, "τ per checkpoint", all_steps);
   std::vector<ChartSeries> series = {cand};
   if (!ref.points.empty()) series.push_back(ref);
   return svg_line_chart(f, series);
@@ -179,14 +168,21 @@ std::string acceptance_charts(const eval::EvalReport& ev) {
 
 std::string diff_section(const std::optional<eval::DrafterDiff>& diff) {
   if (!diff) return "";
-  std::string s =
-      "<h3>Drafter vs reference</h3><table><tr><th>config field</th><th>candidate</th><th>reference</th></tr>";
+  return drafter_diff_html(*diff, "<h3>Drafter vs reference</h3>", "candidate", "reference");
+}
+
+}  // namespace
+
+std::string drafter_diff_html(const eval::DrafterDiff& d, const std::string& heading, const std::string& a,
+                              const std::string& b) {
+  const eval::DrafterDiff* diff = &d;
+  std::string s = heading + "<table><tr><th>config field</th><th>" + e(a) + "</th><th>" + e(b) + "</th></tr>";
   for (const auto& f : diff->fields) {
     s += std::string("<tr") + (f.differs ? " class=\"differs\"" : "") + "><td>" + e(f.name) + "</td><td>" +
          e(f.candidate) + "</td><td>" + e(f.reference) + "</td></tr>";
   }
-  s += "</table><table><tr><th>tensor</th><th>issue</th><th>candidate</th><th>reference</th>"
-       "<th class=\"num\">relative distance</th></tr>";
+  s += "</table><table><tr><th>tensor</th><th>issue</th><th>" + e(a) + "</th><th>" + e(b) +
+       "</th><th class=\"num\">relative distance</th></tr>";
   for (const auto& t : diff->tensors) {
     s += std::string("<tr") + (t.issue.empty() || t.issue == "none" ? "" : " class=\"differs\"") + "><td>" + e(t.name) +
          "</td><td>" + e(t.issue) + "</td><td>" + e(t.candidate) + "</td><td>" + e(t.reference) +
@@ -195,6 +191,8 @@ std::string diff_section(const std::optional<eval::DrafterDiff>& diff) {
   }
   return s + "</table>";
 }
+
+namespace {
 
 // The response with its accepted-draft spans (between ⟦ and ⟧ in marked_text) as <mark>.
 std::string marked_response(const eval::ResponseText& r) {
@@ -304,9 +302,10 @@ std::string eval_section(const json& report) {
            tau_curve(evals) + evals_table(evals);
   }
   const eval::EvalReport& ev = *read;
-  s += eval_cards(ev, evals.size()) + tau_curve(evals) + evals_table(evals);
+  s += eval_cards(ev, evals.size()) + tau_curve(evals) + dataset_tau_chart(evals) + evals_table(evals);
   s += "<h3>Newest eval (stage " + e(str_field(report, "eval_stage")) + ", drafter <code>" + e(ev.drafter) +
        "</code>)</h3>";
+  s += dataset_table_html(ev);
   s += acceptance_charts(ev);
   s += "<p class=\"sub\">target <code>" + e(ev.target) + "</code> (" + e(ev.target_architecture) +
        "), reference <code>" + e(ev.reference) + "</code>, " + std::to_string(ev.prompt_count) + " prompts, block " +
@@ -319,13 +318,17 @@ std::string eval_section(const json& report) {
 
 }  // namespace
 
-std::string render_html_report(const json& report) {
-  const json& run = report["run"];
-  const int64_t generated = int_field(report, "generated_ms");
+std::string html_page_start(const std::string& title) {
   std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   s += std::string("<meta http-equiv=\"Content-Security-Policy\" content=\"") + kPolicy + "\">";
   s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  s += "<title>ferry report " + e(str(run, "id")) + "</title><style>" + kStyle + "</style></head><body>\n";
+  return s + "<title>" + e(title) + "</title><style>" + kStyle + "</style></head><body>\n";
+}
+
+std::string render_html_report(const json& report) {
+  const json& run = report["run"];
+  const int64_t generated = int_field(report, "generated_ms");
+  std::string s = html_page_start("ferry report " + str(run, "id"));
   s += header(run, generated);
   s += stages_section(run, generated);
   s += copies_section(arr_field(report, "copies"));

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jobs/eval/run/drafter_diff.h"
+
 namespace ferry::report {
 
 /// Element ids a reader (or a test) can look for: the stage timeline, the τ curve,
@@ -18,5 +20,14 @@ inline constexpr const char* kHistogramId = "acceptance-histogram";
 inline constexpr const char* kPositionsId = "acceptance-by-position";
 
 std::string render_html_report(const nlohmann::json& report);
+
+/// The page's head up to <body>: the policy, the style, `title` (escaped). Shared by
+/// the pages of several runs side by side (compare_report.h).
+std::string html_page_start(const std::string& title);
+
+/// Two drafters' diff as two tables (config fields, then tensors with an issue),
+/// after `heading` (markup); `a` and `b` name the two columns.
+std::string drafter_diff_html(const eval::DrafterDiff& diff, const std::string& heading, const std::string& a,
+                              const std::string& b);
 
 }  // namespace ferry::report

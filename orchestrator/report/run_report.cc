@@ -8,6 +8,7 @@
 #include "base/peer_json.h"
 #include "jobs/eval/run/eval_report_json.h"
 #include "jobs/states.h"
+#include "orchestrator/report/dataset_table.h"
 #include "orchestrator/status_view.h"
 
 namespace ferry::report {
@@ -93,6 +94,7 @@ void eval_point(const nlohmann::json& stored, nlohmann::json* point) {
   (*point)["reference_tau"] = r.reference_run ? nlohmann::json(r.reference_run->tau) : nlohmann::json();
   (*point)["speedup"] = r.speedup;
   (*point)["ratio_to_reference"] = r.ratio_to_reference ? nlohmann::json(*r.ratio_to_reference) : nlohmann::json();
+  if (!r.datasets.empty()) (*point)["datasets"] = dataset_points(r);  // τ per step per dataset
 }
 
 }  // namespace

@@ -18,4 +18,8 @@ namespace ferry::eval {
 /// `j` as parse_peer_json gives it (depth already bounded).
 Result<EvalReport> eval_report_from_json(const nlohmann::json& j);
 
+/// A drafter diff (DrafterDiff::to_json) read back alike: `ferry report A B` stores
+/// the diff of two runs' checkpoints in its JSON and draws the page from it.
+Result<DrafterDiff> drafter_diff_from_json(const nlohmann::json& j);
+
 }  // namespace ferry::eval

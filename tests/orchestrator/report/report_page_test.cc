@@ -96,5 +96,95 @@ TEST_F(ReportPageTest, PageOpensOfflineInChromiumWithEveryPlotDrawn) {
   EXPECT_GT(json["copies"][0]["bytes_sent"].get<double>(), 0);
 }
 
+// The elements `selectors` match on `page` in headless Chromium (no console error, no
+// request past the page itself), and the screenshot beside the test's output.
+nlohmann::json open_page(const std::string& page, const std::string& shot, const std::vector<std::string>& selectors) {
+  std::vector<std::string> argv = {"node", FERRY_OPEN_IN_CHROMIUM, page, shot};
+  argv.insert(argv.end(), selectors.begin(), selectors.end());
+  auto browser = testing::run_process(argv, {}, 120);
+  EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err;
+  auto seen = nlohmann::json::parse(browser.out, nullptr, false);
+  if (!seen.is_object()) return nlohmann::json::object();
+  EXPECT_TRUE(seen["errors"].empty()) << seen["errors"].dump(2);
+  EXPECT_TRUE(seen["requests"].empty()) << seen["requests"].dump(2);
+  return seen["counts"];
+}
+
+// Issue 43: `ferry report A B` of two watch runs — the broken run's checkpoints never
+// agree with the target, the fixed run's last one always does — on one page: both τ
+// curves (and each run's reference and per-dataset curves) on one chart, each run's
+// dataset table, the diff between their last checkpoints. Each eval decodes two named
+// datasets (`prompts:` as a map), so each run's own page plots τ per step per dataset.
+TEST_F(ReportPageTest, TwoWatchRunsSideBySideWithBothCurvesInChromium) {
+  const std::string second = suite_.file("code-prompts.jsonl");
+  auto made = testing::run_process({testing::bin_dir() + "/ferry-tiny-models", "prompts", "--out", second, "--count",
+                                    "5", "--vocab", "63", "--min-len", "4", "--max-len", "24", "--seed", "9"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto watch_run = [&](const std::string& name, const std::string& last_drafter) {
+    const std::string dir = work_.file(name);
+    const std::string wf = work_.file(name + ".yaml");
+    write_text(wf, "name: " + name + "\nhosts:\n  trainer: {transport: local, workdir: " + dir +
+                       "/trainer}\n  evaluator: {transport: local, workdir: " + dir +
+                       "/evaluator}\nstages:\n  train:\n    host: trainer\n    run: |\n      CK=" + dir +
+                       "/trainer/ckpt\n      ck() { mkdir -p \"$CK/checkpoint-$1\"; echo $1 > \"$CK/checkpoint-$1/step.txt\";"
+                       " cp " + suite_.path() + "/$2/* \"$CK/checkpoint-$1/\"; }\n      ck 100 oracle-disagree\n      ck 200 " +
+                       last_drafter + "\n  eval:\n    kind: eval\n    host: evaluator\n    watch: {stage: train, from: "
+                       "trainer:ckpt}\n    drafter: checkpoints\n    target: " + suite_.file("oracle-target") +
+                       "\n    reference: " + suite_.file("oracle-disagree") + "\n    prompts:\n      gsm8k: " +
+                       suite_.file("oracle-prompts.jsonl") + "\n      humaneval: " + second +
+                       "\n    max_new_tokens: 16\n    threads: 1\n");
+    auto run = ferry({"run", wf});
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  };
+  watch_run("broken", "oracle-disagree");
+  watch_run("fixed", "oracle-agree");
+
+  const std::string page = std::string(FERRY_TEST_OUTPUT_DIR) + "/report_compare.html";
+  auto rep = ferry({"report", "broken-1", "fixed-1", "-o", page});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_EQ(rep.out, page + "\n");
+  const std::vector<std::string> selectors = {
+      "#tau-curves circle.pt[data-series='broken-1']",         "#tau-curves circle.pt[data-series='fixed-1']",
+      "#tau-curves circle.pt[data-series='fixed-1 reference']", "#tau-curves circle.pt[data-series='fixed-1 gsm8k']",
+      "#tau-curves circle.pt[data-series='broken-1 humaneval']", "#datasets-broken-1 th.dataset",
+      "#datasets-fixed-1 th.dataset",                           "tr.run",
+      "tr.differs",                                             ".diff-unavailable",
+      "script"};
+  auto n = open_page(page, std::string(FERRY_TEST_OUTPUT_DIR) + "/report_compare.png", selectors);
+  EXPECT_EQ(n[selectors[0]], 2) << "the broken run's curve: one point per checkpoint";
+  EXPECT_EQ(n[selectors[1]], 2) << "the fixed run's curve";
+  EXPECT_EQ(n[selectors[2]], 2);
+  EXPECT_EQ(n[selectors[3]], 2);
+  EXPECT_EQ(n[selectors[4]], 2);
+  EXPECT_EQ(n[selectors[5]], 2) << "a column per dataset";
+  EXPECT_EQ(n[selectors[6]], 2);
+  EXPECT_EQ(n[selectors[7]], 2);
+  EXPECT_GT(n[selectors[8]], 0) << "the last checkpoints differ (the agreeing drafter's norm)";
+  EXPECT_EQ(n[selectors[9]], 0) << "both checkpoints are on this machine";
+  EXPECT_EQ(n[selectors[10]], 0) << "the page runs no script";
+
+  auto json = nlohmann::json::parse(ferry({"report", "broken-1", "fixed-1", "--json"}).out);
+  ASSERT_EQ(json["runs"].size(), 2u);
+  EXPECT_EQ(json["format"], "ferry-compare/1");
+  EXPECT_DOUBLE_EQ(json["runs"][0]["evals"][1]["tau"].get<double>(), 1.0);  // never accepted
+  EXPECT_GT(json["runs"][1]["evals"][1]["tau"].get<double>(), 1.5);
+  ASSERT_EQ(json["runs"][1]["evals"][1]["datasets"].size(), 2u);
+  EXPECT_EQ(json["runs"][1]["evals"][1]["datasets"][1]["name"], "humaneval");
+  ASSERT_TRUE(json["diffs"][0].contains("diff")) << json["diffs"].dump(2);
+  EXPECT_GT(json["diffs"][0]["diff"]["tensors"].size(), 0u);
+
+  // One run's page, as before, and its τ per step per dataset.
+  const std::string one = std::string(FERRY_TEST_OUTPUT_DIR) + "/report_datasets.html";
+  ASSERT_EQ(ferry({"report", "fixed-1", "-o", one}).exit_code, 0);
+  const std::vector<std::string> own = {"#tau-per-dataset circle.pt[data-series=gsm8k]",
+                                        "#tau-per-dataset circle.pt[data-series=humaneval]",
+                                        "#tau-curve circle.pt[data-series=candidate]", "#datasets th.dataset"};
+  auto m = open_page(one, std::string(FERRY_TEST_OUTPUT_DIR) + "/report_datasets.png", own);
+  EXPECT_EQ(m[own[0]], 2);
+  EXPECT_EQ(m[own[1]], 2);
+  EXPECT_EQ(m[own[2]], 2);
+  EXPECT_EQ(m[own[3]], 2);
+}
+
 }  // namespace
 }  // namespace ferry
