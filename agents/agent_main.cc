@@ -6,6 +6,8 @@
 //   ferry-agent push [SPEC.json]      send a copy straight to another host over this
 //                                     host's ssh (agents/push.h); the spec comes from the
 //                                     file or $FERRY_PUSH_SPEC; run as a detached job
+//   ferry-agent cap-log --max BYTES LOG -- COMMAND...   run COMMAND with its output
+//                                     kept in LOG within BYTES (a Slurm job's, capped_run.h)
 #include <unistd.h>
 
 #include <csignal>
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "agents/agent_server.h"
+#include "agents/capped_run.h"
 #include "agents/lane_listener.h"
 #include "agents/push.h"
 #include "base/chunk_memory.h"
@@ -31,7 +34,8 @@ int usage() {
                "usage: ferry-agent serve --workdir DIR [--idle-exit SECONDS] [--lanes-socket PATH]\n"
                "       ferry-agent version\n"
                "       ferry-agent hash-self\n"
-               "       ferry-agent push [SPEC.json]\n");
+               "       ferry-agent push [SPEC.json]\n"
+               "       ferry-agent cap-log --max BYTES LOG -- COMMAND...\n");
   return 2;
 }
 
@@ -103,6 +107,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "hash-self") return ferry::print_self_hash("ferry-agent");
   if (cmd == "push") return push_main(argc, argv);
+  if (cmd == "cap-log") return ferry::cap_log_main(argc - 1, argv + 1);
   if (cmd == "serve") {
     std::string workdir;
     std::string lanes_socket;

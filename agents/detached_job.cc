@@ -1,8 +1,8 @@
 #include "agents/detached_job.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "agents/capped_run.h"
 #include "agents/job_cgroup.h"
 #include "agents/job_shell.h"
 #include "base/capped_log.h"
@@ -37,21 +38,6 @@ void write_fd_all(int fd, const std::string& s) {
     if (n <= 0) return;
     off += static_cast<size_t>(n);
   }
-}
-
-// Moves what the pipe holds into the log; false at end of file, or when a
-// non-blocking pipe is empty (errno EAGAIN). A log that cannot be written (disk
-// full) loses those bytes, marked as dropped, rather than stalling the job.
-bool forward_log(int fd, CappedLogWriter* log, std::string* buf) {
-  ssize_t n = ::read(fd, buf->data(), buf->size());
-  if (n < 0 && errno == EINTR) return true;
-  if (n <= 0) {
-    if (n == 0) errno = 0;
-    return false;
-  }
-  int64_t before = log->size();
-  if (!log->append(buf->data(), static_cast<size_t>(n)).ok()) (void)log->skip(before + n - log->size());
-  return true;
 }
 
 // Runs in the grandchild: becomes the job, its stdout and stderr on `out`. Never returns.
@@ -235,8 +221,8 @@ bool forward_log(int fd, CappedLogWriter* log, std::string* buf) {
     ::sleep(1);
   }
   if (!recorded.ok()) {
-    (void)log->append("ferry: the job ended (" + exit.dump() + ") but its exit could not be recorded: " +
-                      recorded.message() + "\n");
+    (void)log->append("ferry: the job ended (" + exit.dump() +
+                      ") but its exit could not be recorded: " + recorded.message() + "\n");
   }
   // A process the job left running may still write (its own daemon): its output
   // goes on into the log, as when the job wrote to the file itself, until it ends.

@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <iterator>
 
 #include "agents/job_shell.h"
 #include "base/child_process.h"
@@ -19,6 +21,7 @@ namespace {
 constexpr int64_t kMaxToolOutput = 4 << 20;
 constexpr time_t kRecancelS = 30;
 constexpr int64_t kSettleMs = 30 * 1000;  // after the exit record, how long to wait for Slurm's end state
+constexpr int64_t kClockSlackS = 5;       // this node's clock against slurmctld's, when adopting a job
 
 struct ToolRun {
   int rc = -1;
@@ -41,7 +44,8 @@ Result<ToolRun> run_tool(const std::vector<std::string>& argv, double timeout_s)
   auto child = ChildProcess::spawn(argv, o);
   if (!child.ok()) {
     return failed_precondition("this host has no Slurm client: '" + argv[0] + "' could not run (" +
-                               child.status().message() + "); install Slurm's client tools or put them on the "
+                               child.status().message() +
+                               "); install Slurm's client tools or put them on the "
                                "agent's PATH");
   }
   ToolRun run;
@@ -138,13 +142,30 @@ struct Submitted {
   std::string id, name;
 };
 
+// scancel of job `id` only while it is our job named `name`: an id that Slurm reused
+// for another job, ours or another user's, is left alone (scancel then does nothing).
+Result<ToolRun> scancel_ours(const std::string& id, const std::string& name) {
+  return run_tool({"scancel", "--me", "--jobname=" + name, id}, SlurmQueue::kToolTimeoutS);
+}
+
+// Whether squeue's %V (submit time, "2026-12-04T13:55:43", local time) is no earlier
+// than `since_ms`, give or take kClockSlackS between this node and slurmctld's.
+bool submitted_since(const std::string& v, int64_t since_ms) {
+  std::tm tm{};
+  const char* end = ::strptime(v.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || *end != '\0') return false;
+  tm.tm_isdst = -1;
+  const time_t at = std::mktime(&tm);
+  return at != static_cast<time_t>(-1) && static_cast<int64_t>(at) >= since_ms / 1000 - kClockSlackS;
+}
+
 Result<Submitted> read_submitted(const JobPaths& paths) {
   auto text = read_file(paths.slurm());
   if (!text.ok()) return not_found("the Slurm submission of " + paths.attempt_dir + " was never recorded");
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return data_loss("corrupt " + paths.slurm());
   Submitted s{j.value("job_id", std::string()), j.value("name", std::string())};
-  if (s.id.empty()) return data_loss(paths.slurm() + " names no job id");
+  if (s.id.empty() || s.name.empty()) return data_loss(paths.slurm() + " names no job id or name");
   return s;
 }
 
@@ -162,7 +183,29 @@ void fill_end(const JobPaths& paths, const SlurmState& st, JobRecord* r) {
   if (!r->cause.empty()) r->cause_note = last_line(paths.slurm_out());
 }
 
+// The command in the background, its output kept within log_max by the agent on the
+// shared workdir (capped_run.h, review-4 P4); as it is, with a note, on a node that
+// cannot run that agent.
+std::string slurm_run_lines(const LaunchSpec& spec, const std::string& agent) {
+  const std::string cmd = "\"$@\" " + shell_quote(spec.command);
+  return "__ferry_agent=" + shell_quote(agent) +
+         "\n"
+         "if [ -x \"$__ferry_agent\" ]; then\n"
+         "  \"$__ferry_agent\" cap-log --max " +
+         std::to_string(spec.log_max) + " \"$__ferry_d/log\" -- " + cmd +
+         " </dev/null &\n"
+         "else\n"
+         "  printf 'ferry: %s cannot run on this node: this log is not kept within log_max\\n' \"$__ferry_agent\" "
+         ">>\"$__ferry_d/log\"\n"
+         "  " +
+         cmd +
+         " >>\"$__ferry_d/log\" 2>&1 </dev/null &\n"
+         "fi\n";
+}
+
 }  // namespace
+
+bool is_slurm_script_name(const std::string& name) { return name.rfind("__ferry_", 0) == 0; }
 
 SlurmState SlurmQueue::state(const std::string& id, const std::string& name) {
   const double now = mono_s();
@@ -173,44 +216,45 @@ SlurmState SlurmQueue::state(const std::string& id, const std::string& name) {
     it->second.first_asked = now;
   }
   it->second.asked = now;
-  if (now - last_poll_ >= kPollS) refresh();
+  if (now >= next_poll_) refresh();
   const Entry& e = it->second;
   if (last_poll_ < e.first_asked) return {};  // no listing since the first question
   if (e.seen == last_poll_) return e.st;      // in the latest listing (or that listing failed)
-  return {"GONE", ""};  // a listing without it: Slurm forgot the job, or its id is another's now
+  return {"GONE", ""};                        // a listing without it: Slurm forgot the job, or its id is another's now
 }
 
 void SlurmQueue::refresh() {
   const double now = mono_s();
-  last_poll_ = now;
-  std::string names;
   for (auto it = jobs_.begin(); it != jobs_.end();) {
-    if (now - it->second.asked > kForgetS) {
-      it = jobs_.erase(it);
-      continue;
-    }
-    names += (names.empty() ? "" : ",") + it->first;
-    ++it;
+    it = now - it->second.asked > kForgetS ? jobs_.erase(it) : std::next(it);
   }
-  if (names.empty()) return;
+  if (jobs_.empty()) return;
   ++polls_;
-  auto run = run_tool({"squeue", "-h", "-t", "all", "--name=" + names, "-o", "%i|%T|%r|%j"}, kToolTimeoutS);
+  // All of our jobs, no one else's, and no list of names that could outgrow an argument.
+  auto run = run_tool({"squeue", "--me", "-h", "-t", "all", "-o", "%i|%T|%r|%j"}, timing_.tool_timeout_s);
+  // Stamped when the answer came: a listing that took long is not due again at once.
+  const double done = mono_s();
+  last_poll_ = done;
   if (!run.ok() || run->rc != 0) {
     // Keep what we knew: a controller down for a while is no job's end. Not gone either.
-    for (auto& [name, e] : jobs_) e.seen = std::max(e.seen, now);
+    for (auto& [name, e] : jobs_) e.seen = done;
+    backoff_s_ = std::min(backoff_s_ > 0 ? 2 * backoff_s_ : 2 * timing_.poll_s, timing_.max_backoff_s);
+    next_poll_ = done + backoff_s_;
     return;
   }
+  backoff_s_ = 0;
+  next_poll_ = done + timing_.poll_s;
   for (const auto& f : table(run->out)) {
     if (f.size() != 4) continue;
     auto it = jobs_.find(f[3]);
     if (it == jobs_.end() || it->second.id != f[0]) continue;  // a reused id is another job
-    it->second.seen = now;
+    it->second.seen = done;
     it->second.st = {f[1], f[2]};
   }
 }
 
 Result<SlurmState> SlurmQueue::ask(const std::string& id, const std::string& name) {
-  auto run = run_tool({"scontrol", "-o", "show", "job", id}, kToolTimeoutS);
+  auto run = run_tool({"scontrol", "-o", "show", "job", id}, timing_.tool_timeout_s);
   if (!run.ok()) return run.status();
   if (run->rc != 0) {
     if (run->err.find("Invalid job id") != std::string::npos) return not_found("Slurm does not know job " + id);
@@ -221,46 +265,64 @@ Result<SlurmState> SlurmQueue::ask(const std::string& id, const std::string& nam
     return not_found("Slurm job " + id + " is now '" + field(line, "JobName") + "', not '" + name +
                      "' (its id was reused)");
   }
+  // UserId=alice(1000): ours only, whatever the name.
+  const std::string user = field(line, "UserId");
+  if (user.find("(" + std::to_string(::getuid()) + ")") == std::string::npos) {
+    return not_found("Slurm job " + id + " belongs to " + user + ", not to us (its id was reused)");
+  }
   return SlurmState{field(line, "JobState"), field(line, "Reason")};
 }
 
 bool is_slurm_attempt(const JobPaths& paths) { return path_exists(paths.submit()); }
 
-Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, const std::string& what) {
+Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, const std::string& what,
+                                 const std::string& agent) {
   std::string s =
       "#!/bin/sh\n"
-      "# Generated by ferry for " + what + ". Slurm runs a copy of this file, so the job's\n"
-      "# folder comes as $1. exit.json there (temp + rename) is the record ferry reads.\n"
-      "d=\"$1\"\n"
-      "record() {\n"
-      "  printf '{\"exit_code\":%d,\"signal\":%d,\"timed_out\":false,\"cancelled\":%s,\"ended_ms\":%s}\\n' "
-      "\"$1\" \"$2\" \"$3\" \"$(date +%s%3N)\" >\"$d/exit.json.tmp\" && mv -f \"$d/exit.json.tmp\" \"$d/exit.json\"\n"
-      "}\n"
-      "cancelled() { if [ -e \"$d/cancel\" ]; then echo true; else echo false; fi; }\n"
-      "if ! cd " + shell_quote(spec.cwd) + " 2>>\"$d/log\"; then\n"
-      "  echo " + shell_quote("ferry: cannot enter " + spec.cwd) + " >>\"$d/log\"; record 126 0 \"$(cancelled)\"; exit 126\n"
-      "fi\n";
+      "# Generated by ferry for " +
+      what +
+      ". Slurm runs a copy of this file, so the job's\n"
+      "# folder comes as $1. exit.json there (temp + rename) is the record ferry reads.\n";
   for (const auto& [k, v] : spec.env) {
     if (!shell_name(k)) return invalid_argument("env name '" + k + "' is not a shell variable name");
+    if (is_slurm_script_name(k)) return invalid_argument("env name '" + k + "' is the Slurm script's own");
     s += "export " + k + "=" + shell_quote(v) + "\n";
   }
-  s += "export FERRY_OUTPUT=\"$d/outputs\"\n";
-  s += shell_choice_lines(spec.shell, "\"$d/log\"");
-  s += "\"$@\" " + shell_quote(spec.command) + " >>\"$d/log\" 2>&1 </dev/null &\n"
-       "child=$!\n"
+  // The script's own state: after the stage's env, in names it may not use, and mv
+  // and date by path, so no env value moves or breaks the exit record (review-4 P8).
+  s += "__ferry_d=\"$1\"\n"
+       "__ferry_record() {\n"
+       "  printf '{\"exit_code\":%d,\"signal\":%d,\"timed_out\":false,\"cancelled\":%s,\"ended_ms\":%s}\\n' "
+       "\"$1\" \"$2\" \"$3\" \"$(/bin/date +%s%3N)\" >\"$__ferry_d/exit.json.tmp\" &&\n"
+       "    /bin/mv -f \"$__ferry_d/exit.json.tmp\" \"$__ferry_d/exit.json\"\n"
+       "}\n"
+       "__ferry_cancelled() { if [ -e \"$__ferry_d/cancel\" ]; then echo true; else echo false; fi; }\n"
+       // The folder is a value (a template may have made it): one quoted word, printed by %s (review-4 P3).
+       "if ! cd " +
+       shell_quote(spec.cwd) +
+       " 2>>\"$__ferry_d/log\"; then\n"
+       "  printf 'ferry: cannot enter %s\\n' " +
+       shell_quote(spec.cwd) +
+       " >>\"$__ferry_d/log\"\n"
+       "  __ferry_record 126 0 \"$(__ferry_cancelled)\"; exit 126\n"
+       "fi\n"
+       "export FERRY_OUTPUT=\"$__ferry_d/outputs\"\n";
+  s += shell_choice_lines(spec.shell, "\"$__ferry_d/log\"");
+  s += slurm_run_lines(spec, agent);
+  s += "__ferry_child=$!\n"
        "# scancel and the time limit TERM the whole job; pass it on and still record the end.\n"
-       "trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT HUP\n"
-       "wait \"$child\"; rc=$?\n"
-       "while kill -0 \"$child\" 2>/dev/null; do wait \"$child\"; rc=$?; done\n"
-       "sig=0; if [ \"$rc\" -gt 128 ]; then sig=$((rc - 128)); fi\n"
-       "record \"$rc\" \"$sig\" \"$(cancelled)\"\n"
-       "exit \"$rc\"\n";
+       "trap 'kill -TERM \"$__ferry_child\" 2>/dev/null' TERM INT HUP\n"
+       "wait \"$__ferry_child\"; __ferry_rc=$?\n"
+       "while kill -0 \"$__ferry_child\" 2>/dev/null; do wait \"$__ferry_child\"; __ferry_rc=$?; done\n"
+       "__ferry_sig=0; if [ \"$__ferry_rc\" -gt 128 ]; then __ferry_sig=$((__ferry_rc - 128)); fi\n"
+       "__ferry_record \"$__ferry_rc\" \"$__ferry_sig\" \"$(__ferry_cancelled)\"\n"
+       "exit \"$__ferry_rc\"\n";
   return s;
 }
 
 Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& spec, const nlohmann::json& slurm,
                                      const std::string& name) {
-  auto script = slurm_script(paths, spec, "job " + name);
+  auto script = slurm_script(paths, spec, "job " + name, self_exe());
   if (!script.ok()) return script.status();
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.job_script(), *script, 0700));
   std::vector<std::string> argv = {"sbatch",
@@ -287,8 +349,8 @@ Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& sp
   if (!run.ok() || run->rc != 0) {
     (void)::unlink(paths.submit().c_str());  // nothing was submitted: the next start submits afresh
     if (!run.ok()) return run.status();
-    return failed_precondition("sbatch refused the job: " + (run->err.empty() ? "exit " + std::to_string(run->rc)
-                                                                               : run->err));
+    return failed_precondition("sbatch refused the job: " +
+                               (run->err.empty() ? "exit " + std::to_string(run->rc) : run->err));
   }
   std::string out = trim(run->out);
   std::string id = out.substr(0, out.find(';'));
@@ -297,7 +359,7 @@ Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& sp
   }
   Status recorded = write_file_atomic(paths.slurm(), nlohmann::json{{"job_id", id}, {"name", name}}.dump());
   if (!recorded.ok()) {
-    (void)run_tool({"scancel", id}, SlurmQueue::kToolTimeoutS);  // never a job nobody can find
+    (void)scancel_ours(id, name);  // never a job nobody can find
     (void)::unlink(paths.submit().c_str());
     return recorded;
   }
@@ -310,16 +372,22 @@ Result<std::string> adopt_slurm_job(const JobPaths& paths) {
   auto j = nlohmann::json::parse(*text, nullptr, false);
   std::string name = j.is_object() ? j.value("name", std::string()) : "";
   if (name.empty()) return data_loss("corrupt " + paths.submit());
-  auto run = run_tool({"squeue", "-h", "-t", "all", "--name=" + name, "-o", "%i"}, SlurmQueue::kToolTimeoutS);
+  const int64_t submitted_ms = j.value("submitted_ms", int64_t{0});
+  auto run =
+      run_tool({"squeue", "--me", "-h", "-t", "all", "--name=" + name, "-o", "%i|%V"}, SlurmQueue::kToolTimeoutS);
   if (!run.ok()) return run.status();
   if (run->rc != 0) return unavailable("squeue: " + run->err);
-  std::string id = trim(run->out);
-  if (id.empty() || id.find('\n') != std::string::npos) {
-    (void)::unlink(paths.submit().c_str());
-    return not_found("Slurm has no job named " + name);
+  // Ours (--me) and submitted since submit.json: not an older job that had the same name.
+  std::vector<std::string> ids;
+  for (const auto& f : table(trim(run->out))) {
+    if (f.size() == 2 && submitted_since(f[1], submitted_ms)) ids.push_back(f[0]);
   }
-  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.slurm(), nlohmann::json{{"job_id", id}, {"name", name}}.dump()));
-  return id;
+  if (ids.size() != 1 || ids[0].empty() || ids[0].find_first_not_of("0123456789_") != std::string::npos) {
+    (void)::unlink(paths.submit().c_str());
+    return not_found("Slurm has no job of ours named " + name + " submitted since " + std::to_string(submitted_ms));
+  }
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.slurm(), nlohmann::json{{"job_id", ids[0]}, {"name", name}}.dump()));
+  return ids[0];
 }
 
 Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue) {
@@ -385,8 +453,12 @@ Result<nlohmann::json> slurm_info() {
     if (f.size() != 5 || f[0].empty()) continue;
     bool is_default = f[0].back() == '*';
     if (is_default) f[0].pop_back();
-    parts.push_back({{"name", f[0]}, {"default", is_default}, {"available", f[1]}, {"time_limit", f[2]},
-                     {"nodes", std::atoi(f[3].c_str())}, {"gres", f[4]}});
+    parts.push_back({{"name", f[0]},
+                     {"default", is_default},
+                     {"available", f[1]},
+                     {"time_limit", f[2]},
+                     {"nodes", std::atoi(f[3].c_str())},
+                     {"gres", f[4]}});
   }
   return nlohmann::json{{"partitions", parts}};
 }
@@ -402,7 +474,7 @@ Status cancel_slurm_job(const JobPaths& paths, bool hard) {
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.cancel(), "cancel\n"));
   // Hard or not, scancel: Slurm itself sends TERM, then KILL after its KillWait, to every step.
   (void)hard;
-  auto run = run_tool({"scancel", sub->id}, SlurmQueue::kToolTimeoutS);
+  auto run = scancel_ours(sub->id, sub->name);
   if (!run.ok()) return run.status();
   if (run->rc != 0 && run->err.find("already completing or completed") == std::string::npos &&
       run->err.find("Invalid job id") == std::string::npos) {

@@ -3,8 +3,9 @@
 //
 // The job folder is the same journal as a detached job's (job_journal.h), on a
 // filesystem the compute nodes share. Extra files in <attempt>/:
-//   job.sh          the generated batch script: cd, env, the stage's command with
-//                   stdout+stderr appended to `log`, then exit.json by temp + rename
+//   job.sh          the generated batch script: env, cd, the stage's command with
+//                   stdout+stderr kept in `log` within log_max (by the agent binary on
+//                   the shared workdir: `ferry-agent cap-log`), then exit.json by temp + rename
 //   submit.json     {"name","submitted_ms"}: written before sbatch runs, so a
 //                   submission whose id was never recorded can be found by name
 //   slurm.json      {"job_id","name"}: written as soon as sbatch answers
@@ -16,8 +17,10 @@
 //
 // SlurmQueue caches one `squeue` listing for every Slurm job the agent was asked
 // about, refreshed at most every kPollS whatever the number of jobs, so the
-// coordinator's 200 ms status polls never reach slurmctld. Jobs are matched by
-// id *and* name: an id reused after a controller crash reads as another job.
+// coordinator's 200 ms status polls never reach slurmctld. Every client call is
+// about our own jobs only (squeue --me, scancel --me --jobname=NAME ID, scontrol's
+// UserId): jobs are matched by id, name *and* user, so an id reused after a
+// controller crash, or another user's job of the same name, reads as another job.
 // Call from the agent's request thread only.
 #pragma once
 
@@ -44,13 +47,24 @@ class SlurmQueue {
   static constexpr double kPollS = 5.0;        // at most one squeue per this long
   static constexpr double kForgetS = 60.0;     // stop listing a job nobody asked about
   static constexpr double kToolTimeoutS = 30;  // a client hangs ~9 s when slurmctld is down
+  static constexpr double kMaxBackoffS = 60;   // the longest wait between listings that failed
 
-  /// The cached state of job `id` named `name`, refreshing the cache when it is older than
-  /// kPollS: "" before a listing has seen it, "GONE" when a listing since the first question
-  /// did not have it (Slurm forgot it, or the id now names another job).
+  struct Timing {
+    double poll_s = kPollS;
+    double tool_timeout_s = kToolTimeoutS;
+    double max_backoff_s = kMaxBackoffS;
+  };
+  SlurmQueue() = default;
+  explicit SlurmQueue(Timing t) : timing_(t) {}
+
+  /// The cached state of job `id` named `name`, refreshing the cache when the next listing
+  /// is due (poll_s after the last one returned; after a listing failed or timed out, twice
+  /// the last wait, up to max_backoff_s, so a controller that is down does not keep the
+  /// agent busy): "" before a listing has seen it, "GONE" when a listing since the first
+  /// question did not have it (Slurm forgot it, or the id now names another job).
   SlurmState state(const std::string& id, const std::string& name);
   /// Asks Slurm about one job now (scontrol): for a job's end and for jobs squeue no longer lists.
-  /// kNotFound when Slurm does not know the id, or knows it under another name.
+  /// kNotFound when Slurm does not know the id, or knows it under another name or user.
   Result<SlurmState> ask(const std::string& id, const std::string& name);
   /// How many squeue listings this object ran (tests, the bench).
   int polls() const { return polls_; }
@@ -64,13 +78,23 @@ class SlurmQueue {
     double seen = 0;         // mono_s of the listing it was last in
     SlurmState st;
   };
+  Timing timing_;
   std::map<std::string, Entry> jobs_;  // by name
-  double last_poll_ = -1e9;
+  double last_poll_ = -1e9;            // when the last listing returned
+  double next_poll_ = -1e9;
+  double backoff_s_ = 0;  // the wait after the last failed listing; 0 after a good one
   int polls_ = 0;
 };
 
-/// The batch script of an attempt (see above); `spec.env` keys must be shell names.
-Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, const std::string& what);
+/// The batch script of an attempt (see above); `spec.env` keys must be shell names and
+/// not the script's own (is_slurm_script_name). `agent`: this agent binary's path, on the
+/// shared workdir, which keeps the command's output within spec.log_max (capped_run.h).
+Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, const std::string& what,
+                                 const std::string& agent);
+
+/// Names the batch script keeps its own state in (`__ferry_*`), so no stage or host
+/// `env` may set them (the workflow parser refuses them too).
+bool is_slurm_script_name(const std::string& name);
 
 /// Writes job.sh and submit.json, runs sbatch with the `slurm` options
 /// ({partition, account, qos, mem, gres, cpus, time_min, options}), records slurm.json.
@@ -82,7 +106,8 @@ Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& sp
 bool is_slurm_attempt(const JobPaths& paths);
 
 /// A submission without slurm.json (the agent died between sbatch and the record):
-/// finds its job by name and records it. kNotFound when Slurm has none.
+/// finds its job among ours by name, submitted no earlier than submit.json says, and
+/// records it. kNotFound when Slurm has none.
 Result<std::string> adopt_slurm_job(const JobPaths& paths);
 
 /// The journal's record of a Slurm attempt: "running" (with slurm_state/slurm_reason),
@@ -93,7 +118,8 @@ Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue);
 /// {partitions: [{name, default, available, time_limit, nodes, gres}]}; an error when Slurm cannot be asked.
 Result<nlohmann::json> slurm_info();
 
-/// Marks the attempt cancelled and runs scancel (hard or not: Slurm escalates to KILL after its KillWait).
+/// Marks the attempt cancelled and runs scancel on the recorded id, only if it is still
+/// our job of that name (hard or not: Slurm escalates to KILL after its KillWait).
 Status cancel_slurm_job(const JobPaths& paths, bool hard);
 
 }  // namespace ferry

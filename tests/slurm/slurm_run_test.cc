@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
@@ -29,9 +31,8 @@ class SlurmRunTest : public ::testing::Test {
     if (::geteuid() != 0) GTEST_SKIP() << "SLURM TESTS SKIPPED: they need root (slurmd, munged)";
     // Ports of our own, so runs in other build trees never meet this cluster.
     int port = 17000 + 2 * (::getpid() % 2000);
-    std::map<std::string, std::string> env = {{"SLURMCTLD_PORT", std::to_string(port)},
-                                              {"SLURMD_PORT", std::to_string(port + 1)},
-                                              {"KILL_WAIT", "2"}};
+    std::map<std::string, std::string> env = {
+        {"SLURMCTLD_PORT", std::to_string(port)}, {"SLURMD_PORT", std::to_string(port + 1)}, {"KILL_WAIT", "2"}};
     auto up = testing::run_process({kTestbed, "up", cluster_.path()}, env, 60);
     started_ = true;
     if (up.exit_code != 0) {
@@ -52,6 +53,25 @@ class SlurmRunTest : public ::testing::Test {
   }
 
   std::string calls_file() const { return work_.path() + "/slurm-calls.log"; }
+  // Puts `body` in tool's shim, after the line that logs the call; `exec /usr/bin/TOOL "$@"` runs the real one.
+  void shim(const std::string& tool, const std::string& body) {
+    std::string path = shims_ + "/" + tool;
+    write_text(path, "#!/bin/sh\necho \"" + tool + " $*\" >> " + calls_file() + "\n" + body);
+    ::chmod(path.c_str(), 0755);
+  }
+  // A job of another user (nobody), held so that it never runs, named `name`; its id.
+  std::string foreign_job(const std::string& name) {
+    auto r = testing::run_process({"/usr/bin/sbatch", "--parsable", "--uid=65534", "--hold", "--job-name=" + name,
+                                   "--output=/dev/null", "--chdir=/tmp", "--wrap", "sleep 300"},
+                                  {{"SLURM_CONF", cluster_.file("slurm.conf")}});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
+    return r.out;
+  }
+  // Sum of the sizes of the files matching a shell glob.
+  int64_t bytes_in(const std::string& glob) {
+    return std::atoll(testing::run_process({"sh", "-c", "cat " + glob + " | wc -c"}).out.c_str());
+  }
   int calls(const std::string& tool) const {
     std::string log = read_text(calls_file());
     int n = 0;
@@ -140,8 +160,9 @@ TEST_F(SlurmRunTest, SubmitsRunsTwoStagesAtOnceAndRecordsTheExitCodeOnce) {
   EXPECT_NE(logs.out.find("a in slurm job "), std::string::npos) << logs.out;
   EXPECT_EQ(ferry({"logs", "sl-1", "c"}).out, "got 42\n");
   // The Slurm job id is in the store with the launch, and Slurm ran the job under ferry's name.
-  std::string id = sql("SELECT json_extract(detail,'$.slurm_job') FROM events WHERE run_id='sl-1' AND stage='c' "
-                       "AND type='attempt.launched'");
+  std::string id =
+      sql("SELECT json_extract(detail,'$.slurm_job') FROM events WHERE run_id='sl-1' AND stage='c' "
+          "AND type='attempt.launched'");
   while (!id.empty() && id.back() == '\n') id.pop_back();
   ASSERT_FALSE(id.empty());
   EXPECT_EQ(squeue_state(id), "FAILED");
@@ -155,7 +176,8 @@ TEST_F(SlurmRunTest, SubmitsRunsTwoStagesAtOnceAndRecordsTheExitCodeOnce) {
 TEST_F(SlurmRunTest, PendingJobShowsQueuedWithSlurmsReason) {
   std::string release = work_.file("release");
   auto wf = workflow(R"(  hog:
-    run: while [ ! -f )" + release + R"( ]; do sleep 0.1; done
+    run: while [ ! -f )" +
+                     release + R"( ]; do sleep 0.1; done
     slurm: {gres: "gpu:2"}
   waiter:
     run: echo "waited; CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
@@ -180,8 +202,11 @@ TEST_F(SlurmRunTest, CancelRunsScancelAndTheStageEndsCancelled) {
     run: echo started; sleep 300
 )");
   pid_t coordinator = ferry_bg({"run", wf}, "run.log");
-  ASSERT_TRUE(wait_until([&] { return ferry({"logs", "sl-1", "sleepy"}).out.find("started") != std::string::npos; },
-                         std::chrono::seconds(60)))
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return ferry({"logs", "sl-1", "sleepy"}).out.find("started") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
       << read_text(work_.file("run.log"));
   auto c = ferry({"cancel", "sl-1"});
   EXPECT_EQ(c.exit_code, 0) << c.err;
@@ -253,12 +278,16 @@ TEST_F(SlurmRunTest, ResumeAfterSigkillReattachesToTheSameJob) {
   auto wf = workflow(R"(  long:
     run: |
       echo started
-      while [ ! -f )" + release + R"( ]; do sleep 0.1; done
+      while [ ! -f )" +
+                     release + R"( ]; do sleep 0.1; done
       echo finished; exit 4
 )");
   pid_t coordinator = ferry_bg({"run", wf}, "run.log");
-  ASSERT_TRUE(wait_until([&] { return ferry({"logs", "sl-1", "long"}).out.find("started") != std::string::npos; },
-                         std::chrono::seconds(60)))
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return ferry({"logs", "sl-1", "long"}).out.find("started") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
       << read_text(work_.file("run.log"));
   ::kill(coordinator, SIGKILL);
   testing::wait_process(coordinator);
@@ -273,8 +302,7 @@ TEST_F(SlurmRunTest, ResumeAfterSigkillReattachesToTheSameJob) {
   EXPECT_EQ(calls("sbatch"), 1) << read_text(calls_file());
   EXPECT_EQ(sql("SELECT count(*) FROM events WHERE run_id='sl-1' AND stage='long' AND type='attempt.reattached'"),
             "1\n");
-  EXPECT_EQ(sql("SELECT count(*) FROM events WHERE run_id='sl-1' AND stage='long' AND type='attempt.finished'"),
-            "1\n");
+  EXPECT_EQ(sql("SELECT count(*) FROM events WHERE run_id='sl-1' AND stage='long' AND type='attempt.finished'"), "1\n");
   EXPECT_EQ(ferry({"logs", "sl-1", "long"}).out, "started\nfinished\n");
 }
 
@@ -294,7 +322,8 @@ TEST_F(SlurmRunTest, SbatchRefusalFailsTheStageByNameAndRecordsNoJob) {
   EXPECT_EQ(sql("SELECT count(*) FROM events WHERE run_id='sl-1' AND json_extract(detail,'$.slurm_job') IS NOT NULL"),
             "0\n");
   EXPECT_EQ(testing::run_process({"sh", "-c", "ls " + host_dir() + ".ferry/jobs/*/1/ | sort | tr '\\n' ' '"}).out,
-            "job.sh spec.json ") << "a refused submission leaves no submit.json or slurm.json";
+            "job.sh spec.json ")
+      << "a refused submission leaves no submit.json or slurm.json";
 }
 
 TEST_F(SlurmRunTest, LoginNodeWithoutSlurmIsAClearError) {
@@ -340,8 +369,8 @@ TEST_F(SlurmRunTest, TheSlurmExampleTrainsOnSlurmAndEvaluatesElsewhere) {
   EXPECT_EQ(calls("sbatch"), 4) << "data, target, drafter, reference: " << read_text(calls_file());
   for (const char* trained : {"data", "target", "drafter", "reference"}) {
     std::string id = sql(std::string("SELECT json_extract(detail,'$.slurm_job') FROM events WHERE "
-                                     "run_id='dflash-tiny-slurm-1' AND stage='") + trained +
-                         "' AND type='attempt.launched'");
+                                     "run_id='dflash-tiny-slurm-1' AND stage='") +
+                         trained + "' AND type='attempt.launched'");
     while (!id.empty() && id.back() == '\n') id.pop_back();
     EXPECT_FALSE(id.empty()) << trained << " ran as a Slurm job";
     if (!id.empty()) {
@@ -376,12 +405,106 @@ TEST_F(SlurmRunTest, AnEvalOnASlurmHostRunsItsWorkerAsASlurmJob) {
   EXPECT_EQ(eval["state"], "succeeded") << eval.dump(2);
   EXPECT_GT(std::stod(eval["outputs"].value("tau", std::string("0"))), 1.5) << eval.dump(2);
   EXPECT_EQ(calls("sbatch"), 1) << read_text(calls_file());
-  std::string id = sql("SELECT json_extract(detail,'$.slurm_job') FROM events WHERE run_id='sl-1' AND stage='eval' "
-                       "AND type='attempt.launched'");
+  std::string id =
+      sql("SELECT json_extract(detail,'$.slurm_job') FROM events WHERE run_id='sl-1' AND stage='eval' "
+          "AND type='attempt.launched'");
   while (!id.empty() && id.back() == '\n') id.pop_back();
   ASSERT_FALSE(id.empty()) << "the worker ran as a Slurm job";
   EXPECT_EQ(squeue_state(id), "COMPLETED");
   EXPECT_NE(read_text(calls_file()).find("--mem=1G"), std::string::npos) << read_text(calls_file());
+}
+
+// log_max on a Slurm host (review-4 P4): the job's output is kept within it on the
+// shared filesystem (by the agent binary there, on the compute node) and in the
+// coordinator's copy, which never receives the dropped bytes.
+TEST_F(SlurmRunTest, AStageWriting50MBKeepsAtMostLogMaxOnTheSharedFilesystemAndInTheMirror) {
+  auto wf = workflow(R"(  chatty:
+    run: head -c 50000000 /dev/zero | tr '\0' 'x'; echo; echo the end
+    log_max: 4M
+)");
+  auto r = ferry({"run", wf});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const int64_t on_host = bytes_in(host_dir() + ".ferry/jobs/*/1/log*");
+  const int64_t mirror = bytes_in(home_.path() + "/logs/sl-1/chatty/1.log*");
+  std::cout << "50 MB written with log_max 4M: " << on_host << " bytes on the shared filesystem, " << mirror
+            << " in the coordinator's copy\n";
+  EXPECT_LE(on_host, 4 << 20);
+  EXPECT_GE(on_host, 3 << 20);
+  EXPECT_LE(mirror, 4 << 20);
+  auto tail = ferry({"logs", "sl-1", "chatty", "--tail", "1"});
+  EXPECT_EQ(tail.out, "the end\n") << tail.err;
+  EXPECT_NE(ferry({"logs", "sl-1", "chatty"}).out.find("bytes dropped here"), std::string::npos);
+}
+
+// Adoption of a submission whose answer was lost (review-4 P7): the agent dies
+// right after a job of another user, with our job's name, appeared. The next agent
+// finds no job of ours by that name and submits afresh; it does not adopt theirs.
+TEST_F(SlurmRunTest, AnotherUsersJobOfTheSameNameIsNotAdopted) {
+  const std::string foreign_id = work_.file("foreign.id");
+  shim("sbatch", "if [ ! -f " + foreign_id +
+                     " ]; then\n"
+                     "  for a in \"$@\"; do case \"$a\" in --job-name=*) name=${a#--job-name=};; esac; done\n"
+                     "  /usr/bin/sbatch --parsable --uid=65534 --hold --job-name=\"$name\" --output=/dev/null "
+                     "--chdir=/tmp --wrap 'sleep 300' > " +
+                     foreign_id +
+                     "\n"
+                     "  kill -KILL $PPID; exit 1\n"
+                     "fi\n"
+                     "exec /usr/bin/sbatch \"$@\"\n");
+  auto wf = workflow(R"(  ours:
+    run: echo "ours ran as $SLURM_JOB_ID"
+)");
+  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
+  EXPECT_EQ(testing::wait_process(coordinator, 180), 0) << read_text(work_.file("run.log"));
+  std::string foreign = read_text(foreign_id);
+  while (!foreign.empty() && foreign.back() == '\n') foreign.pop_back();
+  ASSERT_FALSE(foreign.empty());
+  EXPECT_EQ(calls("sbatch"), 2) << read_text(calls_file());
+  EXPECT_EQ(squeue_state(foreign), "PENDING") << "the other user's job is left as it was";
+  std::string logs = ferry({"logs", "sl-1", "ours"}).out;
+  EXPECT_NE(logs.find("ours ran as "), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("ours ran as " + foreign + "\n"), std::string::npos) << logs;
+  EXPECT_NE(read_text(calls_file()).find("squeue --me -h -t all --name="), std::string::npos)
+      << read_text(calls_file());
+}
+
+// A recorded id that now names another job (Slurm reused it; here sbatch's answer is
+// another user's job of our name, and squeue is faked to keep our stage running):
+// `ferry cancel` runs scancel, restricted to our job of that name, so theirs stays.
+TEST_F(SlurmRunTest, ACancelLeavesAJobThatNowHoldsTheRecordedId) {
+  const std::string id_file = work_.file("foreign.id"), name_file = work_.file("name"), fake = work_.file("fake");
+  write_text(fake, "");
+  shim("sbatch",
+       "for a in \"$@\"; do case \"$a\" in --job-name=*) name=${a#--job-name=};; esac; done\n"
+       "printf %s \"$name\" > " +
+           name_file +
+           "\n"
+           "/usr/bin/sbatch --parsable --uid=65534 --hold --job-name=\"$name\" --output=/dev/null "
+           "--chdir=/tmp --wrap 'sleep 300' | tee " +
+           id_file + "\n");
+  shim("squeue", "if [ -f " + fake + " ]; then echo \"$(cat " + id_file + ")|RUNNING|None|$(cat " + name_file +
+                     ")\"; exit 0; fi\nexec /usr/bin/squeue \"$@\"\n");
+  auto wf = workflow(R"(  sleepy:
+    run: sleep 300
+)");
+  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
+  auto running = [&] {
+    auto j = nlohmann::json::parse(ferry({"status", "sl-1", "--json"}).out, nullptr, false);
+    if (!j.is_object()) return false;  // no run yet
+    auto p = stage(j, "sleepy")["progress"];
+    return p.is_object() && p.value("slurm_state", std::string()) == "RUNNING";
+  };
+  ASSERT_TRUE(wait_until(running, std::chrono::seconds(60)))
+      << status("sl-1").dump() << read_text(work_.file("run.log"));
+  EXPECT_EQ(ferry({"cancel", "sl-1"}).exit_code, 0);
+  ASSERT_TRUE(wait_until([&] { return calls("scancel") >= 1; }, std::chrono::seconds(60))) << read_text(calls_file());
+  std::string foreign = read_text(id_file);
+  while (!foreign.empty() && foreign.back() == '\n') foreign.pop_back();
+  EXPECT_NE(read_text(calls_file()).find("scancel --me --jobname="), std::string::npos) << read_text(calls_file());
+  EXPECT_EQ(squeue_state(foreign), "PENDING") << "scancel reached another user's job";
+  ::unlink(fake.c_str());  // the listing tells the truth again: our job is not there
+  EXPECT_EQ(testing::wait_process(coordinator, 120), 130) << read_text(work_.file("run.log"));
+  EXPECT_EQ(squeue_state(foreign), "PENDING");
 }
 
 }  // namespace
