@@ -50,6 +50,10 @@ void put_eval_fields(nlohmann::json& in, const EvalStageSpec& e) {
   in["dtype"] = e.dtype;
   in["prompt_format"] = e.prompt_format;
   in["threads"] = e.threads;
+  if (e.temperature > 0) {  // only when sampled, so a greedy eval's hash is what earlier versions wrote
+    in["temperature"] = e.temperature;
+    in["seed"] = e.seed;
+  }
   if (e.min_tau) in["min_tau"] = *e.min_tau;
   if (e.min_ratio_to_reference) in["min_ratio_to_reference"] = *e.min_ratio_to_reference;
   // Only when sharded, so an unsharded eval's hash is what earlier versions wrote.

@@ -151,6 +151,8 @@ Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
       e.device = s.device;
       e.dtype = s.dtype;
       e.threads = s.threads;
+      e.temperature = s.temperature;
+      e.seed = s.seed;
       e.min_tau = s.gate.min_tau;
       e.min_ratio_to_reference = s.gate.min_ratio_to_reference;
       e.shard_index = s.shard_index;

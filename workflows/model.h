@@ -150,6 +150,8 @@ struct Stage {
   std::string device = "cpu";
   std::string dtype = "auto";  // auto: the target checkpoint's dtype
   int threads = 0;
+  double temperature = 0;  // 0 = greedy; > 0: the target's tokens sampled (jobs/eval/run/token_sampler.h)
+  uint64_t seed = 0;
   EvalGate gate;
   CheckpointWatch watch;
   /// A sharded eval (`hosts:`, eval_shards.h): the prompts are split over these hosts.

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -23,9 +24,12 @@ const std::vector<std::string> kCommonStageKeys = {"kind", "host", "needs", "env
                                                    "log_max", "retries", "retry_backoff", "retry_on", "description"};
 const std::vector<std::string> kCommandKeys = {"run", "cwd", "slurm", "shell"};
 const std::vector<std::string> kCopyKeys = {"from", "to", "route", "keep_local", "streams"};
-const std::vector<std::string> kEvalKeys = {"target",     "drafter",       "reference", "prompts", "max_new_tokens",
-                                            "block_size", "device",        "dtype",     "threads", "gate",
-                                            "tokenizer",  "prompt_format", "watch",     "slurm",   "hosts"};
+const std::vector<std::string> kEvalKeys = {"target",      "drafter",       "reference", "prompts", "max_new_tokens",
+                                            "block_size",  "device",        "dtype",     "threads", "gate",
+                                            "tokenizer",   "prompt_format", "watch",     "slurm",   "hosts",
+                                            "temperature", "seed"};
+// The engine's limit too (jobs/eval/run/eval_spec.h), which workflows/ does not include.
+constexpr double kMaxTemperature = 100;
 const std::vector<std::string> kWatchKeys = {"stage", "from", "pattern", "marker", "fail_on_error"};
 const std::vector<std::string> kGateKeys = {"min_tau", "min_ratio_to_reference"};
 
@@ -277,6 +281,22 @@ class Parser : public YamlReader {
     }
   }
 
+  // `temperature:` (0 = greedy; the target's tokens sampled above it) and `seed:`.
+  void parse_sampling(const Entries& e, Stage* s) {
+    if (auto x = find(e, "temperature")) {
+      if (auto t = number(*x, "temperature")) {
+        if (!(*t >= 0 && *t <= kMaxTemperature)) {  // NaN too
+          error(loc(*x), "'temperature' must be between 0 (greedy) and 100, got " + x->Scalar());
+        } else {
+          s->temperature = *t;
+        }
+      }
+    }
+    if (auto x = find(e, "seed")) {
+      if (auto r = integer(*x, "seed", 0, std::numeric_limits<long long>::max())) s->seed = static_cast<uint64_t>(*r);
+    }
+  }
+
   // An eval stage's keys: its checkpoints and prompts, how it decodes, its gate, a watch.
   void parse_eval_fields(const Entries& e, const std::string& what, Stage* stage) {
     Stage& s = *stage;
@@ -304,6 +324,7 @@ class Parser : public YamlReader {
     if (auto x = find(e, "threads")) {
       if (auto r = integer(*x, "threads", 0, 1024)) s.threads = static_cast<int>(*r);
     }
+    parse_sampling(e, &s);
     if (auto x = find(e, "gate")) {
       if (expect_map(*x, "gate")) {
         auto g = entries_of(*x, kGateKeys, "'gate' of " + what);

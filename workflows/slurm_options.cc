@@ -1,6 +1,7 @@
 #include "workflows/slurm_options.h"
 
 #include <cctype>
+#include <cstring>
 
 #include "base/split.h"
 
@@ -24,15 +25,43 @@ bool digits(const std::string& s) {
 }
 
 // Flags whose job ferry does itself: a user's value would break tracking or resume.
-const char* const kOwnedFlags[] = {"--job-name", "-J",      "--output",     "-o",        "--error",   "-e",
-                                   "--open-mode", "--parsable", "--wrap",   "--chdir",   "-D",        "--requeue",
-                                   "--no-requeue", "--array", "-a",         "--wait",    "-W",        "--comment",
-                                   "--export",     "--input",  "-i",        "--test-only", "--hold",  "-H"};
+// ("workdir": --chdir's name before Slurm 18.)
+const char* const kOwnedLong[] = {"job-name", "output",  "error",   "open-mode",  "parsable", "wrap",
+                                  "chdir",    "workdir", "requeue", "no-requeue", "array",    "wait",
+                                  "comment",  "export",  "input",   "test-only",  "hold"};
+const char kOwnedShort[] = "JoeDaiWH";
+// sbatch's short options that take a value (its getopt string): the rest of the word
+// is that value. Any other letter may be followed by more options in the same word.
+const char kShortWithValue[] = "aABcCdDeFGiJLmMnNopqStwx";
+
+// What sbatch's getopt_long reads `name` (the text after "--") as, when that is one
+// of ferry's flags: an exact name, or an abbreviation of one (--outp, --chd, --exp).
+// "" for a name that can mean no owned flag.
+std::string owned_long(const std::string& name) {
+  for (const char* owned : kOwnedLong) {
+    if (name == owned) return std::string("--") + owned;
+  }
+  for (const char* owned : kOwnedLong) {
+    if (!name.empty() && std::string(owned).compare(0, name.size(), name) == 0) return std::string("--") + owned;
+  }
+  return "";
+}
+
+// The owned flag that a word of short options sets, as getopt reads it: -vo FILE is
+// -v then -o with the value " FILE". "" when none.
+std::string owned_short(const std::string& word) {
+  for (size_t i = 1; i < word.size(); ++i) {
+    const char c = word[i];
+    if (std::strchr(kOwnedShort, c) != nullptr) return std::string("-") + c;
+    if (std::strchr(kShortWithValue, c) != nullptr) return "";
+  }
+  return "";
+}
 
 }  // namespace
 
 const std::vector<std::string>& slurm_retry_causes() {
-  static const std::vector<std::string> causes = {"TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+  static const std::vector<std::string> causes = {"TIMEOUT",   "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
                                                   "CANCELLED", "BOOT_FAIL", "LOST"};
   return causes;
 }
@@ -65,15 +94,18 @@ std::string slurm_extra_problem(const std::string& flag) {
   for (char c : flag) {
     if (c == '\n' || c == '\r' || c == '\0') return "must be one line, got '" + flag + "'";
   }
-  std::string name = flag.substr(0, flag.find('='));
-  if (flag[1] != '-') name = flag.substr(0, 2);  // -Jname, -o file
-  for (const char* owned : kOwnedFlags) {
-    if (name == owned) {
-      return "sets " + name + ", which ferry sets itself (the job's name, output and folder are how it finds the job "
-             "again); leave it out";
-    }
+  std::string owned;
+  if (flag[1] == '-') {
+    std::string name = flag.substr(2, flag.find('=') == std::string::npos ? std::string::npos : flag.find('=') - 2);
+    if (name.empty()) return "must be an sbatch flag like --constraint=h100, got '" + flag + "'";
+    owned = owned_long(name);
+  } else {
+    owned = owned_short(flag);
   }
-  return "";
+  if (owned.empty()) return "";
+  const std::string written = flag.substr(0, flag.find('='));
+  return "sets " + owned + (written == owned ? "" : " (sbatch reads '" + written + "' as " + owned + ")") +
+         ", which ferry sets itself (the job's name, output and folder are how it finds the job again); leave it out";
 }
 
 SlurmOptions merge_slurm(const SlurmOptions& host, const SlurmOptions& stage) {

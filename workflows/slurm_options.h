@@ -18,7 +18,8 @@ const std::vector<std::string>& slurm_retry_causes();
 std::string slurm_value_problem(const std::string& key, const std::string& value);
 
 /// "" when `flag` may go to sbatch as an extra option, else why not: ferry owns the
-/// job's name, output, working folder and requeue policy, and the script.
+/// job's name, output, working folder and requeue policy, and the script. The flag is
+/// read as sbatch's getopt_long reads it: `--outp=` is --output, `-vo F` is -v -o F.
 std::string slurm_extra_problem(const std::string& flag);
 
 /// The stage's options over the host's defaults (the stage's extra flags follow the host's).

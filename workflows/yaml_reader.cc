@@ -188,6 +188,13 @@ bool YamlReader::expect_map(const YAML::Node& n, const std::string& what) {
 void YamlReader::parse_env(const YAML::Node& n, const std::string& what, std::map<std::string, Text>* env) {
   if (!expect_map(n, what)) return;
   for (const auto& [k, k_at, v] : entries_of(n, {}, "'" + what + "'")) {
+    // A Slurm job's script keeps its own state in these (agents/slurm_job.h, review-4 P8).
+    if (k.rfind("__ferry_", 0) == 0) {
+      d_.error(k_at, what + "." + k +
+                         ": names starting with __ferry_ are ferry's own (a Slurm job's script uses "
+                         "them); choose another name");
+      continue;
+    }
     if (auto t = text(v, what + "." + k)) (*env)[k] = *t;
   }
 }

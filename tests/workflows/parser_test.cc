@@ -257,6 +257,30 @@ TEST_F(ParserTest, EvalPromptsAsNamedDatasets) {
   EXPECT_EQ(s->prompt_sets[1].second.value, "coordinator:h.jsonl");
 }
 
+// Issue 43: an eval samples the target's tokens at temperature > 0 with a seed.
+TEST_F(ParserTest, EvalTemperatureAndSeed) {
+  const std::string head =
+      "name: g\nstages:\n  e:\n    kind: eval\n    target: t\n    drafter: d\n    prompts: p.jsonl\n";
+  Workflow wf = parse_ok(head + "    temperature: 0.7\n    seed: 9223372036854775807\n");
+  const Stage* s = wf.find_stage("e");
+  ASSERT_NE(s, nullptr);
+  EXPECT_DOUBLE_EQ(s->temperature, 0.7);
+  EXPECT_EQ(s->seed, 9223372036854775807ULL);
+  const Workflow plain = parse_ok(head);  // greedy by default
+  ASSERT_NE(plain.find_stage("e"), nullptr);
+  EXPECT_EQ(plain.find_stage("e")->temperature, 0);
+  for (const auto& [bad, want] : std::vector<std::pair<std::string, std::string>>{
+           {"    temperature: -0.5\n", "wf.yaml:8:18: 'temperature' must be between 0 (greedy) and 100, got -0.5"},
+           {"    temperature: .nan\n", "'temperature' must be"},
+           {"    temperature: hot\n", "'temperature' must be a number, got 'hot'"},
+           {"    seed: -1\n", "wf.yaml:8:11: 'seed' must be between 0 and 9223372036854775807, got -1"},
+           {"    seed: 1.5\n", "'seed' must be an integer"}}) {
+    Diagnostics d("wf.yaml");
+    parse_workflow_collecting("wf.yaml", head + bad, &d);
+    EXPECT_NE(d.to_string().find(want), std::string::npos) << bad << d.to_string();
+  }
+}
+
 TEST_F(ParserTest, FullWorkflowOutputsMapForm) {
   Workflow wf = parse_ok(kFull);
   const Stage* s = wf.find_stage("report");
@@ -380,6 +404,26 @@ stages:
   EXPECT_EQ(m.partition, "gpu-long");
   EXPECT_EQ(m.account, "proj42");
   EXPECT_EQ(m.extra, (std::vector<std::string>{"--constraint=h100", "--exclusive"}));
+}
+
+// sbatch reads flags with getopt_long: an abbreviation of a long flag and a word of
+// short options set the flag they stand for (review-4 P8).
+TEST_F(ParserTest, SlurmOwnedFlagsAreFoundAsSbatchReadsThem) {
+  for (const char* flag : {"--outp=x", "--chd=/tmp", "--exp=NONE", "--job=n", "--no-r", "--open=truncate", "-vo x",
+                           "-vvJname", "-Hv", "-sD/tmp", "--output", "-o", "-Jname", "--workdir=/tmp", "--=x", "--"}) {
+    EXPECT_NE(slurm_extra_problem(flag), "") << flag;
+  }
+  EXPECT_NE(slurm_extra_problem("--outp=x").find("sets --output (sbatch reads '--outp' as --output)"),
+            std::string::npos)
+      << slurm_extra_problem("--outp=x");
+  EXPECT_NE(slurm_extra_problem("-vo x").find("sets -o"), std::string::npos);
+  // Whole flags that are not ferry's, abbreviations that cannot be one, and short
+  // options whose value holds an owned letter.
+  for (const char* flag :
+       {"--constraint=h100", "--exclusive", "--export-file=f", "--wait-all-nodes=1", "--part=gpu", "--con=h100",
+        "--mail-type=END", "-v", "-vv", "-C h100", "-pJob", "-t10", "-x node-Jo", "--wckey=x", "--signal=B:USR1@60"}) {
+    EXPECT_EQ(slurm_extra_problem(flag), "") << flag;
+  }
 }
 
 TEST_F(ParserTest, HelloExampleIsValid) {

@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "auto|float32|bfloat16|float16]\n"
     "                  [--threads N] [--min-tau X] [--min-ratio X] [--no-baseline] [--json]\n"
     "                  [--tokenizer DIR] [--prompt-format raw|chat|chat-no-think] [--show N] [--shard K/N]\n"
+    "                  [--temperature T] [--seed S]   (T > 0: the target's tokens sampled; default greedy)\n"
     "example (tiny models from `ferry-tiny-models suite --out suite`):\n"
     "  ferry eval --target suite/oracle-target --drafter suite/oracle-agree --prompts suite/oracle-prompts.jsonl\n";
 
@@ -74,6 +75,28 @@ constexpr NumberFlag kNumberFlags[] = {
     {"--min-ratio", &EvalSpec::min_ratio_to_reference},
 };
 
+// --temperature T (0 = greedy, up to kMaxTemperature) or --seed S (0 .. 2^64 - 1).
+Status parse_sampling_flag(const std::string& flag, const std::string& value, EvalSpec* spec) {
+  if (flag == "--temperature") {
+    auto t = parse_double(flag, value);
+    if (!t.ok()) return t.status();
+    if (*t < 0 || *t > kMaxTemperature) {
+      return invalid_argument(flag + ": '" + value + "' is not from 0 (greedy) to " +
+                              std::to_string(static_cast<int>(kMaxTemperature)));
+    }
+    spec->temperature = *t;
+    return Status();
+  }
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
+  if (value.empty() || value[0] == '-' || *end != '\0' || errno != 0) {
+    return invalid_argument(flag + ": '" + value + "' is not an integer from 0 to 2^64 - 1");
+  }
+  spec->seed = seed;
+  return Status();
+}
+
 template <typename Flag, size_t N>
 const Flag* find_flag(const Flag (&flags)[N], const std::string& name) {
   for (const Flag& f : flags) {
@@ -121,6 +144,8 @@ Result<EvalSpec> parse_eval_args(const std::vector<std::string>& args, bool* jso
       auto x = parse_double(a, v);
       if (!x.ok()) return x.status();
       spec.*f->field = *x;
+    } else if (a == "--temperature" || a == "--seed") {
+      FERRY_RETURN_IF_ERROR(parse_sampling_flag(a, v, &spec));
     } else if (a == "--shard") {  // K/N, 1-based: the K-th contiguous part of the prompts
       size_t slash = v.find('/');
       auto k = parse_int(a, v.substr(0, slash));

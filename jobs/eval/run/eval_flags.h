@@ -31,6 +31,8 @@ inline constexpr EvalFlag kEvalFlags[] = {
     {"--prompt-format", true, "raw chat chat-no-think"},
     {"--show", true, ""},
     {"--shard", true, ""},
+    {"--temperature", true, ""},
+    {"--seed", true, ""},
     {"--help", false, ""},
 };
 

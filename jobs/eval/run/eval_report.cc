@@ -14,7 +14,30 @@ std::string fixed(double x, int digits) {
   return out.str();
 }
 
-void run_text(std::ostringstream& out, const DecodeRun& r) {
+// Drafted and accepted tokens from the step and slot counts, τ's spread from the
+// response values, the CPU share from its seconds (finish_decode_run's second half).
+void finish_counts_and_spread(DecodeRun* run) {
+  run->drafted_tokens = run->block_size > 1 ? run->steps * (run->block_size - 1) : 0;
+  run->accepted_tokens = 0;
+  for (size_t j = 1; j < run->accepted_at.size(); ++j) run->accepted_tokens += run->accepted_at[j];
+  run->overall_acceptance_rate =
+      run->drafted_tokens > 0 ? static_cast<double>(run->accepted_tokens) / static_cast<double>(run->drafted_tokens)
+                              : 0;
+  run->tau_spread = tau_spread(run->response_taus);
+  run->cpu_share = run->cpu_capacity_seconds > 0 ? run->cpu_seconds / run->cpu_capacity_seconds : 0;
+}
+
+// The counts and τ's spread of a drafter's run, two lines of the text report.
+void counts_text(std::ostringstream& out, const DecodeRun& r) {
+  const TauSpread& t = r.tau_spread;
+  out << "  drafted " << r.drafted_tokens << " tokens, accepted " << r.accepted_tokens << ", acceptance rate "
+      << fixed(r.overall_acceptance_rate, 3) << "\n";
+  out << "  tau across responses: sd " << fixed(t.sd, 3) << ", p10 " << fixed(t.p10, 3) << ", p50 " << fixed(t.p50, 3)
+      << ", p90 " << fixed(t.p90, 3) << ", 95% bootstrap interval " << fixed(t.ci95_low, 3) << "-"
+      << fixed(t.ci95_high, 3) << "\n";
+}
+
+void run_text(std::ostringstream& out, const DecodeRun& r, const Sampling& sampling) {
   out << r.label << (r.path.empty() ? "" : " (" + r.path + ")") << ", block " << r.block_size << ":\n";
   out << "  tau " << fixed(r.tau, 3) << " over " << r.responses << " responses, " << r.steps << " steps, "
       << r.generated_tokens << " tokens\n";
@@ -23,6 +46,7 @@ void run_text(std::ostringstream& out, const DecodeRun& r) {
       << fixed(r.draft_seconds, 3) << " s, loop overhead " << fixed(r.overhead_seconds, 3) << " s), prefill "
       << fixed(r.prefill_seconds, 3) << " s, " << fixed(r.tokens_per_second, 1) << " tokens/s\n";
   if (r.block_size > 1) {
+    counts_text(out, r);
     out << "  acceptance length histogram:";
     for (size_t i = 1; i < r.acceptance_histogram.size(); ++i) out << " " << i << ":" << r.acceptance_histogram[i];
     out << "\n  acceptance rate by block position:";
@@ -31,8 +55,41 @@ void run_text(std::ostringstream& out, const DecodeRun& r) {
   }
   if (r.responses_differing_from_baseline > 0) {
     out << "  WARNING: " << r.responses_differing_from_baseline
-        << " responses differ from plain greedy decoding (numerical near-ties?)\n";
+        << (sampling.greedy() ? " responses differ from plain greedy decoding (numerical near-ties?)\n"
+                              : " responses differ from plain decoding with the same samples (numerical "
+                                "near-ties?)\n");
   }
+}
+
+// Where the reference and baseline runs came from, when a store was asked for.
+void shared_runs_text(std::ostringstream& out, const EvalReport& r) {
+  if (r.baseline_key.empty()) return;
+  if (r.baseline_reused) {
+    out << "reference and baseline: reused, as the eval of " << r.baseline_computed_by
+        << " decoded them (key " << r.baseline_key << "); the speedup is against that stored baseline's timing\n";
+  } else {
+    out << "reference and baseline: decoded here and stored for later evals (key " << r.baseline_key << ")\n";
+  }
+  out << "target forwards run by this eval: " << r.target_forwards_run << "\n\n";
+}
+
+// metrics()' counts, τ spread and regime: drafted_tokens, accepted_tokens, acceptance_rate, tau_sd, ...
+void add_count_metrics(const EvalReport& r, std::map<std::string, double>* m) {
+  const DecodeRun& candidate = r.candidate;
+  const TauSpread& t = candidate.tau_spread;
+  (*m)["drafted_tokens"] = static_cast<double>(candidate.drafted_tokens);
+  (*m)["accepted_tokens"] = static_cast<double>(candidate.accepted_tokens);
+  (*m)["acceptance_rate"] = candidate.overall_acceptance_rate;
+  for (auto [key, value] : {std::pair{"tau_sd", t.sd},
+                            {"tau_p10", t.p10},
+                            {"tau_p50", t.p50},
+                            {"tau_p90", t.p90},
+                            {"tau_ci95_low", t.ci95_low},
+                            {"tau_ci95_high", t.ci95_high}}) {
+    (*m)[key] = value;
+  }
+  if (r.reference_run) (*m)["reference_acceptance_rate"] = r.reference_run->overall_acceptance_rate;
+  if (!r.sampling.greedy()) (*m)["temperature"] = r.sampling.temperature;
 }
 
 }  // namespace
@@ -51,6 +108,7 @@ void finish_decode_run(DecodeRun* run) {
   run->tokens_per_second =
       run->decode_seconds > 0 ? static_cast<double>(run->generated_tokens) / run->decode_seconds : 0;
   run->mean_tpot = run->tpot_count > 0 ? run->tpot_sum / static_cast<double>(run->tpot_count) : 0;
+  finish_counts_and_spread(run);
 }
 
 nlohmann::json eval_result_json(const EvalReport& report) {
@@ -112,6 +170,8 @@ std::string EvalReport::to_text() const {
       << " cores, " << isa << "\n";
   out << "  BLAS     " << blas << (blas_threading.empty() ? "" : ", " + blas_threading) << " (" << blas_library
       << ")" << (blas_reference ? " -- SLOW, see warning" : "") << "\n";
+  out << "  decoding " << sampling.regime()
+      << (sampling.greedy() ? "" : " (the target's tokens sampled, the drafters' greedy)") << "\n";
   out << "  format   " << prompt_format << ", tokenizer " << (tokenizer.empty() ? "none (bytes)" : tokenizer) << "\n";
   for (const auto& l : loads) {
     out << "  loaded " << l.what << ": " << l.tensors_loaded << " tensors (";
@@ -127,10 +187,10 @@ std::string EvalReport::to_text() const {
   if (reference_run) out << "   reference " << fixed(reference_run->tau, 3);
   if (ratio_to_reference) out << "   ratio " << fixed(*ratio_to_reference, 3);
   if (baseline) out << "   speedup " << fixed(speedup, 2) << "x";
-  run_text(out, candidate);
-  if (reference_run) run_text(out, *reference_run);
-  if (baseline) run_text(out, *baseline);
   out << "\n\n" << datasets_text(*this) << (datasets.empty() ? "" : "\n");
+  run_text(out, candidate, sampling);
+  if (reference_run) run_text(out, *reference_run, sampling);
+  if (baseline) run_text(out, *baseline, sampling);
   if (diff) out << "\n" << diff->to_text();
   if (show_responses > 0 && !responses.empty()) out << "\n" << render_responses(responses, show_responses);
   for (const auto& w : warnings) out << "warning: " << w << "\n";
@@ -154,6 +214,7 @@ std::map<std::string, double> EvalReport::metrics() const {
   m["decode_seconds"] = candidate.decode_seconds;
   m["loop_overhead_seconds"] = candidate.overhead_seconds;
   if (gate_deferred.empty()) m["gate_passed"] = gate_passed ? 1.0 : 0.0;  // else judged elsewhere
+  add_count_metrics(*this, &m);
   for (size_t j = 1; j < candidate.acceptance_rate.size(); ++j) {
     m["acceptance_rate_" + std::to_string(j)] = candidate.acceptance_rate[j];
   }

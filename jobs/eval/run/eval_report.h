@@ -17,6 +17,8 @@
 #include "jobs/eval/io/load_report.h"
 #include "jobs/eval/run/eval_datasets.h"
 #include "jobs/eval/run/response_text.h"
+#include "jobs/eval/run/tau_spread.h"
+#include "jobs/eval/run/token_sampler.h"
 
 namespace ferry::eval {
 
@@ -49,13 +51,26 @@ struct DecodeRun {
   int64_t tpot_count = 0;
   /// Responses whose tokens differ from the baseline's (-1: no baseline run).
   int64_t responses_differing_from_baseline = -1;
+  /// Draft tokens proposed (steps × (block − 1), as vLLM and llama.cpp count them) and
+  /// accepted (the accepted slots' counts), and accepted / drafted; 0 at block 1.
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
+  double overall_acceptance_rate = 0;  // JSON "overall_acceptance_rate"; metrics "acceptance_rate"
+  TauSpread tau_spread;                // of response_taus (tau_spread.h states the method)
+  /// The process's CPU time during this run's timed passes, and their wall time × the
+  /// eval's threads; cpu_share = the first over the second (0: not measured). Below
+  /// kLowCpuShare the report warns that other processes took CPU (cpu_share.h).
+  double cpu_seconds = 0;
+  double cpu_capacity_seconds = 0;
+  double cpu_share = 0;
 
   nlohmann::json to_json() const;
 };
 
 /// The figures of a run computed from its per-response rows and counts (response_taus,
-/// accepted_at, steps, the seconds, tpot_sum/count): τ, the acceptance rates, the loop
-/// overhead, tokens/s, mean TPOT. One place, so a merged run is computed as a whole one.
+/// accepted_at, steps, the seconds, tpot_sum/count, the CPU seconds): τ and its spread,
+/// the acceptance rates and token counts, the loop overhead, tokens/s, mean TPOT, the CPU
+/// share. One place, so a merged run is computed as a whole one.
 void finish_decode_run(DecodeRun* run);
 
 /// Which part of the prompt set a report covers: shard `index` of `count` decodes the
@@ -105,6 +120,8 @@ struct EvalReport {
   std::string blas_threading;
   bool blas_reference = false;  // the slow netlib BLAS (also a warning)
   std::string isa;           // CPU vector extensions
+  /// Greedy, or the target's temperature and seed (token_sampler.h).
+  Sampling sampling;
 
   std::vector<LoadReport> loads;
   DecodeRun candidate;

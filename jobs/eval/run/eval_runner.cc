@@ -1,6 +1,7 @@
 #include "jobs/eval/run/eval_runner.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include "jobs/eval/io/safetensors_reader.h"
 #include "jobs/eval/models/dflash_drafter.h"
 #include "jobs/eval/models/target_model.h"
+#include "jobs/eval/run/cpu_share.h"
 #include "jobs/eval/run/drafter_diff.h"
 #include "jobs/eval/run/eval_gate.h"
 #include "jobs/eval/run/progress_meter.h"
@@ -111,7 +113,10 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Tar
   run.accepted_at.assign(static_cast<size_t>(options.block_size), 0);
   meter->start_run(label);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    auto r = speculative_decode(target, drafter, prompts[i].ids, options);
+  const CpuShareMeter cpu;  // did this pass have its threads' CPU? (the speedup's warning)
+    DecodeOptions one = options;
+    one.response_index = static_cast<uint64_t>(prompts[i].index);  // the sampling uniforms' r
+    auto r = speculative_decode(target, drafter, prompts[i].ids, one);
     if (!r.ok()) return r.status().with_context(label + ": prompt line " + std::to_string(prompts[i].line));
     run.responses += 1;
     run.response_taus.push_back(r->tau());
@@ -136,6 +141,8 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Tar
     meter->response_done(static_cast<int64_t>(r->tokens.size()), r->tau());
   }
   finish_decode_run(&run);
+  run.cpu_seconds = cpu.cpu_seconds();
+  run.cpu_capacity_seconds = cpu.wall_seconds() * at::get_num_threads();
   return run;
 }
 
@@ -398,3 +405,22 @@ Result<EvalReport> run_eval(const EvalSpec& spec, const ProgressFn& progress, co
 }
 
 }  // namespace ferry::eval
+  decode.sampling = Sampling{spec.temperature, spec.seed};
+  report->sampling = decode.sampling;
+// A pass timed while other processes took CPU makes the speedup unreliable: said in
+// the report's warnings, first (they qualify the figures the others are about), and
+// on the progress lines.
+void warn_of_low_cpu_share(const SayFn& say, EvalReport* report) {
+  std::vector<std::string> cpu;
+  for (const DecodeRun* run : {&report->candidate, report->reference_run ? &*report->reference_run : nullptr,
+                               report->baseline ? &*report->baseline : nullptr}) {
+    if (run == nullptr) continue;
+    if (auto w = low_cpu_share_warning(*run)) {
+      cpu.push_back(*w);
+      say("WARNING: " + *w);
+    }
+  }
+  report->warnings.insert(report->warnings.begin(), cpu.begin(), cpu.end());
+}
+
+  warn_of_low_cpu_share(say, &report);

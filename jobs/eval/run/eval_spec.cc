@@ -1,5 +1,7 @@
 #include "jobs/eval/run/eval_spec.h"
 
+#include <cmath>
+
 #include "jobs/eval/run/json_field_writer.h"
 #include "jobs/eval/run/json_fields.h"
 
@@ -27,6 +29,10 @@ constexpr auto eval_spec_fields = [](auto& v, auto& s) {
   v("dtype", s.dtype);
   v("threads", s.threads);
   v("baseline", s.baseline);
+  if (kReads<decltype(v)> || s.temperature > 0) {  // a greedy eval's JSON is what it was before sampling
+    v("temperature", s.temperature);
+    v("seed", s.seed);
+  }
   v("min_tau", s.min_tau);
   v("min_ratio_to_reference", s.min_ratio_to_reference);
   if (kReads<decltype(v)> || !s.gate_deferred.empty()) v("gate_deferred", s.gate_deferred);
@@ -46,6 +52,10 @@ Result<EvalSpec> eval_spec_from_json(const nlohmann::json& j) {
   if (!read.ok()) return read.status();
   const EvalSpec& s = *read;
   if (s.shard_count < 1 || s.shard_index < 0 || s.shard_index >= s.shard_count || s.shards_on_host < 1) {
+  if (!std::isfinite(s.temperature) || s.temperature < 0 || s.temperature > kMaxTemperature) {
+    return invalid_argument("the eval spec's temperature " + std::to_string(s.temperature) +
+                            " is not a number from 0 (greedy) to " + std::to_string(kMaxTemperature));
+  }
     return invalid_argument("the eval spec's shard " + std::to_string(s.shard_index) + " of " +
                             std::to_string(s.shard_count) + " (" + std::to_string(s.shards_on_host) +
                             " on its host) does not exist");

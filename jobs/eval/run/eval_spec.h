@@ -7,6 +7,7 @@
 // default. Plain value, no libtorch; any thread.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@
 #include "jobs/eval/run/eval_datasets.h"
 
 namespace ferry::eval {
+
+/// The highest sampling temperature an eval takes (past it, sampling is nearly uniform).
+inline constexpr double kMaxTemperature = 100;
 
 struct EvalSpec {
   std::string target;     // folder: config.json + model.safetensors or sharded index
@@ -39,6 +43,12 @@ struct EvalSpec {
   std::optional<double> min_tau;                 // gate
   std::optional<double> min_ratio_to_reference;  // gate: tau(candidate)/tau(reference)
   bool baseline = true;                          // also run B=1 plain decoding for the speedup figure
+  /// 0 = greedy (as before). > 0: the target's token at each position is sampled from
+  /// softmax(logits / temperature) with the uniforms of `seed` (token_sampler.h); the
+  /// drafter stays greedy, and a draft token is accepted when it equals the target's
+  /// sampled one. Written to the JSON only when > 0, so a greedy spec is what it was.
+  double temperature = 0;
+  uint64_t seed = 0;
   /// Not empty: this eval's gate is judged elsewhere, and its report says so in these
   /// words instead of a verdict (a watch's checkpoints: "judged on the last checkpoint").
   std::string gate_deferred;

@@ -167,7 +167,7 @@ Result<std::vector<Prompt>> load_prompts(const std::string& path, int64_t vocab_
         in_vocab = false;
       }
     }
-    if (in_vocab) prompts.push_back({line, std::move(*ids)});
+    if (in_vocab) prompts.push_back({line, std::move(*ids), static_cast<int64_t>(prompts.size())});
   }
   if (!errors.empty()) {
     std::string all;

@@ -21,6 +21,7 @@ namespace ferry::eval {
 struct Prompt {
   int line = 0;  // 1-based line in the file
   std::vector<int64_t> ids;
+  int64_t index = 0;  // 0-based among the file's prompts: r of the sampling uniforms (token_sampler.h)
 };
 
 /// Reads and checks every line. vocab_size bounds the ids.

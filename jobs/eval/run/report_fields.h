@@ -15,8 +15,19 @@
 #include "jobs/eval/run/eval_report.h"
 #include "jobs/eval/run/json_field_writer.h"
 #include "jobs/eval/run/response_text.h"
+#include "jobs/eval/run/tau_spread.h"
 
 namespace ferry::eval {
+
+inline constexpr auto tau_spread_fields = [](auto& v, auto& t) {
+  v("sd", t.sd);
+  v("p10", t.p10);
+  v("p50", t.p50);
+  v("p90", t.p90);
+  v("ci95_low", t.ci95_low);
+  v("ci95_high", t.ci95_high);
+  if constexpr (!kReads<decltype(v)>) v("method", std::string(kTauSpreadMethod));
+};
 
 inline constexpr auto decode_run_fields = [](auto& v, auto& run) {
   v("label", run.label);
@@ -43,6 +54,14 @@ inline constexpr auto decode_run_fields = [](auto& v, auto& run) {
   v("tpot_sum", run.tpot_sum);
   v("tpot_count", run.tpot_count);
   v("responses_differing_from_baseline", run.responses_differing_from_baseline);
+  // Derived from the counts and response_taus above (finish_decode_run); read back as written.
+  v("drafted_tokens", run.drafted_tokens);
+  v("accepted_tokens", run.accepted_tokens);
+  v("overall_acceptance_rate", run.overall_acceptance_rate);
+  v.object("tau_spread", run.tau_spread, tau_spread_fields);
+  v("cpu_seconds", run.cpu_seconds);
+  v("cpu_capacity_seconds", run.cpu_capacity_seconds);
+  v("cpu_share", run.cpu_share);
 };
 
 inline constexpr auto load_report_fields = [](auto& v, auto& l) {
@@ -167,6 +186,12 @@ inline constexpr auto eval_report_fields = [](auto& v, auto& r) {
     rt("blas_reference", r.blas_reference);
     rt("isa", r.isa);
   });
+  // temperature and seed only when sampled; "sampling" always names the regime ("greedy", "T = 1.0, seed 7").
+  if (reads || !r.sampling.greedy()) {
+    v("temperature", r.sampling.temperature);
+    v("seed", r.sampling.seed);
+  }
+  if constexpr (!reads) v("sampling", r.sampling.regime());
   v.objects("loads", r.loads, load_report_fields);
   v.object("candidate", r.candidate, decode_run_fields);
   v.object("reference_run", r.reference_run, decode_run_fields);

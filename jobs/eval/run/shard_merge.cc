@@ -54,6 +54,8 @@ Result<DecodeRun> merge_runs(const std::vector<const DecodeRun*>& parts, const s
     out.target_seconds += p.target_seconds;
     out.draft_seconds += p.draft_seconds;
     out.tpot_sum += p.tpot_sum;
+    out.cpu_seconds += p.cpu_seconds;  // the share over all shards' passes: finish_decode_run
+    out.cpu_capacity_seconds += p.cpu_capacity_seconds;
     if (out.responses_differing_from_baseline < 0 ||
         !add_count(&out.responses_differing_from_baseline, p.responses_differing_from_baseline)) {
       out.responses_differing_from_baseline = -1;  // no baseline ran (or a count that is no count)
@@ -106,6 +108,9 @@ Status check_part(const EvalReport& s, const EvalReport& first, size_t i, size_t
       s.baseline.has_value() != first.baseline.has_value()) {
     return invalid_argument(at +
                             " decoded differently from shard 1 (max_new_tokens, block size, reference or baseline)");
+  }
+  if (s.sampling.temperature != first.sampling.temperature || s.sampling.seed != first.sampling.seed) {
+    return invalid_argument(at + " decoded " + s.sampling.regime() + ", shard 1 " + first.sampling.regime());
   }
   return Status();
 }

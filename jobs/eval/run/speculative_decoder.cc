@@ -18,6 +18,23 @@ std::vector<int64_t> argmax_rows(const at::Tensor& logits) {
   return std::vector<int64_t>(p, p + ids.numel());
 }
 
+// The target's token after each row of `logits`: its argmax, or at temperature > 0 the
+// token sampled for generated positions first_position, first_position + 1, ...
+std::vector<int64_t> target_tokens(const at::Tensor& logits, const DecodeOptions& options, int64_t first_position) {
+  if (options.sampling.greedy()) return argmax_rows(logits);
+  at::Tensor rows = logits.to(at::kCPU, at::kFloat).contiguous();  // BF16 and F16 widen exactly
+  const int64_t vocab = rows.size(-1);
+  const int64_t count = rows.numel() / vocab;
+  const float* p = rows.data_ptr<float>();
+  std::vector<int64_t> ids;
+  for (int64_t k = 0; k < count; ++k) {
+    const double u =
+        sampling_uniform(options.sampling.seed, options.response_index, static_cast<uint64_t>(first_position + k));
+    ids.push_back(sample_token(p + k * vocab, vocab, options.sampling.temperature, u));
+  }
+  return ids;
+}
+
 at::Tensor to_tensor(const std::vector<int64_t>& ids, size_t begin, size_t end) {
   return at::tensor(at::ArrayRef<int64_t>(ids.data() + begin, end - begin), at::kLong);
 }
@@ -72,7 +89,7 @@ Result<DecodeResult> speculative_decode(TargetModel* target, Drafter* drafter, c
   TargetModel::Output out = options.recompute
                                 ? target->forward(to_tensor(prompt, 0, prompt.size()), capture, /*logits_rows=*/1)
                                 : prefill(target, to_tensor(prompt, 0, prompt.size()), capture);
-  tokens.push_back(argmax_rows(out.logits)[0]);
+  tokens.push_back(target_tokens(out.logits, options, /*first_position=*/0)[0]);
   ++result.target_forwards;
   at::Tensor context = out.features;      // rows the drafter has not seen yet
   at::Tensor all_features = out.features;  // recompute mode: every committed position
@@ -121,7 +138,7 @@ Result<DecodeResult> speculative_decode(TargetModel* target, Drafter* drafter, c
       out = target->forward(to_tensor(block, 0, block.size()), capture);
       block_features = out.features;
     }
-    posterior = argmax_rows(out.logits);  // target's greedy token after each block slot
+    posterior = target_tokens(out.logits, options, start + 1 - n);  // the target's token after each block slot
     ++result.target_forwards;
     result.target_seconds += seconds_since(tt);
 

@@ -65,6 +65,15 @@ void expect_same_figures(const DecodeRun& merged, const DecodeRun& whole) {
   EXPECT_EQ(merged.acceptance_histogram, whole.acceptance_histogram);
   EXPECT_EQ(merged.accepted_at, whole.accepted_at);
   EXPECT_EQ(merged.acceptance_rate, whole.acceptance_rate);
+  EXPECT_EQ(merged.drafted_tokens, whole.drafted_tokens);
+  EXPECT_EQ(merged.accepted_tokens, whole.accepted_tokens);
+  EXPECT_EQ(merged.overall_acceptance_rate, whole.overall_acceptance_rate);
+  EXPECT_EQ(merged.tau_spread.sd, whole.tau_spread.sd);  // each exactly: recomputed from the same values
+  EXPECT_EQ(merged.tau_spread.p10, whole.tau_spread.p10);
+  EXPECT_EQ(merged.tau_spread.p50, whole.tau_spread.p50);
+  EXPECT_EQ(merged.tau_spread.p90, whole.tau_spread.p90);
+  EXPECT_EQ(merged.tau_spread.ci95_low, whole.tau_spread.ci95_low);
+  EXPECT_EQ(merged.tau_spread.ci95_high, whole.tau_spread.ci95_high);
   EXPECT_EQ(merged.steps, whole.steps);
   EXPECT_EQ(merged.target_forwards, whole.target_forwards);
   EXPECT_EQ(merged.draft_forwards, whole.draft_forwards);
@@ -100,6 +109,11 @@ TEST_F(ShardMergeTest, ThreeShardsMergeIntoTheWholeEval) {
   EXPECT_EQ(merged->prompt_count, 7);
   EXPECT_EQ(merged->shard.count, 1);
   expect_same_figures(merged->candidate, whole->candidate);
+  double cpu = 0, capacity = 0;  // the CPU share over every shard's pass
+  for (const auto& p : parts) cpu += p.candidate.cpu_seconds, capacity += p.candidate.cpu_capacity_seconds;
+  ASSERT_GT(capacity, 0);
+  EXPECT_EQ(merged->candidate.cpu_seconds, cpu);
+  EXPECT_EQ(merged->candidate.cpu_share, cpu / capacity);
   ASSERT_TRUE(merged->reference_run && merged->baseline);
   expect_same_figures(*merged->reference_run, *whole->reference_run);
   expect_same_figures(*merged->baseline, *whole->baseline);
