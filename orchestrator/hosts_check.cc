@@ -93,24 +93,45 @@ std::string render_eval_row(const nlohmann::json& h) {
 
 std::string render_slurm_row(const nlohmann::json& s) {
   std::ostringstream out;
-  if (!s.value("ok", false)) return "slurm: NO — " + s.value("error", std::string("no answer"));
+  if (!bool_field(s, "ok")) return "slurm: NO — " + shown(s, "error", "no answer");
   out << "slurm: yes — partitions";
-  for (const auto& p : s["partitions"]) {
-    out << " " << p.value("name", std::string()) << (p.value("default", false) ? "*" : "") << " ("
-        << p.value("available", std::string()) << ", " << p.value("nodes", 0) << " node(s), limit "
-        << p.value("time_limit", std::string());
-    std::string gres = p.value("gres", std::string());
+  for (const auto& p : arr_field(s, "partitions")) {
+    out << " " << shown(p, "name") << (bool_field(p, "default") ? "*" : "") << " (" << shown(p, "available") << ", "
+        << int_field(p, "nodes") << " node(s), limit " << shown(p, "time_limit");
+    std::string gres = shown(p, "gres");
     if (!gres.empty() && gres != "(null)") out << ", " << gres;
     out << ")";
   }
-  for (const auto& u : s.value("unknown_partitions", nlohmann::json::array())) {
-    out << "; UNKNOWN PARTITION '" << u.value("partition", std::string()) << "' (stage '"
-        << u.value("stage", std::string()) << "')";
+  for (const auto& u : arr_field(s, "unknown_partitions")) {
+    out << "; UNKNOWN PARTITION '" << shown(u, "partition") << "' (stage '" << shown(u, "stage") << "')";
   }
   return out.str();
 }
 
 }  // namespace
+
+nlohmann::json slurm_check_row(const nlohmann::json& reply,
+                               const std::vector<std::pair<std::string, std::string>>& wanted) {
+  // Read typed: a reply of another shape is fewer partitions, not a throw that ends the whole check (review-4 P9).
+  nlohmann::json parts = nlohmann::json::array();
+  std::set<std::string> known;
+  for (const auto& p : arr_field(reply, "partitions")) {
+    const std::string name = str_field(p, "name");
+    if (name.empty()) continue;
+    known.insert(name);
+    parts.push_back({{"name", name},
+                     {"default", bool_field(p, "default")},
+                     {"available", str_field(p, "available")},
+                     {"time_limit", str_field(p, "time_limit")},
+                     {"nodes", int_field(p, "nodes")},
+                     {"gres", str_field(p, "gres")}});
+  }
+  nlohmann::json unknown = nlohmann::json::array();
+  for (const auto& [stage, partition] : wanted) {
+    if (!known.count(partition)) unknown.push_back({{"stage", stage}, {"partition", partition}});
+  }
+  return {{"ok", true}, {"partitions", parts}, {"unknown_partitions", unknown}};
+}
 
 nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home,
                            const TransportFactoryMaker& transports) {
@@ -151,20 +172,15 @@ nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferr
   auto check_slurm = [&](size_t i) {
     ++pending;
     conns[i]->call("slurm.info", nlohmann::json::object(), [&, i](Result<protocol::Frame> r) {
-      nlohmann::json s = {{"ok", r.ok()}};
-      if (!r.ok()) {
-        s["error"] = r.status().message();
-      } else {
-        s["partitions"] = r->header.value("partitions", nlohmann::json::array());
-        std::set<std::string> known;
-        for (const auto& p : s["partitions"]) known.insert(p.value("name", std::string()));
-        nlohmann::json unknown = nlohmann::json::array();
+      nlohmann::json s = {{"ok", false}, {"error", r.ok() ? "" : r.status().message()}};
+      if (r.ok()) {
+        std::vector<std::pair<std::string, std::string>> wanted;
         for (const auto& st : wf.stages) {
           if (st.host != wf.hosts[i].name) continue;
           std::string part = workflow::merge_slurm(wf.hosts[i].slurm, st.slurm).partition;
-          if (!part.empty() && !known.count(part)) unknown.push_back({{"stage", st.name}, {"partition", part}});
+          if (!part.empty()) wanted.push_back({st.name, part});
         }
-        s["unknown_partitions"] = unknown;
+        s = slurm_check_row(r->header, wanted);
       }
       hosts[i]["slurm"] = s;
       done_one();

@@ -7,6 +7,10 @@
 // calling thread (it runs its own io loop).
 #pragma once
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
@@ -22,5 +26,11 @@ namespace ferry {
 nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home,
                            const TransportFactoryMaker& transports = {});
 std::string render_hosts_check(const nlohmann::json& report);
+
+/// A Slurm host's row from its agent's `slurm.info` reply, read typed (odd fields read as
+/// missing, never a throw): {ok, partitions: [{name, default, available, time_limit, nodes,
+/// gres}], unknown_partitions: [{stage, partition}]} for the `wanted` {stage, partition} it lacks.
+nlohmann::json slurm_check_row(const nlohmann::json& reply,
+                               const std::vector<std::pair<std::string, std::string>>& wanted);
 
 }  // namespace ferry

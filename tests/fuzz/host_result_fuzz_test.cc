@@ -51,12 +51,12 @@ nlohmann::json result_seed() {
 // An eval's progress line from a host's log (jobs/eval/stage/eval_progress_reader.h): mutated,
 // it is read as progress with only the known fields, or not at all; never a throw.
 TEST(HostResultFuzzTest, MutatedProgressLinesAreReadOrDroppedNeverThrown) {
-  const nlohmann::json seed = {{"phase", "candidate"}, {"run", 1},      {"runs", 2},
-                               {"prompts_done", 3},   {"prompts_total", 9}, {"tokens", 300},
-                               {"tokens_per_s", 12.5}, {"eta_s", 40},    {"tau", 3.25}};
+  const nlohmann::json seed = {{"phase", "candidate"}, {"run", 1},           {"runs", 2},
+                               {"prompts_done", 3},    {"prompts_total", 9}, {"tokens", 300},
+                               {"tokens_per_s", 12.5}, {"eta_s", 40},        {"tau", 3.25}};
   const std::vector<std::string> wires = {seed.dump()};
-  const std::set<std::string> known = {"kind", "phase", "run", "runs", "prompts_done", "prompts_total",
-                                       "tokens", "tokens_per_s", "eta_s", "tau"};
+  const std::set<std::string> known = {"kind",          "phase",  "run",          "runs",  "prompts_done",
+                                       "prompts_total", "tokens", "tokens_per_s", "eta_s", "tau"};
   FuzzPlan plan = fuzz_plan(4000);
   int read = 0, dropped = 0;
   for_each_round(plan, "HostResultFuzzTest.progress", [&](Mutator& m, int) {
@@ -235,8 +235,9 @@ TEST(HostResultFuzzTest, MutatedListingsGroupIntoCheckpointsWithoutThrowing) {
   const nlohmann::json seed = {
       {{"name", "checkpoint-100"},
        {"mtime_ns", 1},
-       {"files", {{{"path", "config.json"}, {"size", 10}, {"mtime_ns", 2}},
-                  {{"path", "model.safetensors"}, {"size", 4096}, {"mtime_ns", 3}}}}},
+       {"files",
+        {{{"path", "config.json"}, {"size", 10}, {"mtime_ns", 2}},
+         {{"path", "model.safetensors"}, {"size", 4096}, {"mtime_ns", 3}}}}},
       {{"name", "checkpoint-200"}, {"mtime_ns", 4}, {"files", {{{"path", "DONE"}, {"size", 0}, {"mtime_ns", 5}}}}}};
   FuzzPlan plan = fuzz_plan(4000);
   for_each_round(plan, "HostResultFuzzTest.checkpoints", [&](Mutator& m, int) {
@@ -254,15 +255,37 @@ TEST(HostResultFuzzTest, MutatedListingsGroupIntoCheckpointsWithoutThrowing) {
 TEST(HostResultFuzzTest, MutatedHostsCheckReportsRenderWithoutThrowingOrControls) {
   const nlohmann::json seed = {
       {"hosts",
-       {{{"name", "gpu"}, {"transport", "ssh"}, {"address", "198.18.0.2"}, {"connected", true},
+       {{{"name", "gpu"},
+         {"transport", "ssh"},
+         {"address", "198.18.0.2"},
+         {"connected", true},
          {"agent", {{"version", "0.1"}}},
          {"info",
-          {{"hostname", "gpu1"}, {"cores", 8}, {"mem_total_bytes", 1e10}, {"mem_available_bytes", 5e9},
-           {"disk_free_bytes", 1e11}, {"workdir", "/w"}, {"gpus", {{{"name", "H200"}, {"memory", "141 GiB"}}}}}},
+          {{"hostname", "gpu1"},
+           {"cores", 8},
+           {"mem_total_bytes", 1e10},
+           {"mem_available_bytes", 5e9},
+           {"disk_free_bytes", 1e11},
+           {"workdir", "/w"},
+           {"gpus", {{{"name", "H200"}, {"memory", "141 GiB"}}}}}},
          {"eval",
-          {{"can_run", true}, {"libtorch", "1.13"}, {"cpu_flags", {"avx512f"}}, {"bf16", true}, {"cores", 8},
+          {{"can_run", true},
+           {"libtorch", "1.13"},
+           {"cpu_flags", {"avx512f"}},
+           {"bf16", true},
+           {"cores", 8},
            {"cuda_devices", 1}}},
-         {"eval_models", {{{"path", "m"}, {"bytes", 1e9}}}}},
+         {"eval_models", {{{"path", "m"}, {"bytes", 1e9}}}},
+         {"slurm",
+          {{"ok", true},
+           {"partitions",
+            {{{"name", "debug"},
+              {"default", true},
+              {"available", "up"},
+              {"time_limit", "1:00:00"},
+              {"nodes", 2},
+              {"gres", "gpu:2"}}}},
+           {"unknown_partitions", {{{"stage", "train"}, {"partition", "gpu-long"}}}}}}},
         {{"name", "b"}, {"transport", "local"}, {"address", ""}, {"connected", false}, {"error", "no"}}}},
       {"reach", {{{"from", "gpu"}, {"to", "b"}, {"reachable", false}, {"error", "refused"}}}}};
   FuzzPlan plan = fuzz_plan(4000);
@@ -275,6 +298,42 @@ TEST(HostResultFuzzTest, MutatedHostsCheckReportsRenderWithoutThrowingOrControls
           << escape_controls(text);
     }
   });
+}
+
+// A Slurm host's `slurm.info` reply as `ferry hosts check` reads it (review-4 P9): a
+// reply of any shape becomes a row and prints without a throw or a control byte.
+TEST(HostResultFuzzTest, MutatedSlurmInfoRepliesBecomeARowNeverAThrow) {
+  const nlohmann::json seed = {{"partitions",
+                                {{{"name", "debug"},
+                                  {"default", true},
+                                  {"available", "up"},
+                                  {"time_limit", "infinite"},
+                                  {"nodes", 1},
+                                  {"gres", "gpu:2"}},
+                                 {{"name", "short"},
+                                  {"default", false},
+                                  {"available", "up"},
+                                  {"time_limit", "1:00:00"},
+                                  {"nodes", 1},
+                                  {"gres", "(null)"}}}}};
+  const std::vector<std::pair<std::string, std::string>> wanted = {{"train", "gpu-long"}, {"ok", "short"}};
+  const std::vector<std::string> wires = {seed.dump(), R"({"partitions":[1,"x",{"name":7},{"name":"a\u001b[2J"}]})"};
+  FuzzPlan plan = fuzz_plan(4000);
+  int rows = 0, listed = 0;
+  for_each_round(plan, "HostResultFuzzTest.slurm_info", [&](Mutator& m, int) {
+    auto reply = header_json(m.chance(70) ? wire_text(m.mutate_json(seed)) : m.mutate_bytes(wires[m.below(2)], wires));
+    if (reply.is_discarded()) return;
+    nlohmann::json row = slurm_check_row(reply, wanted);
+    ++rows;
+    if (!row["partitions"].empty()) ++listed;
+    nlohmann::json report = {
+        {"hosts", {{{"name", "cluster"}, {"connected", true}, {"info", nlohmann::json::object()}, {"slurm", row}}}}};
+    std::string text = render_hosts_check(report);
+    for (char c : text) {
+      EXPECT_TRUE(c == '\n' || (static_cast<unsigned char>(c) >= 0x20 && c != 0x7F)) << escape_controls(text);
+    }
+  });
+  expect_outcomes(plan, "slurm.info replies", {{"rows", rows, 100}, {"with partitions", listed, 50}});
 }
 
 }  // namespace
