@@ -18,6 +18,7 @@
 #include "base/beneath.h"
 #include "base/clock.h"
 #include "base/file_util.h"
+#include "base/login_shell_command.h"
 #include "base/shell_quote.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_plan.h"
@@ -186,12 +187,13 @@ void Pusher::fail(const Status& s) {
 Result<std::unique_ptr<AgentPeer>> Pusher::connect(int stream) {
   const char* home = std::getenv("HOME");
   auto argv = push_ssh_command(spec_, home ? home : "", account_home());
+  if (!argv.ok()) return argv.status();
   const int64_t began = mono_ms();
   const double window = ever_connected_ ? spec_.give_up_s : kFirstConnectGiveUpS;
   double backoff = kBackoffInitialS;
   for (int tries = 1;; ++tries) {
     if (stopping()) return cancelled("stopping");
-    auto peer = AgentPeer::start(argv, kHelloTimeoutMs, kPushAgentReady);
+    auto peer = AgentPeer::start(*argv, kHelloTimeoutMs, kPushAgentReady);
     if (peer.ok()) {
       if (tries > 1 || ever_connected_)
         say("ferry-push: stream " + std::to_string(stream + 1) + " reached " + dest_name());
@@ -577,8 +579,13 @@ Result<PushResult> Pusher::run() {
 
 }  // namespace
 
-std::vector<std::string> push_ssh_command(const PushSpec& spec, const std::string& home,
-                                          const std::string& account_home) {
+Result<std::vector<std::string>> push_ssh_command(const PushSpec& spec, const std::string& home,
+                                                  const std::string& account_home) {
+  // sshd hands this text to the destination's login shell, which may be csh or fish.
+  auto remote =
+      login_shell_command("printf '" + std::string(kPushAgentReady) + "\\n' && exec " + shell_quote(spec.dest_agent) +
+                          " serve --workdir " + shell_quote(spec.dest_workdir));
+  if (!remote.ok()) return remote.status().with_context("ssh to " + spec.to_host);
   std::vector<std::string> argv = {spec.ssh};
   // OpenSSH finds ~/.ssh through the password database, not $HOME: when the two
   // differ (a host whose sessions get their own HOME) name the config in $HOME.
@@ -599,10 +606,7 @@ std::vector<std::string> push_ssh_command(const PushSpec& spec, const std::strin
   argv.insert(argv.end(), {"-T", "-x", "-a"});
   if (spec.port != 22) argv.insert(argv.end(), {"-p", std::to_string(spec.port)});
   if (!spec.user.empty()) argv.insert(argv.end(), {"-l", spec.user});
-  argv.insert(argv.end(),
-              {"--", spec.address,
-               "printf '" + std::string(kPushAgentReady) + "\\n' && exec " + shell_quote(spec.dest_agent) +
-                   " serve --workdir " + shell_quote(spec.dest_workdir)});
+  argv.insert(argv.end(), {"--", spec.address, *remote});
   return argv;
 }
 

@@ -45,9 +45,11 @@ struct PushResult {
 inline constexpr char kPushAgentReady[] = "FERRY-PUSH-READY";
 
 /// The ssh command line of one stream. `home` is $HOME, `account_home` the
-/// password database's home of this user ("" when it has no entry there).
-std::vector<std::string> push_ssh_command(const PushSpec& spec, const std::string& home,
-                                          const std::string& account_home);
+/// password database's home of this user ("" when it has no entry there). The
+/// remote text runs under /bin/sh whatever the login shell (login_shell_command.h);
+/// a destination path holding a line break is an InvalidArgument.
+Result<std::vector<std::string>> push_ssh_command(const PushSpec& spec, const std::string& home,
+                                                  const std::string& account_home);
 
 /// Sends the source to the destination. `superseded` is asked once a second; a
 /// non-empty answer stops the push with that reason (a newer attempt took over).

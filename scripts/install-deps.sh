@@ -31,7 +31,8 @@ done
 packages="build-essential cmake pkg-config git ca-certificates dpkg-dev
   libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev sqlite3
   libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libopenblas0-openmp libicu-dev nodejs npm
-  openssh-server openssh-client iproute2 procps chromium strace"
+  openssh-server openssh-client iproute2 procps chromium strace tcsh fish"
+# tcsh and fish: login shells ferry's remote commands are tested under (e2e_login_shell_test, push_test).
 # A one-node Slurm for the `slurm` tests (tests/slurm/slurm_testbed.sh); none starts on install.
 packages="$packages slurmctld slurmd slurm-client munge"
 if [ "$bench" = 1 ]; then packages="$packages pdsh ansible"; fi

@@ -11,6 +11,7 @@
 #include "base/ferry_home.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
+#include "base/login_shell_command.h"
 #include "orchestrator/ssh/cipher_choice.h"
 #include "orchestrator/ssh/tcp_socket.h"
 
@@ -344,12 +345,15 @@ Status SshSession::channel_failure(ssh_channel_struct* ch, StatusCode if_alive, 
 }
 
 Result<std::unique_ptr<SshExecChannel>> SshSession::open_exec(const std::string& command) {
+  // The login shell may be csh or fish: it only starts /bin/sh on the text.
+  auto wrapped = login_shell_command(command);
+  if (!wrapped.ok()) return wrapped.status().with_context(describe());
   auto ch = new_channel();
   if (!ch.ok()) return ch.status();
   if (ssh_channel_open_session(*ch) != SSH_OK) {
     return channel_failure(*ch, StatusCode::kInternal, "cannot open a channel");
   }
-  if (ssh_channel_request_exec(*ch, command.c_str()) != SSH_OK) {
+  if (ssh_channel_request_exec(*ch, wrapped->c_str()) != SSH_OK) {
     return channel_failure(*ch, StatusCode::kInternal, "exec request refused");
   }
   auto out = std::make_unique<SshExecChannel>(this, *ch, command);

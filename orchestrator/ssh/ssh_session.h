@@ -59,8 +59,9 @@ class SshSession {
 
   bool connected() const;
 
-  /// Opens an exec channel running `command` under the remote user's shell.
-  /// The command line is passed as is: quote every value in it (shell_quote.h).
+  /// Opens an exec channel running `command`, POSIX sh text, under /bin/sh
+  /// whatever the user's login shell (`exec /bin/sh -c '...'`, login_shell_command.h;
+  /// one line only). Quote every value in it (shell_quote.h).
   Result<std::unique_ptr<SshExecChannel>> open_exec(const std::string& command);
 
   /// Opens a `direct-streamlocal` channel to the unix socket at the absolute

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/login_shell_command.h"
 #include "tests/copy/copy_test_util.h"
 #include "tests/support/process.h"
 #include "transfer/push_progress.h"
@@ -96,13 +97,20 @@ PushSpec spec_for_tests() {
   return s;
 }
 
+// The remote text as the destination's login shell gets it.
+std::vector<std::string> ssh_argv(const PushSpec& spec, const std::string& home, const std::string& account_home) {
+  auto argv = push_ssh_command(spec, home, account_home);
+  EXPECT_TRUE(argv.ok()) << argv.status().to_string();
+  return argv.ok() ? *argv : std::vector<std::string>{};
+}
+
 TEST(PushSshCommandTest, StartsTheDestinationAgentQuotedAndInBatchMode) {
   testing::TempDir home;
-  auto argv = push_ssh_command(spec_for_tests(), home.path(), home.path());
+  auto argv = ssh_argv(spec_for_tests(), home.path(), home.path());
   ASSERT_GE(argv.size(), 4u);
   EXPECT_EQ(argv.front(), "ssh");
-  EXPECT_EQ(argv.back(),
-            "printf 'FERRY-PUSH-READY\\n' && exec '/w 2/.ferry/bin/ferry-agent-abc' serve --workdir '/w 2/it'\\''s'");
+  EXPECT_EQ(argv.back(), *login_shell_command("printf 'FERRY-PUSH-READY\\n' && exec '/w 2/.ferry/bin/ferry-agent-abc' "
+                                              "serve --workdir '/w 2/it'\\''s'"));
   EXPECT_EQ(argv[argv.size() - 2], "198.18.0.6");
   EXPECT_EQ(argv[argv.size() - 3], "--");
   EXPECT_NE(std::find(argv.begin(), argv.end(), "BatchMode=yes"), argv.end());
@@ -117,11 +125,11 @@ TEST(PushSshCommandTest, NamesTheConfigInHomeOnlyWhenSshWouldNotFindIt) {
   s.port = 2222;
   s.user = "ml";
   // $HOME differs from the account's home but holds no config: nothing to name.
-  auto argv = push_ssh_command(s, home.path(), account.path());
+  auto argv = ssh_argv(s, home.path(), account.path());
   EXPECT_EQ(std::find(argv.begin(), argv.end(), "-F"), argv.end());
   ::mkdir((home.path() + "/.ssh").c_str(), 0700);
   testing::write_text(home.path() + "/.ssh/config", "Host *\n  User root\n");
-  argv = push_ssh_command(s, home.path(), account.path());
+  argv = ssh_argv(s, home.path(), account.path());
   auto f = std::find(argv.begin(), argv.end(), "-F");
   ASSERT_NE(f, argv.end());
   EXPECT_EQ(*(f + 1), home.path() + "/.ssh/config");
@@ -139,18 +147,44 @@ TEST(PushSshCommandTest, AnAccountMissingFromThePasswordFileGetsNoConfigFlag) {
   testing::TempDir home;
   ::mkdir((home.path() + "/.ssh").c_str(), 0700);
   testing::write_text(home.path() + "/.ssh/config", "Host *\n  User root\n");
-  auto argv = push_ssh_command(spec_for_tests(), home.path(), "");
+  auto argv = ssh_argv(spec_for_tests(), home.path(), "");
   EXPECT_EQ(std::find(argv.begin(), argv.end(), "-F"), argv.end());
 }
 
 // Review F23: the source's own ssh_config may say accept-new or no; the push pins it.
 TEST(PushSshCommandTest, SshCommandPinsHostKeyChecking) {
   testing::TempDir home;
-  auto argv = push_ssh_command(spec_for_tests(), home.path(), home.path());
+  auto argv = ssh_argv(spec_for_tests(), home.path(), home.path());
   auto o = std::find(argv.begin(), argv.end(), "StrictHostKeyChecking=yes");
   ASSERT_NE(o, argv.end());
   EXPECT_EQ(*(o - 1), "-o");
   EXPECT_LT(o - argv.begin(), std::find(argv.begin(), argv.end(), "--") - argv.begin()) << "an option, not a word";
+}
+
+// Review-4 F23: the destination's login shell may be csh, tcsh or fish; each runs the
+// same /bin/sh text. /bin/echo stands in for the agent, and the workdir holds what
+// those shells read apart from sh (\\ inside quotes for fish, ! for csh, $ and ').
+TEST(PushSshCommandTest, TheRemoteTextRunsAlikeUnderShCshAndFishLoginShells) {
+  testing::TempDir home;
+  PushSpec s = spec_for_tests();
+  s.dest_agent = "/bin/echo";
+  s.dest_workdir = "/w 2/it's \\\\ a\\b !! $HOME `x` \"q\"";
+  auto argv = ssh_argv(s, home.path(), home.path());
+  ASSERT_FALSE(argv.empty());
+  const std::string expected = "FERRY-PUSH-READY\nserve --workdir " + s.dest_workdir + "\n";
+  int shells = 0;
+  for (const char* shell : {"/bin/sh", "/bin/bash", "/usr/bin/tcsh", "/usr/bin/fish"}) {
+    if (::access(shell, X_OK) != 0) continue;
+    ++shells;
+    auto r = testing::run_process({shell, "-c", argv.back()}, {}, 30);
+    EXPECT_EQ(r.exit_code, 0) << shell << ": " << r.err;
+    EXPECT_EQ(r.out, expected) << shell << " ran: " << argv.back();
+  }
+  EXPECT_GE(shells, 2) << "no login shell but sh here (scripts/install-deps.sh installs tcsh and fish)";
+  s.dest_workdir = "/w\nx";
+  auto refused = push_ssh_command(s, home.path(), home.path());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("line break"), std::string::npos) << refused.status().to_string();
 }
 
 // `ferry-agent push` for real, with `ssh` replaced by a script that skips the
