@@ -469,7 +469,7 @@ Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const pro
     if (!path.ok()) return path.status();
     auto pattern = arg<std::string>(a, "pattern");
     if (!pattern.ok()) return pattern.status();
-    auto listing = list_checkpoints(*path, *pattern, a.value("after", std::string()),
+    auto listing = list_checkpoints(workdir_, a.value("path", std::string()), *pattern, a.value("after", std::string()),
                                     a.value("max_entries", kMaxScanPageEntries));
     if (!listing.ok()) return listing.status();
     return in_body(std::move(listing).value(), "folders", "the checkpoint listing of " + *path, body);

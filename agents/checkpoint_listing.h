@@ -23,7 +23,10 @@ namespace ferry {
 
 inline constexpr int64_t kMaxScanPageEntries = 100000;
 
-Result<nlohmann::json> list_checkpoints(const std::string& path, const std::string& pattern, const std::string& after,
-                                        int64_t max_entries);
+/// Lists `path`: a relative one beneath `workdir`, opened without following a
+/// symlink on the way (a link is refused, naming it: base/beneath.h); an absolute
+/// one as named. Below it, the walk opens each folder from the one before, O_NOFOLLOW.
+Result<nlohmann::json> list_checkpoints(const std::string& workdir, const std::string& path, const std::string& pattern,
+                                        const std::string& after, int64_t max_entries);
 
 }  // namespace ferry

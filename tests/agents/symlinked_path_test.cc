@@ -70,8 +70,14 @@ TEST_F(SymlinkedPathTest, ReadsThroughASymlinkedFolderAreRefused) {
   expect_refused(call("fs.hash", {{"path", "models/notes.txt"}, {"chunk_size", 4}}), "models/notes.txt");
   expect_refused(call("fs.list", {{"path", "models"}}), "models");
   expect_refused(call("fs.stat", {{"path", "models/notes.txt"}}), "models/notes.txt");
+  // Review-4 P10: a watch's listing, of the link and of a folder through it.
+  ASSERT_EQ(::mkdir(outside_.file("checkpoint-1").c_str(), 0755), 0);
+  testing::write_text(outside_.file("checkpoint-1/w.bin"), "w");
+  expect_refused(call("fs.scan", {{"path", "models"}, {"pattern", "checkpoint-*"}}), "models");
+  expect_refused(call("fs.scan", {{"path", "models/checkpoint-1"}, {"pattern", "*"}}), "models/checkpoint-1");
   // The same folder named by its absolute path is the user's word: it is read.
   EXPECT_TRUE(call("fs.read", {{"path", outside_.file("notes.txt")}, {"offset", 0}, {"length", 4}}).ok());
+  EXPECT_TRUE(call("fs.scan", {{"path", outside_.path()}, {"pattern", "checkpoint-*"}}).ok());
   expect_outside_untouched();
 }
 

@@ -1,6 +1,7 @@
 // The watch's own listing (agents/checkpoint_listing.h) over a real folder: what a
 // trainer leaves beside and inside its checkpoints (links, a FIFO, a socket) is
-// skipped, not refused; the listing stays two levels deep; pages join up.
+// skipped, not refused; the listing stays two levels deep; pages join up; a
+// relative folder is listed only beneath the workdir, never through a symlink.
 #include "agents/checkpoint_listing.h"
 
 #include <sys/socket.h>
@@ -37,7 +38,7 @@ TEST(CheckpointListingTest, LinksFifosAndSocketsAreSkippedNotRefused) {
   std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", d.file("checkpoint-sock").c_str());
   ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
 
-  auto r = list_checkpoints(d.path(), "checkpoint-*", "", kMaxScanPageEntries);
+  auto r = list_checkpoints("", d.path(), "checkpoint-*", "", kMaxScanPageEntries);
   ::close(sock);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ((*r)["folders"].size(), 1u) << r->dump();
@@ -56,7 +57,7 @@ TEST(CheckpointListingTest, TwoLevelsDeepAndADeeperFolderIsOneEntry) {
   write_text(d.file("ck-1/global_step1/optim.pt"), "1234");
   write_text(d.file("ck-1/global_step1/shards/0.pt"), "5");
   write_text(d.file("other/config.json"), "{}");
-  auto r = list_checkpoints(d.path(), "ck-*", "", kMaxScanPageEntries);
+  auto r = list_checkpoints("", d.path(), "ck-*", "", kMaxScanPageEntries);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ((*r)["folders"].size(), 1u);
   EXPECT_EQ(paths_of((*r)["folders"][0]),
@@ -76,7 +77,7 @@ TEST(CheckpointListingTest, PagesStopAtTheirSizeAndJoinUp) {
   std::string after;
   int pages = 0;
   do {
-    auto r = list_checkpoints(d.path(), "checkpoint-*", after, 5);  // 3 entries a folder
+    auto r = list_checkpoints("", d.path(), "checkpoint-*", after, 5);  // 3 entries a folder
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_LE((*r)["folders"].size(), 2u);
     for (const auto& f : (*r)["folders"]) seen.push_back(f["name"]);
@@ -88,9 +89,31 @@ TEST(CheckpointListingTest, PagesStopAtTheirSizeAndJoinUp) {
   EXPECT_EQ(pages, 3);
 }
 
+// Review-4 P10: a relative `from` is opened beneath the workdir like every other
+// op's path: through a symlinked folder (`runs -> <elsewhere>`) it is refused, naming
+// the link, instead of listed (each checkpoint in it would then be refused by the copy).
+TEST(CheckpointListingTest, AFromThroughASymlinkedFolderIsRefusedNamingTheLink) {
+  testing::TempDir work, elsewhere;
+  ASSERT_EQ(::mkdir(elsewhere.file("out").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(elsewhere.file("out/checkpoint-1").c_str(), 0755), 0);
+  write_text(elsewhere.file("out/checkpoint-1/model.safetensors"), "w");
+  ASSERT_EQ(::symlink(elsewhere.path().c_str(), work.file("runs").c_str()), 0);
+  for (const char* from : {"runs", "runs/out"}) {
+    auto r = list_checkpoints(work.path(), from, "checkpoint-*", "", 10);
+    ASSERT_FALSE(r.ok()) << from << ": " << r->dump();
+    EXPECT_NE(r.status().message().find("'" + std::string(from) + "' passes through a symlink ('runs'"),
+              std::string::npos)
+        << r.status().message();
+  }
+  // Named by its absolute path, the same folder is the user's word and is listed.
+  auto r = list_checkpoints(work.path(), elsewhere.file("out"), "checkpoint-*", "", 10);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)["folders"].size(), 1u) << r->dump();
+}
+
 TEST(CheckpointListingTest, AFolderThatIsNotThereIsNotFound) {
   testing::TempDir d;
-  auto r = list_checkpoints(d.file("missing"), "checkpoint-*", "", 10);
+  auto r = list_checkpoints("", d.file("missing"), "checkpoint-*", "", 10);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
 }
