@@ -83,11 +83,32 @@ std::string remote_agent_path(const std::string& workdir, const std::string& has
   return base + "/" + kRemoteAgentDir + "/ferry-agent-" + hash_hex;
 }
 
+namespace {
+
+// The folders above `workdir` (review-4 F15, OpenSSH's safe_path): on the physical
+// path (`cd -P`, symlinks resolved), each must be root's or the login user's and not
+// writable by group or others unless sticky (/tmp), or another user could rename the
+// workdir away and put their own agent in its place between this check and the
+// exec. A workdir not made yet is checked from its nearest existing folder. The
+// 10th letter of ls's mode is t or T for a sticky folder.
+std::string ancestors_check(const std::string& workdir) {
+  return "d=" + shell_quote(workdir) +
+         "; while [ ! -d \"$d\" ] && [ \"$d\" != / ] && [ \"$d\" != . ]; do d=$(dirname -- \"$d\"); done; "
+         "p=$(cd -P -- \"$d\" 2>/dev/null && pwd -P) || p=; [ \"$d\" = " +
+         shell_quote(workdir) +
+         " ] || p=$p/.; while [ -n \"$p\" ] && [ \"$p\" != / ]; do p=${p%/*}; [ -n \"$p\" ] || p=/; "
+         "set -- $(ls -ldn -- \"$p\"); ok=; case \"$3\" in 0|\"$u\") ok=1;; esac; "
+         "case \"$1\" in ?????????[tT]*) ;; ?????w*|????????w*) ok=;; esac; [ -n \"$ok\" ] && continue; printf '" +
+         kAgentUnsafe + "above %s %s %s\\n' \"$1\" \"$3\" \"$p\"; exit 0; done";
+}
+
+}  // namespace
+
 std::string agent_dirs_check_command(const std::string& workdir) {
   std::string dirs;
   for (const char* sub : {"", "/.ferry", "/.ferry/bin"}) dirs += " " + shell_quote(workdir + sub);
   // ls's mode string: the 6th letter is the group's write bit, the 9th the others'.
-  return std::string("set -f; u=$(id -u); for d in") + dirs +
+  return std::string("set -f; u=$(id -u); ") + ancestors_check(workdir) + "; for d in" + dirs +
          "; do [ -e \"$d\" ] || continue; set -- $(ls -ldnL \"$d\"); case \"$1\" in ?????w*|????????w*) ;; "
          "*) [ \"$3\" = \"$u\" ] && continue;; esac; printf '" +
          kAgentUnsafe + "%s %s %s\\n' \"$1\" \"$3\" \"$d\"; exit 0; done; set +f";
@@ -95,10 +116,20 @@ std::string agent_dirs_check_command(const std::string& workdir) {
 
 Status agent_dirs_refusal(const std::string& host, const std::string& marker_line) {
   std::string rest = trim(marker_line.substr(std::strlen(kAgentUnsafe)));
+  const bool above = rest.rfind("above ", 0) == 0;
+  if (above) rest = rest.substr(6);
   size_t a = rest.find(' ');
   size_t b = a == std::string::npos ? a : rest.find(' ', a + 1);
   if (b == std::string::npos) return permission_denied(host + ": unsafe agent folder: " + rest);
   std::string mode = rest.substr(0, a), uid = rest.substr(a + 1, b - a - 1), dir = rest.substr(b + 1);
+  if (above) {
+    return permission_denied(host + ": refusing to run the agent below " + dir + " (mode " + mode + ", owner uid " +
+                             uid +
+                             "): every folder above the workdir must be owned by root or the login user "
+                             "and not writable by group or others unless sticky (chmod +t), or another user could "
+                             "move the workdir away and put their own agent in its place; use a workdir in a "
+                             "folder only you can write");
+  }
   return permission_denied(host + ": refusing to run the agent from " + dir + " (mode " + mode + ", owner uid " +
                            uid + "): it must be owned by the login user and not writable by group or others, "
                            "or another user could replace the agent ferry runs there; fix it with `chmod go-w " +

@@ -25,13 +25,16 @@ constexpr int kBootstrapCommandTimeoutMs = 30000;
 
 /// What the agent's start command prints, instead of starting it, when a folder
 /// the binary is trusted through is another user's or open to others (review F15):
-/// "FERRY-AGENT-UNSAFE <ls mode> <owner uid> <folder>".
+/// "FERRY-AGENT-UNSAFE <ls mode> <owner uid> <folder>", or for a folder above the
+/// workdir "FERRY-AGENT-UNSAFE above <ls mode> <owner uid> <folder>".
 constexpr char kAgentUnsafe[] = "FERRY-AGENT-UNSAFE ";
 
-/// A shell fragment for the start command: checks `workdir`, its .ferry and
-/// .ferry/bin (those that exist, parents first, symlinks followed) and prints the
-/// kAgentUnsafe line and exits for the first that is not owned by the login user
-/// or is writable by group or others. POSIX sh and `ls -ldnL` only.
+/// A shell fragment for the start command: checks every folder above `workdir` on
+/// its physical path (owned by root or the login user, not writable by group or
+/// others unless sticky: OpenSSH's safe_path, review-4 F15), then `workdir`, its
+/// .ferry and .ferry/bin (those that exist, parents first, symlinks followed: owned
+/// by the login user, not writable by group or others), and prints the kAgentUnsafe
+/// line and exits for the first that fails. POSIX sh and `ls -ldn` only.
 std::string agent_dirs_check_command(const std::string& workdir);
 
 /// The kPermissionDenied error for a kAgentUnsafe line from host `host`.

@@ -3,14 +3,18 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 
 #include "base/file_hash.h"
+#include "base/file_util.h"
+#include "base/login_shell_command.h"
 #include "base/shell_quote.h"
 #include "orchestrator/ssh/agent_bootstrap.h"
 #include "orchestrator/ssh/tcp_socket.h"
+#include "tests/support/process.h"
 
 namespace ferry {
 namespace {
@@ -61,6 +65,46 @@ TEST(FileHashTest, MissingFileIsNotFound) {
 TEST(AgentBootstrapTest, RemotePathIsContentAddressedUnderTheWorkdir) {
   EXPECT_EQ(remote_agent_path("/srv/w/", "ab12"), "/srv/w/.ferry/bin/ferry-agent-ab12");
   EXPECT_EQ(remote_agent_path("", "ab12"), "./.ferry/bin/ferry-agent-ab12");
+}
+
+// Review-4 F15: another user who can write a folder above the workdir (a team's
+// setgid 2775 folder without the sticky bit) can move the workdir away and put
+// their own agent in its place between the probe's check and its exec. The probe
+// refuses it by name, whether the workdir is there yet or not, through a symlink
+// or not, and under a tcsh login shell too; the sticky bit makes it safe.
+TEST(AgentBootstrapTest, AGroupWritableFolderAboveTheWorkdirWithoutTheStickyBitIsRefusedByName) {
+  testing::TempDir t;
+  const std::string team = t.file("team"), work = team + "/alice/work";
+  ASSERT_TRUE(make_dirs(work).ok());
+  ASSERT_EQ(::chmod(team.c_str(), 02775), 0);
+  ASSERT_EQ(::symlink((team + "/alice").c_str(), t.file("link").c_str()), 0);
+  auto probe = [](const std::string& shell, const std::string& workdir) {
+    auto command = login_shell_command(agent_dirs_check_command(workdir));
+    EXPECT_TRUE(command.ok()) << command.status().to_string();
+    auto r = testing::run_process({shell, "-c", *command}, {}, 30);
+    EXPECT_EQ(r.exit_code, 0) << shell << ": " << r.err;
+    return r.out;
+  };
+  const std::string uid = std::to_string(::geteuid());
+  const std::string unsafe = std::string(kAgentUnsafe) + "above drwxrwsr-x " + uid + " " + team + "\n";
+  EXPECT_EQ(probe("/bin/sh", work), unsafe);
+  EXPECT_EQ(probe("/bin/sh", work + "/not/made/yet"), unsafe);
+  EXPECT_EQ(probe("/bin/sh", t.file("link/work")), unsafe) << "checked on the path the link leads to";
+  if (::access("/usr/bin/tcsh", X_OK) == 0) {
+    EXPECT_EQ(probe("/usr/bin/tcsh", work), unsafe);
+  }
+  Status refused = agent_dirs_refusal("h1", unsafe);
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(
+      refused.message().find("refusing to run the agent below " + team + " (mode drwxrwsr-x, owner uid " + uid + ")"),
+      std::string::npos)
+      << refused.message();
+  EXPECT_NE(refused.message().find("unless sticky"), std::string::npos) << refused.message();
+
+  ASSERT_EQ(::chmod(team.c_str(), 03775), 0);  // sticky: only an entry's owner may move it
+  EXPECT_EQ(probe("/bin/sh", work), "");
+  ASSERT_EQ(::chmod(team.c_str(), 0755), 0);
+  EXPECT_EQ(probe("/bin/sh", work), "");
 }
 
 TEST(TcpSocketTest, SetsDeadLinkOptions) {
