@@ -36,6 +36,7 @@ constexpr auto eval_spec_fields = [](auto& v, auto& s) {
   v("min_tau", s.min_tau);
   v("min_ratio_to_reference", s.min_ratio_to_reference);
   if (kReads<decltype(v)> || !s.gate_deferred.empty()) v("gate_deferred", s.gate_deferred);
+  if (kReads<decltype(v)> || !s.baseline_store.empty()) v("baseline_store", s.baseline_store);
   if (kReads<decltype(v)> || s.shard_count > 1) {  // an unsharded eval's JSON is what it was before shards
     v("shard_index", s.shard_index);
     v("shard_count", s.shard_count);
@@ -51,11 +52,11 @@ Result<EvalSpec> eval_spec_from_json(const nlohmann::json& j) {
   auto read = fields_from_json<EvalSpec>(j, "the eval spec", eval_spec_fields);
   if (!read.ok()) return read.status();
   const EvalSpec& s = *read;
-  if (s.shard_count < 1 || s.shard_index < 0 || s.shard_index >= s.shard_count || s.shards_on_host < 1) {
   if (!std::isfinite(s.temperature) || s.temperature < 0 || s.temperature > kMaxTemperature) {
     return invalid_argument("the eval spec's temperature " + std::to_string(s.temperature) +
                             " is not a number from 0 (greedy) to " + std::to_string(kMaxTemperature));
   }
+  if (s.shard_count < 1 || s.shard_index < 0 || s.shard_index >= s.shard_count || s.shards_on_host < 1) {
     return invalid_argument("the eval spec's shard " + std::to_string(s.shard_index) + " of " +
                             std::to_string(s.shard_count) + " (" + std::to_string(s.shards_on_host) +
                             " on its host) does not exist");
