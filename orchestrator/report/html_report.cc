@@ -261,20 +261,35 @@ std::string gate_line(bool passed, const std::string& message) {
          (message.empty() ? "" : " — " + e(message)) + "</p>";
 }
 
+// Where a checkpoint's reference and baseline runs came from: a watch decodes them
+// once and its later checkpoints reuse them (their speedup: against that timing).
+std::string baseline_cell(const json& p) {
+  if (!p.contains("baseline_reused") || !p["baseline_reused"].is_boolean()) return "<td>-</td>";
+  return p["baseline_reused"].get<bool>() ? "<td class=\"baseline-reused\">reused</td>" : "<td>decoded</td>";
+}
+
 // The checkpoints' τ, one row each (run_report.cc made them from the stored reports).
 std::string evals_table(const json& evals) {
   std::string s =
       "<table><tr><th class=\"num\">step</th><th>drafter</th><th class=\"num\">τ</th>"
-      "<th class=\"num\">reference τ</th><th class=\"num\">speedup</th><th>gate</th></tr>";
+      "<th class=\"num\">reference τ</th><th class=\"num\">speedup</th><th>baseline</th><th>gate</th></tr>";
   for (const auto& p : evals) {
     s += "<tr class=\"checkpoint\"><td class=\"num\">" + e(str(p, "step")) + "</td><td>" + e(str(p, "drafter")) +
          "</td><td class=\"num\">" + (p["tau"].is_number() ? format_number(p["tau"].get<double>(), "%.3f") : "-") +
          "</td><td class=\"num\">" +
          (p["reference_tau"].is_number() ? format_number(p["reference_tau"].get<double>(), "%.3f") : "-") +
-         "</td><td class=\"num\">" + format_number(num_field(p, "speedup"), "%.2f") + "×</td><td>" +
-         e(str_field(p, "gate", bool_field(p, "gate_passed") ? "passed" : "failed")) + "</td></tr>";
+         "</td><td class=\"num\">" + format_number(num_field(p, "speedup"), "%.2f") + "×</td>" + baseline_cell(p) +
+         "<td>" + e(str_field(p, "gate", bool_field(p, "gate_passed") ? "passed" : "failed")) + "</td></tr>";
   }
   return s + "</table>";
+}
+
+// Said when the newest eval took its reference and baseline runs from a watch's store.
+std::string shared_runs_line(const eval::EvalReport& ev) {
+  if (!ev.baseline_reused) return "";
+  return "<p class=\"baseline-reused\">reference and baseline: reused, as the eval of <code>" +
+         e(ev.baseline_computed_by) + "</code> decoded them (key " + e(ev.baseline_key) +
+         "); the speedup is against that stored baseline's timing</p>";
 }
 
 // The newest eval's cards and gate; `ev` is its stored report read typed.
@@ -286,8 +301,9 @@ std::string eval_cards(const eval::EvalReport& ev, size_t evaluated) {
   if (ev.reference_speedup > 0) s += card(format_number(ev.reference_speedup, "%.2f") + "×", "reference speedup");
   s += card(std::to_string(evaluated), evaluated == 1 ? "checkpoint evaluated" : "checkpoints evaluated");
   // A watch's last checkpoint before the stage judged it (still running) has no verdict yet.
-  if (!ev.gate_deferred.empty()) return s + "</div><p>gate: " + e(ev.gate_deferred) + "</p>";
-  return s + "</div>" + gate_line(ev.gate_passed, ev.gate_message);
+  s += "</div>" + shared_runs_line(ev);
+  if (!ev.gate_deferred.empty()) return s + "<p>gate: " + e(ev.gate_deferred) + "</p>";
+  return s + gate_line(ev.gate_passed, ev.gate_message);
 }
 
 std::string eval_section(const json& report) {

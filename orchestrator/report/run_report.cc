@@ -95,6 +95,9 @@ void eval_point(const nlohmann::json& stored, nlohmann::json* point) {
   (*point)["speedup"] = r.speedup;
   (*point)["ratio_to_reference"] = r.ratio_to_reference ? nlohmann::json(*r.ratio_to_reference) : nlohmann::json();
   if (!r.datasets.empty()) (*point)["datasets"] = dataset_points(r);  // τ per step per dataset
+  // A watch's checkpoints share one baseline and reference run (baseline_store.h): null without a store.
+  (*point)["baseline_reused"] = r.baseline_key.empty() ? nlohmann::json() : nlohmann::json(r.baseline_reused);
+  (*point)["target_forwards_run"] = r.target_forwards_run;
 }
 
 }  // namespace

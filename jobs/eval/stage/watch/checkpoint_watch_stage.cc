@@ -271,6 +271,10 @@ void CheckpointWatchStage::evaluate(const CheckpointFolder& c, const std::string
   in.min_tau.reset();  // the gate judges the last checkpoint only (final_outcome)
   in.min_ratio_to_reference.reset();
   in.gate_deferred = kJudgedOnTheLastCheckpoint;
+  // The target's baseline and the reference decode the same for every checkpoint:
+  // the first eval stores them on the eval's host, the later ones (after a resume
+  // too) take them from there (jobs/eval/run/baseline_store.h).
+  in.baseline_store = std::string(kWatchBaselineStore) + "/" + id_.job;
   auto env = std::make_unique<CheckpointEnv>(env_, c, content_hash);
   auto eval = make_remote_eval_stage(
       host_, in, *env, AttemptId{id_.job + "." + key + "." + listing_hash(c) + ".eval", id_.attempt, id_.token});

@@ -15,9 +15,12 @@
 // rewritten while copied) is recorded as watch.skipped with the cause and the watch
 // goes on (a rewritten one comes back as a new version), unless `fail_on_error`.
 // The stage ends once the followed stage has ended and every completed checkpoint is
-// done. Each checkpoint's eval defers its gate ("judged on the last checkpoint"); the
-// stage judges it on the last checkpoint evaluated in any attempt, from its stored
-// report (last_checkpoint_gate.h), records the verdict as an eval.gate event, and its
+// done. The target's plain baseline and the reference drafter are decoded by the
+// first checkpoint's eval only: it stores them on the eval's host, and every later
+// one (across a resume too) reuses them (kWatchBaselineStore). Each checkpoint's
+// eval defers its gate ("judged on the last checkpoint"); the stage judges it on
+// the last checkpoint evaluated in any attempt, from its stored report
+// (last_checkpoint_gate.h), records the verdict as an eval.gate event, and its
 // counts are the stage's over every attempt: a retry or a resume that evaluates
 // nothing new ends as the attempt before it did. After `ferry resume` (same attempt,
 // so the copy and the eval worker of the checkpoint in flight are re-attached), the
@@ -48,6 +51,10 @@ inline constexpr int64_t kWatchPageEntries = 20000;
 /// Allowance for the trainer host's clock against the coordinator's, measured at
 /// each listing, when checkpoints are judged older than the followed attempt.
 inline constexpr int64_t kWatchClockSlackMs = 2000;
+
+/// Where on the eval's host (under its workdir) a watch's checkpoint evals keep the
+/// baseline and reference runs they share, a folder per watch stage's job.
+inline constexpr const char* kWatchBaselineStore = ".ferry/eval-baselines";
 
 /// The part of a checkpoint's job keys and folder name on the eval host that names
 /// it: the name itself when it is a short [A-Za-z0-9._-] name, else a hash of it

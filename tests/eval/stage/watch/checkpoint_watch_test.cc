@@ -161,6 +161,54 @@ class CheckpointWatchTest : public testing::TinySuiteTest {
     }
     return out;
   }
+  // A run's figures that decoding decides: its timings are the eval's that ran it, and
+  // a watch's drafter is its checkpoint's copy.
+  static nlohmann::json decoded(nlohmann::json run) {
+    for (const char* timing : {"path", "prefill_seconds", "decode_seconds", "target_seconds", "draft_seconds",
+                               "overhead_seconds", "tokens_per_second", "mean_tpot", "tpot_sum", "response_tpots",
+                               "cpu_seconds", "cpu_capacity_seconds", "cpu_share"}) {
+      run.erase(timing);
+    }
+    return run;
+  }
+  // The target's baseline and the reference were decoded by the first checkpoint's
+  // eval alone (issue 43): every later one reused them (the same runs, stored), and
+  // the target forwards the stored reports ran add up to every candidate and one
+  // reference and baseline. What the last checkpoint reports is what an eval that
+  // decodes them afresh reports (`ferry eval` of the same drafter).
+  void expect_baseline_and_reference_decoded_once(const std::vector<nlohmann::json>& reports,
+                                                  const std::string& last_drafter) {
+    ASSERT_GE(reports.size(), 2u);
+    const nlohmann::json& first = reports[0];
+    int64_t forwards = 0, candidates = 0;
+    for (size_t i = 0; i < reports.size(); ++i) {
+      EXPECT_EQ(reports[i]["baseline_reused"], i > 0) << i;
+      EXPECT_EQ(reports[i]["baseline_key"], first["baseline_key"]) << i;
+      EXPECT_EQ(reports[i]["baseline"], first["baseline"]) << i;
+      EXPECT_EQ(reports[i]["reference_run"], first["reference_run"]) << i;
+      forwards += reports[i]["target_forwards_run"].get<int64_t>();
+      candidates += reports[i]["candidate"]["target_forwards"].get<int64_t>();
+    }
+    const int64_t shared =
+        first["reference_run"]["target_forwards"].get<int64_t>() + first["baseline"]["target_forwards"].get<int64_t>();
+    EXPECT_GT(shared, 0);
+    EXPECT_EQ(forwards, candidates + shared) << "the baseline and the reference decoded once";
+
+    auto fresh = ferry({"eval", "--target", suite_.file("oracle-target"), "--drafter", suite_.file(last_drafter),
+                        "--reference", suite_.file("oracle-disagree"), "--prompts", suite_.file("oracle-prompts.jsonl"),
+                        "--max-new-tokens", "16", "--threads", "1", "--json"});
+    ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+    auto f = nlohmann::json::parse(fresh.out);
+    const nlohmann::json& last = reports.back();
+    EXPECT_EQ(decoded(last["baseline"]), decoded(f["baseline"]));
+    EXPECT_EQ(decoded(last["reference_run"]), decoded(f["reference_run"]));
+    EXPECT_EQ(decoded(last["candidate"]), decoded(f["candidate"]));
+    EXPECT_EQ(last["ratio_to_reference"], f["ratio_to_reference"]);
+    for (size_t i = 0; i < last["responses"].size() && i < f["responses"].size(); ++i) {
+      EXPECT_EQ(last["responses"][i]["ids"], f["responses"][i]["ids"]) << i;
+      EXPECT_EQ(last["responses"][i]["matches_baseline"], f["responses"][i]["matches_baseline"]) << i;
+    }
+  }
   testing::TempDir work_;
 };
 
@@ -196,9 +244,28 @@ TEST_F(CheckpointWatchTest, EachCheckpointEvaluatedOnceAcrossACoordinatorKillAnd
   EXPECT_EQ(same[0]["checkpoint"], "checkpoint-5");
   EXPECT_EQ(same[0]["same_as"], "checkpoint-4");
 
+  // Checkpoint-1 decoded them, 2 reused them before the kill, 3 and 4 after the resume.
+  expect_baseline_and_reference_decoded_once(reports, "oracle-agree");
+
   auto report = nlohmann::json::parse(ferry({"report", "watch-1", "--json"}).out);
   ASSERT_EQ(report["evals"].size(), 4u);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(report["evals"][i]["step"], i + 1);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(report["evals"][i]["step"], i + 1);
+    EXPECT_EQ(report["evals"][i]["baseline_reused"], i > 0);
+  }
+  const std::string page_file = work_.file("report.html");
+  ASSERT_EQ(ferry({"report", "watch-1", "-o", page_file}).exit_code, 0);
+  const std::string page = testing::read_text(page_file);
+  size_t reused_rows = 0;
+  for (size_t at = page.find("<td class=\"baseline-reused\">reused</td>"); at != std::string::npos;
+       at = page.find("<td class=\"baseline-reused\">reused</td>", at + 1)) {
+    ++reused_rows;
+  }
+  EXPECT_EQ(reused_rows, 3u) << page;
+  EXPECT_NE(page.find("<td>decoded</td>"), std::string::npos);
+  EXPECT_NE(page.find("the speedup is against that stored baseline's timing"), std::string::npos);
+  const std::string log = ferry({"logs", "watch-1", "eval"}).out;
+  EXPECT_NE(log.find("reference and baseline: reused, as the eval of "), std::string::npos) << log;
 }
 
 // Cancelled while it waits for the next checkpoint: the watch ends as cancelled with
