@@ -61,6 +61,18 @@ void run_text(std::ostringstream& out, const DecodeRun& r, const Sampling& sampl
   }
 }
 
+// Where the reference and baseline runs came from, when a store was asked for.
+void shared_runs_text(std::ostringstream& out, const EvalReport& r) {
+  if (r.baseline_key.empty()) return;
+  if (r.baseline_reused) {
+    out << "reference and baseline: reused, as the eval of " << r.baseline_computed_by << " decoded them (key "
+        << r.baseline_key << "); the speedup is against that stored baseline's timing\n";
+  } else {
+    out << "reference and baseline: decoded here and stored for later evals (key " << r.baseline_key << ")\n";
+  }
+  out << "target forwards run by this eval: " << r.target_forwards_run << "\n\n";
+}
+
 // metrics()' counts, τ spread and regime: drafted_tokens, accepted_tokens, acceptance_rate, tau_sd, ...
 void add_count_metrics(const EvalReport& r, std::map<std::string, double>* m) {
   const DecodeRun& candidate = r.candidate;
@@ -176,6 +188,7 @@ std::string EvalReport::to_text() const {
   if (ratio_to_reference) out << "   ratio " << fixed(*ratio_to_reference, 3);
   if (baseline) out << "   speedup " << fixed(speedup, 2) << "x";
   out << "\n\n" << datasets_text(*this) << (datasets.empty() ? "" : "\n");
+  shared_runs_text(out, *this);
   run_text(out, candidate, sampling);
   if (reference_run) run_text(out, *reference_run, sampling);
   if (baseline) run_text(out, *baseline, sampling);
@@ -201,8 +214,8 @@ std::map<std::string, double> EvalReport::metrics() const {
   m["tokens_per_second"] = candidate.tokens_per_second;
   m["decode_seconds"] = candidate.decode_seconds;
   m["loop_overhead_seconds"] = candidate.overhead_seconds;
-  if (gate_deferred.empty()) m["gate_passed"] = gate_passed ? 1.0 : 0.0;  // else judged elsewhere
   add_count_metrics(*this, &m);
+  if (gate_deferred.empty()) m["gate_passed"] = gate_passed ? 1.0 : 0.0;  // else judged elsewhere
   for (size_t j = 1; j < candidate.acceptance_rate.size(); ++j) {
     m["acceptance_rate_" + std::to_string(j)] = candidate.acceptance_rate[j];
   }
@@ -215,6 +228,7 @@ std::map<std::string, double> EvalReport::metrics() const {
     if (baseline) m["reference_speedup"] = reference_speedup;
   }
   if (ratio_to_reference) m["ratio_to_reference"] = *ratio_to_reference;
+  if (!baseline_key.empty()) m["baseline_reused"] = baseline_reused ? 1.0 : 0.0;
   return m;
 }
 

@@ -133,6 +133,15 @@ struct EvalReport {
   std::optional<DrafterDiff> diff;
   std::vector<std::string> warnings;
   double wall_seconds = 0;
+  /// Target forward passes this eval ran itself, every run's; a reused run's are not counted.
+  int64_t target_forwards_run = 0;
+  /// The reference and baseline runs' store (EvalSpec::baseline_store, baseline_store.h):
+  /// the key they are kept under ("" = no store asked), and whether this eval took them
+  /// from it, as the eval of the drafter `baseline_computed_by` decoded and timed them
+  /// (the speedup is against that timing), or decoded and stored them itself.
+  std::string baseline_key;
+  bool baseline_reused = false;
+  std::string baseline_computed_by;
   std::vector<ResponseText> responses;  // the candidate's, decoded
   int show_responses = 0;               // how many to_text prints in full
 

@@ -14,6 +14,7 @@
 #include "jobs/eval/io/safetensors_reader.h"
 #include "jobs/eval/models/dflash_drafter.h"
 #include "jobs/eval/models/target_model.h"
+#include "jobs/eval/run/baseline_store.h"
 #include "jobs/eval/run/cpu_share.h"
 #include "jobs/eval/run/drafter_diff.h"
 #include "jobs/eval/run/eval_gate.h"
@@ -274,6 +275,7 @@ Result<std::vector<Prompt>> load_datasets(const EvalSpec& spec, int64_t vocab_si
                             : ""));
   return all;
 }
+
 // Step 3: the prompts as ids, through the model's tokenizer and prompt format.
 Result<std::vector<Prompt>> encode_prompts(const EvalSpec& spec, const TargetModel& target,
                                            std::optional<PromptEncoder>* encoder, EvalReport* report,
@@ -305,8 +307,116 @@ Result<std::vector<Prompt>> encode_prompts(const EvalSpec& spec, const TargetMod
   return prompts;
 }
 
+// The reference drafter's run and the plain baseline, decoded here: what a later
+// eval with the same key may take from the store instead (baseline_store.h).
+Status decode_shared_runs(const EvalSpec& spec, const LoadedModels& m, const std::vector<Prompt>& prompts,
+                          const DecodeOptions& decode, ProgressMeter* meter, StoredRuns* out) {
+  std::vector<std::vector<int64_t>> reference_out;
+  if (m.reference_proposer) {
+    DecodeOptions ref = decode;
+    ref.block_size = spec.block_size > 0 ? spec.block_size : m.reference->config().block_size;
+    ref.capture_layers = m.reference->config().target_layer_ids;
+    auto ref_run = run_all("reference", spec.reference, m.target.get(), m.reference_proposer.get(), prompts, ref,
+                           &reference_out, meter);
+    if (!ref_run.ok()) return ref_run.status();
+    out->reference = std::move(*ref_run);
+  }
+  if (spec.baseline) {
+    DecodeOptions base = decode;
+    base.block_size = 1;
+    auto base_run = run_all("baseline", "", m.target.get(), nullptr, prompts, base, &out->baseline_tokens, meter);
+    if (!base_run.ok()) return base_run.status();
+    out->baseline = std::move(*base_run);
+    if (out->reference) {
+      out->reference->responses_differing_from_baseline = count_differing(reference_out, out->baseline_tokens);
+    }
+  }
+  return Status();
+}
+
+// The key of this eval's reference and baseline runs (baseline_store.h): the files
+// by content, and every setting that changes what they decode or how fast.
+Result<nlohmann::json> shared_runs_key_inputs(const EvalSpec& spec, const LoadedModels& m, const EvalReport& report) {
+  const int64_t reference_block =
+      !m.reference ? 0 : spec.block_size > 0 ? spec.block_size : m.reference->config().block_size;
+  BaselineInputs in;
+  in.target = spec.target;
+  in.reference = spec.reference;
+  in.prompts = spec.prompts;
+  in.tokenizer = spec.tokenizer;
+  in.settings = {{"max_new_tokens", spec.max_new_tokens},
+                 {"reference_block_size", reference_block},
+                 {"prompt_format", spec.prompt_format},
+                 {"device", spec.device},
+                 {"dtype", report.dtype},
+                 {"threads", report.threads},  // the baseline's timing is the speedup's
+                 {"baseline", spec.baseline},
+                 {"temperature", spec.temperature},
+                 {"seed", spec.seed},
+                 {"shard_index", spec.shard_index},
+                 {"shard_count", spec.shard_count}};
+  if (!spec.datasets.empty()) {  // named datasets: every file's content, in order (eval_datasets.h)
+    auto files = datasets_content(spec.datasets);
+    if (!files.ok()) return files.status().with_context("baseline key");
+    in.settings["datasets"] = std::move(*files);
+    in.prompts = spec.datasets[0].prompts;
+  }
+  return baseline_key_inputs(in);
+}
+
+// With a store asked for: its runs under this eval's key, when an earlier eval left
+// them there (report->baseline_key set either way). A stored file this eval cannot
+// use is said and decoded again.
+Result<std::optional<StoredRuns>> find_shared_runs(const EvalSpec& spec, const LoadedModels& m, int64_t prompts,
+                                                   const SayFn& say, EvalReport* report, nlohmann::json* key_inputs) {
+  if (spec.baseline_store.empty() || (!m.reference_proposer && !spec.baseline)) return std::optional<StoredRuns>();
+  auto inputs = shared_runs_key_inputs(spec, m, *report);
+  if (!inputs.ok()) return inputs.status();
+  *key_inputs = std::move(*inputs);
+  report->baseline_key = baseline_key(*key_inputs);
+  auto stored = read_stored_runs(spec.baseline_store, report->baseline_key, prompts, m.reference_proposer != nullptr,
+                                 spec.baseline);
+  if (!stored.ok()) {
+    report->warnings.push_back("stored baseline not used: " + stored.status().message() + "; decoded again");
+    say("WARNING: " + report->warnings.back());
+    return std::optional<StoredRuns>();
+  }
+  if (*stored) {
+    say("reference and baseline: reused from the eval of " + (*stored)->computed_by + " (key " + report->baseline_key +
+        ")");
+  }
+  return stored;
+}
+
+// The shared runs into the report, each response compared with the baseline's tokens.
+void take_shared_runs(StoredRuns shared, const std::vector<std::vector<int64_t>>& candidate_out, EvalReport* report) {
+  report->reference_run = std::move(shared.reference);
+  report->baseline = std::move(shared.baseline);
+  if (!report->baseline) return;
+  const auto& baseline_out = shared.baseline_tokens;
+  report->candidate.responses_differing_from_baseline = count_differing(candidate_out, baseline_out);
+  for (size_t i = 0; i < report->responses.size() && i < baseline_out.size(); ++i) {
+    report->responses[i].matches_baseline = candidate_out[i] == baseline_out[i] ? 1 : 0;
+  }
+}
+
+// Keeps this eval's reference and baseline runs for later evals with its key; a
+// store that cannot be written is a warning, not a failed eval.
+void store_shared_runs(const EvalSpec& spec, const nlohmann::json& key_inputs, const StoredRuns& runs, const SayFn& say,
+                       EvalReport* report) {
+  StoredRuns keep = runs;
+  keep.key = report->baseline_key;
+  keep.inputs = key_inputs;
+  keep.computed_by = spec.drafter;
+  report->baseline_computed_by = spec.drafter;
+  Status written = write_stored_runs(spec.baseline_store, keep);
+  if (written.ok()) return say("reference and baseline stored for later evals (key " + keep.key + ")");
+  report->warnings.push_back("the baseline could not be stored for later evals: " + written.message());
+  say("WARNING: " + report->warnings.back());
+}
+
 // Step 4: the candidate over every prompt, then the reference and the plain-decoding
-// baseline when asked, each compared with the candidate.
+// baseline when asked (decoded, or taken from the store), each compared with the candidate.
 Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector<Prompt>& prompts,
                   PromptEncoder& encoder, const std::atomic<bool>* cancel, const SayFn& say,
                   EvalReport* report) {
@@ -318,10 +428,14 @@ Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector
   decode.sampling = Sampling{spec.temperature, spec.seed};
   report->sampling = decode.sampling;
   report->block_size = decode.block_size;
-  const int runs = 1 + (m.reference_proposer ? 1 : 0) + (spec.baseline ? 1 : 0);
+  nlohmann::json key_inputs;
+  auto stored = find_shared_runs(spec, m, static_cast<int64_t>(prompts.size()), say, report, &key_inputs);
+  if (!stored.ok()) return stored.status();
+  report->baseline_reused = stored->has_value();
+  const int runs = 1 + (*stored ? 0 : (m.reference_proposer ? 1 : 0) + (spec.baseline ? 1 : 0));
   ProgressMeter meter(static_cast<int64_t>(prompts.size()), runs, say);
 
-  std::vector<std::vector<int64_t>> candidate_out, reference_out, baseline_out, candidate_acceptance;
+  std::vector<std::vector<int64_t>> candidate_out, candidate_acceptance;
   DecodeOptions cand = decode;
   cand.capture_layers = m.drafter->config().target_layer_ids;
   say("decoding " + std::to_string(prompts.size()) + " prompts, block " + std::to_string(cand.block_size));
@@ -329,6 +443,7 @@ Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector
                           &candidate_out, &meter, &candidate_acceptance);
   if (!cand_run.ok()) return cand_run.status();
   report->candidate = std::move(*cand_run);
+  report->target_forwards_run = report->candidate.target_forwards;
   for (size_t i = 0; i < candidate_out.size(); ++i) {
     report->responses.push_back(
         make_response_text(prompts[i].line, candidate_out[i], candidate_acceptance[i], encoder.tokenizer()));
@@ -336,30 +451,18 @@ Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector
   }
   report->show_responses = spec.show_responses;
 
-  if (m.reference_proposer) {
-    DecodeOptions ref = decode;
-    ref.block_size = spec.block_size > 0 ? spec.block_size : m.reference->config().block_size;
-    ref.capture_layers = m.reference->config().target_layer_ids;
-    auto ref_run = run_all("reference", spec.reference, m.target.get(), m.reference_proposer.get(), prompts, ref,
-                           &reference_out, &meter);
-    if (!ref_run.ok()) return ref_run.status();
-    report->reference_run = std::move(*ref_run);
-  }
-
-  if (spec.baseline) {
-    DecodeOptions base = decode;
-    base.block_size = 1;
-    auto base_run = run_all("baseline", "", m.target.get(), nullptr, prompts, base, &baseline_out, &meter);
-    if (!base_run.ok()) return base_run.status();
-    report->baseline = std::move(*base_run);
-    report->candidate.responses_differing_from_baseline = count_differing(candidate_out, baseline_out);
-    for (size_t i = 0; i < report->responses.size() && i < baseline_out.size(); ++i) {
-      report->responses[i].matches_baseline = candidate_out[i] == baseline_out[i] ? 1 : 0;
+  StoredRuns shared;
+  if (*stored) {
+    shared = std::move(**stored);
+    report->baseline_computed_by = shared.computed_by;
+  } else {
+    FERRY_RETURN_IF_ERROR(decode_shared_runs(spec, m, prompts, decode, &meter, &shared));
+    for (const auto* run : {&shared.reference, &shared.baseline}) {
+      if (*run) report->target_forwards_run += (*run)->target_forwards;
     }
-    if (report->reference_run) {
-      report->reference_run->responses_differing_from_baseline = count_differing(reference_out, baseline_out);
-    }
+    if (!report->baseline_key.empty()) store_shared_runs(spec, key_inputs, shared, say, report);
   }
+  take_shared_runs(std::move(shared), candidate_out, report);
   compare_runs(report);
   return Status();
 }
@@ -396,9 +499,9 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   auto prompts = encode_prompts(spec, *models->target, &encoder, &report, say);
   if (!prompts.ok()) return prompts.status();
   FERRY_RETURN_IF_ERROR(decode_all(spec, *models, *prompts, *encoder, cancel, say, &report));
-  warn_of_low_cpu_share(say, &report);
   count_dataset_acceptance(&report);  // each named dataset's row (eval_datasets.h)
   finish_datasets(&report);
+  warn_of_low_cpu_share(say, &report);
   if (spec.gate_deferred.empty()) {
     judge_gate(spec.min_tau, spec.min_ratio_to_reference, &report);  // step 5
   } else {

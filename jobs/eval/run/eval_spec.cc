@@ -36,6 +36,7 @@ constexpr auto eval_spec_fields = [](auto& v, auto& s) {
   v("min_tau", s.min_tau);
   v("min_ratio_to_reference", s.min_ratio_to_reference);
   if (kReads<decltype(v)> || !s.gate_deferred.empty()) v("gate_deferred", s.gate_deferred);
+  if (kReads<decltype(v)> || !s.baseline_store.empty()) v("baseline_store", s.baseline_store);
   if (kReads<decltype(v)> || s.shard_count > 1) {  // an unsharded eval's JSON is what it was before shards
     v("shard_index", s.shard_index);
     v("shard_count", s.shard_count);

@@ -52,6 +52,11 @@ struct EvalSpec {
   /// Not empty: this eval's gate is judged elsewhere, and its report says so in these
   /// words instead of a verdict (a watch's checkpoints: "judged on the last checkpoint").
   std::string gate_deferred;
+  /// Not empty: a folder where this eval keeps the target's plain baseline and the
+  /// reference drafter's decode, under a key of what they depend on, and takes them
+  /// from when an earlier eval stored them with the same key (a watch's checkpoints:
+  /// baseline_store.h). A relative path is the eval's working directory's.
+  std::string baseline_store;
   /// Decode only shard `shard_index` of `shard_count`: a contiguous part of the prompts
   /// (EvalReport::shard says which); merge_shard_reports joins the parts exactly.
   int shard_index = 0;

@@ -202,6 +202,12 @@ inline constexpr auto eval_report_fields = [](auto& v, auto& r) {
   v.object("diff", r.diff, drafter_diff_fields);
   v("warnings", r.warnings);
   v("wall_seconds", r.wall_seconds);
+  v("target_forwards_run", r.target_forwards_run);
+  if (reads || !r.baseline_key.empty()) {
+    v("baseline_key", r.baseline_key);
+    v("baseline_reused", r.baseline_reused);
+    v("baseline_computed_by", r.baseline_computed_by);
+  }
   v("gate_passed", r.gate_passed);
   v("gate_message", r.gate_message);
   if (reads || !r.gate_deferred.empty()) v("gate_deferred", r.gate_deferred);

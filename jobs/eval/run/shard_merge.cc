@@ -115,6 +115,16 @@ Status check_part(const EvalReport& s, const EvalReport& first, size_t i, size_t
   return Status();
 }
 
+// Forwards run add up; the reference and baseline count as reused only when every
+// shard took its part from a store (each shard's part has a key of its own).
+void merge_shared_runs_facts(const std::vector<EvalReport>& shards, EvalReport* m) {
+  m->target_forwards_run = 0;
+  for (const auto& s : shards) {
+    m->target_forwards_run += s.target_forwards_run;
+    m->baseline_reused = m->baseline_reused && s.baseline_reused;
+  }
+}
+
 }  // namespace
 
 Result<EvalReport> merge_shard_reports(const std::vector<EvalReport>& shards, const std::vector<std::string>& stages,
@@ -145,6 +155,7 @@ Result<EvalReport> merge_shard_reports(const std::vector<EvalReport>& shards, co
     m.shards.push_back(
         {i < stages.size() ? stages[i] : "", s.shard.first_prompt, s.prompt_count, s.wall_seconds, s.threads, s.cores});
   }
+  merge_shared_runs_facts(shards, &m);
   auto c = merge_runs(cand, "the candidate");
   if (!c.ok()) return c.status();
   m.candidate = std::move(*c);
