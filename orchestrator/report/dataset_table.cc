@@ -87,7 +87,10 @@ std::vector<ChartSeries> dataset_tau_series(const json& evals, const std::string
     const double x = steps ? p["step"].get<double>() : ++i;
     if (!p.contains("datasets") || !p["datasets"].is_array()) continue;
     for (const auto& d : p["datasets"]) {
-      if (!d.is_object() || !d["name"].is_string() || !d["tau"].is_number()) continue;
+      if (!d.is_object() || !d.contains("name") || !d["name"].is_string() || !d.contains("tau") ||
+          !d["tau"].is_number()) {
+        continue;
+      }
       const std::string name = prefix + d["name"].get<std::string>();
       auto [it, added] = index.emplace(name, out.size());
       if (added) out.push_back({name, series_color(first_color + out.size()), {}});
