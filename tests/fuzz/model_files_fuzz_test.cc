@@ -5,7 +5,9 @@
 // (a catastrophic regex from the file must end at ICU's time limit, inside the round's).
 #include <gtest/gtest.h>
 
-#include "jobs/eval/io/model_config.h"
+#include "jobs/eval/io/dflash_config.h"
+#include "jobs/eval/io/qwen35_config.h"
+#include "jobs/eval/io/qwen3_config.h"
 #include "jobs/eval/run/prompt_file.h"
 #include "jobs/tokenizer/tokenizer.h"
 #include "tests/fuzz/fuzz_rounds.h"
@@ -70,6 +72,18 @@ json config_seed() {
     "eos_token_id": [1, 2], "tie_word_embeddings": false})");
 }
 
+// A Qwen3.6-style hybrid target under a VLM wrapper (the qwen3_5 reader's fields).
+json hybrid_config_seed() {
+  return json::parse(R"({"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"],
+    "image_token_id": 90, "eos_token_id": 3, "tie_word_embeddings": false, "vision_config": {"depth": 1},
+    "text_config": {"model_type": "qwen3_5_text", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 128,
+      "num_hidden_layers": 4, "full_attention_interval": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16,
+      "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4,
+      "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+      "rope_parameters": {"rope_type": "default", "rope_theta": 10000000, "partial_rotary_factor": 0.25}}})");
+}
+
 const std::vector<json>& prompt_seeds() {
   static const std::vector<json> seeds = {
       json::parse(R"({"input_ids": [1, 2, 3]})"),
@@ -110,14 +124,16 @@ TEST(ModelFilesFuzzTest, MutatedConfigsLoadOrAreRefusedByName) {
   FuzzPlan plan = fuzz_plan(1500);
   testing::TempDir dir;
   const std::string path = dir.file("config.json");
-  int loaded = 0, refused = 0;
+  int loaded = 0, refused = 0, hybrids = 0;
   for_each_round(plan, "ModelFilesFuzzTest.config", [&](Mutator& m, int) {
-    std::string text = wire_text(m.mutate_json(config_seed()));
+    const bool hybrid_seed = m.chance(30);
+    std::string text = wire_text(m.mutate_json(hybrid_seed ? hybrid_config_seed() : config_seed()));
     if (m.chance(20)) text = m.mutate_bytes(text, {});
     testing::write_text(path, text);
     auto drafter = eval::load_dflash_config(dir.path());
     auto target = eval::load_qwen3_config(dir.path());
-    for (const Status& s : {drafter.status(), target.status()}) {
+    auto hybrid = eval::load_qwen35_config(dir.path());
+    for (const Status& s : {drafter.status(), target.status(), hybrid.status()}) {
       if (!s.ok()) {
         EXPECT_EQ(s.message().rfind(path + ": ", 0), 0u) << s.message();
       }
@@ -130,8 +146,15 @@ TEST(ModelFilesFuzzTest, MutatedConfigsLoadOrAreRefusedByName) {
     } else {
       ++refused;
     }
+    if (hybrid.ok()) {
+      ++hybrids;
+      EXPECT_EQ(hybrid->linear_layer.size(), static_cast<size_t>(hybrid->text.num_hidden_layers));
+      EXPECT_LE(hybrid->rotary_dim, hybrid->text.head_dim);
+      EXPECT_EQ(hybrid->linear_num_value_heads % hybrid->linear_num_key_heads, 0);
+    }
   });
-  expect_outcomes(plan, "configs", {{"loaded", loaded, 100}, {"refused", refused, 100}});
+  expect_outcomes(plan, "configs",
+                  {{"loaded", loaded, 100}, {"refused", refused, 100}, {"hybrids loaded", hybrids, 100}});
 }
 
 TEST(ModelFilesFuzzTest, MutatedPromptFilesLoadOrAreRefusedByLine) {

@@ -18,7 +18,7 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& fo
   std::unique_ptr<DFlashDrafter> d(new DFlashDrafter());
   d->config_ = *config;
   d->options_ = options;
-  const Qwen3Config& c = d->config_.model;
+  const DecoderConfig& c = d->config_.model;
   const int64_t h = c.hidden_size, hd = c.head_dim;
   const int64_t in = c.intermediate_size;
   const int64_t features = static_cast<int64_t>(d->config_.target_layer_ids.size()) * target_hidden_size;
@@ -39,7 +39,7 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& fo
 }
 
 at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& block) {
-  const Qwen3Config& c = config_.model;
+  const DecoderConfig& c = config_.model;
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const int64_t ctx_len = context.defined() ? context.size(0) : 0;
   const int64_t ctx_start = cache_length();
@@ -97,7 +97,7 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
 }
 
 void DFlashDrafter::reserve(int64_t positions) {
-  const Qwen3Config& c = config_.model;
+  const DecoderConfig& c = config_.model;
   auto kv = at::TensorOptions().dtype(options_.dtype).device(options_.device);
   for (KvCache& cache : caches_) cache.reserve(c.num_key_value_heads, positions, c.head_dim, kv);
   rope_->reserve(positions);
@@ -114,7 +114,7 @@ void DFlashDrafter::reset() {
 // ---------------------------------------------------------------------------
 
 Result<std::unique_ptr<DFlashProposer>> DFlashProposer::create(TargetModel* target, DFlashDrafter* drafter) {
-  const Qwen3Config& tc = target->config();
+  const DecoderConfig& tc = target->config();
   const DFlashConfig& dc = drafter->config();
   const std::string where = dc.model.path + ": ";
   if (dc.model.hidden_size != tc.hidden_size) {
@@ -150,8 +150,8 @@ Result<std::vector<int64_t>> DFlashProposer::propose(const DraftRequest& request
   ids[0] = (*request.tokens)[static_cast<size_t>(request.start)];
   at::Tensor block_ids = at::tensor(ids, at::kLong).to(target_->options().device);
   at::Tensor hidden = drafter_->forward(request.context, target_->embed(block_ids));  // [B, hidden]
-  at::Tensor logits = target_->lm_head(hidden.narrow(0, 1, b - 1));                 // [B-1, vocab]
-  at::Tensor draft = logits.argmax(-1).to(at::kCPU);  // only the ids leave the device
+  at::Tensor logits = target_->lm_head(hidden.narrow(0, 1, b - 1));                   // [B-1, vocab]
+  at::Tensor draft = logits.argmax(-1).to(at::kCPU);                                  // only the ids leave the device
   const int64_t* p = draft.data_ptr<int64_t>();
   return std::vector<int64_t>(p, p + (b - 1));
 }

@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "base/status.h"
-#include "jobs/eval/models/drafter.h"
-#include "jobs/eval/io/model_config.h"
-#include "jobs/eval/models/target_model.h"
 #include "jobs/eval/cpu/tensor_ops.h"
+#include "jobs/eval/io/dflash_config.h"
 #include "jobs/eval/io/weight_loader.h"
 #include "jobs/eval/models/decoder_layer.h"
+#include "jobs/eval/models/drafter.h"
+#include "jobs/eval/models/target_model.h"
 
 namespace ferry::eval {
 

@@ -34,7 +34,7 @@ Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& fold
   t->config_ = *config;
   t->options_ = options;
   const Qwen35Config& c = t->config_;
-  const Qwen3Config& tc = c.text;
+  const DecoderConfig& tc = c.text;
   const int64_t h = tc.hidden_size, v = tc.vocab_size, hd = tc.head_dim, in = tc.intermediate_size;
   const int64_t nh = tc.num_attention_heads, nkv = tc.num_key_value_heads;
   GdnDims& g = t->gdn_dims_;
@@ -103,7 +103,7 @@ at::Tensor Qwen35Target::lm_head(const at::Tensor& hidden) const {
 
 at::Tensor Qwen35Target::attention_layer(const Layer& layer, size_t index, const at::Tensor& x, int64_t past,
                                          const RopeTables& rope) {
-  const Qwen3Config& c = config_.text;
+  const DecoderConfig& c = config_.text;
   const int64_t t = x.size(0), nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   std::vector<at::Tensor> qkv = project_all(x, {layer.q, layer.k, layer.v});
   at::Tensor qg = qkv[0].view({t, nh, 2 * hd});
@@ -121,7 +121,7 @@ at::Tensor Qwen35Target::attention_layer(const Layer& layer, size_t index, const
 
 Qwen35Target::Output Qwen35Target::forward(const at::Tensor& ids, const std::vector<int64_t>& capture,
                                            int64_t logits_rows) {
-  const Qwen3Config& c = config_.text;
+  const DecoderConfig& c = config_.text;
   const int64_t t = ids.size(0);
   const int64_t past = length_;
   RopeTables rope = rope_tables(past, t, config_.rotary_dim, c.rope_theta, options_);

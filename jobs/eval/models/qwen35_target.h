@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "base/status.h"
-#include "jobs/eval/models/gated_delta_net.h"
-#include "jobs/eval/io/model_config.h"
-#include "jobs/eval/models/target_model.h"
 #include "jobs/eval/cpu/tensor_ops.h"
+#include "jobs/eval/io/qwen35_config.h"
 #include "jobs/eval/io/weight_loader.h"
+#include "jobs/eval/models/gated_delta_net.h"
+#include "jobs/eval/models/target_model.h"
 
 namespace ferry::eval {
 
@@ -35,7 +35,7 @@ class Qwen35Target : public TargetModel {
   static Result<std::unique_ptr<Qwen35Target>> load(const std::string& folder, const ComputeOptions& options,
                                                     LoadReport* report);
 
-  const Qwen3Config& config() const override { return config_.text; }
+  const DecoderConfig& config() const override { return config_.text; }
   const Qwen35Config& hybrid_config() const { return config_; }
   const ComputeOptions& options() const override { return options_; }
   std::string describe() const override { return config_.describe(); }
@@ -56,7 +56,7 @@ class Qwen35Target : public TargetModel {
     at::Tensor input_norm, post_norm;  // float32 (1 + w)
     at::Tensor gate, up, down;
     GdnWeights gdn;
-    at::Tensor q, k, v, o;     // gated attention; q: [heads * 2 * head_dim, hidden]
+    at::Tensor q, k, v, o;      // gated attention; q: [heads * 2 * head_dim, hidden]
     at::Tensor q_norm, k_norm;  // float32 (1 + w)
   };
   Qwen35Target() = default;
@@ -69,8 +69,8 @@ class Qwen35Target : public TargetModel {
   at::Tensor embed_tokens_, lm_head_;
   at::Tensor norm_;  // float32 (1 + w)
   std::vector<Layer> layers_;
-  std::vector<KvCache> caches_;     // used by attention layers
-  std::vector<GdnState> states_;    // used by GDN layers
+  std::vector<KvCache> caches_;   // used by attention layers
+  std::vector<GdnState> states_;  // used by GDN layers
   int64_t length_ = 0;
   int64_t last_forward_start_ = 0;  // crop() may go back to here
 };

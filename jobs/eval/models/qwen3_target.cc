@@ -27,7 +27,7 @@ Result<std::unique_ptr<Qwen3Target>> Qwen3Target::load(const std::string& folder
   std::unique_ptr<Qwen3Target> t(new Qwen3Target());
   t->config_ = *config;
   t->options_ = options;
-  const Qwen3Config& c = t->config_;
+  const DecoderConfig& c = t->config_;
   const int64_t h = c.hidden_size, v = c.vocab_size, hd = c.head_dim;
   const int64_t in = c.intermediate_size;
 
@@ -57,7 +57,7 @@ at::Tensor Qwen3Target::lm_head(const at::Tensor& hidden) const {
 }
 
 void Qwen3Target::reserve(int64_t positions) {
-  const Qwen3Config& c = config_;
+  const DecoderConfig& c = config_;
   auto kv = at::TensorOptions().dtype(options_.dtype).device(options_.device);
   for (KvCache& cache : caches_) cache.reserve(c.num_key_value_heads, positions, c.head_dim, kv);
   rope_->reserve(positions);
@@ -65,7 +65,7 @@ void Qwen3Target::reserve(int64_t positions) {
 
 Qwen3Target::Output Qwen3Target::forward(const at::Tensor& ids, const std::vector<int64_t>& capture,
                                          int64_t logits_rows) {
-  const Qwen3Config& c = config_;
+  const DecoderConfig& c = config_;
   const int64_t t = ids.size(0);
   const int64_t past = cache_length();
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;

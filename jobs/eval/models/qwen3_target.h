@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "base/status.h"
-#include "jobs/eval/io/model_config.h"
-#include "jobs/eval/models/target_model.h"
 #include "jobs/eval/cpu/tensor_ops.h"
+#include "jobs/eval/io/qwen3_config.h"
 #include "jobs/eval/io/weight_loader.h"
 #include "jobs/eval/models/decoder_layer.h"
+#include "jobs/eval/models/target_model.h"
 
 namespace ferry::eval {
 
@@ -27,7 +27,7 @@ class Qwen3Target : public TargetModel {
   static Result<std::unique_ptr<Qwen3Target>> load(const std::string& folder, const ComputeOptions& options,
                                                    LoadReport* report);
 
-  const Qwen3Config& config() const override { return config_; }
+  const DecoderConfig& config() const override { return config_; }
   const ComputeOptions& options() const override { return options_; }
   std::string describe() const override;
 
@@ -49,7 +49,7 @@ class Qwen3Target : public TargetModel {
   using Layer = DecoderLayer;
   Qwen3Target() = default;
 
-  Qwen3Config config_;
+  DecoderConfig config_;
   ComputeOptions options_;
   at::Tensor embed_tokens_;  // [vocab, hidden]
   at::Tensor lm_head_;       // [vocab, hidden], or packed (project_columns); embed_tokens_ when tied

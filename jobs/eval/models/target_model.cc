@@ -1,7 +1,6 @@
 #include "jobs/eval/models/target_model.h"
 
-#include "jobs/eval/models/qwen35_target.h"
-#include "jobs/eval/models/qwen3_target.h"
+#include "jobs/eval/models/families.h"
 
 #include <algorithm>
 
@@ -24,16 +23,9 @@ TargetModel::Output prefill(TargetModel* target, const at::Tensor& ids, const st
 
 Result<std::unique_ptr<TargetModel>> load_target(const std::string& folder, const ComputeOptions& options,
                                                  LoadReport* report) {
-  auto arch = detect_target_architecture(folder);
-  if (!arch.ok()) return arch.status();
-  if (*arch == "qwen3_5") {
-    auto t = Qwen35Target::load(folder, options, report);
-    if (!t.ok()) return t.status();
-    return std::unique_ptr<TargetModel>(std::move(*t));
-  }
-  auto t = Qwen3Target::load(folder, options, report);
-  if (!t.ok()) return t.status();
-  return std::unique_ptr<TargetModel>(std::move(*t));
+  auto family = detect_target_architecture(folder);
+  if (!family.ok()) return family.status();
+  return (*family)->load(folder, options, report);
 }
 
 }  // namespace ferry::eval

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "jobs/eval/io/load_report.h"
-#include "jobs/eval/io/model_config.h"
 #include "jobs/eval/cpu/tensor_ops.h"
+#include "jobs/eval/io/decoder_config.h"
+#include "jobs/eval/io/load_report.h"
 
 namespace ferry::eval {
 
@@ -32,7 +32,7 @@ class TargetModel {
   virtual ~TargetModel() = default;
 
   /// Dimensions shared by every kind (vocab, hidden, layer count, eos ids).
-  virtual const Qwen3Config& config() const = 0;
+  virtual const DecoderConfig& config() const = 0;
   virtual const ComputeOptions& options() const = 0;
   /// Architecture and layer mix, e.g. "qwen3_5: 48 linear + 16 full attention".
   virtual std::string describe() const = 0;
@@ -91,7 +91,8 @@ constexpr int64_t kPrefillChunk = 64;
 /// forward(ids, capture, 1) would return them.
 TargetModel::Output prefill(TargetModel* target, const at::Tensor& ids, const std::vector<int64_t>& capture);
 
-/// Loads the target under `folder` by its config.json's model_type: qwen3 or qwen3_5.
+/// Loads the target under `folder` by its config.json's model_type, through its row of
+/// the family table (families.h); a model_type in no row is refused by name.
 Result<std::unique_ptr<TargetModel>> load_target(const std::string& folder, const ComputeOptions& options,
                                                  LoadReport* report);
 

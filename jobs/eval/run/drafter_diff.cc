@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "jobs/eval/io/model_config.h"
+#include "jobs/eval/io/dflash_config.h"
 #include "jobs/eval/io/safetensors_reader.h"
 #include "jobs/eval/run/report_fields.h"
 

@@ -122,7 +122,7 @@ struct NaiveModel {
   }
 
   at::Tensor attention(size_t l, const std::string& p, const at::Tensor& h) {
-    const Qwen3Config& t = c.text;
+    const DecoderConfig& t = c.text;
     const int64_t nh = t.num_attention_heads, nkv = t.num_key_value_heads, hd = t.head_dim;
     at::Tensor qg = at::mv(w.at(p + "q_proj.weight"), h).view({nh, 2 * hd});
     at::Tensor q = at::empty({nh, hd}, at::kDouble), gate = qg.narrow(1, hd, hd);
@@ -154,7 +154,7 @@ struct NaiveModel {
 
   // One token: returns logits [V]; appends every layer's output (last one final-normed).
   at::Tensor step(int64_t id, std::vector<at::Tensor>* layer_out) {
-    const Qwen3Config& t = c.text;
+    const DecoderConfig& t = c.text;
     at::Tensor x = w.at("embed_tokens.weight")[id].clone();
     for (int64_t l = 0; l < t.num_hidden_layers; ++l) {
       const std::string p = "layers." + std::to_string(l) + ".";

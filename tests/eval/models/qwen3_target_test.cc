@@ -87,7 +87,7 @@ struct NaiveTargetOut {
   std::vector<at::Tensor> layer_out;  // raw output of every layer, [T, H]
 };
 
-NaiveTargetOut naive_target(const Weights& w, const Qwen3Config& c, const std::vector<int64_t>& ids) {
+NaiveTargetOut naive_target(const Weights& w, const DecoderConfig& c, const std::vector<int64_t>& ids) {
   const int64_t t = static_cast<int64_t>(ids.size());
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   at::Tensor x = w.at("model.embed_tokens.weight").index_select(0, at::tensor(ids, at::kLong));
@@ -113,7 +113,7 @@ NaiveTargetOut naive_target(const Weights& w, const Qwen3Config& c, const std::v
 // Sliding layers (dc.sliding_layer): causal over [context; block] with the window.
 at::Tensor naive_drafter(const Weights& w, const Weights& tw, const DFlashConfig& dc, const at::Tensor& features,
                          const std::vector<int64_t>& block) {
-  const Qwen3Config& c = dc.model;
+  const DecoderConfig& c = dc.model;
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const int64_t ctx_len = features.size(0), b = static_cast<int64_t>(block.size());
   at::Tensor ctx = naive_rms(at::matmul(features, w.at("fc.weight").t()), w.at("hidden_norm.weight"), c.rms_norm_eps);

@@ -6,7 +6,8 @@
 
 #include <string>
 
-#include "jobs/eval/io/model_config.h"
+#include "jobs/eval/io/dflash_config.h"
+#include "jobs/eval/io/qwen3_config.h"
 #include "jobs/eval/run/prompt_file.h"
 #include "tests/support/process.h"
 
