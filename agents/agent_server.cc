@@ -627,6 +627,18 @@ class AgentServer::Output {
 };
 
 int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s, LaneListener* lanes) {
+  // Lanes are taken up on a thread of their own, so a request that blocks here
+  // (a start waiting on its lock, a slow Slurm client) holds up no lane (review P5).
+  if (lanes) {
+    Status s = lanes->serve_in_background(workdir_, idle_exit_s);
+    if (!s.ok()) std::fprintf(stderr, "ferry-agent: no lanes: %s\n", s.message().c_str());
+  }
+  int code = serve_requests(in_fd, out_fd, idle_exit_s);
+  if (lanes) lanes->stop_serving();
+  return code;
+}
+
+int AgentServer::serve_requests(int in_fd, int out_fd, double idle_exit_s) {
   // Bigger pipes to and from sshd: a 2 MiB chunk crosses in a few system calls
   // and context switches instead of one per 64 KiB. Sockets and files refuse; fine.
   (void)::fcntl(in_fd, F_SETPIPE_SZ, kPipeBytes);
@@ -635,17 +647,11 @@ int AgentServer::serve(int in_fd, int out_fd, double idle_exit_s, LaneListener* 
   Output out(out_fd);
   double last_in = mono_s();
   for (;;) {
-    pollfd p[2] = {{in_fd, POLLIN, 0}, {lanes ? lanes->fd() : -1, POLLIN, 0}};
-    int r = ::poll(p, lanes ? 2 : 1, 1000);
+    pollfd p = {in_fd, POLLIN, 0};
+    int r = ::poll(&p, 1, 1000);
     if (r < 0 && errno != EINTR) return 1;
     double now = mono_s();
-    // A lane's failure to start is the lane's: it falls back to an exec of its own.
-    // A refused peer is said on stderr, which the coordinator keeps with the link.
-    if (r > 0 && lanes && (p[1].revents & POLLIN)) {
-      Status s = lanes->accept_one(workdir_, idle_exit_s);
-      if (!s.ok()) std::fprintf(stderr, "ferry-agent: %s\n", s.message().c_str());
-    }
-    if (r > 0 && p[0].revents != 0) {
+    if (r > 0 && p.revents != 0) {
       // Straight into the decoder: a chunk's body is read in place, never copied.
       auto [dst, room] = decoder.prepare(kReadBytes);
       ssize_t n = ::read(in_fd, dst, room);

@@ -69,7 +69,8 @@ class AgentServer {
 
   /// Reads requests from in_fd and writes replies to out_fd until EOF, a bad frame,
   /// or `idle_exit_s` without a byte from the peer. Returns the process exit code.
-  /// With `lanes`, also accepts data lanes on its socket meanwhile (lane_listener.h).
+  /// With `lanes`, also accepts data lanes on its socket meanwhile, on a thread of
+  /// the listener's (lane_listener.h), so a request that blocks holds up no lane.
   int serve(int in_fd, int out_fd, double idle_exit_s = 120, LaneListener* lanes = nullptr);
 
   /// How long job.start waits for another start of the same job (default 30 s)
@@ -78,6 +79,7 @@ class AgentServer {
 
  private:
   class Output;
+  int serve_requests(int in_fd, int out_fd, double idle_exit_s);
   protocol::Frame dispatch(const protocol::Frame& request);
   Result<nlohmann::json> hello();
   Result<nlohmann::json> job_start(const nlohmann::json& args);

@@ -1,6 +1,7 @@
 #include "agents/lane_listener.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "agents/agent_server.h"
@@ -20,12 +22,15 @@ namespace {
 // Socket buffers for a lane: a 2 MiB chunk crosses in a few system calls
 // (the kernel caps this at net.core.[rw]mem_max; fine).
 constexpr int kLaneSocketBytes = 4 << 20;
+/// Descriptors below this are closed in a lane's agent (as a detached job's supervisor does).
+constexpr int kMaxInheritedFd = 1024;
 
 std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
 LaneListener::~LaneListener() {
+  stop_serving();
   if (fd_ < 0) return;
   ::close(fd_);
   struct stat st {};
@@ -99,18 +104,54 @@ Status LaneListener::accept_one(const std::string& workdir, double idle_exit_s) 
   if (child == 0) {
     // The middle process exits at once, so the server is reparented and never a zombie.
     if (::fork() != 0) _exit(0);
-    // Hold none of the main agent's fds: its channel must end when it exits.
+    // Hold none of the main agent's fds: its channel must end when it exits, and a
+    // job's start lock that another thread holds right now must not live on here.
     int devnull = ::open("/dev/null", O_RDWR);
     ::dup2(devnull, 0);
     ::dup2(devnull, 1);
     ::dup2(devnull, 2);
-    ::close(fd_);
+    for (int fd = 3; fd < kMaxInheritedFd; ++fd)
+      if (fd != conn) ::close(fd);
     _exit(AgentServer(workdir).serve(conn, conn, idle_exit_s));
   }
   ::close(conn);
   while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
   }
   return Status();
+}
+
+Status LaneListener::serve_in_background(const std::string& workdir, double idle_exit_s) {
+  if (fd_ < 0) return failed_precondition("lanes socket: not listening");
+  if (acceptor_.joinable()) return Status();
+  if (::pipe2(wake_, O_CLOEXEC) != 0) return internal_error("pipe for the lanes thread: " + errno_text());
+  acceptor_ = std::thread([this, workdir, idle_exit_s] { accept_loop(workdir, idle_exit_s); });
+  return Status();
+}
+
+void LaneListener::stop_serving() {
+  if (!acceptor_.joinable()) return;
+  char byte = 0;
+  while (::write(wake_[1], &byte, 1) < 0 && errno == EINTR) {
+  }
+  acceptor_.join();
+  ::close(wake_[0]);
+  ::close(wake_[1]);
+  wake_[0] = wake_[1] = -1;
+}
+
+void LaneListener::accept_loop(const std::string& workdir, double idle_exit_s) {
+  for (;;) {
+    pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    int r = ::poll(p, 2, -1);
+    if (r < 0 && errno != EINTR) return;
+    if (r <= 0) continue;
+    if (p[1].revents != 0) return;
+    if (p[0].revents == 0) continue;
+    // A lane's failure to start is the lane's: it falls back to an exec of its own.
+    // A refused peer is said on stderr, which the coordinator keeps with the link.
+    Status s = accept_one(workdir, idle_exit_s);
+    if (!s.ok()) std::fprintf(stderr, "ferry-agent: %s\n", s.message().c_str());
+  }
 }
 
 }  // namespace ferry

@@ -12,10 +12,18 @@
 // The socket (0700) lives in a folder that must be the user's own with mode 0700
 // (it is refused otherwise), and a peer of another uid is refused. Binding takes the path over from an older
 // agent (one whose coordinator vanished); the destructor removes the path only if
-// it is still ours. Single-threaded, like the agent.
+// it is still ours.
+//
+// Lanes are accepted on a thread of their own (serve_in_background), not between the
+// main agent's requests: a request that blocks for tens of seconds (a job.start
+// waiting on its lock, a slow sbatch or squeue, fencing an older Slurm attempt) would
+// otherwise leave every new lane unserved until the coordinator drops it as silent
+// (review P5). That thread only accepts and forks; the lane's agent is a process of
+// its own, holding none of the main agent's descriptors (a job's start lock above all).
 #pragma once
 
 #include <string>
+#include <thread>
 
 #include "base/status.h"
 
@@ -40,9 +48,18 @@ class LaneListener {
   /// with a fresh AgentServer on `workdir`. Errors are the accept's, and
   /// kPermissionDenied for a peer of another uid (closed unserved).
   Status accept_one(const std::string& workdir, double idle_exit_s);
+  /// Accepts and serves lanes (accept_one) on a thread of its own until
+  /// stop_serving() or the destructor; a failed accept is said on stderr.
+  Status serve_in_background(const std::string& workdir, double idle_exit_s);
+  /// Ends that thread and waits for it. Idempotent.
+  void stop_serving();
 
  private:
+  void accept_loop(const std::string& workdir, double idle_exit_s);
+
   int fd_ = -1;
+  int wake_[2] = {-1, -1};  // a byte on wake_[1] ends the accept thread
+  std::thread acceptor_;
   std::string path_;
   unsigned long long dev_ = 0, ino_ = 0;  // what we bound, so we never unlink another's
 };

@@ -2,13 +2,15 @@
 // journal, attempt tokens, logs, and bad requests.
 #include "agents/agent_server.h"
 
-#include <gtest/gtest.h>
-#include <signal.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "agents/job_journal.h"
+#include "agents/lane_listener.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
 #include "tests/support/process.h"
@@ -276,6 +279,76 @@ TEST_F(AgentServerTest, AStartStuckOnTheJobLockGivesUpAfterItsDeadline) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().message();
   EXPECT_NE(r.status().message().find(paths.lock()), std::string::npos) << r.status().message();
+}
+
+// The first frame that is not an event from `fd` within `ms`; a default Frame if none.
+protocol::Frame next_answer(int fd, protocol::FrameDecoder& d, int ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    auto f = d.next();
+    if (f.ok() && f->has_value() && (*f)->type != protocol::FrameType::kEvent) return std::move(**f);
+    if (f.ok() && f->has_value()) continue;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return protocol::Frame();
+    char buf[4096];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return protocol::Frame();
+    d.feed(buf, static_cast<size_t>(n));
+  }
+}
+
+// Review P5 (a): the agent took lanes up only between requests, so a job.start waiting
+// on its job's lock (up to 30 s; a slow sbatch or an older Slurm attempt's fence alike)
+// left a new lane unserved until the coordinator dropped it as silent. Lanes are now
+// accepted on a thread of their own: the lane's hello comes while the start still waits.
+TEST_F(AgentServerTest, ALaneConnectingDuringABlockedStartIsServed) {
+  JobPaths paths = job_paths(dir_.path(), "r.lane", 1);
+  ASSERT_TRUE(make_dirs(paths.job_dir).ok());
+  auto held = FileLock::take(paths.lock());
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  LaneListener lanes;
+  const std::string sock = dir_.file("run/lanes.sock");
+  ASSERT_TRUE(lanes.listen(sock).ok());
+  // The event that the start waits: the agent opens the lock file to take it.
+  int watch = ::inotify_init1(IN_CLOEXEC);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(::inotify_add_watch(watch, paths.lock().c_str(), IN_OPEN), 0);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  server_.set_start_lock_wait_ms(20000);
+  std::thread agent([&] { server_.serve(sv[0], sv[0], 60, &lanes); });
+  std::string start = protocol::encode_frame(
+      protocol::make_request(1, "job.start", {{"job", "r.lane"}, {"attempt", 1}, {"token", "t"}, {"command", "true"}}));
+  ASSERT_EQ(write(sv[1], start.data(), start.size()), static_cast<ssize_t>(start.size()));
+  pollfd opened{watch, POLLIN, 0};
+  ASSERT_EQ(::poll(&opened, 1, 10000), 1) << "job.start never reached " << paths.lock();
+
+  int lane = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock.c_str());
+  ASSERT_EQ(::connect(lane, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string hello = protocol::encode_frame(protocol::make_request(7, "hello"));
+  ASSERT_EQ(write(lane, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  protocol::FrameDecoder lane_in, main_in;
+  const auto asked = std::chrono::steady_clock::now();
+  protocol::Frame lane_hello = next_answer(lane, lane_in, 1000);
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  EXPECT_EQ(lane_hello.type, protocol::FrameType::kReply) << "no lane hello within 1 s while job.start waited";
+  EXPECT_EQ(lane_hello.request_id, 7u);
+  EXPECT_LT(waited_s, 1.0);
+  pollfd main_out{sv[1], POLLIN, 0};
+  EXPECT_EQ(::poll(&main_out, 1, 0), 0) << "job.start answered before its lock was let go: it never waited";
+
+  *held = FileLock();  // the start goes on, and is answered in its turn
+  protocol::Frame started = next_answer(sv[1], main_in, 15000);
+  EXPECT_EQ(started.type, protocol::FrameType::kReply) << started.header.dump();
+  EXPECT_EQ(started.request_id, 1u);
+  ::shutdown(sv[1], SHUT_WR);
+  agent.join();
+  wait_exit("r.lane", 1, "t");
+  for (int fd : {lane, watch, sv[0], sv[1]}) ::close(fd);
 }
 
 // One job.start never launches two processes (review F6): two agents on one

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "base/file_util.h"
 #include "protocol/frame.h"
@@ -53,6 +54,28 @@ int connect_unix(const std::string& path) {
   return fd;
 }
 
+// The real `ferry-agent serve --lanes-socket SOCK` on pipes, as sshd runs it: the test
+// writes requests to to_agent[1] and reads replies from from_agent[0]; `path`, when
+// set, is its PATH. Its pid, or -1.
+pid_t start_main_agent(const std::string& workdir, const std::string& sock, int to_agent[2], int from_agent[2],
+                       const std::string& path = "") {
+  if (::pipe(to_agent) != 0 || ::pipe(from_agent) != 0) return -1;
+  const std::string agent = testing::bin_dir() + "/ferry-agent";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(to_agent[0], 0);
+    ::dup2(from_agent[1], 1);
+    for (int fd : {to_agent[0], to_agent[1], from_agent[0], from_agent[1]}) ::close(fd);
+    if (!path.empty()) ::setenv("PATH", path.c_str(), 1);
+    ::execl(agent.c_str(), agent.c_str(), "serve", "--workdir", workdir.c_str(), "--lanes-socket", sock.c_str(),
+            static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ::close(to_agent[0]);
+  ::close(from_agent[1]);
+  return pid;
+}
+
 TEST(LaneListenerTest, ALaneIsAnAgentOfItsOwnThatOutlivesTheMainOneWhoseSocketGoes) {
   testing::TempDir dir;
   const std::string workdir = dir.file("work");
@@ -60,21 +83,8 @@ TEST(LaneListenerTest, ALaneIsAnAgentOfItsOwnThatOutlivesTheMainOneWhoseSocketGo
   ASSERT_TRUE(make_dirs(workdir).ok());
   ASSERT_TRUE(write_file_atomic(workdir + "/data.bin", "lane bytes").ok());
   int to_agent[2], from_agent[2];
-  ASSERT_EQ(::pipe(to_agent), 0);
-  ASSERT_EQ(::pipe(from_agent), 0);
-  const std::string agent = testing::bin_dir() + "/ferry-agent";
-  pid_t main_pid = ::fork();
+  pid_t main_pid = start_main_agent(workdir, sock, to_agent, from_agent);
   ASSERT_GE(main_pid, 0);
-  if (main_pid == 0) {
-    ::dup2(to_agent[0], 0);
-    ::dup2(from_agent[1], 1);
-    for (int fd : {to_agent[0], to_agent[1], from_agent[0], from_agent[1]}) ::close(fd);
-    ::execl(agent.c_str(), agent.c_str(), "serve", "--workdir", workdir.c_str(), "--lanes-socket", sock.c_str(),
-            static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  ::close(to_agent[0]);
-  ::close(from_agent[1]);
   // The main agent answers on its stdio, and its socket appears.
   protocol::Frame main_hello = ask(to_agent[1], from_agent[0], 1, "hello", nlohmann::json::object());
   ASSERT_EQ(main_hello.type, protocol::FrameType::kReply) << main_hello.header.dump();
@@ -101,6 +111,61 @@ TEST(LaneListenerTest, ALaneIsAnAgentOfItsOwnThatOutlivesTheMainOneWhoseSocketGo
   EXPECT_FALSE(testing::exists(sock));
   protocol::Frame ping = ask(lane, lane, 3, "ping", nlohmann::json::object());
   EXPECT_EQ(ping.type, protocol::FrameType::kReply) << ping.header.dump();
+  ::close(lane);
+  ::close(from_agent[0]);
+}
+
+// Review P5 (a), the case: on a Slurm login node a job.start's sbatch may
+// take up to 30 s (here it hangs until the test lets it go), and the real agent took
+// lanes up only between requests. A copy's lane connecting meanwhile is served at once.
+TEST(LaneListenerTest, ALaneIsServedWhileTheMainAgentWaitsOnAHangingSbatch) {
+  testing::TempDir dir;
+  const std::string workdir = dir.file("work");
+  const std::string sock = workdir + "/.ferry/run/lanes-sbatch.sock";
+  const std::string shims = dir.file("shims");
+  const std::string gate = dir.file("sbatch-gate");
+  ASSERT_TRUE(make_dirs(workdir).ok());
+  ASSERT_TRUE(make_dirs(shims).ok());
+  ASSERT_TRUE(write_file_atomic(workdir + "/data.bin", "lane bytes").ok());
+  ASSERT_EQ(::mkfifo(gate.c_str(), 0600), 0);
+  // sbatch answers only once the test writes the job id into the FIFO; the other
+  // clients answer at once, with nothing.
+  ASSERT_TRUE(write_file_atomic(shims + "/sbatch", "#!/bin/sh\nexec cat '" + gate + "'\n", 0755).ok());
+  for (const char* tool : {"squeue", "scontrol", "scancel"})
+    ASSERT_TRUE(write_file_atomic(shims + "/" + tool, "#!/bin/sh\nexit 0\n", 0755).ok());
+  int to_agent[2], from_agent[2];
+  const std::string path = shims + ":" + std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+  pid_t main_pid = start_main_agent(workdir, sock, to_agent, from_agent, path);
+  ASSERT_GE(main_pid, 0);
+  ASSERT_EQ(ask(to_agent[1], from_agent[0], 1, "hello", nlohmann::json::object()).type, protocol::FrameType::kReply);
+  ASSERT_TRUE(testing::wait_until([&] { return testing::exists(sock); }, 10s)) << sock;
+
+  std::string start = protocol::encode_frame(protocol::make_request(
+      2, "job.start",
+      {{"job", "r.slurm"}, {"attempt", 1}, {"token", "t"}, {"command", "true"}, {"slurm", nlohmann::json::object()}}));
+  ASSERT_EQ(::write(to_agent[1], start.data(), start.size()), static_cast<ssize_t>(start.size()));
+  // The event that sbatch runs: it opens the FIFO, so this open returns.
+  int release = ::open(gate.c_str(), O_WRONLY);
+  ASSERT_GE(release, 0);
+
+  const auto asked = std::chrono::steady_clock::now();
+  int lane = connect_unix(sock);
+  ASSERT_GE(lane, 0);
+  protocol::Frame hello = ask(lane, lane, 1, "hello", nlohmann::json::object());
+  protocol::Frame read = ask(lane, lane, 2, "fs.read", {{"path", "data.bin"}, {"offset", 0}, {"length", 10}});
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  EXPECT_EQ(hello.type, protocol::FrameType::kReply) << hello.header.dump();
+  EXPECT_EQ(read.body, "lane bytes") << read.header.dump();
+  EXPECT_LT(waited_s, 1.0) << "the lane waited on the main agent's sbatch";
+
+  ASSERT_EQ(::write(release, "4242\n", 5), 5);  // sbatch answers now
+  ::close(release);
+  // The start's answer comes first, then the ping's: the main agent goes on as before.
+  protocol::Frame answered = ask(to_agent[1], from_agent[0], 3, "ping", nlohmann::json::object());
+  EXPECT_EQ(answered.request_id, 2u) << answered.header.dump();
+  ::close(to_agent[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(main_pid, &status, 0), main_pid);
   ::close(lane);
   ::close(from_agent[0]);
 }
