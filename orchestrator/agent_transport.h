@@ -48,12 +48,20 @@ class AgentTransport {
   /// or a later step failing. HostConnection gives up on such a host at the first try.
   virtual bool nobody_there() const { return false; }
 
-  /// After open(): a data lane, a new open stream to a fresh agent on the same host
+  /// After open(): a data lane, a new stream to a fresh agent on the same host
   /// (same protocol, same workdir). kFailedPrecondition where this transport has none
-  /// (the caller then sends the lane's calls on this stream).
+  /// (the caller then sends the lane's calls on this stream). Returns at once: the
+  /// lane may still be opening (an agent started by exec behind a login shell), and
+  /// the caller finishes it with poll_open(), so no stream waits on another's opening.
   virtual Result<std::unique_ptr<AgentTransport>> open_lane() {
     return failed_precondition(describe() + ": carries no data lanes");
   }
+
+  /// A lane from open_lane(): takes its opening on with what has arrived, without
+  /// waiting (poll_fd turns readable when there is news). true: open, it may be written
+  /// and read; false: still opening; an error: it cannot open (nothing written to it
+  /// reached an agent). Nothing may be written to a lane before it is open.
+  virtual Result<bool> poll_open() { return true; }
 
   /// A descriptor that turns readable when bytes for this transport may have arrived,
   /// so one thread can wait on it and its lanes at once (lanes of one SSH session

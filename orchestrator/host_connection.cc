@@ -176,8 +176,10 @@ void HostConnection::run() {
 struct HostConnection::Stream {
   Stream(AgentTransport& transport, bool lane) : t(transport), is_lane(lane), last_rx(mono_s()), last_tx(mono_s()) {}
   AgentTransport& t;
-  const bool is_lane;  // a data lane: no pings, so liveness is judged only while calls are awaited
-  bool greeted = true;  // a lane's hello is answered (its reply is read like any other)
+  const bool is_lane;        // a data lane: no pings, so liveness is judged only while calls are awaited
+  bool greeted = true;       // a lane's hello is answered (its reply is read like any other)
+  bool open = true;          // a lane still opening (AgentTransport::poll_open) is written nothing
+  std::deque<Pending> held;  // calls made while it opens: sent once it is open
   protocol::FrameDecoder decoder;
   std::map<uint32_t, ReplyFn> in_flight;
   std::map<uint32_t, std::string> in_flight_op;
@@ -215,13 +217,14 @@ struct HostConnection::Session {
   bool awaiting() const {
     if (!main.in_flight.empty()) return true;
     for (const auto& [n, lane] : lanes)
-      if (!lane.s->in_flight.empty()) return true;
+      if (!lane.s->in_flight.empty() || !lane.s->open) return true;
     return false;
   }
 };
 
 void HostConnection::fail_in_flight(Stream& s, const Status& why) {
   std::deque<Pending> q;
+  q.swap(s.held);
   for (auto& [id, fn] : s.in_flight) q.push_back({protocol::Frame(), std::move(fn)});
   s.in_flight.clear();
   s.in_flight_op.clear();
@@ -284,7 +287,9 @@ Status HostConnection::check_hello(const nlohmann::json& reply) const {
 // The stream a call on `lane` goes out on: the main one, or the lane's, opened now if
 // it is not yet. A new lane's hello goes out first and its calls right after it: its
 // reply is checked when it comes (receive), so nothing here waits for the agent to
-// take the lane up. A lane that cannot open (a server that refuses more channels, a
+// take the lane up. A lane still opening (an exec behind a login shell) holds its
+// calls until receive_all finds it open (finish_opening): nothing here waits for that
+// either (review P5). A lane that cannot open (a server that refuses more channels, a
 // transport without lanes) rides the main stream for kLaneRetryS: slower, not wrong.
 HostConnection::Stream& HostConnection::stream_for(Session& s, int lane) {
   if (lane == 0) return s.main;
@@ -296,21 +301,53 @@ HostConnection::Stream& HostConnection::stream_for(Session& s, int lane) {
   auto it = s.lanes.find(lane);
   if (it != s.lanes.end()) return *it->second.s;
   auto t = s.main.t.open_lane();
-  if (t.ok()) {
+  Result<bool> ready = t.ok() ? (*t)->poll_open() : Result<bool>(t.status());
+  if (ready.ok()) {
     auto stream = std::make_unique<Stream>(**t, true);
     stream->greeted = false;
-    const std::string hello = protocol::encode_frame(protocol::make_request(0, "hello"));
-    if (stream->t.write_all(hello.data(), hello.size()).ok()) {
+    stream->open = *ready;
+    if (!stream->open || write_hello(*stream).ok()) {
       Session::Lane& opened = s.lanes[lane];
       opened.t = std::move(*t);
       opened.s = std::move(stream);
       return *opened.s;
     }
     stream.reset();
-    (*t)->close();
   }
+  if (t.ok()) (*t)->close();
   s.riding_main[lane] = mono_s() + kLaneRetryS;
   return s.main;
+}
+
+Status HostConnection::write_hello(Stream& s) {
+  const std::string hello = protocol::encode_frame(protocol::make_request(0, "hello"));
+  return s.t.write_all(hello.data(), hello.size());
+}
+
+// Takes a lane's opening on (AgentTransport::poll_open). Open: its hello and the calls
+// it held go out. Unable to open: nothing reached an agent, so its calls go on the main
+// stream, which the lane rides for kLaneRetryS. The error returned is the main stream's.
+Status HostConnection::finish_opening(Session& s, int lane) {
+  Stream& ls = *s.lanes.at(lane).s;
+  auto ready = ls.t.poll_open();
+  if (ready.ok() && !*ready) return Status();
+  if (!ready.ok()) {
+    std::deque<Pending> held;
+    held.swap(ls.held);
+    drop_lane(s, lane, ready.status());
+    s.riding_main[lane] = mono_s() + kLaneRetryS;
+    for (Pending& p : held) FERRY_RETURN_IF_ERROR(send(s.main, p));
+    return Status();
+  }
+  ls.open = true;
+  Status st = write_hello(ls);
+  while (st.ok() && !ls.held.empty()) {
+    Pending p = std::move(ls.held.front());
+    ls.held.pop_front();
+    st = send(ls, p);
+  }
+  if (!st.ok()) drop_lane(s, lane, st);
+  return Status();
 }
 
 // Writes one call. A call too large to encode fails alone; a failed write is the stream's.
@@ -411,6 +448,10 @@ Status HostConnection::receive_all(Session& s, bool may_wait) {
   for (auto it = s.lanes.begin(); it != s.lanes.end();) {
     const int lane = it->first;
     Stream& ls = *(it++)->second.s;
+    if (!ls.open) {
+      FERRY_RETURN_IF_ERROR(finish_opening(s, lane));
+      continue;
+    }
     if (ls.in_flight.empty()) continue;
     Status st = receive(ls, 0, &got);
     if (!st.ok()) drop_lane(s, lane, st);
@@ -434,7 +475,7 @@ void HostConnection::wait_readable(Session& s) {
   };
   add(s.main);
   for (const auto& [n, lane] : s.lanes)
-    if (!lane.s->in_flight.empty()) add(*lane.s);
+    if (!lane.s->in_flight.empty() || !lane.s->open) add(*lane.s);
   if (all_have_fds) {
     (void)::poll(fds.data(), fds.size(), options_.poll_ms);
     return;
@@ -496,6 +537,10 @@ bool HostConnection::session(AgentTransport& t, SessionEnd* end) {
         continue;
       }
       Stream& stream = stream_for(s, p.lane);
+      if (!stream.open) {
+        stream.held.push_back(std::move(p));
+        continue;
+      }
       Status st = send(stream, p);
       if (!st.ok() && &stream != &s.main) {
         drop_lane(s, p.lane, st);

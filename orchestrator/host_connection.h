@@ -13,7 +13,10 @@
 // over SSH a channel of the same session) and served by this same thread, which
 // waits on all of them at once (poll_fd). So a host costs one connection and one
 // thread however many lanes a copy uses (review F19). A lane's hello and first calls
-// go out together, so no lane waits on another's agent; silence is judged only over
+// go out together, so no lane waits on another's agent. A lane slow to open (over SSH
+// without streamlocal forwarding, an exec whose login shell must run first) holds its
+// calls while this thread goes on serving the other streams, and is polled until it is
+// open (AgentTransport::poll_open; review P5); silence is judged only over
 // the time the thread listens, so a long batch of writes is not taken for a dead
 // link. A lane that cannot open has its calls ride the main stream for a while; a
 // lane whose stream fails fails only its own calls, and the next call opens it
@@ -110,6 +113,8 @@ class HostConnection : public std::enable_shared_from_this<HostConnection> {
   Result<nlohmann::json> greet(Stream& s);
   Status check_hello(const nlohmann::json& reply) const;
   Stream& stream_for(Session& s, int lane);
+  Status write_hello(Stream& s);
+  Status finish_opening(Session& s, int lane);
   Status send(Stream& s, Pending& p);
   Status ping_if_due(Stream& s);
   Status receive(Stream& s, int wait_ms, bool* got);

@@ -7,6 +7,7 @@
 #include "base/file_hash.h"
 #include "base/shell_quote.h"
 #include "orchestrator/ssh/agent_bootstrap.h"
+#include "orchestrator/ssh/agent_marker.h"
 
 namespace ferry {
 
@@ -27,68 +28,10 @@ std::string SshTransport::remote_stderr() const { return channel_ ? channel_->st
 
 namespace {
 
-// The start command prints "FERRY-AGENT-READY <absolute workdir>" before the agent
-// takes over the channel, or FERRY-AGENT-MISSING, or kAgentUnsafe (agent_bootstrap.h).
-constexpr char kAgentReady[] = "FERRY-AGENT-READY ";
-constexpr char kAgentMissing[] = "FERRY-AGENT-MISSING\n";
-constexpr int kMarkerTimeoutMs = 30000;
-constexpr size_t kMaxMarkerBytes = 8192;
 // The lanes socket under the workdir, named after the agent binary so agents of
 // different versions never serve each other's lanes.
 std::string lanes_socket_rel(const std::string& agent_hash) {
   return ".ferry/run/lanes-" + agent_hash.substr(0, 16) + ".sock";
-}
-
-// A read on an agent's channel: the end of its output is the end of the link.
-Result<size_t> read_agent_channel(SshExecChannel& ch, const std::string& who, char* buf, size_t n, int timeout_ms) {
-  // Straight into the caller's buffer: its size is the window libssh advertises.
-  auto got = ch.read_some(buf, n, timeout_ms);
-  if (!got.ok()) return got.status();
-  if (*got == 0 && ch.at_eof()) {
-    std::string err = ch.stderr_tail();
-    if (err.size() > 512) err = err.substr(err.size() - 512);
-    return unavailable(who + ": the remote `" + ch.command() + "` closed its output" +
-                       (err.empty() ? "" : "; stderr: " + err));
-  }
-  return *got;
-}
-
-// Reads up to and including the marker line, byte by byte, so nothing after it is
-// consumed. What a login rc prints before it (a greeting, a `conda activate` note)
-// is skipped: the agent's frames start only after the marker. Too much of it will
-// not heal by retrying, so it fails the host with the cause (review F20.6).
-Result<std::string> read_marker(SshExecChannel& ch, const std::string& who) {
-  std::string line, skipped;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kMarkerTimeoutMs);
-  for (;;) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return Status(StatusCode::kDeadlineExceeded,
-                    who + ": no answer from the agent start command" +
-                        (skipped.empty() ? "" : " (it printed: " + skipped.substr(0, 256) + ")"));
-    }
-    char c;
-    auto n = read_agent_channel(ch, who, &c, 1, 100);
-    if (!n.ok()) return n.status();
-    if (*n == 1) line += c;
-    if (line.empty() || line.back() != '\n') {
-      if (skipped.size() + line.size() > kMaxMarkerBytes) break;
-      continue;
-    }
-    // The rc's last words may lack a newline and share the marker's line.
-    for (const char* marker : {kAgentReady, kAgentMissing, kAgentUnsafe}) {
-      size_t at = line.find(marker);
-      if (at != std::string::npos) return line.substr(at);
-    }
-    skipped += line;
-    line.clear();
-    if (skipped.size() > kMaxMarkerBytes) break;
-  }
-  skipped += line;
-  return invalid_argument(
-      who + ": the login shell printed more than " + std::to_string(kMaxMarkerBytes) +
-      " bytes before the agent started (" + skipped.substr(0, 256) +
-      "...): make the remote user's shell rc quiet when not interactive (e.g. `[[ $- == *i* ]] || return` "
-      "at the top of ~/.bashrc)");
 }
 
 // Starts `probe` on a new channel of `session` and reads its marker: the agent is
@@ -103,14 +46,29 @@ Result<std::pair<std::unique_ptr<SshExecChannel>, std::string>> start_probe(SshS
   return std::make_pair(std::move(*ch), std::move(*marker));
 }
 
-// A data lane: one more channel of the main link's session, to a fresh agent.
+// A data lane: one more channel of the main link's session, to a fresh agent. One
+// started by exec is open once its marker has come (poll_open; review P5).
 class SshLane : public AgentTransport {
  public:
-  SshLane(SshSession& session, std::unique_ptr<SshExecChannel> channel)
+  SshLane(SshSession& session, std::unique_ptr<SshExecChannel> channel, std::unique_ptr<AgentMarker> opening = {})
       : session_(session),
-        channel_(std::move(channel)) {}
+        channel_(std::move(channel)),
+        opening_(std::move(opening)) {}
   ~SshLane() override { close(); }
   Status open() override { return channel_ ? Status() : failed_precondition(describe() + ": closed"); }
+  Result<bool> poll_open() override {
+    if (!channel_) return failed_precondition(describe() + ": closed");
+    if (!opening_) return true;
+    auto found = opening_->advance(*channel_, 0);
+    if (found.ok() && !*found) return false;
+    Status s = found.ok() ? lane_marker_status(opening_->line()) : found.status();
+    opening_.reset();
+    if (!s.ok()) {
+      close();
+      return s;
+    }
+    return true;
+  }
   Result<size_t> read_some(char* buf, size_t n, int timeout_ms) override {
     if (!channel_) return failed_precondition(describe() + ": closed");
     return read_agent_channel(*channel_, describe(), buf, n, timeout_ms);
@@ -129,8 +87,16 @@ class SshLane : public AgentTransport {
   int poll_fd() const override { return session_.fd(); }
 
  private:
+  // Why a lane's agent did not start: its folders unsafe, or the agent gone.
+  Status lane_marker_status(const std::string& marker) const {
+    if (marker.rfind(kAgentUnsafe, 0) == 0) return agent_dirs_refusal(session_.describe(), marker);
+    if (marker == kAgentMissing) return internal_error(session_.describe() + ": the agent is gone from the host");
+    return Status();
+  }
+
   SshSession& session_;  // the main link's; it outlives its lanes
   std::unique_ptr<SshExecChannel> channel_;
+  std::unique_ptr<AgentMarker> opening_;  // an exec'd lane's marker, until it has come
 };
 
 }  // namespace
@@ -188,7 +154,8 @@ Status SshTransport::open() {
 }
 
 // The agent's lanes socket when it has one (no login shell runs); else, or when the
-// server refuses that channel, another agent by exec on the same session.
+// server refuses that channel, another agent by exec on the same session, returned
+// while its login shell still runs (SshLane::poll_open).
 Result<std::unique_ptr<AgentTransport>> SshTransport::open_lane() {
   if (!session_ || !channel_ || session_->broken()) return unavailable(describe() + ": the link is not open");
   if (lane_probe_.empty()) return failed_precondition(describe() + ": `" + remote_command_ + "` has no lanes");
@@ -197,10 +164,11 @@ Result<std::unique_ptr<AgentTransport>> SshTransport::open_lane() {
     if (ch.ok()) return std::unique_ptr<AgentTransport>(std::make_unique<SshLane>(*session_, std::move(*ch)));
     if (!session_->connected() || session_->broken()) return ch.status();
   }
-  auto started = start_probe(*session_, lane_probe_);
-  if (!started.ok()) return started.status();
-  if (started->second == kAgentMissing) return internal_error(describe() + ": the agent is gone from the host");
-  return std::unique_ptr<AgentTransport>(std::make_unique<SshLane>(*session_, std::move(started->first)));
+  // The login shell runs before the agent: the lane opens as its marker arrives.
+  auto ch = session_->open_exec(lane_probe_);
+  if (!ch.ok()) return ch.status();
+  return std::unique_ptr<AgentTransport>(
+      std::make_unique<SshLane>(*session_, std::move(*ch), std::make_unique<AgentMarker>(describe())));
 }
 
 int SshTransport::poll_fd() const { return session_ ? session_->fd() : -1; }

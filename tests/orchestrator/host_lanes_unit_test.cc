@@ -107,6 +107,34 @@ TEST_F(HostLanesTest, AClosedLaneOpensAgainOnItsNextCall) {
   EXPECT_EQ(faults_->links_opened(), 3);
 }
 
+// Review P5 (b): a lane opened by exec (sshd without streamlocal forwarding) read its
+// login shell's marker on the host's one thread, for up to 30 s, and every other stream
+// waited. Its opening is now polled among the other streams' reads.
+TEST_F(HostLanesTest, ALaneThatIsSlowToOpenHoldsUpNoMainCall) {
+  ASSERT_TRUE(ping(0).ok());
+  faults_->slow_lane_opening(5);
+  std::optional<Status> on_lane;
+  conn_->call(
+      "ping", nlohmann::json::object(), [&](Result<protocol::Frame> r) { on_lane = r.status(); }, {}, 1);
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ping(0).ok());
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  EXPECT_LT(waited_s, 1.0) << "a main-link ping waited on the lane's opening";
+  EXPECT_FALSE(on_lane.has_value()) << "the lane's call ended before its lane opened";
+  Status lane = wait_for(on_lane);
+  EXPECT_TRUE(lane.ok()) << "the lane's call goes out once it is open: " << lane.to_string();
+  EXPECT_EQ(faults_->links_opened(), 2) << "the main link and the lane, each opened once";
+}
+
+// A lane that fails while it opens reached no agent: its calls ride the main link.
+TEST_F(HostLanesTest, ALaneThatFailsWhileOpeningSendsItsCallsOnTheMainLink) {
+  ASSERT_TRUE(ping(0).ok());
+  faults_->slow_lane_opening(0.2, /*then_fail=*/true);
+  EXPECT_TRUE(ping(4).ok());
+  EXPECT_TRUE(ping(4).ok()) << "and rides it for a while";
+  EXPECT_EQ(faults_->links_opened(), 2) << "the lane was tried once";
+}
+
 // A lane whose agent never takes it up (review of F19: the host's one thread used to
 // wait for each new lane's hello, holding up every other stream, and then sent the
 // lane's calls on the main stream for good). The main link's calls go on meanwhile,

@@ -18,6 +18,7 @@
 #include <string>
 #include <utility>
 
+#include "base/clock.h"
 #include "base/file_util.h"
 #include "orchestrator/agent_transport.h"
 #include "orchestrator/transport_factory.h"
@@ -47,6 +48,17 @@ class LinkFaults {
   bool lanes_muted() const {
     std::lock_guard<std::mutex> lock(mu_);
     return mute_lanes_;
+  }
+  /// Lanes opened from now on take `seconds` to open (AgentTransport::poll_open), as an
+  /// exec behind a slow login shell does; with `then_fail` they never open.
+  void slow_lane_opening(double seconds, bool then_fail = false) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lane_open_s_ = seconds;
+    lane_open_fails_ = then_fail;
+  }
+  std::pair<double, bool> lane_opening() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {lane_open_s_, lane_open_fails_};
   }
   /// After the next dropped link no link opens again: a host gone for good.
   void stay_down_after_a_drop() {
@@ -92,6 +104,8 @@ class LinkFaults {
   int refusals_ = 0;
   bool stay_down_ = false;
   bool mute_lanes_ = false;
+  double lane_open_s_ = 0;
+  bool lane_open_fails_ = false;
   int dropped_ = 0;
   int opened_ = 0;
 };
@@ -145,7 +159,17 @@ class InProcessTransport : public AgentTransport {
     auto lane = std::make_unique<InProcessTransport>(workdir_, faults_);
     FERRY_RETURN_IF_ERROR(lane->open());
     lane->mute_ = faults_->lanes_muted();
+    auto [open_s, fails] = faults_->lane_opening();
+    lane->opens_at_ = mono_s() + open_s;
+    lane->open_fails_ = fails;
     return std::unique_ptr<AgentTransport>(std::move(lane));
+  }
+
+  Result<bool> poll_open() override {
+    if (mono_s() < opens_at_) return false;
+    if (!open_fails_) return true;
+    close();
+    return unavailable(describe() + ": the test's lane never opened");
   }
 
  private:
@@ -154,7 +178,9 @@ class InProcessTransport : public AgentTransport {
   std::unique_ptr<InProcessAgent> agent_;  // null: not open, or broken
   std::string inbox_;                      // reply bytes not read yet
   std::string broken_why_;
-  bool mute_ = false;  // a lane whose agent never answers (LinkFaults::mute_new_lanes)
+  bool mute_ = false;    // a lane whose agent never answers (LinkFaults::mute_new_lanes)
+  double opens_at_ = 0;  // a slow lane's opening (LinkFaults::slow_lane_opening)
+  bool open_fails_ = false;
 };
 
 /// Transports for SchedulerOptions::transports: every host's links (data lanes too)

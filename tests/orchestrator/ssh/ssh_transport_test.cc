@@ -1,7 +1,10 @@
 // SshTransport on the testbed: a bit-identical echo through `cat`, read timeouts,
 // end of stream, and the agent bootstrap (upload, verify with hash-self, reuse,
 // refuse a binary whose hash does not match) using ssh_fake_agent.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -224,6 +227,18 @@ class LaneSocketTest : public AgentOnHostTest {
     std::string s = testbed::read_file(logins_);
     return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
   }
+  // Takes a lane's opening on until it is open (AgentTransport::poll_open).
+  static void expect_lane_opens(AgentTransport& lane) {
+    auto deadline = Clock::now() + std::chrono::seconds(30);
+    for (;;) {
+      auto open = lane.poll_open();
+      ASSERT_TRUE(open.ok()) << open.status().to_string();
+      if (*open) return;
+      ASSERT_LT(Clock::now(), deadline) << "the lane never opened: " << lane.describe();
+      pollfd p{lane.poll_fd(), POLLIN, 0};
+      (void)::poll(&p, 1, 100);
+    }
+  }
   // A ping through `t` is answered by an agent.
   static void expect_agent_answers(AgentTransport& t) {
     std::string req = protocol::encode_frame(protocol::make_request(7, "ping", nlohmann::json::object()));
@@ -304,10 +319,41 @@ TEST_F(LaneSocketTest, ALaneWhoseSocketIsGoneStartsItsOwnAgentOnTheSameSession) 
   auto lane = main.open_lane();
   ASSERT_TRUE(lane.ok()) << lane.status().to_string();
   EXPECT_EQ((*lane)->describe().find("unix socket"), std::string::npos) << (*lane)->describe();
+  expect_lane_opens(**lane);
   expect_agent_answers(**lane);
   EXPECT_GT(logins(), before) << "the fallback is an exec";
   EXPECT_EQ((*lane)->poll_fd(), main.poll_fd()) << "on the same session";
   expect_agent_answers(main);
+}
+
+// Review P5 (b): a lane by exec used to read its login shell's marker before open_lane
+// returned, up to 30 s, and the host's one thread with it. Here the rc waits until the
+// test lets it go: open_lane returns at once, the main link answers meanwhile, and the
+// lane opens when its marker comes.
+TEST_F(LaneSocketTest, ALaneByExecOpensWithoutHoldingTheMainLink) {
+  SshTransport main(target_, agent_);
+  Status st = main.open();
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  expect_agent_answers(main);
+  ASSERT_EQ(::unlink(main.lanes_socket_path().c_str()), 0) << main.lanes_socket_path();
+  const std::string gate = target_.workdir + ".rc-gate";
+  ASSERT_EQ(::mkfifo(gate.c_str(), 0666), 0) << gate;
+  testbed::write_file(rc_, "read line < " + shell_quote(gate) + "\n");
+  const auto asked = Clock::now();
+  auto lane = main.open_lane();
+  ASSERT_TRUE(lane.ok()) << lane.status().to_string();
+  EXPECT_LT(Clock::now() - asked, std::chrono::seconds(1)) << "open_lane waited for the login shell";
+  auto open = (*lane)->poll_open();
+  ASSERT_TRUE(open.ok()) << open.status().to_string();
+  EXPECT_FALSE(*open) << "open before its login shell got past the rc";
+  expect_agent_answers(main);
+  int release = ::open(gate.c_str(), O_WRONLY);  // the rc's read has it open: this returns
+  ASSERT_GE(release, 0);
+  ASSERT_EQ(::write(release, "go\n", 3), 3);
+  ::close(release);
+  expect_lane_opens(**lane);
+  expect_agent_answers(**lane);
+  std::remove(gate.c_str());
 }
 
 TEST_F(AgentBootstrapTest, MissingLocalAgentIsNamed) {
