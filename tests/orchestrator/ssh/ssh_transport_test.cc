@@ -13,11 +13,12 @@
 #include <memory>
 #include <random>
 
-#include "orchestrator/ssh/agent_bootstrap.h"
 #include "base/file_hash.h"
-#include "protocol/frame.h"
+#include "orchestrator/ssh/agent_bootstrap.h"
 #include "orchestrator/ssh/ssh_transport.h"
+#include "protocol/frame.h"
 #include "tests/orchestrator/ssh/testbed_env.h"
+#include "tests/support/defer.h"
 
 namespace ferry {
 namespace {
@@ -338,6 +339,15 @@ TEST_F(LaneSocketTest, ALaneByExecOpensWithoutHoldingTheMainLink) {
   ASSERT_EQ(::unlink(main.lanes_socket_path().c_str()), 0) << main.lanes_socket_path();
   const std::string gate = target_.workdir + ".rc-gate";
   ASSERT_EQ(::mkfifo(gate.c_str(), 0666), 0) << gate;
+  // However the test ends, a login shell still waiting on the gate is let go.
+  testing::Defer let_go{[&] {
+    int w = ::open(gate.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) {
+      (void)!::write(w, "go\n", 3);
+      ::close(w);
+    }
+    std::remove(gate.c_str());
+  }};
   testbed::write_file(rc_, "read line < " + shell_quote(gate) + "\n");
   const auto asked = Clock::now();
   auto lane = main.open_lane();
@@ -353,7 +363,6 @@ TEST_F(LaneSocketTest, ALaneByExecOpensWithoutHoldingTheMainLink) {
   ::close(release);
   expect_lane_opens(**lane);
   expect_agent_answers(**lane);
-  std::remove(gate.c_str());
 }
 
 TEST_F(AgentBootstrapTest, MissingLocalAgentIsNamed) {
