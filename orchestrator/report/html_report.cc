@@ -292,6 +292,19 @@ std::string shared_runs_line(const eval::EvalReport& ev) {
          "); the speedup is against that stored baseline's timing</p>";
 }
 
+// Drafted and accepted tokens and τ's spread across responses (tau_spread.h), when drafted.
+std::string counts_line(const eval::EvalReport& ev) {
+  const eval::DecodeRun& c = ev.candidate;
+  if (c.drafted_tokens <= 0) return "";
+  const eval::TauSpread& t = c.tau_spread;
+  return "<p class=\"counts\">drafted " + std::to_string(c.drafted_tokens) + " tokens, accepted " +
+         std::to_string(c.accepted_tokens) + " (acceptance rate " + format_number(c.overall_acceptance_rate, "%.3f") +
+         "); τ across responses: sd " + format_number(t.sd, "%.3f") + ", p10 " + format_number(t.p10, "%.3f") +
+         ", p50 " + format_number(t.p50, "%.3f") + ", p90 " + format_number(t.p90, "%.3f") +
+         ", 95 % bootstrap interval " + format_number(t.ci95_low, "%.3f") + "–" + format_number(t.ci95_high, "%.3f") +
+         "</p>";
+}
+
 // The newest eval's cards and gate; `ev` is its stored report read typed.
 std::string eval_cards(const eval::EvalReport& ev, size_t evaluated) {
   std::string s = "<div class=\"cards\">" + card(format_number(ev.candidate.tau, "%.3f"), "τ candidate");
@@ -326,7 +339,8 @@ std::string eval_section(const json& report) {
   s += "<p class=\"sub\">target <code>" + e(ev.target) + "</code> (" + e(ev.target_architecture) +
        "), reference <code>" + e(ev.reference) + "</code>, " + std::to_string(ev.prompt_count) + " prompts, block " +
        std::to_string(ev.block_size) + ", up to " + std::to_string(ev.max_new_tokens) + " new tokens, " + e(ev.dtype) +
-       " on " + e(ev.device) + "</p>";
+       " on " + e(ev.device) + ", decoding " + e(ev.sampling.regime()) + "</p>";
+  s += counts_line(ev);
   s += diff_section(ev.diff);
   s += responses_section(ev);
   return s;

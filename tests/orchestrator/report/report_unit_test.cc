@@ -323,6 +323,34 @@ TEST_F(RunReportTest, AWatchsVerdictOnItsLastCheckpointIsTheOneTheReportPageAndM
       << report::metrics_csv(*r);
 }
 
+TEST_F(RunReportTest, ThePageNamesTheSamplingRegimeAndTheCounts) {
+  const std::string id = run_with_a_running_eval("sampled");
+  ASSERT_FALSE(id.empty());
+  json ev = eval_event("ckpt/checkpoint-100", 2.5, 3.0);
+  ev["temperature"] = 1.0;
+  ev["seed"] = 7;
+  ev["candidate"]["drafted_tokens"] = 30;
+  ev["candidate"]["accepted_tokens"] = 12;
+  ev["candidate"]["overall_acceptance_rate"] = 0.4;
+  ev["candidate"]["tau_spread"] = json{{"sd", 0.5}, {"p10", 1.5}, {"p50", 2.5}, {"p90", 3.25}, {"ci95_low", 2.0}};
+  ev["candidate"]["tau_spread"]["ci95_high"] = 3.0;
+  ASSERT_TRUE(store_->add_event(id, "eval", "eval.report", ev).ok());
+  auto r = report::collect_run_report(*store_, id);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::string page = report::render_html_report(*r);
+  EXPECT_NE(page.find(", decoding T = 1.0, seed 7</p>"), std::string::npos) << page;
+  EXPECT_NE(page.find("drafted 30 tokens, accepted 12 (acceptance rate 0.400); τ across responses: sd 0.500, p10 "
+                      "1.500, p50 2.500, p90 3.250, 95 % bootstrap interval 2.000–3.000"),
+            std::string::npos)
+      << page;
+  ev.erase("temperature");  // a greedy eval (and one written before sampling existed)
+  ASSERT_TRUE(store_->add_event(id, "eval", "eval.report", ev).ok());
+  r = report::collect_run_report(*store_, id);
+  ASSERT_TRUE(r.ok());
+  page = report::render_html_report(*r);
+  EXPECT_NE(page.find(", decoding greedy</p>"), std::string::npos) << page;
+}
+
 TEST_F(RunReportTest, UnknownRunIsNotFound) {
   auto r = report::collect_run_report(*store_, "wf-9");
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
