@@ -122,6 +122,10 @@ std::string stage_detail(const StageRecord& s) {
   if (s.state == StageState::kRunning && s.progress.is_object() && s.progress.contains("prompts_total")) {
     d += (d.empty() ? "" : "  ") + eval_progress_text(s.progress);
   }
+  if (s.progress.is_object() && s.progress.contains("uncontained")) {
+    // Review-4 F6: the host gave the attempt no cgroup; the full reason is in --json.
+    d += std::string(d.empty() ? "" : "  ") + "not contained (setsid/daemon children outlive a stop)";
+  }
   auto tau = s.metrics.find("tau");
   if (tau != s.metrics.end()) {
     std::ostringstream t;

@@ -92,12 +92,25 @@ void CommandStage::send_start() {
     // (a cgroup) or only its process group, and why (review F6).
     if (h.contains("contained_by")) launched["contained_by"] = h["contained_by"];
     if (h.value("containment_note", std::string()) != "") launched["containment_note"] = h["containment_note"];
+    if (h.value("contained_by", std::string()) == "process group") self->say_uncontained(h);
     // The Slurm job id goes into the store with the first answer, before anything else can fail.
     if (h.contains("slurm_job")) launched["slurm_job"] = h["slurm_job"];
     self->env_.record_event(reattached ? "attempt.reattached" : "attempt.launched", launched);
     if (self->cancel_requested_) self->cancel(self->cancel_hard_);
     self->poll();
   });
+}
+
+// The host could not give the attempt a cgroup (a non-root user over SSH, whose
+// session scope systemd does not delegate; review-4 F6): what the job starts with
+// setsid or as a daemon outlives a cancel, a timeout or the next attempt's fence.
+// Said where the user looks: `ferry status` (the stage's progress) and `ferry run`.
+void CommandStage::say_uncontained(const nlohmann::json& launch_reply) {
+  std::string why = launch_reply.value("containment_note", std::string());
+  std::string text = "not contained: processes it starts with setsid or as daemons outlive a stop (no cgroup on " +
+                     spec_.host + (why.empty() ? "" : ": " + why) + ")";
+  env_.set_progress({{"uncontained", text}});
+  env_.note(text);
 }
 
 // A link that is down or slow is waited out (on_unavailable), then `retry` runs;

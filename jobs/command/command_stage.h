@@ -53,6 +53,7 @@ class CommandStage : public StageRunner, public std::enable_shared_from_this<Com
   void finish(StageOutcome outcome);
   StageOutcome slurm_outcome(const nlohmann::json& rec, StageOutcome o);
   void show_slurm(const nlohmann::json& rec);
+  void say_uncontained(const nlohmann::json& launch_reply);
 
   StageEnv& env_;
   CommandSpec spec_;
