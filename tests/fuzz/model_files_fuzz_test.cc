@@ -126,7 +126,7 @@ TEST(ModelFilesFuzzTest, MutatedConfigsLoadOrAreRefusedByName) {
   const std::string path = dir.file("config.json");
   int loaded = 0, refused = 0, hybrids = 0;
   for_each_round(plan, "ModelFilesFuzzTest.config", [&](Mutator& m, int) {
-    const bool hybrid_seed = m.chance(30);
+    const bool hybrid_seed = m.chance(50);
     std::string text = wire_text(m.mutate_json(hybrid_seed ? hybrid_config_seed() : config_seed()));
     if (m.chance(20)) text = m.mutate_bytes(text, {});
     testing::write_text(path, text);

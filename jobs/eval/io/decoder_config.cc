@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "jobs/eval/io/config_json.h"
+#include "jobs/tokenizer/utf8.h"
 
 namespace ferry::eval {
 namespace {
@@ -31,6 +32,16 @@ Status read_head_counts(const json& j, const std::string& path, DecoderConfig* c
   return Status();
 }
 
+// rope_type (or the older "type") of a RoPE object; absent or null is plain RoPE.
+Result<std::string> rope_type_of(const json& r, const std::string& path, const char* key) {
+  for (const char* name : {"rope_type", "type"}) {
+    if (!r.contains(name) || r[name].is_null()) continue;
+    if (!r[name].is_string()) return invalid_argument(path + ": '" + key + "." + name + "' must be a string");
+    return r[name].get<std::string>();
+  }
+  return std::string("default");
+}
+
 // θ from rope_theta, or from rope_parameters (Qwen3.5's layout); plain RoPE only.
 Status read_rope(const json& j, const std::string& path, DecoderConfig* c) {
   const json* rope = nullptr;
@@ -43,9 +54,11 @@ Status read_rope(const json& j, const std::string& path, DecoderConfig* c) {
   }
   auto check_rope_type = [&](const json& r, const char* key) -> Status {
     if (!r.is_object()) return Status();
-    std::string type = r.value("rope_type", r.value("type", std::string("default")));
-    if (type != "default") {
-      return invalid_argument(path + ": '" + key + "' of type '" + type + "' is not supported (default RoPE only)");
+    auto type = rope_type_of(r, path, key);
+    if (!type.ok()) return type.status();
+    if (*type != "default") {
+      return invalid_argument(path + ": '" + key + "' of type '" + tokenizer::utf8_shown(*type) +
+                              "' is not supported (default RoPE only)");
     }
     return Status();
   };
@@ -92,7 +105,7 @@ Status read_decoder_config(const json& j, const std::string& path, DecoderConfig
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean()) {
     c->tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
   }
-  if (j.value("attention_bias", false) == true) {
+  if (j.contains("attention_bias") && j["attention_bias"] == true) {
     return invalid_argument(path + ": 'attention_bias' true is not supported (Qwen3 has no biases)");
   }
   if (j.contains("hidden_act") && j["hidden_act"] != "silu") {

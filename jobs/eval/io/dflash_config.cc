@@ -16,7 +16,7 @@ using nlohmann::json;
 Status read_sliding_layers(const json& j, const std::string& path, DFlashConfig* c) {
   auto kinds = layer_kinds(j, path, {"full_attention", "sliding_attention"}, c->model.num_hidden_layers);
   if (!kinds.ok()) return kinds.status();
-  if (kinds->empty() && j.value("use_sliding_window", false) == true) {
+  if (kinds->empty() && j.contains("use_sliding_window") && j["use_sliding_window"] == true) {
     return invalid_argument(path + ": 'use_sliding_window' true without 'layer_types' is not supported");
   }
   for (size_t k : *kinds) c->sliding_layer.push_back(k == 1);

@@ -11,7 +11,7 @@ using nlohmann::json;
 
 // Qwen3 targets: every layer full attention, no sliding window.
 Status check_full_attention_only(const json& j, const std::string& path, int64_t num_layers) {
-  if (j.value("use_sliding_window", false) == true) {
+  if (j.contains("use_sliding_window") && j["use_sliding_window"] == true) {
     return invalid_argument(path + ": 'use_sliding_window' true is not supported");
   }
   return layer_kinds(j, path, {"full_attention"}, num_layers).status();
