@@ -53,7 +53,7 @@ expect "build check" logs --db "$home/ferry.db" comp-2 ""
 expect "" logs --db "$home/none.db" comp-2 ""   # no such store: nothing, and none made
 [ ! -e "$home/none.db" ] || bad "completing made a state database"
 expect "" logs nosuch ""
-expect "--target --threads --tokenizer" eval --t
+expect "--target --threads --tokenizer --temperature" eval --t
 expect "cpu cuda" eval --target t --device ""
 expect "chat chat-no-think" eval --prompt-format ch
 expect "" _                                     # __complete is hidden

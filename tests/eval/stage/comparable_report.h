@@ -20,7 +20,7 @@ inline bool is_run_dependent_key(const std::string& k) {
   static const char* kKeys[] = {"target",    "drafter",      "reference",    "prompts",           "path",
                                 "location",  "files_opened", "speedup",      "reference_speedup", "tokens_per_second",
                                 "mean_tpot", "tpot_sum",     "wall_seconds", "attempt",           "blas",
-                                "cpu_share"};
+                                "cpu_share",   "response_tpots"};
   for (const char* x : kKeys) {
     if (k == x) return true;
   }

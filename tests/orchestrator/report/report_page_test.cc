@@ -137,17 +137,17 @@ TEST_F(ReportPageTest, TwoWatchRunsSideBySideWithBothCurvesInChromium) {
     EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   };
   watch_run("broken", "oracle-disagree");
-  watch_run("fixed", "oracle-agree");
+  watch_run("fixed", "oracle-agree");  // run numbers count across the database: fixed-2
 
   const std::string page = std::string(FERRY_TEST_OUTPUT_DIR) + "/report_compare.html";
-  auto rep = ferry({"report", "broken-1", "fixed-1", "-o", page});
+  auto rep = ferry({"report", "broken-1", "fixed-2", "-o", page});
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
   EXPECT_EQ(rep.out, page + "\n");
   const std::vector<std::string> selectors = {
-      "#tau-curves circle.pt[data-series='broken-1']",         "#tau-curves circle.pt[data-series='fixed-1']",
-      "#tau-curves circle.pt[data-series='fixed-1 reference']", "#tau-curves circle.pt[data-series='fixed-1 gsm8k']",
+      "#tau-curves circle.pt[data-series='broken-1']",         "#tau-curves circle.pt[data-series='fixed-2']",
+      "#tau-curves circle.pt[data-series='fixed-2 reference']", "#tau-curves circle.pt[data-series='fixed-2 gsm8k']",
       "#tau-curves circle.pt[data-series='broken-1 humaneval']", "#datasets-broken-1 th.dataset",
-      "#datasets-fixed-1 th.dataset",                           "tr.run",
+      "#datasets-fixed-2 th.dataset",                           "tr.run",
       "tr.differs",                                             ".diff-unavailable",
       "script"};
   auto n = open_page(page, std::string(FERRY_TEST_OUTPUT_DIR) + "/report_compare.png", selectors);
@@ -163,7 +163,7 @@ TEST_F(ReportPageTest, TwoWatchRunsSideBySideWithBothCurvesInChromium) {
   EXPECT_EQ(n[selectors[9]], 0) << "both checkpoints are on this machine";
   EXPECT_EQ(n[selectors[10]], 0) << "the page runs no script";
 
-  auto json = nlohmann::json::parse(ferry({"report", "broken-1", "fixed-1", "--json"}).out);
+  auto json = nlohmann::json::parse(ferry({"report", "broken-1", "fixed-2", "--json"}).out);
   ASSERT_EQ(json["runs"].size(), 2u);
   EXPECT_EQ(json["format"], "ferry-compare/1");
   EXPECT_DOUBLE_EQ(json["runs"][0]["evals"][1]["tau"].get<double>(), 1.0);  // never accepted
@@ -175,7 +175,7 @@ TEST_F(ReportPageTest, TwoWatchRunsSideBySideWithBothCurvesInChromium) {
 
   // One run's page, as before, and its τ per step per dataset.
   const std::string one = std::string(FERRY_TEST_OUTPUT_DIR) + "/report_datasets.html";
-  ASSERT_EQ(ferry({"report", "fixed-1", "-o", one}).exit_code, 0);
+  ASSERT_EQ(ferry({"report", "fixed-2", "-o", one}).exit_code, 0);
   const std::vector<std::string> own = {"#tau-per-dataset circle.pt[data-series=gsm8k]",
                                         "#tau-per-dataset circle.pt[data-series=humaneval]",
                                         "#tau-curve circle.pt[data-series=candidate]", "#datasets th.dataset"};
