@@ -25,7 +25,8 @@ class BaselineStoreTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new ScratchDir("baseline-store");
-    // Period 3: the agree drafters are accepted sometimes, so τ and the counts are not trivial.
+    // Period 3: the agree drafters are accepted (the reference, block 4, every time) and the
+    // disagree one never, so the runs differ and the counts are not trivial.
     ASSERT_TRUE(write_tiny_target(*dir_ / "target", testing::oracle_target_spec(3), {}).ok());
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "agree", testing::oracle_drafter_spec("agree", 8), {}).ok());
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "disagree", testing::oracle_drafter_spec("disagree", 8), {}).ok());
@@ -55,7 +56,8 @@ class BaselineStoreTest : public ::testing::Test {
     if (!run) return nullptr;
     nlohmann::json j = run->to_json();
     for (const char* timing : {"prefill_seconds", "decode_seconds", "target_seconds", "draft_seconds",
-                               "overhead_seconds", "tokens_per_second", "mean_tpot", "tpot_sum"}) {
+                               "overhead_seconds", "tokens_per_second", "mean_tpot", "tpot_sum", "response_tpots",
+                               "cpu_seconds", "cpu_capacity_seconds", "cpu_share"}) {
       j.erase(timing);
     }
     return j;
@@ -99,7 +101,7 @@ TEST_F(BaselineStoreTest, ASecondEvalWithTheSameKeyDecodesOnlyItsCandidateAndRep
     EXPECT_EQ(second.responses[i].to_json(), fresh.responses[i].to_json()) << "response " << i;
   }
   EXPECT_GT(first.reference_run->tau, 1.0);
-  EXPECT_LT(first.reference_run->tau, 4.0);
+  EXPECT_LE(first.reference_run->tau, 4.0);
 
   const std::string text = second.to_text();
   EXPECT_NE(text.find("reference and baseline: reused, as the eval of " + *dir_ / "agree" + " decoded them (key " +
