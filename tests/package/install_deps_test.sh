@@ -2,8 +2,9 @@
 # scripts/install-deps.sh's decisions, with the system commands it calls replaced by
 # stubs that record their calls (dpkg-query, apt-get, update-alternatives, npm, gcc):
 # the system's BLAS alternatives are left alone unless --select-openblas asks, what
-# will change is said before it changes, --dry-run changes nothing, and a complete
-# machine changes nothing and says so. (package_test.sh runs it for real, twice.)
+# will change is said before it changes, --dry-run changes nothing, a complete
+# machine changes nothing and says so, and the tests' packages and npm references
+# come only with --test (`make test`), not for the demo (`make demo`). (package_test.sh runs it for real, twice.)
 # Usage: install_deps_test.sh SOURCE_DIR
 set -u
 src=$1
@@ -48,6 +49,11 @@ grep -q "update-alternatives --set libopenblas.so.0-x86_64-linux-gnu /usr/lib/x8
 
 rm -rf "$tmp/npm/node_modules/ajv"
 out=$(MISSING="strace chromium" run)
+grep -q "nothing to change" <<<"$out" || bad "the demo's set asks for the tests' packages: $out"
+[ ! -s "$calls" ] || bad "the demo's set, calls made: $(cat "$calls")"
+out=$(MISSING="strace chromium libtorch-dev" run)
+grep -q "will install with apt-get: libtorch-dev$" <<<"$out" || bad "the demo's set, missing libtorch-dev: $out"
+out=$(MISSING="strace chromium" run --test)
 said=$(grep -n "will install with apt-get: chromium strace" <<<"$out" | cut -d: -f1)
 [ -n "$said" ] || bad "missing packages not announced: $out"
 grep -q "will fetch with npm into $tmp/npm: ajv@" <<<"$out" || bad "missing npm package not announced: $out"
