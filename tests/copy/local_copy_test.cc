@@ -414,7 +414,7 @@ namespace {
 // recv.begin's spec file and the lease are hints, never flushed). The copy used to
 // rename the part file into place and report it verified.
 TEST_F(LocalCopyTest, AFailedFlushFailsTheCommitAndPublishesNothing) {
-  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "needs strace (scripts/install-deps.sh)";
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "needs strace (scripts/install-deps.sh --test)";
   std::string wrapper = work_.file("eio-agent");
   testing::write_text(wrapper, "#!/bin/sh\ncase \"$*\" in *'--workdir " + b_dir() +
                                    "'*) exec strace -f -qq -o /dev/null -e trace=fsync "

@@ -12,7 +12,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 
 npm_dir="${FERRY_NPM_DIR:-/var/cache/ferry/npm}"
 if [ ! -f "$npm_dir/node_modules/ajv/package.json" ]; then
-  echo "FAIL: no ajv in $npm_dir: run scripts/install-deps.sh"
+  echo "FAIL: no ajv in $npm_dir: run scripts/install-deps.sh --test"
   exit 1
 fi
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # slurm_testbed.sh: a one-node Slurm cluster for tests, as root, without systemd.
-# Needs Debian 12's slurmctld, slurmd, slurm-client and munge (scripts/install-deps.sh).
+# Needs Debian 12's slurmctld, slurmd, slurm-client and munge (scripts/install-deps.sh --test).
 #
 #   slurm_testbed.sh up STATE_DIR     start munged + slurmctld + slurmd; all state, keys,
 #                                     sockets, logs and pid files live under STATE_DIR

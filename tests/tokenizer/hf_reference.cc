@@ -30,7 +30,7 @@ std::string references_missing() {
   for (const std::string& f : {qwen3_tokenizer_json(), qwen3_tokenizer_config(),
                                npm_dir() + "/node_modules/@huggingface/tokenizers/dist/tokenizers.mjs",
                                npm_dir() + "/node_modules/@huggingface/jinja/dist/index.js"}) {
-    if (!is_file(f)) return f + " is missing: run scripts/install-deps.sh (or set FERRY_NPM_DIR)";
+    if (!is_file(f)) return f + " is missing: run scripts/install-deps.sh --test (or set FERRY_NPM_DIR)";
   }
   return "";
 }
