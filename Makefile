@@ -26,7 +26,7 @@ build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
 # What scripts/demo.sh runs: ferry (which brings the eval plugin and worker), the
-# agent, and the demo's data maker and trainers; 2 of every 5 objects of `make build`.
+# agent, and the demo's data maker and trainers: 165 of the 287 files `make build` compiles.
 DEMO_TARGETS = ferry ferry-agent dflash-tiny-data dflash-train-target dflash-train-drafter
 demo: configure
 	cmake --build $(BUILD) -j$(JOBS) --target $(DEMO_TARGETS)
