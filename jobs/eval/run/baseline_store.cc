@@ -8,8 +8,8 @@
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
-#include "jobs/eval/run/json_field_writer.h"
-#include "jobs/eval/run/json_fields.h"
+#include "base/json_field_writer.h"
+#include "base/json_fields.h"
 #include "jobs/eval/run/report_fields.h"
 
 namespace ferry::eval {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "jobs/eval/run/json_fields.h"
+#include "base/json_fields.h"
 
 namespace ferry::eval {
 namespace {

@@ -1,6 +1,6 @@
 #include "jobs/eval/run/eval_report_json.h"
 
-#include "jobs/eval/run/json_fields.h"
+#include "base/json_fields.h"
 #include "jobs/eval/run/report_fields.h"
 
 namespace ferry::eval {

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "jobs/eval/run/json_field_writer.h"
-#include "jobs/eval/run/json_fields.h"
+#include "base/json_field_writer.h"
+#include "base/json_fields.h"
 
 namespace ferry::eval {
 namespace {

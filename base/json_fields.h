@@ -1,0 +1,185 @@
+// JsonFields: the fields of a JSON object another party wrote, read into typed places
+// (a report from a host, a spec through the plugin's C boundary). The first field of
+// a wrong type, or an array past kMaxJsonItems, is remembered with its path
+// ("candidate.response_taus[3] is a string, not a number") and later reads do
+// nothing; absent and null fields leave their places as they were. Through
+// operator() and the object overloads it reads a field list (jobs/eval/run/report_fields.h),
+// whose writing side is JsonFieldWriter; fields_from_json reads a whole object through one.
+// Header-only; any thread.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/peer_json.h"
+#include "base/status.h"
+
+namespace ferry {
+
+/// Entries of any one array read (responses, ids, taus...).
+inline constexpr size_t kMaxJsonItems = size_t{1} << 22;
+
+class JsonFields {
+ public:
+  static constexpr bool kReads = true;
+
+  JsonFields(const nlohmann::json& j, std::string path, std::string* error)
+      : j_(j),
+        path_(std::move(path)),
+        error_(error) {}
+
+  void str(const char* key, std::string* out) {
+    if (const nlohmann::json* v = field(key, "a string", [](const nlohmann::json& x) { return x.is_string(); })) {
+      *out = v->get<std::string>();
+    }
+  }
+  void num(const char* key, double* out) {
+    if (const nlohmann::json* v = field(key, "a number", [](const nlohmann::json& x) { return x.is_number(); }))
+      *out = v->get<double>();
+  }
+  void optional_num(const char* key, std::optional<double>* out) {
+    if (const nlohmann::json* v = field(key, "a number", [](const nlohmann::json& x) { return x.is_number(); }))
+      *out = v->get<double>();
+  }
+  template <typename Int>
+  void integer(const char* key, Int* out) {
+    if (const nlohmann::json* v =
+            field(key, "an integer", [](const nlohmann::json& x) { return x.is_number_integer(); })) {
+      *out = static_cast<Int>(v->get<int64_t>());
+    }
+  }
+  void boolean(const char* key, bool* out) {
+    if (const nlohmann::json* v = field(key, "true or false", [](const nlohmann::json& x) { return x.is_boolean(); })) {
+      *out = v->get<bool>();
+    }
+  }
+  void optional_boolean(const char* key, std::optional<bool>* out) {
+    if (const nlohmann::json* v = field(key, "true or false", [](const nlohmann::json& x) { return x.is_boolean(); })) {
+      *out = v->get<bool>();
+    }
+  }
+  template <typename Item>
+  void list(const char* key, std::vector<Item>* out) {
+    each(key, [&](const nlohmann::json& x, const std::string& at) {
+      if (!item_ok<Item>(x, at)) return;
+      out->push_back(x.template get<Item>());
+    });
+  }
+  /// `fn(reader)` for the object under `key`, when present.
+  template <typename Fn>
+  void object(const char* key, Fn fn) {
+    if (const nlohmann::json* v = field(key, "an object", [](const nlohmann::json& x) { return x.is_object(); })) {
+      JsonFields r(*v, join(key), error_);
+      fn(r);
+    }
+  }
+  /// `fn(reader)` for each object of the array under `key`.
+  template <typename Fn>
+  void objects(const char* key, Fn fn) {
+    each(key, [&](const nlohmann::json& x, const std::string& at) {
+      if (!x.is_object()) return fail(at, x, "an object");
+      JsonFields r(x, at, error_);
+      fn(r);
+    });
+  }
+  bool failed() const { return !error_->empty(); }
+
+  // A field list's reads (json_field_writer.h), by the type of the place.
+  void operator()(const char* key, std::string& out) { str(key, &out); }
+  void operator()(const char* key, double& out) { num(key, &out); }
+  void operator()(const char* key, bool& out) { boolean(key, &out); }
+  void operator()(const char* key, std::optional<double>& out) { optional_num(key, &out); }
+  void operator()(const char* key, std::optional<bool>& out) { optional_boolean(key, &out); }
+  template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  void operator()(const char* key, Int& out) {
+    integer(key, &out);
+  }
+  template <typename Item>
+  void operator()(const char* key, std::vector<Item>& out) {
+    list(key, &out);
+  }
+  /// `fields(reader, *out)` for the object under `key`, when present.
+  template <typename T, typename Fields>
+  void object(const char* key, T& out, Fields fields) {
+    object(key, [&](JsonFields& r) { fields(r, out); });
+  }
+  template <typename T, typename Fields>
+  void object(const char* key, std::optional<T>& out, Fields fields) {
+    object(key, [&](JsonFields& r) { fields(r, out.emplace()); });
+  }
+  /// `fields(reader, item)` for a new item of `out` per object of the array under `key`.
+  template <typename T, typename Fields>
+  void objects(const char* key, std::vector<T>& out, Fields fields) {
+    objects(key, [&](JsonFields& r) { fields(r, out.emplace_back()); });
+  }
+
+ private:
+  std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  void fail(const std::string& at, const nlohmann::json& x, const char* want) {
+    if (error_->empty()) *error_ = at + " is " + json_type_phrase(x) + ", not " + want;
+  }
+
+  template <typename Pred>
+  const nlohmann::json* field(const char* key, const char* want, Pred ok) {
+    if (failed() || !j_.is_object()) return nullptr;
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return nullptr;
+    if (!ok(*it)) {
+      fail(join(key), *it, want);
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  template <typename Fn>
+  void each(const char* key, Fn fn) {
+    auto* v = field(key, "an array", [](const nlohmann::json& x) { return x.is_array(); });
+    if (v == nullptr) return;
+    if (v->size() > kMaxJsonItems) {
+      *error_ = join(key) + " has " + std::to_string(v->size()) + " entries, over the cap of " +
+                std::to_string(kMaxJsonItems);
+      return;
+    }
+    for (size_t i = 0; i < v->size() && !failed(); ++i) fn((*v)[i], join(key) + "[" + std::to_string(i) + "]");
+  }
+
+  template <typename Item>
+  bool item_ok(const nlohmann::json& x, const std::string& at) {
+    if constexpr (std::is_same_v<Item, std::string>) {
+      if (x.is_string()) return true;
+      fail(at, x, "a string");
+    } else if constexpr (std::is_floating_point_v<Item>) {
+      if (x.is_number()) return true;
+      fail(at, x, "a number");
+    } else {
+      if (x.is_number_integer()) return true;
+      fail(at, x, "an integer");
+    }
+    return false;
+  }
+
+  const nlohmann::json& j_;
+  std::string path_;
+  std::string* error_;
+};
+
+/// `j` read through a field list into a fresh T: the reading side of fields_json
+/// (json_field_writer.h). `what` names the object in messages ("the eval spec").
+template <typename T, typename Fields>
+Result<T> fields_from_json(const nlohmann::json& j, const std::string& what, Fields fields) {
+  if (!j.is_object()) return invalid_argument(what + " is " + json_type_phrase(j) + ", not an object");
+  T x;
+  std::string error;
+  JsonFields r(j, "", &error);
+  fields(r, x);
+  if (!error.empty()) return invalid_argument(what + "'s " + error);
+  return x;
+}
+
+}  // namespace ferry
