@@ -142,297 +142,370 @@ std::string place(const std::vector<Frame>& stack) {
 
 bool is_command_level(Kind k) { return k == Kind::kCommand || k == Kind::kSubst; }
 
-}  // namespace
+// A name bash would assign to or look up: letters, digits and _, not first a digit.
+bool is_name(const std::string& word) {
+  if (word.empty() || std::isdigit(static_cast<unsigned char>(word[0]))) return false;
+  for (char w : word) {
+    if (!is_name_char(w)) return false;
+  }
+  return true;
+}
 
-std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) {
-  std::vector<UnsafeTemplate> out;
-  std::vector<Frame> stack = {{Kind::kCommand}};
-  std::vector<Heredoc> pending;
-  // Names declared -i (or -n) so far: assigning to one evaluates the value.
-  std::set<std::string> integer_names;
-  auto at_template = [&](size_t k) { return s.compare(k, 3, "${{") == 0; };
-  auto skip_template = [&](size_t k) {
-    size_t end = s.find("}}", k + 3);
-    return end == std::string::npos ? s.size() : end + 2;
-  };
-  auto report = [&](size_t k, const std::string& where) {
-    if (!where.empty() && !is_integer_template(s, k)) out.push_back({k, where});
-  };
-  // Here-document bodies start on the line after their `<<`, one after another.
-  auto read_bodies = [&](size_t& i) {
-    for (const Heredoc& h : pending) {
-      while (i < s.size()) {
-        size_t eol = s.find('\n', i);
-        if (eol == std::string::npos) eol = s.size();
-        size_t start = i;
-        if (h.strip_tabs) {
-          while (start < eol && s[start] == '\t') ++start;
+// The text that opens a level, and the level it opens.
+struct Opening {
+  const char* text;
+  Kind kind;
+  bool bracket = false;  // see Frame::bracket
+};
+
+// Openings that nest anywhere but in single quotes; $(( before $(.
+const Opening kExpansionOpenings[] = {
+    {"`", Kind::kBackquote}, {"$((", Kind::kArith},      {"$(", Kind::kSubst},
+    {"${", Kind::kBrace},    {"$[", Kind::kArith, true},
+};
+
+// Openings of quoted text, which do not nest inside "…".
+const Opening kQuoteOpenings[] = {{"$'", Kind::kAnsi}, {"'", Kind::kSingle}, {"\"", Kind::kDouble}};
+
+// One pass over a command, as sh and bash nest it: `stack_` holds the levels the
+// scan is inside, innermost last. Each step consumes at least one character, or
+// closes a level that ends before the character, so the level below reads it.
+class TemplateScanner {
+ public:
+  explicit TemplateScanner(const std::string& s) : s_(s) {}
+
+  std::vector<UnsafeTemplate> scan() {
+    while (i_ < s_.size()) step();
+    return std::move(out_);
+  }
+
+ private:
+  // The steps are tried in this order: a template anywhere, then what ends the
+  // innermost level or opens a new one, then the level's own rule.
+  void step() {
+    if (template_here() || quoted_text() || escaped_template() || open_first(kExpansionOpenings) ||
+        double_quoted_text() || open_first(kQuoteOpenings) || expression_level())
+      return;
+    command_level(stack_.back());
+  }
+
+  bool at_template(size_t k) const { return s_.compare(k, 3, "${{") == 0; }
+
+  size_t skip_template(size_t k) const {
+    size_t end = s_.find("}}", k + 3);
+    return end == std::string::npos ? s_.size() : end + 2;
+  }
+
+  void report(size_t k, const std::string& where) {
+    if (!where.empty() && !is_integer_template(s_, k)) out_.push_back({k, where});
+  }
+
+  bool template_here() {
+    if (!at_template(i_)) return false;
+    report(i_, place(stack_));
+    i_ = skip_template(i_);
+    Frame& f = stack_.back();
+    if (is_command_level(f.kind)) f.cmd_start = false;
+    return true;
+  }
+
+  // '…', $'…' and `…`: text whose end is one character.
+  bool quoted_text() {
+    const Kind kind = stack_.back().kind;
+    const char c = s_[i_];
+    if (kind == Kind::kSingle) {
+      if (c == '\'') stack_.pop_back();
+      ++i_;
+      return true;
+    }
+    if (kind != Kind::kAnsi && kind != Kind::kBackquote) return false;
+    if (c == '\\') {
+      if (at_template(i_ + 1)) report(i_ + 1, place(stack_));
+      i_ += 2;
+    } else {
+      if (c == (kind == Kind::kAnsi ? '\'' : '`')) stack_.pop_back();
+      ++i_;
+    }
+    return true;
+  }
+
+  // A backslash before ${{ quotes the rendered word's opening quote, and $ before
+  // it makes $'…' of it (bash), whose backslashes a value can use.
+  bool escaped_template() {
+    if (s_[i_] == '\\') {
+      if (at_template(i_ + 1)) report(i_ + 1, "after a backslash");
+      i_ += 2;
+      return true;
+    }
+    if (s_[i_] == '$' && at_template(i_ + 1)) {
+      report(i_ + 1, "after a $");
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+
+  template <size_t N>
+  bool open_first(const Opening (&openings)[N]) {
+    for (const Opening& o : openings) {
+      const size_t n = std::char_traits<char>::length(o.text);
+      if (s_.compare(i_, n, o.text) != 0) continue;
+      Frame f{o.kind};
+      f.bracket = o.bracket;
+      stack_.push_back(f);
+      i_ += n;
+      return true;
+    }
+    return false;
+  }
+
+  bool double_quoted_text() {
+    if (stack_.back().kind != Kind::kDouble) return false;
+    if (s_[i_] == '"') stack_.pop_back();
+    ++i_;
+    return true;
+  }
+
+  // Levels that hold an expression or names, not commands; false at a command level.
+  bool expression_level() {
+    Frame& f = stack_.back();
+    switch (f.kind) {
+      case Kind::kArith:
+        if (f.bracket) {
+          bracketed(f, '[', ']');
+        } else {
+          arithmetic_in_parens(f);
         }
-        if (s.compare(start, eol - start, h.delim) == 0) {
-          i = eol < s.size() ? eol + 1 : eol;
+        return true;
+      case Kind::kBrace: bracketed(f, '{', '}'); return true;
+      case Kind::kSubscript: bracketed(f, '[', ']'); return true;
+      case Kind::kCond: conditional(); return true;
+      case Kind::kLet:
+      case Kind::kNames: arguments(f); return true;
+      default: return false;
+    }
+  }
+
+  // A level that ends at the `close` matching its opening.
+  void bracketed(Frame& f, char open, char close) {
+    const char c = s_[i_];
+    if (c == open) ++f.depth;
+    if (c == close && f.depth-- == 0) stack_.pop_back();
+    ++i_;
+  }
+
+  // $(( … )), (( … )): ends at a "))" outside nested parentheses.
+  void arithmetic_in_parens(Frame& f) {
+    const char c = s_[i_];
+    if (c == '(') {
+      ++f.depth;
+    } else if (c == ')') {
+      if (f.depth == 0 && i_ + 1 < s_.size() && s_[i_ + 1] == ')') {
+        stack_.pop_back();
+        ++i_;
+      } else if (f.depth > 0) {
+        --f.depth;
+      }
+    }
+    ++i_;
+  }
+
+  // [[ … ]]: ends at a "]]" word.
+  void conditional() {
+    if (s_.compare(i_, 2, "]]") == 0 && starts_word(s_, i_) && ends_word(s_, i_ + 2)) {
+      stack_.pop_back();
+      i_ += 2;
+      return;
+    }
+    ++i_;
+  }
+
+  // The arguments of let and declare -i (kLet), or of a command that reads
+  // variable names (kNames). let's names become integer names.
+  void arguments(Frame& f) {
+    const char c = s_[i_];
+    // Its command ends here; the level below sees the same character.
+    if (c == '\n' || c == ';' || c == '&' || c == '|' || c == ')') {
+      stack_.pop_back();
+      return;
+    }
+    if (blank(c)) {
+      f.after_eq = false;
+      if (i_ > 0 && s_[i_ - 1] != '<' && s_[i_ - 1] != '>' && !blank(s_[i_ - 1])) f.redirect = false;
+    }
+    if (c == '=') f.after_eq = true;
+    if (c == '<' || c == '>') f.redirect = true;
+    if (f.kind == Kind::kLet && starts_word(s_, i_) && (std::isalpha(static_cast<unsigned char>(c)) || c == '_')) {
+      size_t e = i_;
+      while (e < s_.size() && is_name_char(s_[e])) ++e;
+      integer_names_.insert(s_.substr(i_, e - i_));
+      i_ = e;
+      return;
+    }
+    ++i_;
+  }
+
+  // Command levels: comments, here-documents, operators, words.
+  void command_level(Frame& f) {
+    const char c = s_[i_];
+    if (c == '#' && starts_word(s_, i_)) {
+      comment();
+    } else if (s_.compare(i_, 2, "<<") == 0 && s_.compare(i_, 3, "<<<") != 0) {
+      i_ += 2;
+      pending_.push_back(read_heredoc_word(s_, i_));
+      f.cmd_start = false;
+    } else if (c == '\n') {
+      f.cmd_start = true;
+      ++i_;
+      if (!pending_.empty()) heredoc_bodies();
+    } else if (c == ';' || c == '&' || c == '|') {
+      f.cmd_start = true;
+      ++i_;
+    } else if (c == ')') {
+      close_paren(f);
+    } else if (c == '(') {
+      open_paren(f);
+    } else if (blank(c) || !starts_word(s_, i_)) {
+      ++i_;
+    } else {
+      command_word(f);
+    }
+  }
+
+  // A value's newline would end the comment and run its next line.
+  void comment() {
+    for (; i_ < s_.size() && s_[i_] != '\n'; ++i_) {
+      if (at_template(i_)) {
+        report(i_, "a comment");
+        i_ = skip_template(i_) - 1;
+      }
+    }
+  }
+
+  // Here-document bodies start on the line after their `<<`, one after another.
+  void heredoc_bodies() {
+    for (const Heredoc& h : pending_) {
+      while (i_ < s_.size()) {
+        size_t eol = s_.find('\n', i_);
+        if (eol == std::string::npos) eol = s_.size();
+        size_t start = i_;
+        if (h.strip_tabs) {
+          while (start < eol && s_[start] == '\t') ++start;
+        }
+        if (s_.compare(start, eol - start, h.delim) == 0) {
+          i_ = eol < s_.size() ? eol + 1 : eol;
           break;
         }
-        for (size_t k = i; k < eol; ++k) {
+        for (size_t k = i_; k < eol; ++k) {
           if (at_template(k)) {
             if (h.expands) report(k, "a here-document");
             k = skip_template(k) - 1;
           }
         }
-        i = eol < s.size() ? eol + 1 : eol;
+        i_ = eol < s_.size() ? eol + 1 : eol;
       }
     }
-    pending.clear();
-  };
-
-  size_t i = 0;
-  while (i < s.size()) {
-    Frame& f = stack.back();
-    const char c = s[i];
-    if (at_template(i)) {
-      report(i, place(stack));
-      i = skip_template(i);
-      if (is_command_level(f.kind)) f.cmd_start = false;
-      continue;
-    }
-    // Text whose end is one character.
-    if (f.kind == Kind::kSingle) {
-      if (c == '\'') stack.pop_back();
-      ++i;
-      continue;
-    }
-    if (f.kind == Kind::kAnsi || f.kind == Kind::kBackquote) {
-      if (c == '\\') {
-        if (at_template(i + 1)) report(i + 1, place(stack));
-        i += 2;
-      } else {
-        if (c == (f.kind == Kind::kAnsi ? '\'' : '`')) stack.pop_back();
-        ++i;
-      }
-      continue;
-    }
-    // A backslash before ${{ quotes the rendered word's opening quote, and $ before
-    // it makes $'…' of it (bash), whose backslashes a value can use.
-    if (c == '\\') {
-      if (at_template(i + 1)) report(i + 1, "after a backslash");
-      i += 2;
-      continue;
-    }
-    if (c == '$' && at_template(i + 1)) {
-      report(i + 1, "after a $");
-      ++i;
-      continue;
-    }
-    // Openings that nest anywhere but in quotes.
-    if (c == '`') {
-      stack.push_back({Kind::kBackquote});
-      ++i;
-      continue;
-    }
-    if (c == '$' && s.compare(i, 3, "$((") == 0) {
-      stack.push_back({Kind::kArith});
-      i += 3;
-      continue;
-    }
-    if (c == '$' && s.compare(i, 2, "$(") == 0) {
-      stack.push_back({Kind::kSubst});
-      i += 2;
-      continue;
-    }
-    if (c == '$' && s.compare(i, 2, "${") == 0) {
-      stack.push_back({Kind::kBrace});
-      i += 2;
-      continue;
-    }
-    if (c == '$' && s.compare(i, 2, "$[") == 0) {
-      Frame a{Kind::kArith};
-      a.bracket = true;
-      stack.push_back(a);
-      i += 2;
-      continue;
-    }
-    if (f.kind == Kind::kDouble) {
-      if (c == '"') stack.pop_back();
-      ++i;
-      continue;
-    }
-    if (c == '$' && s.compare(i, 2, "$'") == 0) {
-      stack.push_back({Kind::kAnsi});
-      i += 2;
-      continue;
-    }
-    if (c == '\'') {
-      stack.push_back({Kind::kSingle});
-      ++i;
-      continue;
-    }
-    if (c == '"') {
-      stack.push_back({Kind::kDouble});
-      ++i;
-      continue;
-    }
-    switch (f.kind) {
-      case Kind::kArith:
-        if (f.bracket) {
-          if (c == '[') ++f.depth;
-          if (c == ']' && f.depth-- == 0) stack.pop_back();
-        } else if (c == '(') {
-          ++f.depth;
-        } else if (c == ')') {
-          if (f.depth == 0 && i + 1 < s.size() && s[i + 1] == ')') {
-            stack.pop_back();
-            ++i;
-          } else if (f.depth > 0) {
-            --f.depth;
-          }
-        }
-        ++i;
-        continue;
-      case Kind::kBrace:
-        if (c == '{') ++f.depth;
-        if (c == '}' && f.depth-- == 0) stack.pop_back();
-        ++i;
-        continue;
-      case Kind::kSubscript:
-        if (c == '[') ++f.depth;
-        if (c == ']' && f.depth-- == 0) stack.pop_back();
-        ++i;
-        continue;
-      case Kind::kCond:
-        if (c == ']' && s.compare(i, 2, "]]") == 0 && starts_word(s, i) && ends_word(s, i + 2)) {
-          stack.pop_back();
-          i += 2;
-          continue;
-        }
-        ++i;
-        continue;
-      case Kind::kLet:
-      case Kind::kNames:
-        // Its command ends here; the level below sees the same character.
-        if (c == '\n' || c == ';' || c == '&' || c == '|' || c == ')') {
-          stack.pop_back();
-          continue;
-        }
-        if (blank(c)) {
-          f.after_eq = false;
-          if (i > 0 && s[i - 1] != '<' && s[i - 1] != '>' && !blank(s[i - 1])) f.redirect = false;
-        }
-        if (c == '=') f.after_eq = true;
-        if (c == '<' || c == '>') f.redirect = true;
-        if (f.kind == Kind::kLet && starts_word(s, i) && (std::isalpha(static_cast<unsigned char>(c)) || c == '_')) {
-          size_t e = i;
-          while (e < s.size() && is_name_char(s[e])) ++e;
-          integer_names.insert(s.substr(i, e - i));
-          i = e;
-          continue;
-        }
-        ++i;
-        continue;
-      default: break;
-    }
-    // Command levels: words, operators, comments, here-documents.
-    if (c == '#' && starts_word(s, i)) {
-      // A value's newline would end the comment and run its next line.
-      for (; i < s.size() && s[i] != '\n'; ++i) {
-        if (at_template(i)) {
-          report(i, "a comment");
-          i = skip_template(i) - 1;
-        }
-      }
-      continue;
-    }
-    if (c == '<' && s.compare(i, 2, "<<") == 0 && s.compare(i, 3, "<<<") != 0) {
-      i += 2;
-      pending.push_back(read_heredoc_word(s, i));
-      f.cmd_start = false;
-      continue;
-    }
-    if (c == '\n') {
-      f.cmd_start = true;
-      ++i;
-      if (!pending.empty()) read_bodies(i);
-      continue;
-    }
-    if (c == ';' || c == '&' || c == '|') {
-      f.cmd_start = true;
-      ++i;
-      continue;
-    }
-    if (c == ')') {
-      if (f.kind == Kind::kSubst && f.depth == 0 && f.cases == 0) {
-        stack.pop_back();
-      } else {
-        if (f.depth > 0) --f.depth;
-        f.cmd_start = true;
-      }
-      ++i;
-      continue;
-    }
-    if (c == '(' && f.cmd_start && s.compare(i, 2, "((") == 0) {
-      stack.push_back({Kind::kArith});
-      i += 2;
-      continue;
-    }
-    if (c == '(') {
-      ++f.depth;
-      f.cmd_start = true;
-      ++i;
-      continue;
-    }
-    if (blank(c) || !starts_word(s, i)) {
-      ++i;
-      continue;
-    }
-    // A word begins.
-    if (s.compare(i, 2, "[[") == 0 && f.cmd_start && ends_word(s, i + 2)) {
-      stack.push_back({Kind::kCond});
-      i += 2;
-      continue;
-    }
-    size_t e = i;
-    if (s.compare(i, 2, "[ ") == 0) ++e;  // the test command `[`
-    while (e < s.size() && !ends_word(s, e) && s[e] != '=' && s[e] != '[' && s[e] != '+' && s[e] != '$' &&
-           s[e] != '"' && s[e] != '\'' && s[e] != '`' && s[e] != '\\')
-      ++e;
-    std::string word = s.substr(i, e - i);
-    bool name = !word.empty() && !std::isdigit(static_cast<unsigned char>(word[0]));
-    for (char w : word) name = name && is_name_char(w);
-    if (f.cmd_start && name && e < s.size() && s[e] == '[') {
-      // a[…]=v: bash evaluates the subscript, and a value's own a[$(…)] in it runs.
-      stack.push_back({Kind::kSubscript});
-      i = e + 1;
-      continue;
-    }
-    bool assignment = name && e < s.size() && (s[e] == '=' || s.compare(e, 2, "+=") == 0);
-    if (f.cmd_start && assignment && integer_names.count(word)) {
-      // declare -i n; n=VALUE evaluates VALUE as arithmetic.
-      stack.push_back({Kind::kLet});
-      i = e;
-      continue;
-    }
-    if (f.cmd_start && ends_word(s, e)) {
-      bool declares =
-          word == "declare" || word == "typeset" || word == "local" || word == "export" || word == "readonly";
-      if (word == "let" || (declares && has_option(s, e, "in"))) {
-        stack.push_back({Kind::kLet});
-        i = e;
-        continue;
-      }
-      // unset 'a[$(cmd)]', read, printf -v and test -v evaluate a name's subscript.
-      if (declares || word == "unset" || word == "read" || word == "mapfile" || word == "readarray" ||
-          ((word == "printf" || word == "test" || word == "[") && has_option(s, e, "v"))) {
-        Frame n{Kind::kNames};
-        n.names_only = declares;
-        stack.push_back(n);
-        i = e;
-        continue;
-      }
-    }
-    if (f.cmd_start && word == "case" && ends_word(s, e)) ++f.cases;
-    if (f.cmd_start && word == "esac" && ends_word(s, e) && f.cases > 0) --f.cases;
-    f.cmd_start = f.cmd_start && (assignment || (ends_word(s, e) && is_reserved(word)));
-    i = e > i ? e : i + 1;
+    pending_.clear();
   }
-  return out;
-}
+
+  // ')' ends a $( … ), unless it closes a group or a case pattern inside it.
+  void close_paren(Frame& f) {
+    if (f.kind == Kind::kSubst && f.depth == 0 && f.cases == 0) {
+      stack_.pop_back();
+    } else {
+      if (f.depth > 0) --f.depth;
+      f.cmd_start = true;
+    }
+    ++i_;
+  }
+
+  // (( at a command's start is arithmetic; any other ( opens a group.
+  void open_paren(Frame& f) {
+    if (f.cmd_start && s_.compare(i_, 2, "((") == 0) {
+      stack_.push_back({Kind::kArith});
+      i_ += 2;
+      return;
+    }
+    ++f.depth;
+    f.cmd_start = true;
+    ++i_;
+  }
+
+  // Where the word at i stops being a plain name: at an assignment's = or +=, a
+  // subscript's [, or an expansion or quote.
+  size_t name_end(size_t i) const {
+    size_t e = i;
+    if (s_.compare(i, 2, "[ ") == 0) ++e;  // the test command `[`
+    while (e < s_.size() && !ends_word(s_, e) && s_[e] != '=' && s_[e] != '[' && s_[e] != '+' && s_[e] != '$' &&
+           s_[e] != '"' && s_[e] != '\'' && s_[e] != '`' && s_[e] != '\\')
+      ++e;
+    return e;
+  }
+
+  // A word at a command level: [[, an assignment, a command whose arguments bash
+  // evaluates, case and esac, or a plain word.
+  void command_word(Frame& f) {
+    if (f.cmd_start && s_.compare(i_, 2, "[[") == 0 && ends_word(s_, i_ + 2)) {
+      stack_.push_back({Kind::kCond});
+      i_ += 2;
+      return;
+    }
+    const size_t e = name_end(i_);
+    const std::string word = s_.substr(i_, e - i_);
+    const bool name = is_name(word);
+    if (f.cmd_start && name && e < s_.size() && s_[e] == '[') {
+      // a[…]=v: bash evaluates the subscript, and a value's own a[$(…)] in it runs.
+      stack_.push_back({Kind::kSubscript});
+      i_ = e + 1;
+      return;
+    }
+    const bool assignment = name && e < s_.size() && (s_[e] == '=' || s_.compare(e, 2, "+=") == 0);
+    if (f.cmd_start && assignment && integer_names_.count(word)) {
+      // declare -i n; n=VALUE evaluates VALUE as arithmetic.
+      stack_.push_back({Kind::kLet});
+      i_ = e;
+      return;
+    }
+    if (f.cmd_start && ends_word(s_, e) && open_evaluated_arguments(word, e)) return;
+    if (f.cmd_start && word == "case" && ends_word(s_, e)) ++f.cases;
+    if (f.cmd_start && word == "esac" && ends_word(s_, e) && f.cases > 0) --f.cases;
+    f.cmd_start = f.cmd_start && (assignment || (ends_word(s_, e) && is_reserved(word)));
+    i_ = e > i_ ? e : i_ + 1;
+  }
+
+  // Commands whose arguments bash evaluates: let and declare -i as arithmetic;
+  // unset 'a[$(cmd)]', read, printf -v, test -v and declare as names whose
+  // subscripts it evaluates. `e` is the end of the command's name.
+  bool open_evaluated_arguments(const std::string& word, size_t e) {
+    const bool declares =
+        word == "declare" || word == "typeset" || word == "local" || word == "export" || word == "readonly";
+    if (word == "let" || (declares && has_option(s_, e, "in"))) {
+      stack_.push_back({Kind::kLet});
+      i_ = e;
+      return true;
+    }
+    if (declares || word == "unset" || word == "read" || word == "mapfile" || word == "readarray" ||
+        ((word == "printf" || word == "test" || word == "[") && has_option(s_, e, "v"))) {
+      Frame n{Kind::kNames};
+      n.names_only = declares;
+      stack_.push_back(n);
+      i_ = e;
+      return true;
+    }
+    return false;
+  }
+
+  const std::string& s_;
+  size_t i_ = 0;
+  std::vector<UnsafeTemplate> out_;
+  std::vector<Frame> stack_ = {{Kind::kCommand}};
+  std::vector<Heredoc> pending_;  // here-documents whose bodies start on the next line
+  // Names declared -i (or -n) so far: assigning to one evaluates the value.
+  std::set<std::string> integer_names_;
+};
+
+}  // namespace
+
+std::vector<UnsafeTemplate> unsafe_templates(const std::string& s) { return TemplateScanner(s).scan(); }
 
 }  // namespace ferry::workflow
