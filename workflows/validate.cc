@@ -150,6 +150,168 @@ class Checker {
   Diagnostics& d_;
 };
 
+// How a stage's errors begin.
+std::string stage_label(const Stage& s) { return "stage '" + s.name + "'"; }
+
+// A command stage without 'host' runs on the only host; with one, it must exist.
+void place_command_on_its_host(const Workflow& wf, Stage& s, Diagnostics& d) {
+  if (s.kind != StageKind::kCommand) return;
+  if (!s.host.empty()) {
+    if (!wf.find_host(s.host)) {
+      d.error(s.host_at, stage_label(s) + " runs on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
+    }
+    return;
+  }
+  if (wf.hosts.size() == 1) {
+    s.host = wf.hosts[0].name;
+  } else {
+    d.error(s.at, stage_label(s) + " has no 'host' and the workflow has " + std::to_string(wf.hosts.size()) + " hosts");
+  }
+}
+
+// 'slurm' options and Slurm ends in retry_on mean nothing on a host without Slurm.
+void check_slurm_settings_need_a_slurm_host(const Workflow& wf, const Stage& s, Diagnostics& d) {
+  const Host* on = wf.find_host(s.host);
+  if (!on || on->scheduler == Scheduler::kSlurm) return;
+  if (s.slurm.given) {
+    d.error(s.slurm.at,
+            stage_label(s) + " has 'slurm' options but its host '" + s.host + "' has no 'scheduler: slurm'");
+  }
+  if (!s.retry_on_causes.empty()) {
+    d.error(s.at, stage_label(s) + ": retry_on names " + s.retry_on_causes[0] + ", a Slurm end, but its host '" +
+                      s.host + "' has no 'scheduler: slurm'");
+  }
+}
+
+// An eval without 'host' runs in the coordinator; with one, on that host.
+void check_eval_host_exists(const Workflow& wf, const Stage& s, Diagnostics& d) {
+  if (s.kind == StageKind::kEval && !s.host.empty() && !wf.find_host(s.host)) {
+    d.error(s.host_at, stage_label(s) + " evaluates on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
+  }
+}
+
+void check_copy_hosts_exist(const Workflow& wf, const Stage& s, Diagnostics& d) {
+  for (const Endpoint* e : {&s.from, &s.to}) {
+    if (!e->host.empty() && !wf.find_host(e->host)) {
+      d.error(e->path.at, stage_label(s) + " copies " + std::string(e == &s.from ? "from" : "to") + " unknown host '" +
+                              e->host + "'" + hint(e->host, host_names(wf)));
+    }
+  }
+}
+
+// A folder copy's root may be pruned of an earlier copy's files: it stays where
+// it was named (a '..' from a template is refused when the copy starts).
+void check_copy_roots_have_no_dotdot(const Stage& s, Diagnostics& d) {
+  for (const Text* t : {&s.to.path, &s.keep_local}) {
+    if (has_dotdot_component(t->value)) {
+      d.error(t->at, stage_label(s) + ": '" + t->value + "' has a '..' component; name the folder without it");
+    }
+  }
+}
+
+// Direct: the source's own ssh client reaches the destination, so both are ssh
+// hosts, and the bytes never pass through the coordinator.
+void check_direct_route_is_ssh_to_ssh(const Workflow& wf, const Stage& s, Diagnostics& d) {
+  if (s.route != CopyRoute::kDirect) return;
+  if (!s.keep_local.empty()) {
+    d.error(s.route_at, stage_label(s) +
+                            ": route: direct sends the bytes host to host, so the coordinator cannot "
+                            "keep_local a copy; use route: relay (or auto, which relays with keep_local)");
+  }
+  for (const Endpoint* e : {&s.from, &s.to}) {
+    const Host* h = wf.find_host(e->host);
+    if (h && h->transport != Transport::kSsh) {
+      d.error(s.route_at, stage_label(s) + ": route: direct needs both hosts on transport: ssh; '" + h->name +
+                              "' is a local host (use route: relay or auto)");
+    }
+  }
+}
+
+void check_copy(const Workflow& wf, const Stage& s, Diagnostics& d) {
+  if (s.kind != StageKind::kCopy) return;
+  check_copy_hosts_exist(wf, s, d);
+  check_copy_roots_have_no_dotdot(s, d);
+  if (!s.from.host.empty() && s.from.host == s.to.host) {
+    d.error(s.to.path.at, stage_label(s) + " copies from host '" + s.from.host + "' to itself; use a command stage");
+  }
+  check_direct_route_is_ssh_to_ssh(wf, s, d);
+}
+
+// A watching eval follows another stage and copies its checkpoints from the
+// trainer's host to its own.
+void check_watch(const Workflow& wf, const Stage& s, Diagnostics& d) {
+  if (s.watch.stage.empty()) return;
+  const std::string what = stage_label(s);
+  if (s.watch.stage == s.name) {
+    d.error(s.watch.stage_at, what + " watches itself");
+  } else if (!wf.find_stage(s.watch.stage)) {
+    d.error(s.watch.stage_at,
+            what + " watches unknown stage '" + s.watch.stage + "'" + hint(s.watch.stage, stage_names(wf)));
+  }
+  if (s.host.empty()) {
+    d.error(s.watch.stage_at, what + ": a watching eval copies each checkpoint to its 'host'; name one");
+  }
+  if (!s.watch.from.host.empty() && !wf.find_host(s.watch.from.host)) {
+    d.error(s.watch.from.path.at,
+            what + " watches unknown host '" + s.watch.from.host + "'" + hint(s.watch.from.host, host_names(wf)));
+  } else if (!s.watch.from.host.empty() && s.watch.from.host == s.host) {
+    d.error(s.watch.from.path.at, what + " watches its own host '" + s.host +
+                                      "'; checkpoints are copied from the trainer's host to the eval's");
+  }
+}
+
+void check_needs_exist(const Workflow& wf, const Stage& s, Diagnostics& d) {
+  for (size_t i = 0; i < s.needs.size(); ++i) {
+    const std::string& n = s.needs[i];
+    if (n == s.name) {
+      d.error(s.needs_at[i], stage_label(s) + " needs itself");
+    } else if (!wf.find_stage(n)) {
+      d.error(s.needs_at[i], stage_label(s) + " needs unknown stage '" + n + "'" + hint(n, stage_names(wf)));
+    }
+  }
+}
+
+void check_timeout_is_positive(const Workflow&, const Stage& s, Diagnostics& d) {
+  if (s.timeout_s < 0) d.error(s.at, stage_label(s) + ": timeout must be positive");
+}
+
+// The rules each stage is held to once its host is known, in the order their errors are listed.
+using StageRule = void (*)(const Workflow& wf, const Stage& s, Diagnostics& d);
+const StageRule kStageRules[] = {
+    check_slurm_settings_need_a_slurm_host,
+    check_eval_host_exists,
+    check_copy,
+    check_watch,
+    check_needs_exist,
+    check_timeout_is_positive,
+};
+
+void check_no_cycle(const Workflow& wf, Diagnostics& d) {
+  auto cycle = find_cycle(wf);
+  if (cycle.empty()) return;
+  std::string path;
+  for (const auto& c : cycle) path += (path.empty() ? "" : " → ") + c;
+  d.error(wf.find_stage(cycle[0])->at, "stages form a cycle: " + path);
+}
+
+// Every template in a stage's fields names something it may use; `run`'s stand
+// where ferry's quoting holds.
+void check_stage_templates(Checker& check, const Stage& s) {
+  const std::string what = stage_label(s);
+  check.check_text(s.run, &s, what + " run");
+  check.check_run_quoting(s.run, what + " run");
+  check.check_text(s.cwd, &s, what + " cwd");
+  for (const auto& [k, v] : s.env) check.check_text(v, &s, what + " env " + k);
+  for (const auto& o : s.outputs) {
+    if (o.value) check.check_text(*o.value, &s, what + " output " + o.name);
+  }
+  for (const Text* t : {&s.from.path, &s.to.path, &s.keep_local, &s.target, &s.drafter, &s.reference, &s.prompts,
+                        &s.watch.from.path, &s.tokenizer}) {
+    check.check_text(*t, &s, what);
+  }
+  for (const auto& [name, t] : s.prompt_sets) check.check_text(t, &s, what + " prompts " + name);
+}
+
 }  // namespace
 
 void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
@@ -168,114 +330,11 @@ void validate_workflow(Workflow& wf, Diagnostics* diagnostics) {
     for (const auto& [k, v] : h.env) check.check_text(v, nullptr, "host '" + h.name + "' env " + k);
   }
   for (auto& s : wf.stages) {
-    std::string what = "stage '" + s.name + "'";
-    if (s.kind == StageKind::kCommand) {
-      if (s.host.empty()) {
-        if (wf.hosts.size() == 1) {
-          s.host = wf.hosts[0].name;
-        } else {
-          d.error(s.at, what + " has no 'host' and the workflow has " + std::to_string(wf.hosts.size()) + " hosts");
-        }
-      } else if (!wf.find_host(s.host)) {
-        d.error(s.host_at, what + " runs on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
-      }
-    }
-    const Host* on = wf.find_host(s.host);
-    const bool slurm_host = on && on->scheduler == Scheduler::kSlurm;
-    if (s.slurm.given && on && !slurm_host) {
-      d.error(s.slurm.at, what + " has 'slurm' options but its host '" + s.host + "' has no 'scheduler: slurm'");
-    }
-    if (!s.retry_on_causes.empty() && on && !slurm_host) {
-      d.error(s.at, what + ": retry_on names " + s.retry_on_causes[0] + ", a Slurm end, but its host '" + s.host +
-                        "' has no 'scheduler: slurm'");
-    }
-    if (s.kind == StageKind::kEval && !s.host.empty() && !wf.find_host(s.host)) {
-      // An eval without 'host' runs in the coordinator; with one, on that host.
-      d.error(s.host_at, what + " evaluates on unknown host '" + s.host + "'" + hint(s.host, host_names(wf)));
-    }
-    if (s.kind == StageKind::kCopy) {
-      for (const Endpoint* e : {&s.from, &s.to}) {
-        if (!e->host.empty() && !wf.find_host(e->host)) {
-          d.error(e->path.at, what + " copies " + std::string(e == &s.from ? "from" : "to") + " unknown host '" +
-                                  e->host + "'" + hint(e->host, host_names(wf)));
-        }
-      }
-      // A folder copy's root may be pruned of an earlier copy's files: it stays where
-      // it was named (a '..' from a template is refused when the copy starts).
-      for (const Text* t : {&s.to.path, &s.keep_local}) {
-        if (has_dotdot_component(t->value)) {
-          d.error(t->at, what + ": '" + t->value + "' has a '..' component; name the folder without it");
-        }
-      }
-      if (!s.from.host.empty() && s.from.host == s.to.host) {
-        d.error(s.to.path.at, what + " copies from host '" + s.from.host + "' to itself; use a command stage");
-      }
-      if (s.route == CopyRoute::kDirect) {
-        // Direct: the source's own ssh client reaches the destination, so both are
-        // ssh hosts, and the bytes never pass through the coordinator.
-        if (!s.keep_local.empty()) {
-          d.error(s.route_at, what + ": route: direct sends the bytes host to host, so the coordinator cannot "
-                                     "keep_local a copy; use route: relay (or auto, which relays with keep_local)");
-        }
-        for (const Endpoint* e : {&s.from, &s.to}) {
-          const Host* h = wf.find_host(e->host);
-          if (h && h->transport != Transport::kSsh) {
-            d.error(s.route_at, what + ": route: direct needs both hosts on transport: ssh; '" + h->name +
-                                    "' is a local host (use route: relay or auto)");
-          }
-        }
-      }
-    }
-    if (!s.watch.stage.empty()) {
-      const Stage* followed = wf.find_stage(s.watch.stage);
-      if (s.watch.stage == s.name) {
-        d.error(s.watch.stage_at, what + " watches itself");
-      } else if (!followed) {
-        d.error(s.watch.stage_at, what + " watches unknown stage '" + s.watch.stage + "'" +
-                                      hint(s.watch.stage, stage_names(wf)));
-      }
-      if (s.host.empty()) {
-        d.error(s.watch.stage_at, what + ": a watching eval copies each checkpoint to its 'host'; name one");
-      }
-      if (!s.watch.from.host.empty() && !wf.find_host(s.watch.from.host)) {
-        d.error(s.watch.from.path.at, what + " watches unknown host '" + s.watch.from.host + "'" +
-                                          hint(s.watch.from.host, host_names(wf)));
-      } else if (!s.watch.from.host.empty() && s.watch.from.host == s.host) {
-        d.error(s.watch.from.path.at, what + " watches its own host '" + s.host +
-                                          "'; checkpoints are copied from the trainer's host to the eval's");
-      }
-    }
-    for (size_t i = 0; i < s.needs.size(); ++i) {
-      const std::string& n = s.needs[i];
-      if (n == s.name) {
-        d.error(s.needs_at[i], what + " needs itself");
-      } else if (!wf.find_stage(n)) {
-        d.error(s.needs_at[i], what + " needs unknown stage '" + n + "'" + hint(n, stage_names(wf)));
-      }
-    }
-    if (s.timeout_s < 0) d.error(s.at, what + ": timeout must be positive");
+    place_command_on_its_host(wf, s, d);
+    for (StageRule rule : kStageRules) rule(wf, s, d);
   }
-  auto cycle = find_cycle(wf);
-  if (!cycle.empty()) {
-    std::string path;
-    for (const auto& c : cycle) path += (path.empty() ? "" : " → ") + c;
-    d.error(wf.find_stage(cycle[0])->at, "stages form a cycle: " + path);
-  }
-  for (const auto& s : wf.stages) {
-    check.check_text(s.run, &s, "stage '" + s.name + "' run");
-    check.check_run_quoting(s.run, "stage '" + s.name + "' run");
-    check.check_text(s.cwd, &s, "stage '" + s.name + "' cwd");
-    for (const auto& [k, v] : s.env) check.check_text(v, &s, "stage '" + s.name + "' env " + k);
-    for (const auto& o : s.outputs) {
-      if (o.value) check.check_text(*o.value, &s, "stage '" + s.name + "' output " + o.name);
-    }
-    for (const Text* t : {&s.from.path, &s.to.path, &s.keep_local, &s.target, &s.drafter, &s.reference, &s.prompts,
-                          &s.watch.from.path,
-                          &s.tokenizer}) {
-      check.check_text(*t, &s, "stage '" + s.name + "'");
-    }
-    for (const auto& [name, t] : s.prompt_sets) check.check_text(t, &s, "stage '" + s.name + "' prompts " + name);
-  }
+  check_no_cycle(wf, d);
+  for (const auto& s : wf.stages) check_stage_templates(check, s);
 }
 
 }  // namespace ferry::workflow
