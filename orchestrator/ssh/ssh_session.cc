@@ -116,8 +116,8 @@ Status SshSession::apply_options() {
   if (!target_.ciphers.empty() &&
       (ssh_options_set(session_, SSH_OPTIONS_CIPHERS_C_S, target_.ciphers.c_str()) != SSH_OK ||
        ssh_options_set(session_, SSH_OPTIONS_CIPHERS_S_C, target_.ciphers.c_str()) != SSH_OK)) {
-    return invalid_argument(where + ": ciphers '" + target_.ciphers + "': none this ssh client supports: " +
-                            last_error());
+    return invalid_argument(where + ": ciphers '" + target_.ciphers +
+                            "': none this ssh client supports: " + last_error());
   }
   if (target_.port != 22) {
     unsigned int port = static_cast<unsigned int>(target_.port);
@@ -189,98 +189,136 @@ Status SshSession::connect() {
   return Status();
 }
 
-Status SshSession::verify_host_key() {
+namespace {
+
+// The key the server offered: its type ("ssh-ed25519") and SHA-256 fingerprint.
+struct OfferedKey {
+  std::string type = "?";
+  std::string fingerprint = "?";
+};
+
+Result<OfferedKey> offered_key(const SshSession& session) {
   ssh_key key = nullptr;
-  if (ssh_get_server_publickey(session_, &key) != SSH_OK) {
-    return unavailable(describe() + ": no host key from server: " + last_error());
+  if (ssh_get_server_publickey(session.raw(), &key) != SSH_OK) {
+    return unavailable(session.describe() + ": no host key from server: " + session.last_error());
   }
+  OfferedKey out;
+  if (const char* type = ssh_key_type_to_char(ssh_key_type(key))) out.type = type;
   unsigned char* hash = nullptr;
   size_t hlen = 0;
-  std::string key_type = ssh_key_type_to_char(ssh_key_type(key)) ? ssh_key_type_to_char(ssh_key_type(key)) : "?";
-  std::string fp = "?";
   if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) == 0) {
     char* f = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
     if (f) {
-      fp = f;
+      out.fingerprint = f;
       ssh_string_free_char(f);
     }
     ssh_clean_pubkey_hash(&hash);
   }
   ssh_key_free(key);
-  fingerprint_ = key_type + " " + fp;
+  return out;
+}
 
-  std::string file = get_string_option(session_, SSH_OPTIONS_KNOWNHOSTS);
-  if (file.empty()) file = "~/.ssh/known_hosts";
-  std::string entry;
-  char* e = nullptr;
-  if (ssh_session_export_known_hosts_entry(session_, &e) == SSH_OK && e != nullptr) {
-    entry = trim(e);
-    ssh_string_free_char(e);
+// The offered key against one known_hosts file at a time (the session's
+// SSH_OPTIONS_KNOWNHOSTS), and the refusals that name the host, the key and the
+// user's file (`user_file`) with how to trust it.
+class HostKeyCheck {
+ public:
+  HostKeyCheck(const SshSession& session, const OfferedKey& key, std::string user_file)
+      : session_(session),
+        key_type_(key.type),
+        user_file_(std::move(user_file)) {
+    const std::string& host = session.host();
+    const std::string port = std::to_string(session.port());
+    who_ = (session.target().name.empty() ? "" : session.target().name + " ") + "(" + host + ":" + port + ")";
+    host_for_keygen_ = session.port() == 22 ? host : "[" + host + "]:" + port;
+    char* e = nullptr;
+    if (ssh_session_export_known_hosts_entry(session.raw(), &e) == SSH_OK && e != nullptr) {
+      entry_ = trim(e);
+      ssh_string_free_char(e);
+    }
   }
-  const std::string who = (target_.name.empty() ? "" : target_.name + " ") + "(" + host_ + ":" +
-                          std::to_string(port_) + ")";
-  const std::string how_to_trust =
-      "If this is the right key (compare the fingerprint out of band), trust it with `ssh-keyscan -p " +
-      std::to_string(port_) + " -t " + keyscan_type(key_type) + " " + host_ + " >> " + file +
-      "`, or add this line to " + file + ": `" + entry +
-      "`, or set `trust: first-use` on this host in the workflow.";
 
-  const std::string host_for_keygen = port_ == 22 ? host_ : "[" + host_ + "]:" + std::to_string(port_);
-  auto changed = [&](const std::string& in) {
-    return permission_denied(
-        "HOST KEY CHANGED for " + who + ": the server offers " + fingerprint_ + ", but " + in +
-        " holds a different key for it. Someone may be intercepting the connection, or the host "
-        "was reinstalled. Refusing to connect (no authentication attempted). If the change is "
-        "expected, remove the old entry with `ssh-keygen -R " + host_for_keygen + " -f " + in +
-        "` and trust the new key. (trust: first-use never accepts a changed key.)");
-  };
-  auto cannot_check = [&](const std::string& in) {
-    return internal_error(describe() + ": cannot check the host key against " + in + ": " + last_error());
-  };
-
-  // What the known_hosts file the session points at says: a verdict, or nullopt
-  // when the host is not in it.
-  auto verdict_in = [&](const std::string& in) -> std::optional<Status> {
-    switch (ssh_session_is_known_server(session_)) {
-      case SSH_KNOWN_HOSTS_OK:
-        return Status();
+  // What the file the session points at says: a verdict, or nullopt when the host is not in it.
+  std::optional<Status> verdict_in(const std::string& in) const {
+    switch (ssh_session_is_known_server(session_.raw())) {
+      case SSH_KNOWN_HOSTS_OK: return Status();
       case SSH_KNOWN_HOSTS_CHANGED:
-      case SSH_KNOWN_HOSTS_OTHER:
-        return changed(in);
+      case SSH_KNOWN_HOSTS_OTHER: return changed(in);
       case SSH_KNOWN_HOSTS_UNKNOWN:
-      case SSH_KNOWN_HOSTS_NOT_FOUND:
-        return std::nullopt;
+      case SSH_KNOWN_HOSTS_NOT_FOUND: return std::nullopt;
       case SSH_KNOWN_HOSTS_ERROR:
       default:
-        return cannot_check(in);
+        return internal_error(session_.describe() + ": cannot check the host key against " + in + ": " +
+                              session_.last_error());
     }
-  };
+  }
+
+  Status unknown() const {
+    const std::string port = std::to_string(session_.port());
+    const std::string how_to_trust =
+        "If this is the right key (compare the fingerprint out of band), trust it with `ssh-keyscan -p " + port +
+        " -t " + keyscan_type(key_type_) + " " + session_.host() + " >> " + user_file_ + "`, or add this line to " +
+        user_file_ + ": `" + entry_ + "`, or set `trust: first-use` on this host in the workflow.";
+    return permission_denied("unknown host key for " + who_ + ": " + session_.host_key_fingerprint() + " is not in " +
+                             user_file_ + ". Refusing to connect (no authentication attempted). " + how_to_trust);
+  }
+
+ private:
+  Status changed(const std::string& in) const {
+    return permission_denied(
+        "HOST KEY CHANGED for " + who_ + ": the server offers " + session_.host_key_fingerprint() + ", but " + in +
+        " holds a different key for it. Someone may be intercepting the connection, or the host "
+        "was reinstalled. Refusing to connect (no authentication attempted). If the change is "
+        "expected, remove the old entry with `ssh-keygen -R " +
+        host_for_keygen_ + " -f " + in + "` and trust the new key. (trust: first-use never accepts a changed key.)");
+  }
+
+  const SshSession& session_;
+  std::string key_type_;
+  std::string user_file_;
+  std::string who_;              // "NAME (HOST:PORT)"
+  std::string host_for_keygen_;  // as ssh-keygen -R names it
+  std::string entry_;            // the known_hosts line that would trust the key
+};
+
+// Where ferry keeps the keys it trusted on first use; "" when it has no home.
+std::string first_use_known_hosts(const SshTarget& target) {
+  if (!target.first_use_known_hosts.empty()) return target.first_use_known_hosts;
+  return ferry_home_dir().empty() ? "" : ferry_home_dir() + "/known_hosts";
+}
+
+}  // namespace
+
+// The user's known_hosts first, then ferry's own file, where an unknown key is
+// recorded with trust: first-use.
+Status SshSession::verify_host_key() {
+  Result<OfferedKey> key = offered_key(*this);
+  if (!key.ok()) return key.status();
+  fingerprint_ = key->type + " " + key->fingerprint;
+  std::string file = get_string_option(session_, SSH_OPTIONS_KNOWNHOSTS);
+  if (file.empty()) file = "~/.ssh/known_hosts";
+  const HostKeyCheck check(*this, *key, file);
   // The user's known_hosts first: a key there decides.
-  if (auto v = verdict_in(file)) return *v;
+  if (auto v = check.verdict_in(file)) return *v;
   // Then the keys ferry itself trusted on first use, kept in a file of its own: the
   // user's may be /dev/null (common for cloud VMs), where a recorded key would be
   // forgotten and every later key, a man in the middle's too, accepted.
-  std::string own = target_.first_use_known_hosts.empty()
-                        ? (ferry_home_dir().empty() ? "" : ferry_home_dir() + "/known_hosts")
-                        : target_.first_use_known_hosts;
-  auto unknown = [&] {
-    return permission_denied("unknown host key for " + who + ": " + fingerprint_ + " is not in " + file +
-                             ". Refusing to connect (no authentication attempted). " + how_to_trust);
-  };
+  const std::string own = first_use_known_hosts(target_);
   if (own.empty()) {
-    if (!target_.trust_first_use) return unknown();
-    return failed_precondition(describe() + ": trust: first-use records the key in $FERRY_HOME/known_hosts, "
+    if (!target_.trust_first_use) return check.unknown();
+    return failed_precondition(describe() +
+                               ": trust: first-use records the key in $FERRY_HOME/known_hosts, "
                                "and neither FERRY_HOME nor HOME is set");
   }
   ssh_options_set(session_, SSH_OPTIONS_KNOWNHOSTS, own.c_str());
-  if (auto v = verdict_in(own)) return *v;
-  if (!target_.trust_first_use) return unknown();
+  if (auto v = check.verdict_in(own)) return *v;
+  if (!target_.trust_first_use) return check.unknown();
   // First use, one connection at a time per coordinator machine: lanes racing on a
   // new host would each record the key they were offered.
   if (Status made = make_dirs(dirname_of(own)); !made.ok()) return made;
   auto lock = FileLock::take(own + ".lock");
   if (!lock.ok()) return lock.status();
-  if (auto v = verdict_in(own)) return *v;  // another connection recorded it meanwhile
+  if (auto v = check.verdict_in(own)) return *v;  // another connection recorded it meanwhile
   if (ssh_session_update_known_hosts(session_) != SSH_OK) {
     return internal_error(describe() + ": cannot record the host key in " + own + ": " + last_error());
   }
@@ -304,8 +342,7 @@ Status SshSession::authenticate() {
   std::string err = last_error();
   if (rc == SSH_AUTH_ERROR) {
     if (ssh_is_connected(session_) == 0) broken_ = true;
-    return unavailable("authentication error for " + user_ + "@" + host_ + ":" + std::to_string(port_) +
-                       ": " + err);
+    return unavailable("authentication error for " + user_ + "@" + host_ + ":" + std::to_string(port_) + ": " + err);
   }
   if (rc == SSH_AUTH_AGAIN) {
     // No answer within the timeout (a link cut in the middle of the login, a
