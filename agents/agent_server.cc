@@ -27,6 +27,8 @@
 #include "base/clock.h"
 #include "base/file_lock.h"
 #include "base/file_util.h"
+#include "base/json_fields.h"
+#include "base/peer_json.h"
 #include "base/shell_quote.h"
 #include "base/unique_fd.h"
 #include "protocol/body_buffers.h"
@@ -35,15 +37,14 @@
 namespace ferry {
 namespace {
 
-constexpr int64_t kMaxLogRead = 1 << 20;
 constexpr int64_t kMinLogMaxBytes = 4096;  // the workflow asks for at least 1M
 /// Linux's MAX_ARG_STRLEN: the longest one exec argument or NAME=value may be.
 constexpr size_t kMaxExecStringBytes = 128 * 1024;
 constexpr double kHeartbeatEveryS = 5.0;
 constexpr double kStopOlderAttemptS = 10.0;  // for a killed attempt's supervisor to record its end
-constexpr double kStopOlderSlurmS = 120.0;  // past a typical KillWait (30 s) and a slow controller
-constexpr int kPipeBytes = 1 << 20;     // F_SETPIPE_SZ for stdin/stdout (the default max for a user)
-constexpr size_t kReadBytes = 1 << 20;  // most bytes one read() may take
+constexpr double kStopOlderSlurmS = 120.0;   // past a typical KillWait (30 s) and a slow controller
+constexpr int kPipeBytes = 1 << 20;          // F_SETPIPE_SZ for stdin/stdout (the default max for a user)
+constexpr size_t kReadBytes = 1 << 20;       // most bytes one read() may take
 // Job keys carry a random run uid since schema 2, so two coordinators meet here only
 // when the same run is driven twice or both runs were recorded before that change.
 constexpr char kSharedKeyAdvice[] =
@@ -59,6 +60,20 @@ Result<T> arg(const nlohmann::json& args, const char* key) {
     return it->get<T>();
   } catch (const nlohmann::json::exception&) {
     return invalid_argument(std::string("argument '") + key + "' has the wrong type");
+  }
+}
+
+// An op's typed handler (protocol/ops/): its request read exactly, its reply written.
+template <typename Args, typename Handler>
+Result<nlohmann::json> typed(const nlohmann::json& header, Handler handler) {
+  auto args = Args::from_json(header);
+  if (!args.ok()) return args.status();
+  auto reply = handler(*args);
+  if (!reply.ok()) return reply.status();
+  if constexpr (std::is_same_v<std::decay_t<decltype(*reply)>, nlohmann::json>) {
+    return std::move(reply).value();
+  } else {
+    return reply->to_json();
   }
 }
 
@@ -99,8 +114,7 @@ bool write_frame(int fd, const protocol::Frame& frame) {
 
 }  // namespace
 
-AgentServer::AgentServer(std::string workdir)
-    : workdir_(std::move(workdir)), slurm_(std::make_unique<SlurmQueue>()) {}
+AgentServer::AgentServer(std::string workdir) : workdir_(std::move(workdir)), slurm_(std::make_unique<SlurmQueue>()) {}
 
 AgentServer::~AgentServer() = default;
 
@@ -128,14 +142,15 @@ protocol::Frame AgentServer::dispatch(const protocol::Frame& request) {
     return protocol::make_error(request.request_id, invalid_argument("request without 'op'"));
   }
   const std::string op = *op_it;
+  const nlohmann::json& h = request.header;
   std::string body;
   Result<nlohmann::json> r = invalid_argument("unknown op '" + op + "'");
   if (op == "hello") r = hello();
   else if (op == "ping") r = nlohmann::json{{"now_ms", now_ms()}};
-  else if (op == "job.start") r = job_start(request.header);
-  else if (op == "job.status") r = job_status(request.header);
-  else if (op == "job.cancel") r = job_cancel(request.header);
-  else if (op == "log.read") r = log_read(request.header, &body);
+  else if (op == "job.start") r = typed<protocol::JobStartArgs>(h, [&](auto& a) { return job_start(a); });
+  else if (op == "job.status") r = typed<protocol::JobRef>(h, [&](auto& a) { return job_status(a); });
+  else if (op == "job.cancel") r = typed<protocol::JobCancelArgs>(h, [&](auto& a) { return job_cancel(a); });
+  else if (op == "log.read") r = typed<protocol::LogReadArgs>(h, [&](auto& a) { return log_read(a, &body); });
   else if (op == "fs.stat") r = fs_stat(request.header);
   else if (op == "host.info") r = host_info(workdir_);
   else if (op == "slurm.info") r = slurm_info();
@@ -156,71 +171,68 @@ Result<nlohmann::json> AgentServer::hello() {
                         {"exe", self_exe()}};
 }
 
-Result<JobPaths> AgentServer::attempt_with_token(const nlohmann::json& args) {
-  auto job = arg<std::string>(args, "job");
-  auto attempt = arg<int>(args, "attempt");
-  auto token = arg<std::string>(args, "token");
-  if (!job.ok()) return job.status();
-  if (!attempt.ok()) return attempt.status();
+namespace {
+
+// spec.json's token: whose attempt it is. Read loosely, as an older agent may have
+// written the file (a resumed run after an upgrade).
+Result<std::string> attempt_token(const JobPaths& paths) {
+  auto text = read_file(paths.spec());
+  if (!text.ok()) return not_found("never started here");
+  auto spec = parse_peer_json(*text, paths.spec());
+  if (!spec.ok()) return data_loss("corrupt " + paths.spec());
+  return fields_from_json<std::string>(*spec, paths.spec(), [](auto& v, std::string& token) { v("token", token); });
+}
+
+}  // namespace
+
+Result<JobPaths> AgentServer::attempt_with_token(const protocol::JobRef& ref) {
+  FERRY_RETURN_IF_ERROR(check_job_name(ref.job));
+  if (ref.attempt < 1) return invalid_argument("attempt must be ≥ 1");
+  JobPaths paths = job_paths(workdir_, ref.job, ref.attempt);
+  auto token = attempt_token(paths);
+  if (!token.ok() && token.status().code() == StatusCode::kNotFound)
+    return not_found("job " + ref.job + " attempt " + std::to_string(ref.attempt) + " was never started here");
   if (!token.ok()) return token.status();
-  FERRY_RETURN_IF_ERROR(check_job_name(*job));
-  if (*attempt < 1) return invalid_argument("attempt must be ≥ 1");
-  JobPaths paths = job_paths(workdir_, *job, *attempt);
-  auto spec_text = read_file(paths.spec());
-  if (!spec_text.ok())
-    return not_found("job " + *job + " attempt " + std::to_string(*attempt) + " was never started here");
-  auto spec = nlohmann::json::parse(*spec_text, nullptr, false);
-  if (spec.is_discarded()) return data_loss("corrupt " + paths.spec());
-  if (spec.value("token", std::string()) != *token) {
-    return failed_precondition("stale attempt token for job " + *job + " attempt " + std::to_string(*attempt) +
+  if (*token != ref.token) {
+    return failed_precondition("stale attempt token for job " + ref.job + " attempt " + std::to_string(ref.attempt) +
                                ": that attempt on this host was started by another coordinator (a different token)" +
                                "; its journal is " + paths.job_dir + ". " + kSharedKeyAdvice);
   }
   return paths;
 }
 
-Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
-  auto job = arg<std::string>(args, "job");
-  auto attempt = arg<int>(args, "attempt");
-  auto token = arg<std::string>(args, "token");
-  auto command = arg<std::string>(args, "command");
-  if (!job.ok()) return job.status();
-  if (!attempt.ok()) return attempt.status();
-  if (!token.ok()) return token.status();
-  if (!command.ok()) return command.status();
-  FERRY_RETURN_IF_ERROR(check_job_name(*job));
-  if (*attempt < 1) return invalid_argument("attempt must be ≥ 1");
+Result<LaunchSpec> AgentServer::launch_spec(const protocol::JobStartArgs& args) const {
+  FERRY_RETURN_IF_ERROR(check_job_name(args.ref.job));
+  if (args.ref.attempt < 1) return invalid_argument("attempt must be ≥ 1");
   LaunchSpec spec;
-  spec.command = *command;
-  spec.cwd = resolve(args.value("cwd", std::string()));
-  if (spec.cwd.empty()) spec.cwd = workdir_;
-  spec.timeout_s = args.value("timeout_s", 0.0);
-  if (args.contains("shell") && !args["shell"].is_string()) return invalid_argument("argument 'shell' must be a string");
-  spec.shell = args.value("shell", std::string());
-  // A Slurm host's stage: sbatch options; the job is Slurm's, its timeout Slurm's --time.
-  const nlohmann::json slurm = args.value("slurm", nlohmann::json());
-  if (!slurm.is_null() && !slurm.is_object()) return invalid_argument("argument 'slurm' must be an object");
-  if (args.contains("log_max")) {
-    if (!args["log_max"].is_number_integer() || args["log_max"].get<int64_t>() < kMinLogMaxBytes) {
-      return invalid_argument("job.start: 'log_max' must be an integer of at least " +
-                              std::to_string(kMinLogMaxBytes) + " bytes");
+  spec.command = args.command;
+  spec.cwd = args.cwd.empty() ? workdir_ : resolve(args.cwd);
+  spec.timeout_s = args.timeout_s;
+  spec.shell = args.shell;
+  if (args.log_max) {
+    if (*args.log_max < kMinLogMaxBytes) {
+      return invalid_argument("job.start: 'log_max' must be an integer of at least " + std::to_string(kMinLogMaxBytes) +
+                              " bytes");
     }
-    spec.log_max = args["log_max"].get<int64_t>();
+    spec.log_max = *args.log_max;
   }
-  if (args.contains("env")) {
-    if (!args["env"].is_object()) return invalid_argument("argument 'env' must be an object");
-    for (auto& [k, v] : args["env"].items()) {
-      if (!v.is_string()) return invalid_argument("env value of '" + k + "' must be a string");
-      spec.env[k] = v.get<std::string>();
-      // exec(2) refuses a longer NAME=value (Linux MAX_ARG_STRLEN): say so now, by name.
-      if (k.size() + 1 + spec.env[k].size() >= kMaxExecStringBytes) {
-        return invalid_argument("job.start: env '" + k + "' is " + std::to_string(spec.env[k].size()) +
-                                " bytes; a process's environment variable holds less than " +
-                                std::to_string(kMaxExecStringBytes) + " (Linux): pass so large a value in a file");
-      }
+  for (const auto& [k, v] : args.env) {
+    // exec(2) refuses a longer NAME=value (Linux MAX_ARG_STRLEN): say so now, by name.
+    if (k.size() + 1 + v.size() >= kMaxExecStringBytes) {
+      return invalid_argument("job.start: env '" + k + "' is " + std::to_string(v.size()) +
+                              " bytes; a process's environment variable holds less than " +
+                              std::to_string(kMaxExecStringBytes) + " (Linux): pass so large a value in a file");
     }
   }
-  JobPaths paths = job_paths(workdir_, *job, *attempt);
+  spec.env = args.env;
+  return spec;
+}
+
+Result<protocol::JobStartReply> AgentServer::job_start(const protocol::JobStartArgs& args) {
+  auto spec = launch_spec(args);
+  if (!spec.ok()) return spec.status();
+  const std::string& job = args.ref.job;
+  JobPaths paths = job_paths(workdir_, job, args.ref.attempt);
   // One start at a time per job, across agents (a coordinator that lost the link
   // mid-start sends job.start again through a new agent): the second waits here
   // and then finds the first one's attempt, which it re-attaches to.
@@ -230,91 +242,98 @@ Result<nlohmann::json> AgentServer::job_start(const nlohmann::json& args) {
   auto lock = FileLock::try_take(paths.lock(), start_lock_wait_ms_);
   if (!lock.ok()) {
     if (lock.status().code() != StatusCode::kFailedPrecondition) return lock.status();
-    return unavailable("job " + *job + ": another start of it has held " + paths.lock() + " for " +
+    return unavailable("job " + job + ": another start of it has held " + paths.lock() + " for " +
                        std::to_string(start_lock_wait_ms_ / 1000) + " s; try again later");
   }
-  // Newest attempt wins: an older or competing token is refused, the same one is a re-attach.
-  auto current = read_file(paths.current());
-  int fenced = 0;
-  if (current.ok()) {
-    int cur_attempt = 0;
-    std::string cur_token;
-    size_t space = current->find(' ');
-    if (space != std::string::npos) {
-      cur_attempt = std::atoi(current->substr(0, space).c_str());
-      cur_token = current->substr(space + 1);
-    }
-    if (*attempt < cur_attempt) {
-      return failed_precondition("stale attempt token for job " + *job + ": attempt " + std::to_string(*attempt) +
-                                 " refused, attempt " + std::to_string(cur_attempt) +
-                                 " is newer on this host (a later resume of this run took over); this coordinator "
-                                 "must stop driving the stage: see `ferry status` for the newer attempt");
-    }
-    if (*attempt == cur_attempt && cur_token != *token) {
-      return failed_precondition(
-          "stale attempt token for job " + *job + ": attempt " + std::to_string(*attempt) +
-          " on this host was started by another coordinator (a different token); its journal is " + paths.job_dir +
-          ". " + kSharedKeyAdvice);
-    }
-    if (*attempt == cur_attempt) {
-      auto rec = read_record(paths);
-      if (!rec.ok() && is_slurm_attempt(paths)) {
-        // sbatch ran but its answer was never recorded: find the job by its name.
-        auto adopted = adopt_slurm_job(paths);
-        if (!adopted.ok() && adopted.status().code() != StatusCode::kNotFound) return adopted.status();
-        if (adopted.ok()) rec = read_record(paths);
-      }
-      if (rec.ok()) {
-        nlohmann::json j = rec->to_json();
-        j["reattached"] = true;
-        return j;
-      }
-      // spec written but the launch never finished: fall through and launch it now.
-    }
-    if (cur_attempt > 0 && *attempt > cur_attempt) {
-      // Never two attempts at once: an older attempt still running here (its
-      // coordinator gave up on this host, or a resume started afresh) is stopped,
-      // and gone, before the new one starts. The reply names it only if it was
-      // still running: an attempt that had ended is no news to the coordinator.
-      auto stopped = stop_attempt(job_paths(workdir_, *job, cur_attempt));
-      if (!stopped.ok()) return stopped.status();
-      if (*stopped) fenced = cur_attempt;
-    }
-  }
-  FERRY_RETURN_IF_ERROR(make_dirs(paths.attempt_dir));
-  FERRY_RETURN_IF_ERROR(make_dirs(spec.cwd));
-  nlohmann::json spec_json = {{"token", *token}, {"command", spec.command}, {"cwd", spec.cwd},
-                              {"timeout_s", spec.timeout_s}, {"log_max", spec.log_max}, {"env", spec.env}};
-  if (slurm.is_object()) spec_json["slurm"] = slurm;
-  if (!spec.shell.empty()) spec_json["shell"] = spec.shell;
-  // The job's env may hold secrets: the spec is the user's alone.
-  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), spec_json.dump(), 0600));
-  if (spec.command.size() >= kMaxExecStringBytes) {
-    // Too long for one exec argument: the shell reads it from a file instead.
-    std::string file = paths.attempt_dir + "/command.sh";
-    FERRY_RETURN_IF_ERROR(write_file_atomic(file, spec.command, 0600));
-    spec.command = ". " + shell_quote(file);
-  }
-  FERRY_RETURN_IF_ERROR(choose_shell(paths, &spec));
-  if (!slurm.is_object() && spec.shell == "bash" && spec.bash.empty()) {
-    return failed_precondition("the stage's shell is bash, and this host has no bash on its PATH");
-  }
-  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(*attempt) + " " + *token));
-  if (slurm.is_object()) {
-    // Named after the job key (<run>.<uid>.<stage>) and the attempt: how a lost id is found again.
-    auto id = submit_slurm_job(paths, spec, slurm, *job + "." + std::to_string(*attempt));
-    if (!id.ok()) return id.status();
-  } else {
-    spec.start_lock_fd = lock->fd();
-    auto pid = launch_detached(paths, spec);
-    if (!pid.ok()) return pid.status();
-  }
+  protocol::JobStartReply reply;
+  auto started = take_over(paths, args.ref, &reply);
+  if (!started.ok()) return started.status();
+  if (*started) return reply;  // the same attempt, started before: a re-attach
+  spec->start_lock_fd = lock->fd();
+  FERRY_RETURN_IF_ERROR(launch_attempt(paths, args, &*spec));
   auto rec = read_record(paths);
   if (!rec.ok()) return rec.status();
-  nlohmann::json j = rec->to_json();
-  j["reattached"] = false;
-  if (fenced > 0) j["stopped_attempt"] = fenced;
-  return j;
+  reply.record = std::move(rec).value();
+  return reply;
+}
+
+// Newest attempt wins: an older or competing token is refused, the same one is a
+// re-attach (true, with its record in *reply), a newer one stops the older.
+Result<bool> AgentServer::take_over(const JobPaths& paths, const protocol::JobRef& ref,
+                                    protocol::JobStartReply* reply) {
+  auto current = read_file(paths.current());
+  if (!current.ok()) return false;
+  int cur_attempt = 0;
+  std::string cur_token;
+  size_t space = current->find(' ');
+  if (space != std::string::npos) {
+    cur_attempt = std::atoi(current->substr(0, space).c_str());
+    cur_token = current->substr(space + 1);
+  }
+  const std::string& job = ref.job;
+  if (ref.attempt < cur_attempt) {
+    return failed_precondition("stale attempt token for job " + job + ": attempt " + std::to_string(ref.attempt) +
+                               " refused, attempt " + std::to_string(cur_attempt) +
+                               " is newer on this host (a later resume of this run took over); this coordinator "
+                               "must stop driving the stage: see `ferry status` for the newer attempt");
+  }
+  if (ref.attempt == cur_attempt && cur_token != ref.token) {
+    return failed_precondition("stale attempt token for job " + job + ": attempt " + std::to_string(ref.attempt) +
+                               " on this host was started by another coordinator (a different token); its journal is " +
+                               paths.job_dir + ". " + kSharedKeyAdvice);
+  }
+  if (ref.attempt == cur_attempt) {
+    auto rec = read_record(paths);
+    if (!rec.ok() && is_slurm_attempt(paths)) {
+      // sbatch ran but its answer was never recorded: find the job by its name.
+      auto adopted = adopt_slurm_job(paths);
+      if (!adopted.ok() && adopted.status().code() != StatusCode::kNotFound) return adopted.status();
+      if (adopted.ok()) rec = read_record(paths);
+    }
+    if (!rec.ok()) return false;  // spec written but the launch never finished: launch it now
+    reply->record = std::move(rec).value();
+    reply->reattached = true;
+    return true;
+  }
+  if (cur_attempt > 0) {
+    // Never two attempts at once: an older attempt still running here (its
+    // coordinator gave up on this host, or a resume started afresh) is stopped,
+    // and gone, before the new one starts. The reply names it only if it was
+    // still running: an attempt that had ended is no news to the coordinator.
+    auto stopped = stop_attempt(job_paths(workdir_, job, cur_attempt));
+    if (!stopped.ok()) return stopped.status();
+    if (*stopped) reply->stopped_attempt = cur_attempt;
+  }
+  return false;
+}
+
+// Writes the attempt's spec and `current`, then starts the job: detached, or
+// submitted to Slurm.
+Status AgentServer::launch_attempt(const JobPaths& paths, const protocol::JobStartArgs& args, LaunchSpec* spec) {
+  FERRY_RETURN_IF_ERROR(make_dirs(paths.attempt_dir));
+  FERRY_RETURN_IF_ERROR(make_dirs(spec->cwd));
+  protocol::JobStartArgs recorded = args;
+  recorded.cwd = spec->cwd;
+  recorded.log_max = spec->log_max;
+  // The job's env may hold secrets: the spec is the user's alone.
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.spec(), recorded.to_json().dump(), 0600));
+  if (spec->command.size() >= kMaxExecStringBytes) {
+    // Too long for one exec argument: the shell reads it from a file instead.
+    std::string file = paths.attempt_dir + "/command.sh";
+    FERRY_RETURN_IF_ERROR(write_file_atomic(file, spec->command, 0600));
+    spec->command = ". " + shell_quote(file);
+  }
+  FERRY_RETURN_IF_ERROR(choose_shell(paths, spec));
+  const bool slurm = args.slurm.is_object();
+  if (!slurm && spec->shell == "bash" && spec->bash.empty()) {
+    return failed_precondition("the stage's shell is bash, and this host has no bash on its PATH");
+  }
+  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(args.ref.attempt) + " " + args.ref.token));
+  if (slurm) {
+    // Named after the job key (<run>.<uid>.<stage>) and the attempt: how a lost id is found again.
+    return submit_slurm_job(paths, *spec, args.slurm, args.ref.job + "." + std::to_string(args.ref.attempt)).status();
+  }
+  return launch_detached(paths, *spec).status();
 }
 
 // The script's shell (job_shell.h): a template's script goes to a file of the
@@ -341,13 +360,13 @@ Result<bool> AgentServer::stop_attempt(const JobPaths& older) {
   auto rec = read_record(older);
   if (!rec.ok()) return false;
   if (is_slurm_attempt(older)) {
-    if (rec->state != "running") return false;
+    if (rec->state != JobState::kRunning) return false;
     FERRY_RETURN_IF_ERROR(stop_slurm_attempt(older, rec->slurm_job));
     return true;
   }
   // What an attempt that ended left running in its cgroup (a daemon, a setsid'd
   // child) goes too: it could still write where the new attempt writes.
-  if (rec->state != "running") {
+  if (rec->state != JobState::kRunning) {
     if (!rec->cgroup.empty()) FERRY_RETURN_IF_ERROR(job_cgroup_kill(rec->cgroup, kStopOlderAttemptS * 1000));
     return false;
   }
@@ -356,7 +375,7 @@ Result<bool> AgentServer::stop_attempt(const JobPaths& older) {
   auto until = mono_s() + kStopOlderAttemptS;
   while (mono_s() < until) {
     rec = read_job_record(older);
-    if (!rec.ok() || rec->state != "running") return true;
+    if (!rec.ok() || rec->state != JobState::kRunning) return true;
     ::usleep(20 * 1000);
   }
   return unavailable("attempt " + older.attempt_dir + " is still running after SIGKILL; the new attempt waits");
@@ -380,45 +399,34 @@ Status AgentServer::stop_slurm_attempt(const JobPaths& older, const std::string&
                      " still runs after scancel; the new attempt waits");
 }
 
-Result<nlohmann::json> AgentServer::job_status(const nlohmann::json& args) {
-  auto paths = attempt_with_token(args);
+Result<protocol::JobRecord> AgentServer::job_status(const protocol::JobRef& ref) {
+  auto paths = attempt_with_token(ref);
   if (!paths.ok()) return paths.status();
-  auto rec = read_record(*paths);
-  if (!rec.ok()) return rec.status();
-  return rec->to_json();
+  return read_record(*paths);
 }
 
-Result<nlohmann::json> AgentServer::job_cancel(const nlohmann::json& args) {
-  auto paths = attempt_with_token(args);
+Result<protocol::JobRecord> AgentServer::job_cancel(const protocol::JobCancelArgs& args) {
+  auto paths = attempt_with_token(args.ref);
   if (!paths.ok()) return paths.status();
   if (is_slurm_attempt(*paths)) {
-    FERRY_RETURN_IF_ERROR(cancel_slurm_job(*paths, args.value("hard", false)));
+    FERRY_RETURN_IF_ERROR(cancel_slurm_job(*paths, args.hard));
   } else {
-    FERRY_RETURN_IF_ERROR(signal_job(*paths, args.value("hard", false)));
+    FERRY_RETURN_IF_ERROR(signal_job(*paths, args.hard));
   }
-  auto rec = read_record(*paths);
-  if (!rec.ok()) return rec.status();
-  return rec->to_json();
+  return read_record(*paths);
 }
 
-Result<nlohmann::json> AgentServer::log_read(const nlohmann::json& args, std::string* body) {
-  auto job = arg<std::string>(args, "job");
-  auto attempt = arg<int>(args, "attempt");
-  if (!job.ok()) return job.status();
-  if (!attempt.ok()) return attempt.status();
-  FERRY_RETURN_IF_ERROR(check_job_name(*job));
-  int64_t offset = args.value("offset", int64_t{0});
-  int64_t max = std::min<int64_t>(args.value("max", kMaxLogRead), kMaxLogRead);
-  if (offset < 0 || max < 0) return invalid_argument("negative offset or max");
-  JobPaths paths = job_paths(workdir_, *job, *attempt);
+Result<protocol::LogReadReply> AgentServer::log_read(const protocol::LogReadArgs& args, std::string* body) {
+  FERRY_RETURN_IF_ERROR(check_job_name(args.job));
+  int64_t max = std::min(args.max, protocol::kMaxLogRead);
+  if (args.offset < 0 || max < 0) return invalid_argument("negative offset or max");
+  JobPaths paths = job_paths(workdir_, args.job, args.attempt);
   // Offsets count every byte the job wrote, so they hold across the log's rotation;
   // bytes that were dropped are skipped over and counted (capped_log.h).
-  auto read = read_capped_log(paths.log(), offset, max);
+  auto read = read_capped_log(paths.log(), args.offset, max);
   if (!read.ok()) return read.status();
   *body = std::move(read->bytes);
-  nlohmann::json reply = {{"offset", read->offset}, {"size", read->size}};
-  if (read->dropped > 0) reply["dropped"] = read->dropped;
-  return reply;
+  return protocol::LogReadReply{read->offset, read->size, read->dropped};
 }
 
 namespace {

@@ -8,15 +8,16 @@
 // frame gets an error frame and the connection is closed: the agent never
 // crashes on input. Requests are handled on the calling thread only.
 //
-// Ops (header "op"; results in the reply header):
+// Ops (header "op"; results in the reply header). The job ops' messages are
+// structs in protocol/ops/job.h, read exactly (an unknown or mistyped field is
+// refused by name):
 //   hello      {}                                   → {protocol, version, pid, workdir, hostname}
 //   ping       {}                                   → {now_ms}
-//   job.start  {job, attempt, token, command, env, cwd, timeout_s, slurm?}
-//                                                    → JobRecord (idempotent for the same token);
+//   job.start  JobStartArgs                         → JobStartReply (idempotent for the same token);
 //              with `slurm` (sbatch options) the job is submitted to Slurm (slurm_job.h)
-//   job.status {job, attempt, token}                → JobRecord
-//   job.cancel {job, attempt, token, hard}          → JobRecord
-//   log.read   {job, attempt, offset, max}          → {offset, size}, body = bytes
+//   job.status JobRef                               → JobRecord
+//   job.cancel JobCancelArgs                        → JobRecord
+//   log.read   LogReadArgs                          → LogReadReply, body = bytes
 //   fs.stat    {path}                               → {exists, type, size, mtime_ms, mtime_ns, ino}
 //   host.info  {}                                   → cores, memory, free disk, GPUs
 //   slurm.info {}                                   → {partitions: [...]} from sinfo (slurm_job.h)
@@ -46,16 +47,17 @@
 #include <memory>
 #include <string>
 
+#include "agents/detached_job.h"
 #include "agents/job_journal.h"
 #include "base/unique_fd.h"
 #include "base/version.h"
 #include "protocol/frame.h"
+#include "protocol/ops/job.h"
 #include "transfer/dest_folder.h"
 
 namespace ferry {
 
 class LaneListener;
-struct LaunchSpec;
 class SlurmQueue;
 inline constexpr const char* kAgentVersion = kFerryVersion;
 
@@ -82,8 +84,12 @@ class AgentServer {
   int serve_requests(int in_fd, int out_fd, double idle_exit_s);
   protocol::Frame dispatch(const protocol::Frame& request);
   Result<nlohmann::json> hello();
-  Result<nlohmann::json> job_start(const nlohmann::json& args);
-  Result<nlohmann::json> job_status(const nlohmann::json& args);
+  Result<protocol::JobStartReply> job_start(const protocol::JobStartArgs& args);
+  /// What job.start launches, from its arguments, checked.
+  Result<LaunchSpec> launch_spec(const protocol::JobStartArgs& args) const;
+  Result<bool> take_over(const JobPaths& paths, const protocol::JobRef& ref, protocol::JobStartReply* reply);
+  Status launch_attempt(const JobPaths& paths, const protocol::JobStartArgs& args, LaunchSpec* spec);
+  Result<protocol::JobRecord> job_status(const protocol::JobRef& ref);
   /// Stops an older attempt of a job if it still runs, and waits until it is gone;
   /// kills what an ended one left in its cgroup. True when it was still running.
   Result<bool> stop_attempt(const JobPaths& older);
@@ -91,8 +97,8 @@ class AgentServer {
   Status stop_slurm_attempt(const JobPaths& older, const std::string& job_id);
   /// The journal's record of an attempt: a detached job's, or a Slurm job's (slurm_job.h).
   Result<JobRecord> read_record(const JobPaths& paths);
-  Result<nlohmann::json> job_cancel(const nlohmann::json& args);
-  Result<nlohmann::json> log_read(const nlohmann::json& args, std::string* body);
+  Result<protocol::JobRecord> job_cancel(const protocol::JobCancelArgs& args);
+  Result<protocol::LogReadReply> log_read(const protocol::LogReadArgs& args, std::string* body);
   Result<nlohmann::json> fs_stat(const nlohmann::json& args);
   Result<nlohmann::json> net_probe(const nlohmann::json& args);
   Result<nlohmann::json> transfer_op(const std::string& op, const protocol::Frame& request, std::string* body);
@@ -107,7 +113,7 @@ class AgentServer {
   Result<DestFolder> dest_folder(const nlohmann::json& args, const char* key, bool create,
                                  std::string* name = nullptr) const;
   /// Checks the attempt's token against the journal; returns its paths.
-  Result<JobPaths> attempt_with_token(const nlohmann::json& args);
+  Result<JobPaths> attempt_with_token(const protocol::JobRef& ref);
   std::string resolve(const std::string& path) const;
   int start_lock_wait_ms_ = 30000;
 

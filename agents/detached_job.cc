@@ -77,9 +77,9 @@ void write_fd_all(int fd, const std::string& s) {
   _exit(127);
 }
 
-// Runs in the supervisor (session leader, reparented to init). Never returns.
-[[noreturn]] void supervise(const JobPaths& paths, const LaunchSpec& spec, int report_fd) {
-  // Keep nothing of the agent's: its pipes must close when the agent exits.
+// The supervisor keeps nothing of the agent's: its pipes must close when the agent
+// exits. Afterwards fd 3 reports the job's pid and kStartLockFd holds the start lock.
+void leave_the_agent(const LaunchSpec& spec, int report_fd) {
   // Out of the way first, so placing one cannot close the other.
   int report = ::fcntl(report_fd, F_DUPFD_CLOEXEC, 10);
   int lock = spec.start_lock_fd >= 0 ? ::fcntl(spec.start_lock_fd, F_DUPFD_CLOEXEC, 10) : -1;
@@ -96,64 +96,56 @@ void write_fd_all(int fd, const std::string& s) {
     ::fcntl(kStartLockFd, F_SETFD, FD_CLOEXEC);
   }
   for (int fd = lock >= 0 ? kStartLockFd + 1 : kStartLockFd; fd < 1024; ++fd) ::close(fd);
-  report_fd = 3;
   ::signal(SIGHUP, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGINT, SIG_IGN);
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld, nullptr);
+}
 
-  // A cgroup of the attempt's own, so a fence or a cancel reaches what escapes the
-  // process group (setsid, daemons). The supervisor stays outside it: it must
-  // outlive the kill to record the exit.
-  std::string cgroup, cgroup_note;
+// The job forked, in its process group and, when the host gives one, a cgroup of
+// its own, so a fence or a cancel reaches what escapes the group (setsid,
+// daemons). The supervisor stays outside it: it must outlive the kill to record
+// the exit. Its output comes through the pipe in `from_job`.
+pid_t fork_job(const JobPaths& paths, const LaunchSpec& spec, PidRecord* rec, UniqueFd* from_job) {
   auto made = job_cgroup_create("ferry-job-" + std::to_string(::getpid()) + "-" + std::to_string(now_ms()));
-  if (made.ok()) cgroup = *made;
-  else cgroup_note = made.status().message();
-  // The job writes into a pipe and we keep what fits log_max (capped_log.h), so a
-  // chatty job cannot fill the host's disk (review F18).
-  auto log = CappedLogWriter::open(paths.log(), spec.log_max);
+  if (made.ok()) rec->cgroup = *made;
+  else rec->cgroup_note = made.status().message();
   int out[2];
-  if (!log.ok() || ::pipe2(out, O_CLOEXEC) != 0) _exit(1);
+  if (::pipe2(out, O_CLOEXEC) != 0) _exit(1);
   ::fcntl(out[0], F_SETPIPE_SZ, kLogPipeBytes);  // fewer wake-ups; the default works too
   pid_t job = ::fork();
   if (job < 0) _exit(1);
   if (job == 0) {
-    ::close(report_fd);
-    exec_job(spec, paths, cgroup, out[1]);
+    ::close(3);  // the report pipe
+    exec_job(spec, paths, rec->cgroup, out[1]);
   }
   ::close(out[1]);
-  UniqueFd from_job(out[0]);
+  *from_job = UniqueFd(out[0]);
   ::setpgid(job, job);  // both sides set it, so no signal can race ahead of it
-  if (!cgroup.empty()) {
-    Status joined = job_cgroup_join(cgroup, job);
+  if (!rec->cgroup.empty()) {
+    Status joined = job_cgroup_join(rec->cgroup, job);
     if (!joined.ok()) {
-      ::rmdir(cgroup.c_str());
-      cgroup.clear();
-      cgroup_note = joined.message();
+      ::rmdir(rec->cgroup.c_str());
+      rec->cgroup.clear();
+      rec->cgroup_note = joined.message();
     }
   }
-  nlohmann::json pid = {{"pid", job},
-                        {"supervisor", ::getpid()},
-                        {"started_ms", now_ms()},
-                        {"pid_start", process_start_ticks(job)},
-                        {"supervisor_start", process_start_ticks(::getpid())},
-                        {"boot_id", boot_id()},
-                        {"cgroup", cgroup},
-                        {"cgroup_note", cgroup_note}};
-  if (!write_file_atomic(paths.pid(), pid.dump()).ok()) {
-    ::kill(-job, SIGKILL);
-    _exit(1);
-  }
-  write_fd_all(report_fd, std::to_string(job));
-  ::close(report_fd);
-  ::close(kStartLockFd);  // pid.json is durable: another agent may look at this attempt now
+  rec->pid = job;
+  rec->supervisor = ::getpid();
+  rec->started_ms = now_ms();
+  rec->pid_start = process_start_ticks(job);
+  rec->supervisor_start = process_start_ticks(::getpid());
+  rec->boot_id = boot_id();
+  return job;
+}
 
+// Waits for the job to end, its output going into the log meanwhile, and stops it
+// at its timeout (TERM, then KILL after the grace). Returns its wait status.
+int follow_job(pid_t job, const LaunchSpec& spec, CappedLogWriter* log, UniqueFd* from_job, bool* timed_out) {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
   int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   const double start = mono_s();
-  bool timed_out = false;
   double kill_at = -1;  // when the TERM grace ends
   int wstatus = 0;
   std::string buf(kLogReadBytes, '\0');
@@ -161,8 +153,8 @@ void write_fd_all(int fd, const std::string& s) {
     pid_t r = ::waitpid(job, &wstatus, WNOHANG);
     if (r == job) break;
     double now = mono_s();
-    if (spec.timeout_s > 0 && !timed_out && now - start >= spec.timeout_s) {
-      timed_out = true;
+    if (spec.timeout_s > 0 && !*timed_out && now - start >= spec.timeout_s) {
+      *timed_out = true;
       ::kill(-job, SIGTERM);
       kill_at = now + spec.kill_grace_s;
     }
@@ -172,65 +164,93 @@ void write_fd_all(int fd, const std::string& s) {
     }
     // Wait for output, a child changing state or the next deadline, whichever is first.
     double wait = 3600;
-    if (spec.timeout_s > 0 && !timed_out) wait = start + spec.timeout_s - now;
+    if (spec.timeout_s > 0 && !*timed_out) wait = start + spec.timeout_s - now;
     if (kill_at > 0) wait = std::min(wait, kill_at - now);
     if (wait < 0.001) wait = 0.001;
-    pollfd fds[2] = {{sigfd, POLLIN, 0}, {from_job.get(), POLLIN, 0}};
-    int ready = ::poll(fds, from_job.ok() ? 2 : 1, static_cast<int>(wait * 1000) + 1);
+    pollfd fds[2] = {{sigfd, POLLIN, 0}, {from_job->get(), POLLIN, 0}};
+    int ready = ::poll(fds, from_job->ok() ? 2 : 1, static_cast<int>(wait * 1000) + 1);
     if (ready > 0 && (fds[0].revents & POLLIN)) {
       signalfd_siginfo info;
       while (::read(sigfd, &info, sizeof info) == sizeof info) {
       }
     }
-    if (ready > 0 && from_job.ok() && (fds[1].revents & (POLLIN | POLLHUP))) {
-      if (!forward_log(from_job.get(), &*log, &buf)) from_job.reset();
+    if (ready > 0 && from_job->ok() && (fds[1].revents & (POLLIN | POLLHUP))) {
+      if (!forward_log(from_job->get(), log, &buf)) from_job->reset();
     }
   }
-  // What the job wrote before it ended is in the pipe already: keep all of it
-  // before the exit record says the job is done.
-  if (from_job.ok()) {
-    ::fcntl(from_job.get(), F_SETFL, O_NONBLOCK);
-    while (forward_log(from_job.get(), &*log, &buf)) {
-    }
+  ::close(sigfd);
+  return wstatus;
+}
+
+// What the job's pipe holds, into the log: with `blocking`, until every writer is gone.
+void drain_log(UniqueFd* from_job, CappedLogWriter* log, bool blocking) {
+  if (!from_job->ok()) return;
+  ::fcntl(from_job->get(), F_SETFL, blocking ? 0 : O_NONBLOCK);
+  std::string buf(kLogReadBytes, '\0');
+  while (forward_log(from_job->get(), log, &buf)) {
   }
-  bool cancelled = path_exists(paths.cancel());
-  // A timed-out or cancelled job leaves nothing behind in its group.
-  if (timed_out || cancelled) {
-    ::kill(-job, SIGKILL);
-    if (!cgroup.empty()) (void)job_cgroup_kill(cgroup, kCgroupKillWaitMs);
-  } else if (!cgroup.empty()) {
-    // What the job left running (a daemon of its own) stays, in its cgroup, until
-    // a newer attempt's fence; an empty cgroup goes now.
-    job_cgroup_remove_if_empty(cgroup);
-  }
-  nlohmann::json exit = {{"timed_out", timed_out}, {"cancelled", cancelled}, {"ended_ms", now_ms()}};
-  if (WIFEXITED(wstatus)) {
-    exit["exit_code"] = WEXITSTATUS(wstatus);
-    exit["signal"] = 0;
-  } else {
-    exit["exit_code"] = 128 + WTERMSIG(wstatus);
-    exit["signal"] = WTERMSIG(wstatus);
-  }
-  // The exit record is the job's fate for every later reader: try again while the
-  // disk may come back (full, a hiccup); if it never does, the log says why the
-  // job will read as lost.
+}
+
+// The exit record is the job's fate for every later reader: tried again while the
+// disk may come back (full, a hiccup); if it never does, the log says why the job
+// will read as lost.
+void record_exit(const JobPaths& paths, const ExitRecord& exit, CappedLogWriter* log) {
   Status recorded;
   for (int tries = 0; tries < kExitRecordTries; ++tries) {
-    recorded = write_file_atomic(paths.exit(), exit.dump());
+    recorded = write_file_atomic(paths.exit(), exit.to_text());
     if (recorded.ok()) break;
     ::sleep(1);
   }
   if (!recorded.ok()) {
-    (void)log->append("ferry: the job ended (" + exit.dump() +
+    (void)log->append("ferry: the job ended (" + exit.to_text() +
                       ") but its exit could not be recorded: " + recorded.message() + "\n");
   }
+}
+
+// Runs in the supervisor (session leader, reparented to init). Never returns.
+[[noreturn]] void supervise(const JobPaths& paths, const LaunchSpec& spec, int report_fd) {
+  leave_the_agent(spec, report_fd);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, nullptr);
+  // The job writes into a pipe and we keep what fits log_max (capped_log.h), so a
+  // chatty job cannot fill the host's disk (review F18).
+  auto log = CappedLogWriter::open(paths.log(), spec.log_max);
+  if (!log.ok()) _exit(1);
+  PidRecord started;
+  UniqueFd from_job;
+  pid_t job = fork_job(paths, spec, &started, &from_job);
+  if (!write_file_atomic(paths.pid(), started.to_text()).ok()) {
+    ::kill(-job, SIGKILL);
+    _exit(1);
+  }
+  write_fd_all(3, std::to_string(job));
+  ::close(3);
+  ::close(kStartLockFd);  // pid.json is durable: another agent may look at this attempt now
+
+  ExitRecord exit;
+  int wstatus = follow_job(job, spec, &*log, &from_job, &exit.timed_out);
+  // What the job wrote before it ended is in the pipe already: keep all of it
+  // before the exit record says the job is done.
+  drain_log(&from_job, &*log, /*blocking=*/false);
+  exit.cancelled = path_exists(paths.cancel());
+  // A timed-out or cancelled job leaves nothing behind in its group.
+  if (exit.timed_out || exit.cancelled) {
+    ::kill(-job, SIGKILL);
+    if (!started.cgroup.empty()) (void)job_cgroup_kill(started.cgroup, kCgroupKillWaitMs);
+  } else if (!started.cgroup.empty()) {
+    // What the job left running (a daemon of its own) stays, in its cgroup, until
+    // a newer attempt's fence; an empty cgroup goes now.
+    job_cgroup_remove_if_empty(started.cgroup);
+  }
+  exit.ended_ms = now_ms();
+  exit.exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+  exit.signal = WIFEXITED(wstatus) ? 0 : WTERMSIG(wstatus);
+  record_exit(paths, exit, &*log);
   // A process the job left running may still write (its own daemon): its output
   // goes on into the log, as when the job wrote to the file itself, until it ends.
-  if (from_job.ok()) {
-    ::fcntl(from_job.get(), F_SETFL, 0);
-    while (forward_log(from_job.get(), &*log, &buf)) {
-    }
-  }
+  drain_log(&from_job, &*log, /*blocking=*/true);
   _exit(0);
 }
 
@@ -281,7 +301,7 @@ Result<int> launch_detached(const JobPaths& paths, const LaunchSpec& spec) {
 Status signal_job(const JobPaths& paths, bool hard) {
   auto rec = read_job_record(paths);
   if (!rec.ok()) return rec.status();
-  if (rec->state != "running") return Status();
+  if (rec->state != JobState::kRunning) return Status();
   // kill(-1 or 0) would reach every process or our own group.
   if (rec->pid <= 1) return data_loss("job record " + paths.pid() + " names pid " + std::to_string(rec->pid));
   if (!path_exists(paths.cancel())) FERRY_RETURN_IF_ERROR(write_file_atomic(paths.cancel(), "cancel\n"));

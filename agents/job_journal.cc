@@ -9,14 +9,17 @@
 
 #include "base/capped_log.h"
 #include "base/file_util.h"
+#include "base/json_field_writer.h"
+#include "base/json_fields.h"
+#include "base/peer_json.h"
 
 namespace ferry {
 
 Status check_job_name(const std::string& job) {
   if (job.empty() || job.size() > 200 || job[0] == '.') return invalid_argument("bad job name '" + job + "'");
   for (char c : job) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) return invalid_argument("bad job name '" + job + "'");
   }
   if (job.find("..") != std::string::npos) return invalid_argument("bad job name '" + job + "'");
@@ -30,26 +33,51 @@ JobPaths job_paths(const std::string& workdir, const std::string& job, int attem
   return p;
 }
 
-nlohmann::json JobRecord::to_json() const {
-  nlohmann::json j = {{"state", state},         {"pid", pid},         {"exit_code", exit_code},
-          {"signal", signal},       {"timed_out", timed_out}, {"cancelled", cancelled},
-          {"started_ms", started_ms}, {"ended_ms", ended_ms}, {"log_size", log_size},
-          {"outputs", outputs}};
-  if (slurm_job.empty()) {
-    j["contained_by"] = cgroup.empty() ? "process group" : "cgroup";
-    j["containment_note"] = cgroup_note;
-  } else {
-    j["slurm_job"] = slurm_job;
-    j["slurm_state"] = slurm_state;
-    j["slurm_reason"] = slurm_reason;
-    if (!cause.empty()) j["cause"] = cause;
-    if (!cause_note.empty()) j["cause_note"] = cause_note;
-  }
-  return j;
+namespace {
+
+// Both sides of the journal's files (base/json_fields.h).
+constexpr auto pid_record_fields = [](auto& v, auto& x) {
+  v("pid", x.pid);
+  v("supervisor", x.supervisor);
+  v("started_ms", x.started_ms);
+  v("pid_start", x.pid_start);
+  v("supervisor_start", x.supervisor_start);
+  v("boot_id", x.boot_id);
+  v("cgroup", x.cgroup);
+  v("cgroup_note", x.cgroup_note);
+};
+
+constexpr auto exit_record_fields = [](auto& v, auto& x) {
+  v("exit_code", x.exit_code);
+  v("signal", x.signal);
+  v("timed_out", x.timed_out);
+  v("cancelled", x.cancelled);
+  v("ended_ms", x.ended_ms);
+};
+
+template <typename T, typename Fields>
+Result<T> parse_journal_file(const std::string& text, const std::string& file, Fields fields) {
+  auto j = parse_peer_json(text, file);
+  if (!j.ok()) return data_loss("corrupt " + file);
+  auto x = fields_from_json<T>(*j, file, fields);
+  if (!x.ok()) return data_loss("corrupt " + x.status().message());
+  return x;
 }
 
-nlohmann::json parse_outputs(const std::string& text) {
-  nlohmann::json out = nlohmann::json::object();
+}  // namespace
+
+std::string PidRecord::to_text() const { return fields_json(*this, pid_record_fields).dump(); }
+Result<PidRecord> PidRecord::parse(const std::string& text, const std::string& file) {
+  return parse_journal_file<PidRecord>(text, file, pid_record_fields);
+}
+
+std::string ExitRecord::to_text() const { return fields_json(*this, exit_record_fields).dump(); }
+Result<ExitRecord> ExitRecord::parse(const std::string& text, const std::string& file) {
+  return parse_journal_file<ExitRecord>(text, file, exit_record_fields);
+}
+
+std::map<std::string, std::string> parse_outputs(const std::string& text) {
+  std::map<std::string, std::string> out;
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -101,14 +129,14 @@ Result<bool> read_exit_record(const JobPaths& paths, JobRecord* r) {
   r->log_size = capped_log_size(paths.log());  // every byte the job wrote, kept or dropped
   auto exit_text = read_file(paths.exit());
   if (!exit_text.ok()) return false;
-  auto e = nlohmann::json::parse(*exit_text, nullptr, false);
-  if (e.is_discarded()) return data_loss("corrupt " + paths.exit());
-  r->state = "exited";
-  r->exit_code = e.value("exit_code", -1);
-  r->signal = e.value("signal", 0);
-  r->timed_out = e.value("timed_out", false);
-  r->cancelled = e.value("cancelled", false);
-  r->ended_ms = e.value("ended_ms", int64_t{0});
+  auto e = ExitRecord::parse(*exit_text, paths.exit());
+  if (!e.ok()) return e.status();
+  r->state = JobState::kExited;
+  r->exit_code = e->exit_code;
+  r->signal = e->signal;
+  r->timed_out = e->timed_out;
+  r->cancelled = e->cancelled;
+  r->ended_ms = e->ended_ms;
   auto outputs = read_file(paths.outputs());
   if (outputs.ok()) r->outputs = parse_outputs(*outputs);
   return true;
@@ -118,24 +146,20 @@ Result<JobRecord> read_job_record(const JobPaths& paths) {
   JobRecord r;
   auto pid_text = read_file(paths.pid());
   if (!pid_text.ok()) return not_found("no such job attempt: " + paths.attempt_dir);
-  auto pid_json = nlohmann::json::parse(*pid_text, nullptr, false);
-  if (pid_json.is_discarded()) return data_loss("corrupt " + paths.pid());
-  r.pid = pid_json.value("pid", 0);
-  int supervisor = pid_json.value("supervisor", 0);
-  std::string boot = pid_json.value("boot_id", std::string());
-  r.started_ms = pid_json.value("started_ms", int64_t{0});
-  if (pid_json.contains("cgroup") && pid_json["cgroup"].is_string()) r.cgroup = pid_json["cgroup"];
-  if (pid_json.contains("cgroup_note") && pid_json["cgroup_note"].is_string()) r.cgroup_note = pid_json["cgroup_note"];
+  auto pid = PidRecord::parse(*pid_text, paths.pid());
+  if (!pid.ok()) return pid.status();
+  r.pid = pid->pid;
+  r.started_ms = pid->started_ms;
+  r.cgroup = pid->cgroup;
+  r.contained_by = pid->cgroup.empty() ? "process group" : "cgroup";
+  r.containment_note = pid->cgroup_note;
   auto exited = read_exit_record(paths, &r);
   if (!exited.ok()) return exited.status();
   if (*exited) return r;
   // No exit record: the supervisor (or at least the job) must still be alive.
-  if (process_alive(supervisor, pid_json.value("supervisor_start", int64_t{0}), boot) ||
-      process_alive(r.pid, pid_json.value("pid_start", int64_t{0}), boot)) {
-    r.state = "running";
-  } else {
-    r.state = "lost";
-  }
+  const bool alive = process_alive(pid->supervisor, pid->supervisor_start, pid->boot_id) ||
+                     process_alive(pid->pid, pid->pid_start, pid->boot_id);
+  r.state = alive ? JobState::kRunning : JobState::kLost;
   return r;
 }
 

@@ -17,11 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
+#include "protocol/ops/job.h"
 
 namespace ferry {
 
@@ -48,25 +48,36 @@ struct JobPaths {
 Status check_job_name(const std::string& job);
 JobPaths job_paths(const std::string& workdir, const std::string& job, int attempt);
 
-/// What the journal says about an attempt right now.
-struct JobRecord {
-  std::string state;  // "running", "exited", "lost" (supervisor and job gone, no exit record)
+// The record the agent answers job.status with (protocol/ops/job.h).
+using protocol::JobRecord;
+using protocol::JobState;
+
+/// pid.json: the job and its supervisor, written once the job started.
+struct PidRecord {
   int pid = 0;
+  int supervisor = 0;
+  int64_t started_ms = 0;
+  int64_t pid_start = 0;  // process_start_ticks: tells the process from a later one with its pid
+  int64_t supervisor_start = 0;
+  std::string boot_id;
+  std::string cgroup;       // the attempt's cgroup folder, "" when it has none
+  std::string cgroup_note;  // why it has none (job_cgroup.h): only its process group is stopped
+
+  std::string to_text() const;
+  /// Read loosely (an older agent may have written it); `file` names it in errors.
+  static Result<PidRecord> parse(const std::string& text, const std::string& file);
+};
+
+/// exit.json: how the job ended, written once by its supervisor (or a Slurm job's script).
+struct ExitRecord {
   int exit_code = -1;
   int signal = 0;
   bool timed_out = false;
   bool cancelled = false;
-  int64_t started_ms = 0;
   int64_t ended_ms = 0;
-  int64_t log_size = 0;
-  std::string cgroup;       // the attempt's cgroup folder, "" when it has none
-  std::string cgroup_note;  // why it has none (job_cgroup.h): only its process group is stopped
-  nlohmann::json outputs = nlohmann::json::object();
-  // Slurm attempts only: the job id, its state and reason ("PENDING", "Resources"),
-  // and at the end the cause when Slurm ended it (TIMEOUT, NODE_FAIL...) with
-  // the last line Slurm wrote about it.
-  std::string slurm_job, slurm_state, slurm_reason, cause, cause_note;
-  nlohmann::json to_json() const;
+
+  std::string to_text() const;
+  static Result<ExitRecord> parse(const std::string& text, const std::string& file);
 };
 
 Result<JobRecord> read_job_record(const JobPaths& paths);
@@ -81,6 +92,6 @@ int64_t process_start_ticks(int pid);
 std::string boot_id();
 
 /// Parses `key=value` lines; later keys win; lines without '=' are ignored.
-nlohmann::json parse_outputs(const std::string& text);
+std::map<std::string, std::string> parse_outputs(const std::string& text);
 
 }  // namespace ferry

@@ -174,7 +174,7 @@ Status record_end(const JobPaths& paths, const SlurmState& st) {
 }
 
 void fill_end(const JobPaths& paths, const SlurmState& st, JobRecord* r) {
-  r->state = "exited";
+  r->state = JobState::kExited;
   r->slurm_state = st.state;
   r->slurm_reason = st.reason;
   r->cause = cause_of(st.state);
@@ -402,7 +402,7 @@ Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue) {
     auto e = nlohmann::json::parse(*end_text, nullptr, false);
     if (e.is_discarded()) return data_loss("corrupt " + paths.slurm_end());
     fill_end(paths, {e.value("state", std::string()), e.value("reason", std::string())}, &r);
-    if (!*exited) r.state = r.cause.empty() ? "lost" : "exited";
+    if (!*exited) r.state = r.cause.empty() ? JobState::kLost : JobState::kExited;
     return r;
   }
   SlurmState st = queue.state(sub->id, sub->name);
@@ -418,7 +418,7 @@ Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue) {
     // to say so, but not past kSettleMs (a controller that does not answer).
     const bool settled = (!st.state.empty() && !active(st.state)) || now_ms() - r.ended_ms > kSettleMs;
     if (!settled) {
-      r.state = "running";
+      r.state = JobState::kRunning;
       r.slurm_state = st.state.empty() ? "COMPLETING" : st.state;
       return r;
     }
@@ -429,7 +429,7 @@ Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue) {
     return r;
   }
   if (st.state.empty() || active(st.state)) {
-    r.state = "running";
+    r.state = JobState::kRunning;
     r.slurm_state = st.state.empty() ? "SUBMITTED" : st.state;
     r.slurm_reason = st.reason;
     return r;

@@ -1,6 +1,7 @@
 // JsonFieldWriter: the writing side of a field list (jobs/eval/run/report_fields.h, eval_spec.cc):
 // each field visited goes into a JSON object under its key, as nlohmann writes its
-// type; an empty optional is left out. JsonFields (json_fields.h) is the reading side
+// type; an empty optional, a null JSON value and an empty `nonempty` string are left
+// out. JsonFields (json_fields.h) is the reading side
 // of the same lists, so each key is written in one place. Header-only; any thread.
 #pragma once
 
@@ -10,6 +11,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "base/enum_names.h"
+#include "base/json_fields.h"
 
 namespace ferry {
 
@@ -26,6 +30,20 @@ class JsonFieldWriter {
   template <typename T>
   void operator()(const char* key, const std::optional<T>& value) {
     if (value) j_[key] = *value;
+  }
+  void operator()(const char* key, const nlohmann::json& value) {
+    if (!value.is_null()) j_[key] = value;
+  }
+  template <typename T>
+  void operator()(const char* key, const T& value, Required) {
+    (*this)(key, value);
+  }
+  template <typename E, size_t N>
+  void named(const char* key, E value, const EnumName<E> (&table)[N]) {
+    j_[key] = enum_name(table, value);
+  }
+  void nonempty(const char* key, const std::string& value) {
+    if (!value.empty()) j_[key] = value;
   }
   /// `fn(writer)` fills the object under `key`.
   template <typename Fn>

@@ -3,6 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 
+#include "protocol/ops/job.h"
+
 namespace ferry {
 namespace {
 
@@ -15,8 +17,7 @@ constexpr int64_t kLogChunk = 1 << 20;
 
 }  // namespace
 
-CommandStage::CommandStage(StageEnv& env, CommandSpec spec)
-    : env_(env), spec_(std::move(spec)), timer_(env.io()) {}
+CommandStage::CommandStage(StageEnv& env, CommandSpec spec) : env_(env), spec_(std::move(spec)), timer_(env.io()) {}
 
 void CommandStage::start(std::function<void(StageOutcome)> done) {
   done_ = std::move(done);
@@ -46,22 +47,25 @@ void CommandStage::on_unavailable(const Status& s, std::function<void()> retry) 
   after(kRetryConnectMs, std::move(retry));
 }
 
+protocol::JobRef CommandStage::job_ref() const { return {spec_.job, spec_.attempt, spec_.token}; }
+
 void CommandStage::send_start() {
-  nlohmann::json args = {{"job", spec_.job},         {"attempt", spec_.attempt}, {"token", spec_.token},
-                         {"command", spec_.command}, {"env", spec_.env},         {"cwd", spec_.cwd},
-                         {"timeout_s", spec_.timeout_s}, {"log_max", spec_.log_max}};
-  if (!spec_.slurm.is_null()) args["slurm"] = spec_.slurm;
-  if (!spec_.shell.empty()) args["shell"] = spec_.shell;
+  protocol::JobStartArgs start;
+  start.ref = job_ref();
+  start.command = spec_.command;
+  start.shell = spec_.shell;
+  start.env = spec_.env;
+  start.cwd = spec_.cwd;
+  start.timeout_s = spec_.timeout_s;
+  start.log_max = spec_.log_max;
+  start.slurm = spec_.slurm;
+  nlohmann::json args = start.to_json();
   // The command and env are the user's, of any size (a long heredoc, a param in
   // env): they ride in the body, which holds 64 MiB, not the 1 MiB header.
   auto body = protocol::move_fields_to_body(&args, {"command", "env"}, "the command and env of " + spec_.job);
   auto self = shared_from_this();
   if (!body.ok()) {
-    boost::asio::post(env_.io(), [self, why = body.status().message()] {
-      StageOutcome o;
-      o.error = why;
-      self->finish(o);
-    });
+    boost::asio::post(env_.io(), [self, why = body.status().message()] { self->fail(why); });
     return;
   }
   // Lane 0 is the link call_agent uses.
@@ -71,42 +75,50 @@ void CommandStage::send_start() {
       const std::string where = self->spec_.slurm.is_null() ? "" : "on Slurm host '" + self->spec_.host + "': ";
       return self->retry_or_fail(r.status(), where, [self] { self->send_start(); });
     }
-    self->started_ = true;
-    const auto& h = r->header;
-    if (self->disconnected_since_ != 0) {
-      self->disconnected_since_ = 0;
-      self->env_.set_disconnected(0);
-      self->env_.record_event("host.reconnected", {{"host", self->spec_.host}});
-    }
-    bool reattached = h.value("reattached", false);
-    if (h.contains("stopped_attempt")) {
-      // The host still ran an earlier attempt (given up on, or before a resume):
-      // the agent stopped it before starting this one, so they never ran together.
-      self->env_.record_event("attempt.stopped_older", {{"host", self->spec_.host}, {"older", h["stopped_attempt"]}});
-      self->env_.note("attempt " + h["stopped_attempt"].dump() + " was still running on " + self->spec_.host +
-                      "; stopped it before starting attempt " + std::to_string(self->spec_.attempt));
-    }
-    nlohmann::json launched = {
-        {"host", self->spec_.host}, {"pid", h.value("pid", 0)}, {"attempt", self->spec_.attempt}};
-    // Whether a cancel or a newer attempt reaches what the job starts with setsid
-    // (a cgroup) or only its process group, and why (review F6).
-    if (h.contains("contained_by")) launched["contained_by"] = h["contained_by"];
-    if (h.value("containment_note", std::string()) != "") launched["containment_note"] = h["containment_note"];
-    if (h.value("contained_by", std::string()) == "process group") self->say_uncontained(h);
-    // The Slurm job id goes into the store with the first answer, before anything else can fail.
-    if (h.contains("slurm_job")) launched["slurm_job"] = h["slurm_job"];
-    self->env_.record_event(reattached ? "attempt.reattached" : "attempt.launched", launched);
-    if (self->cancel_requested_) self->cancel(self->cancel_hard_);
-    self->poll();
+    auto reply = protocol::JobStartReply::from_json(r->header);
+    if (!reply.ok()) return self->fail(reply.status().message());
+    self->on_started(*reply);
   });
+}
+
+// An answer from the host after it was taken for disconnected: it is back.
+void CommandStage::on_answer() {
+  if (disconnected_since_ == 0) return;
+  disconnected_since_ = 0;
+  env_.set_disconnected(0);
+  env_.record_event("host.reconnected", {{"host", spec_.host}});
+}
+
+void CommandStage::on_started(const protocol::JobStartReply& reply) {
+  started_ = true;
+  on_answer();
+  if (reply.stopped_attempt) {
+    // The host still ran an earlier attempt (given up on, or before a resume):
+    // the agent stopped it before starting this one, so they never ran together.
+    env_.record_event("attempt.stopped_older", {{"host", spec_.host}, {"older", *reply.stopped_attempt}});
+    env_.note("attempt " + std::to_string(*reply.stopped_attempt) + " was still running on " + spec_.host +
+              "; stopped it before starting attempt " + std::to_string(spec_.attempt));
+  }
+  const protocol::JobRecord& rec = reply.record;
+  nlohmann::json launched = {{"host", spec_.host}, {"pid", rec.pid}, {"attempt", spec_.attempt}};
+  // Whether a cancel or a newer attempt reaches what the job starts with setsid
+  // (a cgroup) or only its process group, and why (review F6). The Slurm job id
+  // goes into the store with the first answer, before anything else can fail.
+  if (!rec.contained_by.empty()) launched.emplace("contained_by", rec.contained_by);
+  if (!rec.containment_note.empty()) launched.emplace("containment_note", rec.containment_note);
+  if (rec.is_slurm()) launched.emplace("slurm_job", rec.slurm_job);
+  if (rec.contained_by == "process group") say_uncontained(rec);
+  env_.record_event(reply.reattached ? "attempt.reattached" : "attempt.launched", launched);
+  if (cancel_requested_) cancel(cancel_hard_);
+  poll();
 }
 
 // The host could not give the attempt a cgroup (a non-root user over SSH, whose
 // session scope systemd does not delegate; review-4 F6): what the job starts with
 // setsid or as a daemon outlives a cancel, a timeout or the next attempt's fence.
 // Said where the user looks: `ferry status` (the stage's progress) and `ferry run`.
-void CommandStage::say_uncontained(const nlohmann::json& launch_reply) {
-  std::string why = launch_reply.value("containment_note", std::string());
+void CommandStage::say_uncontained(const protocol::JobRecord& rec) {
+  const std::string& why = rec.containment_note;
   std::string text = "not contained: processes it starts with setsid or as daemons outlive a stop (no cgroup on " +
                      spec_.host + (why.empty() ? "" : ": " + why) + ")";
   env_.set_progress({{"uncontained", text}});
@@ -119,32 +131,31 @@ void CommandStage::retry_or_fail(const Status& s, const std::string& what, std::
   if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded) {
     return on_unavailable(s, std::move(retry));
   }
+  fail(what + s.message());
+}
+
+void CommandStage::fail(const std::string& error) {
   StageOutcome o;
-  o.error = what + s.message();
+  o.error = error;
   finish(o);
 }
 
 void CommandStage::read_log(std::function<void()> then) {
   auto self = shared_from_this();
-  nlohmann::json args = {{"job", spec_.job}, {"attempt", spec_.attempt}, {"offset", env_.log_size()},
-                         {"max", kLogChunk}};
-  env_.call_agent(spec_.host, "log.read", args, [self, then](Result<protocol::Frame> r) {
+  protocol::LogReadArgs args{spec_.job, spec_.attempt, env_.log_size(), kLogChunk};
+  env_.call_agent(spec_.host, "log.read", args.to_json(), [self, then](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) return self->retry_or_fail(r.status(), "reading log: ", [self] { self->poll(); });
     // Only take bytes that start where our copy ends, or past bytes the host's log
     // dropped (over log_max): the copy marks that gap and moves on with the host.
-    int64_t at = r->header.value("offset", int64_t{-1});
-    int64_t dropped = r->header.value("dropped", int64_t{0});
+    auto read = protocol::LogReadReply::from_json(r->header);
+    if (!read.ok()) return self->fail(read.status().message());
+    const int64_t at = read->offset, dropped = read->dropped;
     Status s;
     if (dropped > 0 && at - dropped == self->env_.log_size()) s = self->env_.skip_log(dropped);
     if (s.ok() && at == self->env_.log_size() && !r->body.empty()) s = self->env_.append_log(r->body);
-    if (!s.ok()) {
-      StageOutcome o;
-      o.error = "writing log: " + s.message();
-      self->finish(o);
-      return;
-    }
-    if (r->header.value("size", int64_t{0}) > self->env_.log_size()) {
+    if (!s.ok()) return self->fail("writing log: " + s.message());
+    if (read->size > self->env_.log_size()) {
       self->read_log(then);  // more is waiting
       return;
     }
@@ -155,89 +166,79 @@ void CommandStage::read_log(std::function<void()> then) {
 void CommandStage::poll() {
   auto self = shared_from_this();
   read_log([self] {
-    nlohmann::json args = {{"job", self->spec_.job}, {"attempt", self->spec_.attempt}, {"token", self->spec_.token}};
-    self->env_.call_agent(self->spec_.host, "job.status", args, [self](Result<protocol::Frame> r) {
+    self->env_.call_agent(self->spec_.host, "job.status", self->job_ref().to_json(), [self](Result<protocol::Frame> r) {
       if (self->finished_) return;
       if (!r.ok()) return self->retry_or_fail(r.status(), "job status: ", [self] { self->poll(); });
-      if (self->disconnected_since_ != 0) {
-        self->disconnected_since_ = 0;
-        self->env_.set_disconnected(0);
-        self->env_.record_event("host.reconnected", {{"host", self->spec_.host}});
-      }
-      self->on_status(r->header);
+      self->on_answer();
+      auto rec = protocol::JobRecord::from_json(r->header);
+      if (!rec.ok()) return self->fail(rec.status().message());
+      self->on_status(*rec);
     });
   });
 }
 
-void CommandStage::on_status(const nlohmann::json& rec) {
-  std::string state = rec.value("state", std::string());
-  if (rec.contains("slurm_job")) show_slurm(rec);
-  if (state == "running") {
+void CommandStage::on_status(const protocol::JobRecord& rec) {
+  if (rec.is_slurm()) show_slurm(rec);
+  if (rec.state == protocol::JobState::kRunning) {
     if (cancel_requested_) cancel(cancel_hard_);  // re-sent until the job is gone: a drop may have eaten it
     after(kPollMs, [self = shared_from_this()] { self->poll(); });
     return;
   }
-  StageOutcome o;
-  if (state == "lost") {
+  if (rec.state == protocol::JobState::kLost) {
+    StageOutcome o;
     o.error = "the job's supervisor on host '" + spec_.host + "' died without recording an exit code";
-    if (rec.contains("slurm_job")) {
-      o.error = "Slurm job " + rec.value("slurm_job", std::string()) + " ended without its exit record";
+    if (rec.is_slurm()) {
+      o.error = "Slurm job " + rec.slurm_job + " ended without its exit record";
       o.cause = "LOST";
     }
     finish(o);
     return;
   }
   // Drain the log to the size the agent reported with the exit, then finish.
-  auto self = shared_from_this();
-  read_log([self, rec] {
-    StageOutcome o;
-    o.exit_code = rec.value("exit_code", -1);
-    const nlohmann::json outputs = rec.value("outputs", nlohmann::json::object());
-    for (auto& [k, v] : outputs.items()) {
-      if (v.is_string()) o.outputs[k] = v.get<std::string>();
-    }
-    const std::string cause = rec.value("cause", std::string());
-    if (!cause.empty()) {
-      self->finish(self->slurm_outcome(rec, o));
-      return;
-    }
-    if (rec.value("timed_out", false)) {
-      o.state = StageOutcome::State::kTimedOut;
-      o.error =
-          "timed out after " + std::to_string(static_cast<int>(self->spec_.timeout_s)) + "s; process group killed";
-    } else if (rec.value("cancelled", false)) {
-      o.state = StageOutcome::State::kCancelled;
-      o.error = "cancelled";
-    } else if (o.exit_code == 0) {
-      o.state = StageOutcome::State::kSucceeded;
-      for (const auto& name : self->spec_.required_outputs) {
-        if (!o.outputs.count(name)) {
-          o.state = StageOutcome::State::kFailed;
-          o.error = "exited 0 but did not write output '" + name + "' to $FERRY_OUTPUT";
-          break;
-        }
+  read_log([self = shared_from_this(), rec] { self->finish(self->exit_outcome(rec)); });
+}
+
+// How an exited job's attempt ended, from its record.
+StageOutcome CommandStage::exit_outcome(const protocol::JobRecord& rec) const {
+  StageOutcome o;
+  o.exit_code = rec.exit_code;
+  o.outputs = rec.outputs;
+  if (!rec.cause.empty()) return slurm_outcome(rec, o);
+  if (rec.timed_out) {
+    o.state = StageOutcome::State::kTimedOut;
+    o.error = "timed out after " + std::to_string(static_cast<int>(spec_.timeout_s)) + "s; process group killed";
+  } else if (rec.cancelled) {
+    o.state = StageOutcome::State::kCancelled;
+    o.error = "cancelled";
+  } else if (o.exit_code == 0) {
+    o.state = StageOutcome::State::kSucceeded;
+    for (const auto& name : spec_.required_outputs) {
+      if (!o.outputs.count(name)) {
+        o.state = StageOutcome::State::kFailed;
+        o.error = "exited 0 but did not write output '" + name + "' to $FERRY_OUTPUT";
+        break;
       }
-    } else {
-      int sig = rec.value("signal", 0);
-      o.error = sig ? "killed by signal " + std::to_string(sig) : "exit code " + std::to_string(o.exit_code);
     }
-    self->finish(o);
-  });
+  } else {
+    o.error =
+        rec.signal ? "killed by signal " + std::to_string(rec.signal) : "exit code " + std::to_string(o.exit_code);
+  }
+  return o;
 }
 
 // A Slurm job's end that Slurm caused: the cause is the stage's error and what
 // `retry_on` matches; the exit code (if the script lived to record one) stays.
-StageOutcome CommandStage::slurm_outcome(const nlohmann::json& rec, StageOutcome o) {
-  o.cause = rec.value("cause", std::string());
-  const std::string job = "Slurm job " + rec.value("slurm_job", std::string());
-  const std::string note = rec.value("cause_note", std::string());
+StageOutcome CommandStage::slurm_outcome(const protocol::JobRecord& rec, StageOutcome o) const {
+  o.cause = rec.cause;
+  const std::string job = "Slurm job " + rec.slurm_job;
+  const std::string& note = rec.cause_note;
   o.state = StageOutcome::State::kFailed;
   if (o.cause == "TIMEOUT") {
     o.state = StageOutcome::State::kTimedOut;
     o.error = job + " hit its time limit (--time";
     if (spec_.slurm.contains("time_min")) o.error += "=" + spec_.slurm["time_min"].dump();
     o.error += ", Slurm TIMEOUT)";
-  } else if (o.cause == "CANCELLED" && rec.value("cancelled", false)) {
+  } else if (o.cause == "CANCELLED" && rec.cancelled) {
     o.state = StageOutcome::State::kCancelled;
     o.error = "cancelled (" + job + " scancelled)";
   } else if (o.cause == "CANCELLED") {
@@ -258,27 +259,26 @@ StageOutcome CommandStage::slurm_outcome(const nlohmann::json& rec, StageOutcome
 }
 
 // Where the job stands in Slurm, for `ferry status`: queued with Slurm's reason, or running.
-void CommandStage::show_slurm(const nlohmann::json& rec) {
-  nlohmann::json p = {{"slurm_job", rec.value("slurm_job", std::string())},
-                      {"slurm_state", rec.value("slurm_state", std::string())},
-                      {"slurm_reason", rec.value("slurm_reason", std::string())}};
+void CommandStage::show_slurm(const protocol::JobRecord& rec) {
+  nlohmann::json p = {
+      {"slurm_job", rec.slurm_job}, {"slurm_state", rec.slurm_state}, {"slurm_reason", rec.slurm_reason}};
   if (p == shown_slurm_) return;
   shown_slurm_ = p;
   env_.set_progress(p);
-  const std::string st = p["slurm_state"], reason = p["slurm_reason"];
+  const std::string& st = rec.slurm_state;
+  const std::string& reason = rec.slurm_reason;
   if (st == "PENDING") {
-    env_.note("queued in Slurm as job " + p["slurm_job"].get<std::string>() +
-              (reason.empty() || reason == "None" ? "" : ": " + reason));
+    env_.note("queued in Slurm as job " + rec.slurm_job + (reason.empty() || reason == "None" ? "" : ": " + reason));
   }
-  if (st == "RUNNING") env_.note("Slurm job " + p["slurm_job"].get<std::string>() + " running");
+  if (st == "RUNNING") env_.note("Slurm job " + rec.slurm_job + " running");
 }
 
 void CommandStage::cancel(bool hard) {
   cancel_requested_ = true;
   cancel_hard_ = cancel_hard_ || hard;
   if (!started_ || finished_) return;  // sent once the start is confirmed
-  nlohmann::json args = {{"job", spec_.job}, {"attempt", spec_.attempt}, {"token", spec_.token}, {"hard", hard}};
-  env_.call_agent(spec_.host, "job.cancel", args, [](Result<protocol::Frame>) {});
+  protocol::JobCancelArgs args{job_ref(), hard};
+  env_.call_agent(spec_.host, "job.cancel", args.to_json(), [](Result<protocol::Frame>) {});
 }
 
 void CommandStage::finish(StageOutcome outcome) {

@@ -14,6 +14,7 @@
 
 #include "base/capped_log.h"
 #include "jobs/stage_runner.h"
+#include "protocol/ops/job.h"
 
 namespace ferry {
 
@@ -27,9 +28,9 @@ struct CommandSpec {
   std::map<std::string, std::string> env;
   std::string cwd;
   double timeout_s = 0;
-  int64_t log_max = kDefaultLogMaxBytes;  // the job's log on the host keeps its head and tail within this
+  int64_t log_max = kDefaultLogMaxBytes;      // the job's log on the host keeps its head and tail within this
   std::vector<std::string> required_outputs;  // must appear in $FERRY_OUTPUT
-  nlohmann::json slurm;  // sbatch options on a Slurm host (stage_spec.h); null = a detached job
+  nlohmann::json slurm;                       // sbatch options on a Slurm host (stage_spec.h); null = a detached job
 };
 
 class CommandStage : public StageRunner, public std::enable_shared_from_this<CommandStage> {
@@ -46,14 +47,20 @@ class CommandStage : public StageRunner, public std::enable_shared_from_this<Com
   void send_start();
   void poll();
   void read_log(std::function<void()> then);
-  void on_status(const nlohmann::json& record);
+  protocol::JobRef job_ref() const;
+  void on_answer();
+  void on_started(const protocol::JobStartReply& reply);
+  void on_status(const protocol::JobRecord& record);
+  StageOutcome exit_outcome(const protocol::JobRecord& record) const;
   void on_unavailable(const Status& s, std::function<void()> retry);
   void retry_or_fail(const Status& s, const std::string& what, std::function<void()> retry);
   void after(int ms, std::function<void()> fn);
   void finish(StageOutcome outcome);
-  StageOutcome slurm_outcome(const nlohmann::json& rec, StageOutcome o);
-  void show_slurm(const nlohmann::json& rec);
-  void say_uncontained(const nlohmann::json& launch_reply);
+  /// Ends the attempt as failed with `error`.
+  void fail(const std::string& error);
+  StageOutcome slurm_outcome(const protocol::JobRecord& rec, StageOutcome o) const;
+  void show_slurm(const protocol::JobRecord& rec);
+  void say_uncontained(const protocol::JobRecord& rec);
 
   StageEnv& env_;
   CommandSpec spec_;

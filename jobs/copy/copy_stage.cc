@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "jobs/copy/direct_copy.h"
 #include "jobs/copy/relay_copy.h"
+#include "protocol/ops/job.h"
 #include "transfer/host_listing.h"
 
 namespace ferry {
@@ -122,14 +123,14 @@ void CopyStage::say_hello(const std::string& host, std::function<void(std::strin
 void CopyStage::find_push() {
   if (c_->spec.attempt.job.empty()) return probe_route();
   auto self = shared_from_this();
-  nlohmann::json args = {
-      {"job", c_->spec.attempt.job}, {"attempt", c_->spec.attempt.attempt}, {"token", c_->spec.attempt.token}};
-  c_->env.call_agent(c_->spec.from_host, "job.status", args, [self](Result<protocol::Frame> r) {
+  protocol::JobRef push{c_->spec.attempt.job, c_->spec.attempt.attempt, c_->spec.attempt.token};
+  c_->env.call_agent(c_->spec.from_host, "job.status", push.to_json(), [self](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (r.ok()) {
+      auto rec = protocol::JobRecord::from_json(r->header);
       self->route_ = CopyRoute::kDirect;
       self->route_reason_ = "this attempt's push is on " + self->c_->spec.from_host + " (" +
-                            r->header.value("state", std::string("?")) + "): re-attached";
+                            (rec.ok() ? enum_name(protocol::kJobStateNames, rec->state) : "?") + "): re-attached";
       self->c_->env.record_event("copy.started", {{"route", copy_route_name(self->route_)},
                                                   {"reason", self->route_reason_},
                                                   {"files", self->c_->files.size()},

@@ -1,0 +1,113 @@
+#include "protocol/ops/job.h"
+
+#include "protocol/ops/message_fields.h"
+
+namespace ferry::protocol {
+namespace {
+
+// Both directions of each message (base/json_field_writer.h, base/json_fields.h).
+constexpr auto job_ref_fields = [](auto& v, auto& x) {
+  v("job", x.job, kRequired);
+  v("attempt", x.attempt, kRequired);
+  v("token", x.token, kRequired);
+};
+
+constexpr auto job_start_fields = [](auto& v, auto& x) {
+  job_ref_fields(v, x.ref);
+  v("command", x.command, kRequired);
+  v.nonempty("shell", x.shell);
+  v("env", x.env);
+  v("cwd", x.cwd);
+  v("timeout_s", x.timeout_s);
+  v("log_max", x.log_max);
+  v("slurm", x.slurm);
+};
+
+constexpr auto job_record_fields = [](auto& v, auto& x) {
+  constexpr bool reads = kReads<decltype(v)>;
+  v.named("state", x.state, kJobStateNames);
+  v("pid", x.pid);
+  v("exit_code", x.exit_code);
+  v("signal", x.signal);
+  v("timed_out", x.timed_out);
+  v("cancelled", x.cancelled);
+  v("started_ms", x.started_ms);
+  v("ended_ms", x.ended_ms);
+  v("log_size", x.log_size);
+  v("outputs", x.outputs);
+  // A detached job's containment, or a Slurm job's id and state: one or the other is sent.
+  if (reads || !x.is_slurm()) {
+    v("contained_by", x.contained_by);
+    v("containment_note", x.containment_note);
+  }
+  if (reads || x.is_slurm()) {
+    v("slurm_job", x.slurm_job);
+    v("slurm_state", x.slurm_state);
+    v("slurm_reason", x.slurm_reason);
+  }
+  v.nonempty("cause", x.cause);
+  v.nonempty("cause_note", x.cause_note);
+};
+
+constexpr auto job_start_reply_fields = [](auto& v, auto& x) {
+  job_record_fields(v, x.record);
+  v("reattached", x.reattached);
+  v("stopped_attempt", x.stopped_attempt);
+};
+
+constexpr auto job_cancel_fields = [](auto& v, auto& x) {
+  job_ref_fields(v, x.ref);
+  v("hard", x.hard);
+};
+
+constexpr auto log_read_fields = [](auto& v, auto& x) {
+  v("job", x.job, kRequired);
+  v("attempt", x.attempt, kRequired);
+  v("offset", x.offset);
+  v("max", x.max);
+};
+
+constexpr auto log_read_reply_fields = [](auto& v, auto& x) {
+  v("offset", x.offset);
+  v("size", x.size);
+  if (kReads<decltype(v)> || x.dropped > 0) v("dropped", x.dropped);
+};
+
+}  // namespace
+
+nlohmann::json JobRef::to_json() const { return fields_json(*this, job_ref_fields); }
+Result<JobRef> JobRef::from_json(const nlohmann::json& j) {
+  return request_from_json<JobRef>(j, "job.status", job_ref_fields);
+}
+
+nlohmann::json JobStartArgs::to_json() const { return fields_json(*this, job_start_fields); }
+Result<JobStartArgs> JobStartArgs::from_json(const nlohmann::json& j) {
+  return request_from_json<JobStartArgs>(j, "job.start", job_start_fields);
+}
+
+nlohmann::json JobRecord::to_json() const { return fields_json(*this, job_record_fields); }
+Result<JobRecord> JobRecord::from_json(const nlohmann::json& j) {
+  return reply_from_json<JobRecord>(j, "the job record", job_record_fields);
+}
+
+nlohmann::json JobStartReply::to_json() const { return fields_json(*this, job_start_reply_fields); }
+Result<JobStartReply> JobStartReply::from_json(const nlohmann::json& j) {
+  return reply_from_json<JobStartReply>(j, "the job.start reply", job_start_reply_fields);
+}
+
+nlohmann::json JobCancelArgs::to_json() const { return fields_json(*this, job_cancel_fields); }
+Result<JobCancelArgs> JobCancelArgs::from_json(const nlohmann::json& j) {
+  return request_from_json<JobCancelArgs>(j, "job.cancel", job_cancel_fields);
+}
+
+nlohmann::json LogReadArgs::to_json() const { return fields_json(*this, log_read_fields); }
+Result<LogReadArgs> LogReadArgs::from_json(const nlohmann::json& j) {
+  return request_from_json<LogReadArgs>(j, "log.read", log_read_fields);
+}
+
+nlohmann::json LogReadReply::to_json() const { return fields_json(*this, log_read_reply_fields); }
+Result<LogReadReply> LogReadReply::from_json(const nlohmann::json& j) {
+  return reply_from_json<LogReadReply>(j, "the log.read reply", log_read_reply_fields);
+}
+
+}  // namespace ferry::protocol

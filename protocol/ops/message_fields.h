@@ -1,0 +1,28 @@
+// An op's request and reply read through their field lists (base/json_fields.h),
+// exactly, with errors that name the op and the field ("the job.start request's
+// timeout_s is a string, not a number"). Header-only; any thread.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/json_field_writer.h"
+#include "base/json_fields.h"
+#include "base/status.h"
+
+namespace ferry::protocol {
+
+/// A request's header also names its op, which the dispatcher reads itself.
+template <typename T, typename Fields>
+Result<T> request_from_json(const nlohmann::json& header, const char* op, Fields fields) {
+  return exact_fields_from_json<T>(header, std::string("the ") + op + " request", fields, {"op"});
+}
+
+/// `what`: the reply's name in messages ("the job.start reply", "the job record").
+template <typename T, typename Fields>
+Result<T> reply_from_json(const nlohmann::json& header, const std::string& what, Fields fields) {
+  return exact_fields_from_json<T>(header, what, fields);
+}
+
+}  // namespace ferry::protocol
