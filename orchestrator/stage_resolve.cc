@@ -1,5 +1,7 @@
 #include "orchestrator/stage_resolve.h"
 
+#include <functional>
+
 #include "base/file_hash.h"
 #include "base/file_util.h"
 #include "orchestrator/scheduler.h"
@@ -54,132 +56,195 @@ Result<std::string> Scheduler::resolve(const workflow::Text& text, const Stage* 
       shell_quote);
 }
 
+namespace {
+
+// What the route choice of a copy needs: a direct copy is ssh from the source to
+// the destination's address, as the workflow names it.
+void add_route_facts(const workflow::Workflow& wf, CopyStageSpec* c) {
+  const workflow::Host* from = wf.find_host(c->from_host);
+  const workflow::Host* to = wf.find_host(c->to_host);
+  c->from_ssh = from && from->transport == workflow::Transport::kSsh;
+  c->to_ssh = to && to->transport == workflow::Transport::kSsh;
+  if (to) {
+    c->to_address = to->address;
+    c->to_port = to->port;
+    c->to_user = to->user;
+    c->to_give_up_s = to->give_up_s;
+  }
+}
+
+// On a Slurm host: the sbatch options (kNotFound elsewhere).
+Result<nlohmann::json> slurm_json(const workflow::Workflow& wf, const Stage& s) {
+  const workflow::Host* host = wf.find_host(s.host);
+  if (!host || host->scheduler != workflow::Scheduler::kSlurm) return not_found("not a Slurm host");
+  return slurm_submit_json(workflow::merge_slurm(host->slurm, s.slurm), s.timeout_s);
+}
+
+// The eval's settings that are taken as written, no templates in them.
+void copy_eval_settings(const Stage& s, EvalStageSpec& e) {
+  e.prompt_format = s.prompt_format;
+  e.max_new_tokens = s.max_new_tokens;
+  e.block_size = s.block_size;
+  e.device = s.device;
+  e.dtype = s.dtype;
+  e.threads = s.threads;
+  e.temperature = s.temperature;
+  e.seed = s.seed;
+  e.min_tau = s.gate.min_tau;
+  e.min_ratio_to_reference = s.gate.min_ratio_to_reference;
+  e.shard_index = s.shard_index;
+  e.shard_count = s.shard_count;
+  e.shards_on_host = s.shards_on_host;
+  e.shards = s.shards;
+}
+
+// One stage's templates resolved into its runner's spec, one function per kind.
+// The scheduler lends it the resolution of a text and a host's workdir.
+class StageResolver {
+ public:
+  using ResolveText = std::function<Result<std::string>(const workflow::Text&, bool shell_quote)>;
+  using HostWorkdir = std::function<std::string(const workflow::Host&)>;
+
+  StageResolver(const workflow::Workflow& wf, const Stage& s, const std::string& run_id, ResolveText resolve,
+                HostWorkdir host_workdir)
+      : wf_(wf),
+        s_(s),
+        run_id_(run_id),
+        resolve_(std::move(resolve)),
+        host_workdir_(std::move(host_workdir)),
+        where_(wf.path + ":" + std::to_string(s.at.line) + ":" + std::to_string(s.at.column) + ": stage '" + s.name +
+               "'") {}
+
+  Status resolve_kind(StageSpec& out) const {
+    switch (s_.kind) {
+      case StageKind::kCommand: return command(out);
+      case StageKind::kCopy: return copy(out);
+      case StageKind::kEval: return eval(out);
+    }
+    return Status();
+  }
+
+ private:
+  Status text(const workflow::Text& t, bool quote, std::string* into) const {
+    auto r = resolve_(t, quote);
+    if (!r.ok()) return r.status().with_context(where_);
+    *into = std::move(r).value();
+    return Status();
+  }
+
+  // A job on a host (a command, an eval's worker) gets the host's env and the stage's.
+  Status job_env(std::map<std::string, std::string>* env) const {
+    const workflow::Host* host = wf_.find_host(s_.host);
+    for (const auto& [k, v] : host->env) FERRY_RETURN_IF_ERROR(text(v, false, &(*env)[k]));
+    for (const auto& [k, v] : s_.env) FERRY_RETURN_IF_ERROR(text(v, false, &(*env)[k]));
+    (*env)["FERRY_RUN_ID"] = run_id_;
+    (*env)["FERRY_STAGE"] = s_.name;
+    (*env)["FERRY_WORKDIR"] = host_workdir_(*host);
+    return Status();
+  }
+
+  Status command(StageSpec& out) const {
+    CommandStageSpec c;
+    FERRY_RETURN_IF_ERROR(text(s_.run, true, &c.command));
+    c.shell = wf_.shell_of(s_);
+    FERRY_RETURN_IF_ERROR(text(s_.cwd, false, &c.cwd));
+    c.timeout_s = s_.timeout_s;
+    FERRY_RETURN_IF_ERROR(job_env(&c.env));
+    if (Result<nlohmann::json> sl = slurm_json(wf_, s_); sl.ok()) c.slurm = *sl;
+    for (const auto& o : s_.outputs) {
+      if (!o.value) c.required_outputs.push_back(o.name);
+    }
+    out.spec = std::move(c);
+    return Status();
+  }
+
+  Status copy(StageSpec& out) const {
+    CopyStageSpec c;
+    FERRY_RETURN_IF_ERROR(text(s_.from.path, false, &c.from));
+    FERRY_RETURN_IF_ERROR(text(s_.to.path, false, &c.to));
+    FERRY_RETURN_IF_ERROR(text(s_.keep_local, false, &c.keep_local));
+    // Confined like a listing's names: a stage output may have built these roots.
+    for (auto [key, value] : {std::pair{"to", &c.to}, {"keep_local", &c.keep_local}}) {
+      if (has_dotdot_component(*value)) {
+        return invalid_argument("stage '" + s_.name + "': " + key + " '" + *value +
+                                "' has a '..' component; a copy stays where it was named");
+      }
+    }
+    c.from_host = s_.from.host;
+    c.to_host = s_.to.host;
+    c.route = s_.route;
+    c.streams = s_.streams;
+    add_route_facts(wf_, &c);
+    out.spec = std::move(c);
+    return Status();
+  }
+
+  Status eval(StageSpec& out) const {
+    EvalStageSpec e;
+    FERRY_RETURN_IF_ERROR(eval_paths(e));
+    copy_eval_settings(s_, e);
+    if (!s_.host.empty()) {
+      FERRY_RETURN_IF_ERROR(job_env(&e.env));
+      e.timeout_s = s_.timeout_s;
+      if (Result<nlohmann::json> sl = slurm_json(wf_, s_); sl.ok()) e.slurm = *sl;
+    }
+    if (!s_.watch.stage.empty()) FERRY_RETURN_IF_ERROR(watch(e));
+    out.spec = std::move(e);
+    return Status();
+  }
+
+  // The eval's templated paths: models, prompts, tokenizer and the named datasets.
+  Status eval_paths(EvalStageSpec& e) const {
+    for (auto [path, into] : {std::pair{&s_.target, &e.target},
+                              {&s_.drafter, &e.drafter},
+                              {&s_.reference, &e.reference},
+                              {&s_.prompts, &e.prompts},
+                              {&s_.tokenizer, &e.tokenizer}}) {
+      FERRY_RETURN_IF_ERROR(text(*path, false, into));
+    }
+    for (const auto& [name, path] : s_.prompt_sets) {
+      eval::DatasetFile d{name, ""};
+      FERRY_RETURN_IF_ERROR(text(path, false, &d.prompts));
+      e.datasets.push_back(std::move(d));
+    }
+    return Status();
+  }
+
+  // Each checkpoint is copied from the trainer's host to the eval's.
+  Status watch(EvalStageSpec& e) const {
+    WatchSpec w;
+    w.stage = s_.watch.stage;
+    w.pattern = s_.watch.pattern;
+    w.marker = s_.watch.marker;
+    w.fail_on_error = s_.watch.fail_on_error;
+    FERRY_RETURN_IF_ERROR(text(s_.watch.from.path, false, &w.copy.from));
+    w.copy.from_host = s_.watch.from.host;
+    w.copy.to_host = s_.host;
+    add_route_facts(wf_, &w.copy);
+    e.watch = std::move(w);
+    return Status();
+  }
+
+  const workflow::Workflow& wf_;
+  const Stage& s_;
+  const std::string& run_id_;
+  ResolveText resolve_;
+  HostWorkdir host_workdir_;
+  std::string where_;  // "file:line:col: stage 'NAME'", before a template's error
+};
+
+}  // namespace
+
 Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
   const Stage& s = *st.spec;
   StageSpec out;
   out.name = s.name;
   out.host = s.host;
   out.log_max = s.log_max_bytes;
-  std::string where = wf_.path + ":" + std::to_string(s.at.line) + ":" + std::to_string(s.at.column) + ": stage '" +
-                      s.name + "': ";
-  auto get = [&](const workflow::Text& t, bool quote, std::string* into) -> Status {
-    auto r = resolve(t, &s, quote);
-    if (!r.ok()) return r.status().with_context(where.substr(0, where.size() - 2));
-    *into = std::move(r).value();
-    return Status();
-  };
-  // A job on a host (a command, an eval's worker) gets the host's env and the stage's.
-  auto job_env = [&](std::map<std::string, std::string>* env) -> Status {
-    const workflow::Host* host = wf_.find_host(s.host);
-    for (const auto& [k, v] : host->env) FERRY_RETURN_IF_ERROR(get(v, false, &(*env)[k]));
-    for (const auto& [k, v] : s.env) FERRY_RETURN_IF_ERROR(get(v, false, &(*env)[k]));
-    (*env)["FERRY_RUN_ID"] = run_.id;
-    (*env)["FERRY_STAGE"] = s.name;
-    (*env)["FERRY_WORKDIR"] = host_workdir(*host);
-    return Status();
-  };
-  // What the route choice of a copy needs: a direct copy is ssh from the source to
-  // the destination's address, as the workflow names it.
-  auto route_facts = [&](CopyStageSpec* c) {
-    const workflow::Host* from = wf_.find_host(c->from_host);
-    const workflow::Host* to = wf_.find_host(c->to_host);
-    c->from_ssh = from && from->transport == workflow::Transport::kSsh;
-    c->to_ssh = to && to->transport == workflow::Transport::kSsh;
-    if (to) {
-      c->to_address = to->address;
-      c->to_port = to->port;
-      c->to_user = to->user;
-      c->to_give_up_s = to->give_up_s;
-    }
-  };
-  // On a Slurm host: the sbatch options (kNotFound elsewhere).
-  auto slurm_json = [&]() -> Result<nlohmann::json> {
-    const workflow::Host* host = wf_.find_host(s.host);
-    if (!host || host->scheduler != workflow::Scheduler::kSlurm) return not_found("not a Slurm host");
-    return slurm_submit_json(workflow::merge_slurm(host->slurm, s.slurm), s.timeout_s);
-  };
-  switch (s.kind) {
-    case StageKind::kCommand: {
-      CommandStageSpec c;
-      FERRY_RETURN_IF_ERROR(get(s.run, true, &c.command));
-      c.shell = wf_.shell_of(s);
-      FERRY_RETURN_IF_ERROR(get(s.cwd, false, &c.cwd));
-      c.timeout_s = s.timeout_s;
-      FERRY_RETURN_IF_ERROR(job_env(&c.env));
-      if (Result<nlohmann::json> sl = slurm_json(); sl.ok()) c.slurm = *sl;
-      for (const auto& o : s.outputs) {
-        if (!o.value) c.required_outputs.push_back(o.name);
-      }
-      out.spec = std::move(c);
-      break;
-    }
-    case StageKind::kCopy: {
-      CopyStageSpec c;
-      FERRY_RETURN_IF_ERROR(get(s.from.path, false, &c.from));
-      FERRY_RETURN_IF_ERROR(get(s.to.path, false, &c.to));
-      FERRY_RETURN_IF_ERROR(get(s.keep_local, false, &c.keep_local));
-      // Confined like a listing's names: a stage output may have built these roots.
-      for (auto [key, value] : {std::pair{"to", &c.to}, {"keep_local", &c.keep_local}}) {
-        if (has_dotdot_component(*value)) {
-          return invalid_argument("stage '" + s.name + "': " + key + " '" + *value +
-                                  "' has a '..' component; a copy stays where it was named");
-        }
-      }
-      c.from_host = s.from.host;
-      c.to_host = s.to.host;
-      c.route = s.route;
-      c.streams = s.streams;
-      route_facts(&c);
-      out.spec = std::move(c);
-      break;
-    }
-    case StageKind::kEval: {
-      EvalStageSpec e;
-      for (auto [text, into] : {std::pair{&s.target, &e.target}, {&s.drafter, &e.drafter},
-                                {&s.reference, &e.reference}, {&s.prompts, &e.prompts},
-                                {&s.tokenizer, &e.tokenizer}}) {
-        FERRY_RETURN_IF_ERROR(get(*text, false, into));
-      }
-      for (const auto& [name, text] : s.prompt_sets) {  // named datasets, each path templated
-        eval::DatasetFile d{name, ""};
-        FERRY_RETURN_IF_ERROR(get(text, false, &d.prompts));
-        e.datasets.push_back(std::move(d));
-      }
-      e.prompt_format = s.prompt_format;
-      e.max_new_tokens = s.max_new_tokens;
-      e.block_size = s.block_size;
-      e.device = s.device;
-      e.dtype = s.dtype;
-      e.threads = s.threads;
-      e.temperature = s.temperature;
-      e.seed = s.seed;
-      e.min_tau = s.gate.min_tau;
-      e.min_ratio_to_reference = s.gate.min_ratio_to_reference;
-      e.shard_index = s.shard_index;
-      e.shard_count = s.shard_count;
-      e.shards_on_host = s.shards_on_host;
-      e.shards = s.shards;
-      if (!s.host.empty()) {
-        FERRY_RETURN_IF_ERROR(job_env(&e.env));
-        e.timeout_s = s.timeout_s;
-        if (Result<nlohmann::json> sl = slurm_json(); sl.ok()) e.slurm = *sl;
-      }
-      if (!s.watch.stage.empty()) {  // each checkpoint is copied from the trainer's host to the eval's
-        WatchSpec w;
-        w.stage = s.watch.stage;
-        w.pattern = s.watch.pattern;
-        w.marker = s.watch.marker;
-        w.fail_on_error = s.watch.fail_on_error;
-        FERRY_RETURN_IF_ERROR(get(s.watch.from.path, false, &w.copy.from));
-        w.copy.from_host = s.watch.from.host;
-        w.copy.to_host = s.host;
-        route_facts(&w.copy);
-        e.watch = std::move(w);
-      }
-      out.spec = std::move(e);
-      break;
-    }
-  }
+  StageResolver resolver(
+      wf_, s, run_.id, [&](const workflow::Text& t, bool quote) { return resolve(t, &s, quote); },
+      [&](const workflow::Host& h) { return host_workdir(h); });
+  FERRY_RETURN_IF_ERROR(resolver.resolve_kind(out));
   // Upstream outputs are inputs too: a changed checkpoint path means a new eval.
   for (const auto& a : workflow::ancestors(wf_, s.name)) out.upstream[a] = stages_[a]->outputs;
   return out;
