@@ -133,125 +133,171 @@ nlohmann::json slurm_check_row(const nlohmann::json& reply,
   return {{"ok", true}, {"partitions", parts}, {"unknown_partitions", unknown}};
 }
 
-nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home,
-                           const TransportFactoryMaker& transports) {
-  boost::asio::io_context io;
-  nlohmann::json report = {{"hosts", nlohmann::json::array()}, {"reach", nlohmann::json::array()}};
-  std::vector<std::shared_ptr<HostConnection>> conns;
-  std::vector<nlohmann::json> hosts(wf.hosts.size());
-  int pending = 0;
-  auto done_one = [&] {
-    if (--pending == 0) io.stop();
-  };
-  // Whether the host can run evals: the eval worker's own check, there, under the
-  // host's env; and the size of the models its eval stages name, when already there.
-  std::vector<std::shared_ptr<EvalCapabilityCheck>> eval_checks;
-  std::function<void(size_t)> check_eval = [&](size_t i) {
-    const auto& h = wf.hosts[i];
-    std::map<std::string, std::string> env;
-    for (const auto& [k, v] : h.env) env[k] = expand_host_setting(wf, v);
-    auto check = std::make_shared<EvalCapabilityCheck>(io, conns[i], h.name, env);
-    eval_checks.push_back(check);
-    ++pending;
-    check->start([&, i](nlohmann::json result) {
-      hosts[i]["eval"] = std::move(result);
-      done_one();
-    });
-    for (const auto& target : eval_targets_on(wf, h.name)) {
-      ++pending;
-      ListCall call = [conn = conns[i]](nlohmann::json args, ReplyFn fn) {
-        conn->call("fs.list", std::move(args), std::move(fn));
-      };
-      list_host_path(call, target, h.name + ":" + target, [&, i, target](Result<nlohmann::json> r) {
-        if (r.ok()) hosts[i]["eval_models"].push_back({{"path", target}, {"bytes", listed_bytes(*r)}});
-        done_one();
-      });
+namespace {
+
+// The partitions the stages on host `i` ask for, as {stage, partition}.
+std::vector<std::pair<std::string, std::string>> wanted_partitions(const workflow::Workflow& wf, size_t i) {
+  std::vector<std::pair<std::string, std::string>> wanted;
+  for (const auto& st : wf.stages) {
+    if (st.host != wf.hosts[i].name) continue;
+    std::string part = workflow::merge_slurm(wf.hosts[i].slurm, st.slurm).partition;
+    if (!part.empty()) wanted.push_back({st.name, part});
+  }
+  return wanted;
+}
+
+// One `ferry hosts check`: a connection to every host, each check a call on it.
+// Every call counts as pending until it answers; the io loop stops at zero or at
+// the deadline. All of it runs on the calling thread's io loop.
+class HostsCheck {
+ public:
+  HostsCheck(const workflow::Workflow& wf, const std::string& ferry_home, const TransportFactoryMaker& transports)
+      : wf_(wf),
+        ferry_home_(ferry_home),
+        transports_(transports),
+        hosts_(wf.hosts.size()) {}
+
+  nlohmann::json run() {
+    for (size_t i = 0; i < wf_.hosts.size(); ++i) connect(i);
+    for (size_t i = 0; i < wf_.hosts.size(); ++i) {
+      for (size_t j = 0; j < wf_.hosts.size(); ++j) probe_reach(i, j);
     }
-  };
-  // A Slurm host: sinfo reachable from its agent, its partitions, and the ones the stages name.
-  auto check_slurm = [&](size_t i) {
-    ++pending;
-    conns[i]->call("slurm.info", nlohmann::json::object(), [&, i](Result<protocol::Frame> r) {
-      nlohmann::json s = {{"ok", false}, {"error", r.ok() ? "" : r.status().message()}};
-      if (r.ok()) {
-        std::vector<std::pair<std::string, std::string>> wanted;
-        for (const auto& st : wf.stages) {
-          if (st.host != wf.hosts[i].name) continue;
-          std::string part = workflow::merge_slurm(wf.hosts[i].slurm, st.slurm).partition;
-          if (!part.empty()) wanted.push_back({st.name, part});
-        }
-        s = slurm_check_row(r->header, wanted);
-      }
-      hosts[i]["slurm"] = s;
-      done_one();
-    });
-  };
-  for (size_t i = 0; i < wf.hosts.size(); ++i) {
-    const auto& h = wf.hosts[i];
-    hosts[i] = {{"name", h.name},
-                {"transport", h.transport == workflow::Transport::kSsh ? "ssh" : "local"},
-                {"address", h.address},
-                {"connected", false}};
+    wait_for_answers();
+    for (auto& h : hosts_) {
+      // The coordinator reaches a host exactly when it got an agent there; the
+      // same live TCP session carries the host's traffic back.
+      h["reaches_coordinator"] = h["connected"];
+      report_["hosts"].push_back(h);
+    }
+    return report_;
+  }
+
+ private:
+  void done_one() {
+    if (--pending_ == 0) io_.stop();
+  }
+
+  // The host's link as a run makes it (key, auth, agent: the transport's error
+  // says which failed), then its resources; the rest of the checks need an agent.
+  void connect(size_t i) {
+    const auto& h = wf_.hosts[i];
+    hosts_[i] = {{"name", h.name},
+                 {"transport", h.transport == workflow::Transport::kSsh ? "ssh" : "local"},
+                 {"address", h.address},
+                 {"connected", false}};
     ConnectionOptions opts;
     opts.give_up_s = 0;  // a check reports the first failure, it does not wait for the host
-    const std::string workdir = workdir_of(wf, h, ferry_home);
+    const std::string workdir = workdir_of(wf_, h, ferry_home_);
     auto conn = std::make_shared<HostConnection>(
-        io, h.name, transports ? transports(h, workdir) : make_transport_factory(h, workdir), opts);
-    conn->start([&hosts, i](bool connected, const std::string& why) {
-      if (connected) hosts[i]["connected"] = true;
-      else if (!why.empty()) hosts[i]["error"] = why;
+        io_, h.name, transports_ ? transports_(h, workdir) : make_transport_factory(h, workdir), opts);
+    conn->start([this, i](bool connected, const std::string& why) {
+      if (connected) hosts_[i]["connected"] = true;
+      else if (!why.empty()) hosts_[i]["error"] = why;
     });
-    conns.push_back(conn);
-    ++pending;
-    conn->call("host.info", nlohmann::json::object(), [&, i](Result<protocol::Frame> r) {
+    conns_.push_back(conn);
+    ++pending_;
+    conn->call("host.info", nlohmann::json::object(), [this, i](Result<protocol::Frame> r) {
       if (r.ok()) {
-        hosts[i]["connected"] = true;
-        hosts[i]["info"] = r->header;
-        hosts[i]["agent"] = conns[i]->hello();
-        check_eval(i);
-        if (wf.hosts[i].scheduler == workflow::Scheduler::kSlurm) check_slurm(i);
-      } else if (!hosts[i].contains("error")) {
-        hosts[i]["error"] = r.status().message();
+        hosts_[i]["connected"] = true;
+        hosts_[i]["info"] = r->header;
+        hosts_[i]["agent"] = conns_[i]->hello();
+        check_evals(i);
+        size_eval_models(i);
+        if (wf_.hosts[i].scheduler == workflow::Scheduler::kSlurm) check_slurm(i);
+      } else if (!hosts_[i].contains("error")) {
+        hosts_[i]["error"] = r.status().message();
       }
       done_one();
     });
   }
-  // Host-to-host: each host's agent tries every other SSH host's address:port.
-  for (size_t i = 0; i < wf.hosts.size(); ++i) {
-    for (size_t j = 0; j < wf.hosts.size(); ++j) {
-      const auto& to = wf.hosts[j];
-      if (i == j || to.transport != workflow::Transport::kSsh) continue;
-      ++pending;
-      nlohmann::json args = {{"address", to.address}, {"port", to.port}, {"timeout_ms", kProbeTimeoutMs}};
-      std::string from_name = wf.hosts[i].name;
-      conns[i]->call("net.probe", args, [&, from_name, to_name = to.name](Result<protocol::Frame> r) {
-        nlohmann::json row = {{"from", from_name}, {"to", to_name}};
-        if (r.ok()) {
-          row["reachable"] = bool_field(r->header, "reachable");
-          if (r->header.contains("error")) row["error"] = r->header["error"];
-        } else {
-          row["reachable"] = nullptr;  // unknown: the source host itself is not reachable
-          row["error"] = r.status().message();
-        }
-        report["reach"].push_back(row);
+
+  // Whether the host can run evals: the eval worker's own check, there, under the host's env.
+  void check_evals(size_t i) {
+    const auto& h = wf_.hosts[i];
+    std::map<std::string, std::string> env;
+    for (const auto& [k, v] : h.env) env[k] = expand_host_setting(wf_, v);
+    auto check = std::make_shared<EvalCapabilityCheck>(io_, conns_[i], h.name, env);
+    eval_checks_.push_back(check);
+    ++pending_;
+    check->start([this, i](nlohmann::json result) {
+      hosts_[i]["eval"] = std::move(result);
+      done_one();
+    });
+  }
+
+  // The size of the models the host's eval stages name, when they are there already.
+  void size_eval_models(size_t i) {
+    const auto& h = wf_.hosts[i];
+    for (const auto& target : eval_targets_on(wf_, h.name)) {
+      ++pending_;
+      ListCall call = [conn = conns_[i]](nlohmann::json args, ReplyFn fn) {
+        conn->call("fs.list", std::move(args), std::move(fn));
+      };
+      list_host_path(call, target, h.name + ":" + target, [this, i, target](Result<nlohmann::json> r) {
+        if (r.ok()) hosts_[i]["eval_models"].push_back({{"path", target}, {"bytes", listed_bytes(*r)}});
         done_one();
       });
     }
   }
-  boost::asio::steady_timer deadline(io, std::chrono::seconds(kCheckDeadlineS));
-  deadline.async_wait([&](const boost::system::error_code& ec) {
-    if (!ec) io.stop();
-  });
-  if (pending > 0) io.run();
-  for (auto& c : conns) c->request_stop();
-  for (auto& c : conns) c->stop();
-  for (auto& h : hosts) {
-    // The coordinator reaches a host exactly when it got an agent there; the
-    // same live TCP session carries the host's traffic back.
-    h["reaches_coordinator"] = h["connected"];
-    report["hosts"].push_back(h);
+
+  // A Slurm host: sinfo reachable from its agent, its partitions, and the ones the stages name.
+  void check_slurm(size_t i) {
+    ++pending_;
+    conns_[i]->call("slurm.info", nlohmann::json::object(), [this, i](Result<protocol::Frame> r) {
+      nlohmann::json s = {{"ok", false}, {"error", r.ok() ? "" : r.status().message()}};
+      if (r.ok()) s = slurm_check_row(r->header, wanted_partitions(wf_, i));
+      hosts_[i]["slurm"] = s;
+      done_one();
+    });
   }
-  return report;
+
+  // Host to host: host i's agent tries host j's address:port, when j is an SSH host.
+  void probe_reach(size_t i, size_t j) {
+    const auto& to = wf_.hosts[j];
+    if (i == j || to.transport != workflow::Transport::kSsh) return;
+    ++pending_;
+    nlohmann::json args = {{"address", to.address}, {"port", to.port}, {"timeout_ms", kProbeTimeoutMs}};
+    std::string from_name = wf_.hosts[i].name;
+    conns_[i]->call("net.probe", args, [this, from_name, to_name = to.name](Result<protocol::Frame> r) {
+      nlohmann::json row = {{"from", from_name}, {"to", to_name}};
+      if (r.ok()) {
+        row["reachable"] = bool_field(r->header, "reachable");
+        if (r->header.contains("error")) row["error"] = r->header["error"];
+      } else {
+        row["reachable"] = nullptr;  // unknown: the source host itself is not reachable
+        row["error"] = r.status().message();
+      }
+      report_["reach"].push_back(row);
+      done_one();
+    });
+  }
+
+  void wait_for_answers() {
+    boost::asio::steady_timer deadline(io_, std::chrono::seconds(kCheckDeadlineS));
+    deadline.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) io_.stop();
+    });
+    if (pending_ > 0) io_.run();
+    for (auto& c : conns_) c->request_stop();
+    for (auto& c : conns_) c->stop();
+  }
+
+  const workflow::Workflow& wf_;
+  const std::string& ferry_home_;
+  const TransportFactoryMaker& transports_;
+  boost::asio::io_context io_;
+  nlohmann::json report_ = {{"hosts", nlohmann::json::array()}, {"reach", nlohmann::json::array()}};
+  std::vector<std::shared_ptr<HostConnection>> conns_;
+  std::vector<nlohmann::json> hosts_;  // one row per host, in the workflow's order
+  std::vector<std::shared_ptr<EvalCapabilityCheck>> eval_checks_;
+  int pending_ = 0;  // calls not yet answered
+};
+
+}  // namespace
+
+nlohmann::json check_hosts(const workflow::Workflow& wf, const std::string& ferry_home,
+                           const TransportFactoryMaker& transports) {
+  return HostsCheck(wf, ferry_home, transports).run();
 }
 
 std::string render_hosts_check(const nlohmann::json& report) {
