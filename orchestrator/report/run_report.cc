@@ -112,73 +112,69 @@ std::optional<int64_t> checkpoint_step(const nlohmann::json& detail) {
   return std::nullopt;
 }
 
-Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_ref) {
-  auto run = store.find_run(run_ref);
-  if (!run.ok()) return run.status();
-  auto stages = store.stages(run->id);
-  if (!stages.ok()) return stages.status();
-  auto events = store.events(run->id);
-  if (!events.ok()) return events.status();
+namespace {
 
-  const int64_t generated_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count();
-  nlohmann::json report = {
-      {"format", kReportFormat}, {"generated_ms", generated_ms}, {"run", run_to_json(*run, *stages, store.path())}};
-  report["run"]["workflow_source"] = run->workflow_source;
-  nlohmann::json copies = nlohmann::json::array(), evals = nlohmann::json::array();
-  nlohmann::json running_evals = nlohmann::json::array();  // evals still decoding: their τ so far
-  nlohmann::json last_eval;
-  std::string last_eval_stage;
-  auto& stage_rows = report["run"]["stages"];
-  for (size_t i = 0; i < stages->size(); ++i) {
-    const StageRecord& s = (*stages)[i];
-    std::vector<EventRecord> mine;
-    for (const auto& e : *events) {
-      if (e.stage == s.name) mine.push_back(e);
+std::vector<EventRecord> events_of(const std::string& stage, const std::vector<EventRecord>& events) {
+  std::vector<EventRecord> mine;
+  for (const auto& e : events) {
+    if (e.stage == stage) mine.push_back(e);
+  }
+  return mine;
+}
+
+// Each time a stage's host link dropped, and when it came back.
+nlohmann::json link_drops(const std::vector<EventRecord>& mine) {
+  nlohmann::json drops = nlohmann::json::array();
+  for (const auto& e : mine) {
+    if (e.type == "host.disconnected") {
+      drops.push_back({{"ts_ms", e.ts_ms}, {"host", str_field(e.detail, "host")}, {"why", str_field(e.detail, "why")}});
+    } else if (e.type == "host.reconnected" && !drops.empty() && !drops.back().contains("reconnected_ms")) {
+      drops.back()["reconnected_ms"] = e.ts_ms;
     }
-    auto attempts = store.attempts(run->id, s.name);
-    if (!attempts.ok()) return attempts.status();
-    nlohmann::json att = nlohmann::json::array(), drops = nlohmann::json::array();
-    for (const auto& a : *attempts) att.push_back(attempt_json(a));
+  }
+  return drops;
+}
+
+// When each eval's report came in (a watch has several).
+nlohmann::json eval_times(const std::vector<EventRecord>& mine) {
+  nlohmann::json evaluated = nlohmann::json::array();
+  for (const auto& e : mine) {
+    if (e.type == "eval.report")
+      evaluated.push_back({{"ts_ms", e.ts_ms}, {"checkpoint", str_field(e.detail, "checkpoint")}});
+  }
+  return evaluated;
+}
+
+// An eval still decoding: where it stands, and the candidate's τ so far; null for any other stage.
+nlohmann::json running_eval_row(const StageRecord& s) {
+  if (s.state != StageState::kRunning || !s.progress.is_object() || !s.progress.contains("prompts_total")) return {};
+  const auto& p = s.progress;
+  nlohmann::json row = {{"stage", s.name},
+                        {"phase", str_field(p, "phase")},
+                        {"prompts_done", int_field(p, "prompts_done")},
+                        {"prompts_total", int_field(p, "prompts_total")},
+                        {"run", int_field(p, "run")},
+                        {"runs", int_field(p, "runs")},
+                        {"tokens_per_s", num_field(p, "tokens_per_s", 0)}};
+  row["tau_so_far"] = p.contains("tau") && p["tau"].is_number() ? p["tau"] : nlohmann::json();
+  row["eta_s"] = p.contains("eta_s") && p["eta_s"].is_number() ? p["eta_s"] : nlohmann::json();
+  return row;
+}
+
+// The run's evals as points on the τ curve, and its newest whole eval with the
+// verdict of the stage that made it.
+struct EvalCurve {
+  nlohmann::json points = nlohmann::json::array();
+  nlohmann::json last;     // the newest eval.report's detail
+  std::string last_stage;  // the stage that reported it
+
+  void add_stage(const StageRecord& s, const std::vector<EventRecord>& mine) {
     for (const auto& e : mine) {
-      if (e.type == "host.disconnected") {
-        drops.push_back({{"ts_ms", e.ts_ms}, {"host", str_field(e.detail, "host")},
-                         {"why", str_field(e.detail, "why")}});
-      } else if (e.type == "host.reconnected" && !drops.empty() && !drops.back().contains("reconnected_ms")) {
-        drops.back()["reconnected_ms"] = e.ts_ms;
-      }
-    }
-    stage_rows[i]["attempts"] = att;
-    stage_rows[i]["drops"] = drops;
-    nlohmann::json evaluated = nlohmann::json::array();  // when each eval's report came in (a watch has several)
-    for (const auto& e : mine) {
-      if (e.type == "eval.report")
-        evaluated.push_back({{"ts_ms", e.ts_ms}, {"checkpoint", str_field(e.detail, "checkpoint")}});
-    }
-    stage_rows[i]["evaluated"] = evaluated;
-    if (s.state == StageState::kRunning && s.progress.is_object() && s.progress.contains("prompts_total")) {
-      // An eval still decoding: where it stands, and the candidate's τ so far.
-      const auto& p = s.progress;
-      nlohmann::json row = {{"stage", s.name},
-                            {"phase", str_field(p, "phase")},
-                            {"prompts_done", int_field(p, "prompts_done")},
-                            {"prompts_total", int_field(p, "prompts_total")},
-                            {"run", int_field(p, "run")},
-                            {"runs", int_field(p, "runs")},
-                            {"tokens_per_s", num_field(p, "tokens_per_s", 0)}};
-      row["tau_so_far"] = p.contains("tau") && p["tau"].is_number() ? p["tau"] : nlohmann::json();
-      row["eta_s"] = p.contains("eta_s") && p["eta_s"].is_number() ? p["eta_s"] : nlohmann::json();
-      running_evals.push_back(row);
-    }
-    if (s.kind == "copy") copies.push_back(copy_json(s, mine));
-    for (auto& c : checkpoint_copies(s, mine)) copies.push_back(std::move(c));
-    for (const auto& e : mine) {
-      if (e.type == "eval.gate" && last_eval_stage == s.name && last_eval.is_object()) {
+      if (e.type == "eval.gate" && last_stage == s.name && last.is_object()) {
         // The stage's verdict on its newest eval (a watch judges its last checkpoint).
-        last_eval.erase("gate_deferred");
-        last_eval["gate_passed"] = bool_field(e.detail, "gate_passed");
-        last_eval["gate_message"] = str_field(e.detail, "gate_message");
+        last.erase("gate_deferred");
+        last["gate_passed"] = bool_field(e.detail, "gate_passed");
+        last["gate_message"] = str_field(e.detail, "gate_message");
         continue;
       }
       // A shard's report is a part of an eval, not one: its merge stage has the whole.
@@ -190,29 +186,75 @@ Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_r
       point["step"] = step ? nlohmann::json(*step) : nlohmann::json();
       if (d.contains("content_hash")) point["content_hash"] = d["content_hash"];
       eval_point(d, &point);
-      evals.push_back(point);
-      last_eval = d;
-      last_eval_stage = s.name;
+      points.push_back(point);
+      last = d;
+      last_stage = s.name;
     }
   }
+
   // The curve reads left to right by step; evals without a step keep their order after.
-  std::stable_sort(evals.begin(), evals.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-    bool sa = a["step"].is_number(), sb = b["step"].is_number();
-    if (sa != sb) return sa;
-    return sa && a["step"].get<int64_t>() < b["step"].get<int64_t>();
-  });
-  report["copies"] = copies;
-  report["evals"] = evals;
-  report["running_evals"] = running_evals;
-  report["eval"] = last_eval.is_null() ? nlohmann::json() : last_eval;
-  report["eval_stage"] = last_eval_stage;
+  void sort_by_step() {
+    std::stable_sort(points.begin(), points.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+      bool sa = a["step"].is_number(), sb = b["step"].is_number();
+      if (sa != sb) return sa;
+      return sa && a["step"].get<int64_t>() < b["step"].get<int64_t>();
+    });
+  }
+};
+
+// Events of the run's host links, outside any stage.
+nlohmann::json host_events_json(const std::vector<EventRecord>& events) {
   nlohmann::json host_events = nlohmann::json::array();
-  for (const auto& e : *events) {
+  for (const auto& e : events) {
     if (e.stage.empty() && e.type.rfind("host.", 0) == 0) {
       host_events.push_back({{"ts_ms", e.ts_ms}, {"type", e.type}, {"detail", e.detail}});
     }
   }
-  report["host_events"] = host_events;
+  return host_events;
+}
+
+}  // namespace
+
+Result<nlohmann::json> collect_run_report(Store& store, const std::string& run_ref) {
+  auto run = store.find_run(run_ref);
+  if (!run.ok()) return run.status();
+  auto stages = store.stages(run->id);
+  if (!stages.ok()) return stages.status();
+  auto events = store.events(run->id);
+  if (!events.ok()) return events.status();
+
+  const int64_t generated_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  nlohmann::json report = {
+      {"format", kReportFormat}, {"generated_ms", generated_ms}, {"run", run_to_json(*run, *stages, store.path())}};
+  report["run"]["workflow_source"] = run->workflow_source;
+  nlohmann::json copies = nlohmann::json::array();
+  nlohmann::json running_evals = nlohmann::json::array();  // evals still decoding: their τ so far
+  EvalCurve evals;
+  auto& stage_rows = report["run"]["stages"];
+  for (size_t i = 0; i < stages->size(); ++i) {
+    const StageRecord& s = (*stages)[i];
+    const std::vector<EventRecord> mine = events_of(s.name, *events);
+    auto attempts = store.attempts(run->id, s.name);
+    if (!attempts.ok()) return attempts.status();
+    nlohmann::json att = nlohmann::json::array();
+    for (const auto& a : *attempts) att.push_back(attempt_json(a));
+    stage_rows[i]["attempts"] = att;
+    stage_rows[i]["drops"] = link_drops(mine);
+    stage_rows[i]["evaluated"] = eval_times(mine);
+    if (nlohmann::json row = running_eval_row(s); !row.is_null()) running_evals.push_back(row);
+    if (s.kind == "copy") copies.push_back(copy_json(s, mine));
+    for (auto& c : checkpoint_copies(s, mine)) copies.push_back(std::move(c));
+    evals.add_stage(s, mine);
+  }
+  evals.sort_by_step();
+  report["copies"] = copies;
+  report["evals"] = evals.points;
+  report["running_evals"] = running_evals;
+  report["eval"] = evals.last.is_null() ? nlohmann::json() : evals.last;
+  report["eval_stage"] = evals.last_stage;
+  report["host_events"] = host_events_json(*events);
   return report;
 }
 
