@@ -151,11 +151,22 @@ protocol::Frame AgentServer::dispatch(const protocol::Frame& request) {
   else if (op == "job.status") r = typed<protocol::JobRef>(h, [&](auto& a) { return job_status(a); });
   else if (op == "job.cancel") r = typed<protocol::JobCancelArgs>(h, [&](auto& a) { return job_cancel(a); });
   else if (op == "log.read") r = typed<protocol::LogReadArgs>(h, [&](auto& a) { return log_read(a, &body); });
-  else if (op == "fs.stat") r = fs_stat(request.header);
+  else if (op == "fs.stat") r = typed<protocol::FsStatArgs>(h, [&](auto& a) { return fs_stat(a); });
   else if (op == "host.info") r = host_info(workdir_);
   else if (op == "slurm.info") r = slurm_info();
-  else if (op.rfind("fs.", 0) == 0 || op.rfind("recv.", 0) == 0) r = transfer_op(op, request, &body);
   else if (op == "net.probe") r = net_probe(request.header);
+  else if (op == "fs.list") r = typed<protocol::FsListArgs>(h, [&](auto& a) { return fs_list(a, &body); });
+  else if (op == "fs.scan") r = typed<protocol::FsScanArgs>(h, [&](auto& a) { return fs_scan(a, &body); });
+  else if (op == "fs.read") r = typed<protocol::FsReadArgs>(h, [&](auto& a) { return fs_read(a, &body); });
+  else if (op == "fs.hash") r = typed<protocol::FsHashArgs>(h, [&](auto& a) { return fs_hash(a, &body); });
+  else if (op == "recv.begin") r = typed<protocol::RecvBeginArgs>(h, [&](auto& a) { return recv_begin(a, &body); });
+  else if (op == "recv.write")
+    r = typed<protocol::RecvWriteArgs>(h, [&](auto& a) { return recv_write(a, request.body); });
+  else if (op == "recv.commit") r = typed<protocol::RecvCommitArgs>(h, [&](auto& a) { return recv_commit(a, &body); });
+  else if (op == "recv.prepare_dir")
+    r = typed<protocol::RecvPrepareDirArgs>(h, [&](auto& a) { return recv_prepare_dir(a, request.body); });
+  else if (op == "recv.finish_dir")
+    r = typed<protocol::RecvFinishDirArgs>(h, [&](auto& a) { return recv_finish_dir(a, request.body); });
   if (!r.ok()) return protocol::make_error(request.request_id, r.status());
   return protocol::make_reply(request.request_id, std::move(r).value(), std::move(body));
 }
@@ -429,143 +440,127 @@ Result<protocol::LogReadReply> AgentServer::log_read(const protocol::LogReadArgs
   return protocol::LogReadReply{read->offset, read->size, read->dropped};
 }
 
-namespace {
-
-// A path argument as sent: present, a string, not empty.
-Result<std::string> path_arg(const nlohmann::json& args, const char* key) {
-  auto p = arg<std::string>(args, key);
-  if (p.ok() && p->empty()) return invalid_argument(std::string("empty '") + key + "'");
-  return p;
+Result<std::string> AgentServer::data_path(const std::string& path) const {
+  if (path.empty()) return invalid_argument("empty 'path'");
+  return resolve_data_path(workdir_, path);
 }
 
-}  // namespace
-
-Result<std::string> AgentServer::data_path(const nlohmann::json& args, const char* key) const {
-  auto p = path_arg(args, key);
-  if (!p.ok()) return p.status();
-  return resolve_data_path(workdir_, *p);
+Result<UniqueFd> AgentServer::open_data(const std::string& path, int flags) const {
+  if (path.empty()) return invalid_argument("empty 'path'");
+  return open_data_path(workdir_, path, flags);
 }
 
-Result<UniqueFd> AgentServer::open_data(const nlohmann::json& args, const char* key, int flags) const {
-  auto p = path_arg(args, key);
-  if (!p.ok()) return p.status();
-  return open_data_path(workdir_, *p, flags);
+Result<DestFolder> AgentServer::dest_folder(const std::string& path, bool create, std::string* name) const {
+  if (path.empty()) return invalid_argument(std::string("empty '") + (name ? "dest" : "path") + "'");
+  return name ? open_dest_parent(workdir_, path, create, name) : open_dest_folder(workdir_, path, create);
 }
 
-Result<DestFolder> AgentServer::dest_folder(const nlohmann::json& args, const char* key, bool create,
-                                            std::string* name) const {
-  auto p = path_arg(args, key);
-  if (!p.ok()) return p.status();
-  return name ? open_dest_parent(workdir_, *p, create, name) : open_dest_folder(workdir_, *p, create);
+Result<nlohmann::json> AgentServer::fs_list(const protocol::FsListArgs& a, std::string* body) {
+  auto path = data_path(a.path);
+  if (!path.ok()) return path.status();
+  // Non-blocking: a FIFO named as a source is refused, not waited on.
+  auto source = open_data(a.path, O_RDONLY | O_NONBLOCK);
+  if (!source.ok()) return source.status();
+  auto listing = list_source_page(source->get(), *path, a.after, a.limit.value_or(kListPageFiles));
+  if (!listing.ok()) return listing.status();
+  return in_body(std::move(listing).value(), "files", "the listing of " + *path, body);
 }
 
-Result<nlohmann::json> AgentServer::transfer_op(const std::string& op, const protocol::Frame& req, std::string* body) {
-  const nlohmann::json& a = req.header;
-  if (op == "fs.list") {
-    auto path = data_path(a, "path");
-    if (!path.ok()) return path.status();
-    // Non-blocking: a FIFO named as a source is refused, not waited on.
-    auto source = open_data(a, "path", O_RDONLY | O_NONBLOCK);
-    if (!source.ok()) return source.status();
-    auto listing =
-        list_source_page(source->get(), *path, a.value("after", std::string()), a.value("limit", kListPageFiles));
-    if (!listing.ok()) return listing.status();
-    return in_body(std::move(listing).value(), "files", "the listing of " + *path, body);
-  }
-  if (op == "fs.scan") {
-    auto path = data_path(a, "path");
-    if (!path.ok()) return path.status();
-    auto pattern = arg<std::string>(a, "pattern");
-    if (!pattern.ok()) return pattern.status();
-    auto listing = list_checkpoints(workdir_, a.value("path", std::string()), *pattern, a.value("after", std::string()),
-                                    a.value("max_entries", kMaxScanPageEntries));
-    if (!listing.ok()) return listing.status();
-    return in_body(std::move(listing).value(), "folders", "the checkpoint listing of " + *path, body);
-  }
-  if (op == "fs.read") {
-    auto path = data_path(a, "path");
-    if (!path.ok()) return path.status();
-    auto file = open_data(a, "path", O_RDONLY);
-    if (!file.ok()) return file.status();
-    std::string hash;
-    auto data = read_chunk(file->get(), *path, a.value("offset", int64_t{-1}), a.value("length", int64_t{-1}), &hash);
-    if (!data.ok()) return data.status();
-    *body = std::move(data).value();
-    return nlohmann::json{{"hash", hash}, {"length", static_cast<int64_t>(body->size())}};
-  }
-  if (op == "fs.hash") {
-    auto path = data_path(a, "path");
-    if (!path.ok()) return path.status();
-    auto file = open_data(a, "path", O_RDONLY);
-    if (!file.ok()) return file.status();
-    auto hashes =
-        hash_chunks(file->get(), *path, a.value("chunk_size", int64_t{0}), a.value("indices", std::vector<int64_t>{}));
-    if (!hashes.ok()) return hashes.status();
-    nlohmann::json out = nlohmann::json::object();
-    for (auto& [i, h] : *hashes) out[std::to_string(i)] = h;
-    return in_body(nlohmann::json{{"chunks", out}}, "chunks", "the chunk hashes of " + *path, body);
-  }
-  if (op == "recv.prepare_dir") {
-    auto path = data_path(a, "path");
-    if (!path.ok()) return path.status();
-    FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
-    auto dir = dest_folder(a, "path", /*create=*/true);
-    if (!dir.ok()) return dir.status();
-    // The copy's files, when sent, ride in the body and are recorded as ferry's
-    // before any is written (transfer/copied_files.h).
-    std::vector<std::string> incoming = decode_keep_list(req.body);
-    FERRY_RETURN_IF_ERROR(receive_prepare_dir(*dir, a.value("record", false) ? &incoming : nullptr));
-    return nlohmann::json::object();
-  }
-  if (op == "recv.finish_dir") {
-    auto path = data_path(a, "path");
-    if (!path.ok()) return path.status();
-    const bool prune = a.value("prune", false);
-    if (prune) FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
-    // The marker is written, and the prune acts, in the folder opened here: never
-    // through a symlink swapped in since (review F26).
-    auto dir = dest_folder(a, "path", /*create=*/false);
-    if (!dir.ok()) return dir.status();
-    // The copy's files ride in the body: a folder of 100,000 files is no header.
-    std::vector<std::string> keep = decode_keep_list(req.body);
-    PruneReport pruned;
-    FERRY_RETURN_IF_ERROR(receive_finish_dir(*dir, a.value("manifest_hash", std::string()), prune ? &keep : nullptr,
-                                             prune ? &pruned : nullptr));
-    return prune ? prune_report_json(pruned) : nlohmann::json::object();
-  }
-  // Each op opens the file's folder anew, refusing a symlink swapped in since the
-  // last one, and acts in that folder only.
-  std::string name;
-  auto dir = dest_folder(a, "dest", /*create=*/op == "recv.begin", &name);
+Result<nlohmann::json> AgentServer::fs_scan(const protocol::FsScanArgs& a, std::string* body) {
+  auto path = data_path(a.path);
+  if (!path.ok()) return path.status();
+  auto listing = list_checkpoints(workdir_, a.path, a.pattern, a.after, a.max_entries.value_or(kMaxScanPageEntries));
+  if (!listing.ok()) return listing.status();
+  return in_body(std::move(listing).value(), "folders", "the checkpoint listing of " + *path, body);
+}
+
+Result<nlohmann::json> AgentServer::fs_read(const protocol::FsReadArgs& a, std::string* body) {
+  auto path = data_path(a.path);
+  if (!path.ok()) return path.status();
+  auto file = open_data(a.path, O_RDONLY);
+  if (!file.ok()) return file.status();
+  std::string hash;
+  auto data = read_chunk(file->get(), *path, a.offset, a.length, &hash);
+  if (!data.ok()) return data.status();
+  *body = std::move(data).value();
+  return nlohmann::json{{"hash", hash}, {"length", static_cast<int64_t>(body->size())}};
+}
+
+Result<nlohmann::json> AgentServer::fs_hash(const protocol::FsHashArgs& a, std::string* body) {
+  auto path = data_path(a.path);
+  if (!path.ok()) return path.status();
+  auto file = open_data(a.path, O_RDONLY);
+  if (!file.ok()) return file.status();
+  auto hashes = hash_chunks(file->get(), *path, a.chunk_size, a.indices);
+  if (!hashes.ok()) return hashes.status();
+  nlohmann::json out = nlohmann::json::object();
+  for (auto& [i, h] : *hashes) out.emplace(std::to_string(i), h);
+  return in_body(nlohmann::json{{"chunks", out}}, "chunks", "the chunk hashes of " + *path, body);
+}
+
+Result<nlohmann::json> AgentServer::recv_prepare_dir(const protocol::RecvPrepareDirArgs& a, const std::string& files) {
+  auto path = data_path(a.path);
+  if (!path.ok()) return path.status();
+  FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
+  auto dir = dest_folder(a.path, /*create=*/true);
   if (!dir.ok()) return dir.status();
-  const std::string dest = dir->shown(name);
-  int64_t chunk_size = a.value("chunk_size", int64_t{0});
-  if (op == "recv.begin") {
-    auto st = receive_begin(*dir, name, a.value("size", int64_t{-1}), chunk_size, a.value("mode", 0644),
-                            a.value("file_hash", std::string()), a.value("owner", std::string()));
-    if (!st.ok()) return st.status();
-    nlohmann::json have = nlohmann::json::object();
-    for (auto& [i, h] : st->have) have[std::to_string(i)] = h;
-    return in_body(nlohmann::json{{"complete", st->complete}, {"have", have}}, "have", "the chunks held of " + dest,
-                   body);
+  // The copy's files, when sent, ride in the body and are recorded as ferry's
+  // before any is written (transfer/copied_files.h).
+  std::vector<std::string> incoming = decode_keep_list(files);
+  FERRY_RETURN_IF_ERROR(receive_prepare_dir(*dir, a.record ? &incoming : nullptr));
+  return nlohmann::json::object();
+}
+
+Result<nlohmann::json> AgentServer::recv_finish_dir(const protocol::RecvFinishDirArgs& a, const std::string& kept) {
+  auto path = data_path(a.path);
+  if (!path.ok()) return path.status();
+  if (a.prune) FERRY_RETURN_IF_ERROR(check_folder_copy_root(*path, workdir_));
+  // The marker is written, and the prune acts, in the folder opened here: never
+  // through a symlink swapped in since (review F26).
+  auto dir = dest_folder(a.path, /*create=*/false);
+  if (!dir.ok()) return dir.status();
+  // The copy's files ride in the body: a folder of 100,000 files is no header.
+  std::vector<std::string> keep = decode_keep_list(kept);
+  PruneReport pruned;
+  FERRY_RETURN_IF_ERROR(
+      receive_finish_dir(*dir, a.manifest_hash, a.prune ? &keep : nullptr, a.prune ? &pruned : nullptr));
+  return a.prune ? prune_report_json(pruned) : nlohmann::json::object();
+}
+
+// Each recv op opens the file's folder anew, refusing a symlink swapped in since
+// the last one, and acts in that folder only.
+Result<nlohmann::json> AgentServer::recv_begin(const protocol::RecvBeginArgs& a, std::string* body) {
+  std::string name;
+  auto dir = dest_folder(a.dest, /*create=*/true, &name);
+  if (!dir.ok()) return dir.status();
+  auto st = receive_begin(*dir, name, a.size, a.chunk_size, a.mode, a.file_hash, a.owner);
+  if (!st.ok()) return st.status();
+  nlohmann::json have = nlohmann::json::object();
+  for (auto& [i, h] : st->have) have.emplace(std::to_string(i), h);
+  return in_body(nlohmann::json{{"complete", st->complete}, {"have", have}}, "have",
+                 "the chunks held of " + dir->shown(name), body);
+}
+
+Result<nlohmann::json> AgentServer::recv_write(const protocol::RecvWriteArgs& a, const std::string& chunk) {
+  std::string name;
+  auto dir = dest_folder(a.dest, /*create=*/false, &name);
+  if (!dir.ok()) return dir.status();
+  FERRY_RETURN_IF_ERROR(receive_write(*dir, name, a.index, a.chunk_size, a.hash, chunk, a.owner));
+  return nlohmann::json::object();
+}
+
+Result<nlohmann::json> AgentServer::recv_commit(const protocol::RecvCommitArgs& a, std::string* body) {
+  std::string name;
+  auto dir = dest_folder(a.dest, /*create=*/false, &name);
+  if (!dir.ok()) return dir.status();
+  std::vector<int64_t> bad;
+  Status s = receive_commit(*dir, name, a.chunk_size, a.chunks, &bad, a.owner);
+  if (!s.ok() && !bad.empty()) {
+    return in_body(nlohmann::json{{"committed", false}, {"bad", bad}, {"error", s.message()}}, "bad",
+                   "the bad chunks of " + dir->shown(name), body);
   }
-  if (op == "recv.write") {
-    FERRY_RETURN_IF_ERROR(receive_write(*dir, name, a.value("index", int64_t{-1}), chunk_size,
-                                        a.value("hash", std::string()), req.body, a.value("owner", std::string())));
-    return nlohmann::json::object();
-  }
-  if (op == "recv.commit") {
-    std::vector<int64_t> bad;
-    Status s = receive_commit(*dir, name, chunk_size, a.value("chunks", std::vector<std::string>{}), &bad,
-                              a.value("owner", std::string()));
-    if (!s.ok() && !bad.empty()) {
-      return in_body(nlohmann::json{{"committed", false}, {"bad", bad}, {"error", s.message()}}, "bad",
-                     "the bad chunks of " + dest, body);
-    }
-    if (!s.ok()) return s;
-    return nlohmann::json{{"committed", true}};
-  }
-  return invalid_argument("unknown op '" + op + "'");
+  if (!s.ok()) return s;
+  return nlohmann::json{{"committed", true}};
 }
 
 Result<nlohmann::json> AgentServer::net_probe(const nlohmann::json& args) {
@@ -578,8 +573,8 @@ Result<nlohmann::json> AgentServer::net_probe(const nlohmann::json& args) {
   return probe_tcp(*address, *port, timeout_ms);
 }
 
-Result<nlohmann::json> AgentServer::fs_stat(const nlohmann::json& args) {
-  auto path = data_path(args, "path");
+Result<nlohmann::json> AgentServer::fs_stat(const protocol::FsStatArgs& args) {
+  auto path = data_path(args.path);
   if (!path.ok()) return path.status();
   return stat_reply(*path);
 }

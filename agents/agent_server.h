@@ -18,20 +18,12 @@
 //   job.status JobRef                               → JobRecord
 //   job.cancel JobCancelArgs                        → JobRecord
 //   log.read   LogReadArgs                          → LogReadReply, body = bytes
-//   fs.stat    {path}                               → {exists, type, size, mtime_ms, mtime_ns, ino}
 //   host.info  {}                                   → cores, memory, free disk, GPUs
 //   slurm.info {}                                   → {partitions: [...]} from sinfo (slurm_job.h)
 //   net.probe  {address, port, timeout_ms}          → {reachable, ms, error}
-//   fs.list    {path, after?, limit?}               → {type, files: [{path, size, mode, mtime_ns, ino}], more}:
-//              one page, the files after `after` (transfer/chunk_files.h; list_host_path reads them all)
-//   fs.scan    {path, pattern, after?, max_entries?} → {now_ns, folders, next}: a checkpoint
-//              watch's shallow, paged listing (checkpoint_listing.h)
-//   fs.read    {path, offset, length}               → {hash}, body = bytes
-//   fs.hash    {path, chunk_size, indices?}         → {chunks: {index: hash}}
-//   recv.begin {dest, size, chunk_size, mode, file_hash?} → {complete, have: {index: hash}}
-//   recv.write {dest, index, chunk_size, hash}, body → {}   (kDataLoss if the hash differs)
-//   recv.commit {dest, chunk_size, chunks: [hash]}  → {committed, bad?: [index]}
-//   recv.prepare_dir / recv.finish_dir {path, manifest_hash?, prune?}, body = kept files
+//   fs.stat, fs.list, fs.scan, fs.read, fs.hash     protocol/ops/fs.h: a host's files read
+//   recv.begin, recv.write, recv.commit, recv.prepare_dir, recv.finish_dir
+//                                                   protocol/ops/recv.h: a copy's receiving side
 // (see chunk_files.h for the receiver's guarantees). A relative path is taken beneath the
 // workdir and never through a symlink there (base/beneath.h); an absolute one as named.
 // The lists that grow with the data (fs.list files, fs.scan folders, fs.hash indices and chunks,
@@ -52,7 +44,9 @@
 #include "base/unique_fd.h"
 #include "base/version.h"
 #include "protocol/frame.h"
+#include "protocol/ops/fs.h"
 #include "protocol/ops/job.h"
+#include "protocol/ops/recv.h"
 #include "transfer/dest_folder.h"
 
 namespace ferry {
@@ -99,19 +93,27 @@ class AgentServer {
   Result<JobRecord> read_record(const JobPaths& paths);
   Result<protocol::JobRecord> job_cancel(const protocol::JobCancelArgs& args);
   Result<protocol::LogReadReply> log_read(const protocol::LogReadArgs& args, std::string* body);
-  Result<nlohmann::json> fs_stat(const nlohmann::json& args);
   Result<nlohmann::json> net_probe(const nlohmann::json& args);
-  Result<nlohmann::json> transfer_op(const std::string& op, const protocol::Frame& request, std::string* body);
+  // The file ops (protocol/ops/fs.h, recv.h), served by transfer/chunk_files.h.
+  Result<nlohmann::json> fs_stat(const protocol::FsStatArgs& args);
+  Result<nlohmann::json> fs_list(const protocol::FsListArgs& args, std::string* body);
+  Result<nlohmann::json> fs_scan(const protocol::FsScanArgs& args, std::string* body);
+  Result<nlohmann::json> fs_read(const protocol::FsReadArgs& args, std::string* body);
+  Result<nlohmann::json> fs_hash(const protocol::FsHashArgs& args, std::string* body);
+  Result<nlohmann::json> recv_begin(const protocol::RecvBeginArgs& args, std::string* body);
+  Result<nlohmann::json> recv_write(const protocol::RecvWriteArgs& args, const std::string& chunk);
+  Result<nlohmann::json> recv_commit(const protocol::RecvCommitArgs& args, std::string* body);
+  Result<nlohmann::json> recv_prepare_dir(const protocol::RecvPrepareDirArgs& args, const std::string& files);
+  Result<nlohmann::json> recv_finish_dir(const protocol::RecvFinishDirArgs& args, const std::string& kept);
   /// A path argument resolved against the workdir; relative paths may not use ".."
   /// nor pass through a symlink (base/beneath.h).
-  Result<std::string> data_path(const nlohmann::json& args, const char* key) const;
+  Result<std::string> data_path(const std::string& path) const;
   /// The same path opened: a relative one beneath the workdir, following no symlink.
-  Result<UniqueFd> open_data(const nlohmann::json& args, const char* key, int flags) const;
+  Result<UniqueFd> open_data(const std::string& path, int flags) const;
   /// The folder a copy writes in, held open so that every write lands in what was
   /// checked (transfer/dest_folder.h): the path's folder itself, or with `name` the
   /// folder that holds the file it names (*name set to the file's name there).
-  Result<DestFolder> dest_folder(const nlohmann::json& args, const char* key, bool create,
-                                 std::string* name = nullptr) const;
+  Result<DestFolder> dest_folder(const std::string& path, bool create, std::string* name = nullptr) const;
   /// Checks the attempt's token against the journal; returns its paths.
   Result<JobPaths> attempt_with_token(const protocol::JobRef& ref);
   std::string resolve(const std::string& path) const;

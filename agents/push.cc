@@ -20,6 +20,8 @@
 #include "base/file_util.h"
 #include "base/login_shell_command.h"
 #include "base/shell_quote.h"
+#include "protocol/ops/fs.h"
+#include "protocol/ops/recv.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_plan.h"
 #include "transfer/push_progress.h"
@@ -248,7 +250,8 @@ Status Pusher::prepare(AgentPeer& peer) {
     // The copy's files are recorded as ferry's before any is written (transfer/copied_files.h).
     std::string incoming;
     for (const auto& f : plan_.files) append_keep_entry(&incoming, f.rel);
-    auto r = peer.call("recv.prepare_dir", {{"path", spec_.to}, {"record", true}}, kCallTimeoutMs, incoming);
+    auto r = peer.call("recv.prepare_dir", protocol::RecvPrepareDirArgs{spec_.to, true}.to_json(), kCallTimeoutMs,
+                       incoming);
     if (!r.ok()) return on_dest(r.status());
   }
   for (size_t i = 0; i < plan_.files.size(); ++i) FERRY_RETURN_IF_ERROR(begin_file(peer, i));
@@ -263,7 +266,7 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
   CopyFile& f = plan_.files[i];
   std::string file_hash;
   if (f.size > 0) {
-    auto st = peer.call("fs.stat", {{"path", f.dest()}}, kCallTimeoutMs);
+    auto st = peer.call("fs.stat", protocol::FsStatArgs{f.dest()}.to_json(), kCallTimeoutMs);
     if (!st.ok()) return on_dest(st.status());
     if (dest_may_hold(st->header, f.size)) {
       auto src = open_source(f);
@@ -560,7 +563,7 @@ Result<PushResult> Pusher::run() {
     for (const auto& f : plan_.files) keep.push_back(f.rel);
     s = with_peer(0, [this, &result, &keep](AgentPeer& peer) {
       auto r =
-          peer.call("recv.finish_dir", {{"path", spec_.to}, {"manifest_hash", result.manifest_hash}, {"prune", true}},
+          peer.call("recv.finish_dir", protocol::RecvFinishDirArgs{spec_.to, result.manifest_hash, true}.to_json(),
                     kCallTimeoutMs, encode_keep_list(keep));
       if (!r.ok()) return on_dest(r.status());
       for (const auto& line : prune_report_lines(dest_name(), prune_report_from_json(r->header))) {

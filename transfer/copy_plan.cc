@@ -6,6 +6,8 @@
 
 #include "base/peer_json.h"
 #include "protocol/frame.h"
+#include "protocol/ops/fs.h"
+#include "protocol/ops/recv.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_manifest.h"
 
@@ -240,10 +242,7 @@ nlohmann::json chunk_map_to_json(const std::map<int64_t, std::string>& m) {
 }
 
 nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std::string& file_hash) {
-  nlohmann::json args = {{"dest", f.dest()}, {"size", f.size}, {"chunk_size", chunk_size}, {"mode", f.mode}};
-  if (!file_hash.empty()) args["file_hash"] = file_hash;
-  if (!f.owner().empty()) args["owner"] = f.owner();
-  return args;
+  return protocol::RecvBeginArgs{f.dest(), f.size, chunk_size, f.mode, file_hash, f.owner()}.to_json();
 }
 
 void apply_recv_begin(CopyFile* f, const nlohmann::json& reply) {
@@ -260,9 +259,7 @@ void apply_recv_begin(CopyFile* f, const nlohmann::json& reply) {
 }
 
 nlohmann::json recv_write_args(const CopyFile& f, int64_t index, int64_t chunk_size, const std::string& hash) {
-  nlohmann::json args = {{"dest", f.dest()}, {"index", index}, {"chunk_size", chunk_size}, {"hash", hash}};
-  if (!f.owner().empty()) args["owner"] = f.owner();
-  return args;
+  return protocol::RecvWriteArgs{f.dest(), index, chunk_size, hash, f.owner()}.to_json();
 }
 
 namespace {
@@ -278,14 +275,13 @@ Result<nlohmann::json> with_body(nlohmann::json args, const std::string& key, co
 }  // namespace
 
 Result<nlohmann::json> recv_commit_args(const CopyFile& f, int64_t chunk_size, std::string* body) {
-  nlohmann::json args = {{"dest", f.dest()}, {"chunk_size", chunk_size}, {"chunks", f.hashes}};
-  if (!f.owner().empty()) args["owner"] = f.owner();
+  nlohmann::json args = protocol::RecvCommitArgs{f.dest(), chunk_size, f.hashes, f.owner()}.to_json();
   return with_body(std::move(args), "chunks", "the chunk hashes of " + f.dest(), body);
 }
 
 Result<nlohmann::json> fs_hash_args(const CopyFile& f, int64_t chunk_size, const std::vector<int64_t>& indices,
                                     std::string* body) {
-  nlohmann::json args = {{"path", f.src()}, {"chunk_size", chunk_size}, {"indices", indices}};
+  nlohmann::json args = protocol::FsHashArgs{f.src(), chunk_size, indices}.to_json();
   return with_body(std::move(args), "indices", "the chunk indices of " + f.src(), body);
 }
 

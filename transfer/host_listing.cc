@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "protocol/ops/fs.h"
 #include "transfer/chunk_files.h"
 
 namespace ferry {
@@ -19,11 +20,10 @@ class PagedListing : public std::enable_shared_from_this<PagedListing> {
         pages_(pages) {}
 
   void next() {
-    nlohmann::json args = {{"path", path_}};
-    if (!after_.empty()) args["after"] = after_;
-    if (page_files_ > 0) args["limit"] = page_files_;
+    protocol::FsListArgs args{path_, after_, std::nullopt};
+    if (page_files_ > 0) args.limit = page_files_;
     auto self = shared_from_this();
-    call_(std::move(args), [self](Result<protocol::Frame> r) { self->take(std::move(r)); });
+    call_(args.to_json(), [self](Result<protocol::Frame> r) { self->take(std::move(r)); });
   }
 
  private:

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include "protocol/ops/fs.h"
+#include "protocol/ops/recv.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_manifest.h"
 
@@ -32,7 +34,7 @@ void RelayCopy::start_relay() {
     if (s.ok()) s = receive_prepare_dir(c_->spec.keep_local, &rels);
     if (!s.ok()) return c_->fail("keep_local: " + s.message());
   }
-  nlohmann::json args = {{"path", c_->spec.to_path}, {"record", true}};
+  nlohmann::json args = protocol::RecvPrepareDirArgs{c_->spec.to_path, true}.to_json();
   c_->env.call_agent_lane(c_->spec.to_host, 0, "recv.prepare_dir", args, encode_keep_list(rels),
                           [self, begin](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
@@ -101,7 +103,7 @@ void RelayCopy::begin_file(size_t i) {
   CopyEntry& f = c_->files[i];
   auto self = shared_from_this();
   if (f.size == 0) return begin_receivers(i, "");
-  c_->env.call_agent_lane(c_->spec.to_host, lane_of_file(i), "fs.stat", {{"path", f.dest()}}, {},
+  c_->env.call_agent_lane(c_->spec.to_host, lane_of_file(i), "fs.stat", protocol::FsStatArgs{f.dest()}.to_json(), {},
                           [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
@@ -208,8 +210,8 @@ void RelayCopy::lane_loop(int lane) {
     ++l.reads;
     const CopyEntry& f = c_->files[c.file];
     auto self = shared_from_this();
-    nlohmann::json args = {
-        {"path", f.src()}, {"offset", c.index * c_->spec.chunk_size}, {"length", chunk_len(f, c.index)}};
+    nlohmann::json args =
+        protocol::FsReadArgs{f.src(), c.index * c_->spec.chunk_size, chunk_len(f, c.index)}.to_json();
     c_->env.call_agent_lane(c_->spec.from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
       if (self->c_->finished) return;
       Lane& l = self->lane_state(lane);
@@ -305,7 +307,7 @@ void RelayCopy::await_dest_lane(int lane) {
   if (c_->finished || c_->cancelled) return;
   auto self = shared_from_this();
   // A bodiless request: it proves the lane's connection is back without sending a chunk into the void.
-  c_->env.call_agent_lane(c_->spec.to_host, lane, "fs.stat", {{"path", "."}}, {},
+  c_->env.call_agent_lane(c_->spec.to_host, lane, "fs.stat", protocol::FsStatArgs{"."}.to_json(), {},
                           [self, lane](Result<protocol::Frame> r) {
                             if (self->c_->finished) return;
                             if (r.ok()) {
@@ -343,7 +345,8 @@ void RelayCopy::commit_file(size_t i) {
   // rewriting its checkpoint in place) they may come from two versions, each
   // verified, the whole torn. Only the version that was listed is committed.
   auto self = shared_from_this();
-  c_->env.call_agent(c_->spec.from_host, "fs.stat", {{"path", f.src()}}, [self, i](Result<protocol::Frame> r) {
+  const nlohmann::json stat = protocol::FsStatArgs{f.src()}.to_json();
+  c_->env.call_agent(c_->spec.from_host, "fs.stat", stat, [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
@@ -455,7 +458,7 @@ void RelayCopy::finish_folder() {
   }
   c_->env.call_agent_lane(
       c_->spec.to_host, 0, "recv.finish_dir",
-      {{"path", c_->spec.to_path}, {"manifest_hash", manifest_hash}, {"prune", true}}, std::move(keep_body),
+      protocol::RecvFinishDirArgs{c_->spec.to_path, manifest_hash, true}.to_json(), std::move(keep_body),
       [self, done](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {

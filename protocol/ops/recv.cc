@@ -1,0 +1,71 @@
+#include "protocol/ops/recv.h"
+
+#include "protocol/ops/message_fields.h"
+
+namespace ferry::protocol {
+namespace {
+
+// Both directions of each request (base/json_field_writer.h, base/json_fields.h).
+constexpr auto recv_begin_fields = [](auto& v, auto& x) {
+  v("dest", x.dest, kRequired);
+  v("size", x.size);
+  v("chunk_size", x.chunk_size);
+  v("mode", x.mode);
+  v.nonempty("file_hash", x.file_hash);
+  v.nonempty("owner", x.owner);
+};
+
+constexpr auto recv_write_fields = [](auto& v, auto& x) {
+  v("dest", x.dest, kRequired);
+  v("index", x.index);
+  v("chunk_size", x.chunk_size);
+  v("hash", x.hash);
+  v.nonempty("owner", x.owner);
+};
+
+constexpr auto recv_commit_fields = [](auto& v, auto& x) {
+  v("dest", x.dest, kRequired);
+  v("chunk_size", x.chunk_size);
+  v("chunks", x.chunks);
+  v.nonempty("owner", x.owner);
+};
+
+constexpr auto recv_prepare_dir_fields = [](auto& v, auto& x) {
+  v("path", x.path, kRequired);
+  v("record", x.record);
+};
+
+constexpr auto recv_finish_dir_fields = [](auto& v, auto& x) {
+  v("path", x.path, kRequired);
+  v.nonempty("manifest_hash", x.manifest_hash);
+  v("prune", x.prune);
+};
+
+}  // namespace
+
+nlohmann::json RecvBeginArgs::to_json() const { return fields_json(*this, recv_begin_fields); }
+Result<RecvBeginArgs> RecvBeginArgs::from_json(const nlohmann::json& j) {
+  return request_from_json<RecvBeginArgs>(j, "recv.begin", recv_begin_fields);
+}
+
+nlohmann::json RecvWriteArgs::to_json() const { return fields_json(*this, recv_write_fields); }
+Result<RecvWriteArgs> RecvWriteArgs::from_json(const nlohmann::json& j) {
+  return request_from_json<RecvWriteArgs>(j, "recv.write", recv_write_fields);
+}
+
+nlohmann::json RecvCommitArgs::to_json() const { return fields_json(*this, recv_commit_fields); }
+Result<RecvCommitArgs> RecvCommitArgs::from_json(const nlohmann::json& j) {
+  return request_from_json<RecvCommitArgs>(j, "recv.commit", recv_commit_fields);
+}
+
+nlohmann::json RecvPrepareDirArgs::to_json() const { return fields_json(*this, recv_prepare_dir_fields); }
+Result<RecvPrepareDirArgs> RecvPrepareDirArgs::from_json(const nlohmann::json& j) {
+  return request_from_json<RecvPrepareDirArgs>(j, "recv.prepare_dir", recv_prepare_dir_fields);
+}
+
+nlohmann::json RecvFinishDirArgs::to_json() const { return fields_json(*this, recv_finish_dir_fields); }
+Result<RecvFinishDirArgs> RecvFinishDirArgs::from_json(const nlohmann::json& j) {
+  return request_from_json<RecvFinishDirArgs>(j, "recv.finish_dir", recv_finish_dir_fields);
+}
+
+}  // namespace ferry::protocol

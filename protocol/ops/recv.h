@@ -1,0 +1,73 @@
+// The receiving ops of the agent protocol, a copy's destination side (transfer/
+// chunk_files.h says what the receiver guarantees): their requests, one struct per
+// op with one field list for both directions in recv.cc, read exactly as job.h's
+// are. Plain values; any thread.
+//
+//   recv.begin       RecvBeginArgs  → {complete, have: {index: hash}}
+//   recv.write       RecvWriteArgs, body = the chunk → {}  (kDataLoss if the hash differs)
+//   recv.commit      RecvCommitArgs → {committed, bad?: [index], error?}
+//   recv.prepare_dir RecvPrepareDirArgs, body = the copy's files → {}
+//   recv.finish_dir  RecvFinishDirArgs, body = the files kept → {} or what the prune removed
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace ferry::protocol {
+
+struct RecvBeginArgs {
+  std::string dest;
+  int64_t size = -1;
+  int64_t chunk_size = 0;
+  int mode = 0644;
+  std::string file_hash;  // "": not known yet
+  std::string owner;      // "": the agent's user (transfer/copy_plan.h)
+
+  nlohmann::json to_json() const;
+  static Result<RecvBeginArgs> from_json(const nlohmann::json& j);
+};
+
+struct RecvWriteArgs {
+  std::string dest;
+  int64_t index = -1;
+  int64_t chunk_size = 0;
+  std::string hash;
+  std::string owner;
+
+  nlohmann::json to_json() const;
+  static Result<RecvWriteArgs> from_json(const nlohmann::json& j);
+};
+
+struct RecvCommitArgs {
+  std::string dest;
+  int64_t chunk_size = 0;
+  std::vector<std::string> chunks;  // every chunk's hash; rides in the frame's body
+  std::string owner;
+
+  nlohmann::json to_json() const;
+  static Result<RecvCommitArgs> from_json(const nlohmann::json& j);
+};
+
+struct RecvPrepareDirArgs {
+  std::string path;
+  bool record = false;  // the body's files are recorded as the copy's before any is written
+
+  nlohmann::json to_json() const;
+  static Result<RecvPrepareDirArgs> from_json(const nlohmann::json& j);
+};
+
+struct RecvFinishDirArgs {
+  std::string path;
+  std::string manifest_hash;
+  bool prune = false;  // what the copy did not send goes (the body lists what stays)
+
+  nlohmann::json to_json() const;
+  static Result<RecvFinishDirArgs> from_json(const nlohmann::json& j);
+};
+
+}  // namespace ferry::protocol
