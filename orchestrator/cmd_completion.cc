@@ -26,41 +26,30 @@ std::string case_patterns(const std::string& command, const std::vector<std::str
   return out;
 }
 
-// One bash function: the command (and subcommand) typed so far picks the words.
-// Words are counted as a shell parser would: a flag that takes a value takes the
-// next word too (_ferry_valued), the others are the positionals, in order. A flag
-// completes from the command's flags, a flag's value from its choices, a workflow
-// argument from files (-o default), a run argument from `last` and the store's run
-// ids, a stage argument from that run's stages (both through `ferry __complete`,
-// the same ferry, the same --db).
-std::string bash_script(const std::vector<CompletionCommand>& commands) {
-  std::vector<std::string> top, parents;
-  for (const auto& c : commands) {
-    size_t space = c.path.rfind(' ');
-    if (space == std::string::npos) {
-      top.push_back(c.path);
-    } else if (std::find(parents.begin(), parents.end(), c.path.substr(0, space)) == parents.end()) {
-      parents.push_back(c.path.substr(0, space));
-    }
-  }
-  std::ostringstream s;
-  s << "# bash completion for ferry: source <(ferry completion bash), or install as\n"
-       "# /usr/share/bash-completion/completions/ferry (the Debian package does).\n"
-       "_ferry_valued() {  # CMD FLAG: whether FLAG takes the next word as its value in CMD\n"
+// _ferry_valued CMD FLAG: whether FLAG takes the next word as its value in CMD.
+void write_valued_function(std::ostream& s, const std::vector<CompletionCommand>& commands) {
+  s << "_ferry_valued() {  # CMD FLAG: whether FLAG takes the next word as its value in CMD\n"
        "  case \"$1 $2\" in\n";
   for (const auto& c : commands) {
     if (!c.valued.empty()) s << "    " << case_patterns(c.path, c.valued) << ") return 0 ;;\n";
   }
   s << "  esac\n"
        "  return 1\n"
-       "}\n"
-       "_ferry_ask() {  # DB WHAT [RUN]: run ids or a run's stages, from the store (read-only)\n"
-       "  local db=$1; shift\n"
-       "  if [[ -n $db ]]; then set -- \"$@\" --db \"$db\"; fi\n"
-       "  \"${COMP_WORDS[0]}\" __complete \"$@\" 2>/dev/null\n"
-       "}\n"
-       "_ferry() {\n"
-       "  local cur=${COMP_WORDS[COMP_CWORD]} cmd= i w flag= db=\n"
+       "}\n";
+}
+
+constexpr char kAskFunction[] =
+    "_ferry_ask() {  # DB WHAT [RUN]: run ids or a run's stages, from the store (read-only)\n"
+    "  local db=$1; shift\n"
+    "  if [[ -n $db ]]; then set -- \"$@\" --db \"$db\"; fi\n"
+    "  \"${COMP_WORDS[0]}\" __complete \"$@\" 2>/dev/null\n"
+    "}\n";
+
+// _ferry's first part: reads the words typed so far into the command (and, after a
+// command with subcommands, its subcommand), --db, a flag awaiting its value, and
+// the positionals.
+void write_word_loop(std::ostream& s, const std::vector<std::string>& parents) {
+  s << "  local cur=${COMP_WORDS[COMP_CWORD]} cmd= i w flag= db=\n"
        "  local -a pos=()\n"
        "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
        "    w=${COMP_WORDS[i]}\n"
@@ -84,8 +73,12 @@ std::string bash_script(const std::vector<CompletionCommand>& commands) {
        "          pos+=(\"$w\")\n"
        "        fi ;;\n"
        "    esac\n"
-       "  done\n"
-       "  if [[ -n $flag ]]; then  # the word is that flag's value\n"
+       "  done\n";
+}
+
+// The word after a flag that takes a value: that flag's choices, where it has some.
+void write_flag_values(std::ostream& s, const std::vector<CompletionCommand>& commands) {
+  s << "  if [[ -n $flag ]]; then  # the word is that flag's value\n"
        "    case \"$cmd $flag\" in\n";
   for (const auto& c : commands) {
     for (const auto& [flag, values] : c.choices) {
@@ -94,8 +87,13 @@ std::string bash_script(const std::vector<CompletionCommand>& commands) {
   }
   s << "    esac\n"
        "    return\n"
-       "  fi\n"
-       "  local words= args=\n"
+       "  fi\n";
+}
+
+// Each command's words (subcommands and flags) and what its positionals take.
+void write_command_words(std::ostream& s, const std::vector<CompletionCommand>& commands,
+                         const std::vector<std::string>& top) {
+  s << "  local words= args=\n"
        "  case $cmd in\n";
   s << "    '') words='" << joined(top) << " --help --version' ;;\n";
   for (const auto& c : commands) {
@@ -103,18 +101,49 @@ std::string bash_script(const std::vector<CompletionCommand>& commands) {
     words.insert(words.begin(), c.words.begin(), c.words.end());
     s << "    '" << c.path << "') words='" << joined(words) << "' args='" << joined(c.arguments) << "' ;;\n";
   }
-  s << "  esac\n"
-       "  local -a kinds=($args)\n"
-       "  local kind=${kinds[${#pos[@]}]:-}\n"
-       "  if [[ $cur == -* || -z $cmd || $kind == none ]]; then\n"
-       "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
-       "  elif [[ $kind == run ]]; then\n"
-       "    COMPREPLY=($(compgen -W \"last $(_ferry_ask \"$db\" runs)\" -- \"$cur\"))\n"
-       "  elif [[ $kind == stage ]]; then\n"
-       "    COMPREPLY=($(compgen -W \"$(_ferry_ask \"$db\" stages \"${pos[0]}\")\" -- \"$cur\"))\n"
-       "  fi\n"
-       "}\n"
-       "complete -o default -F _ferry ferry\n";
+  s << "  esac\n";
+}
+
+// _ferry's last part: the word under the cursor completes from the command's words,
+// `last` and the run ids, or the run's stages, as its positional's kind says.
+constexpr char kCompleteByKind[] =
+    "  local -a kinds=($args)\n"
+    "  local kind=${kinds[${#pos[@]}]:-}\n"
+    "  if [[ $cur == -* || -z $cmd || $kind == none ]]; then\n"
+    "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+    "  elif [[ $kind == run ]]; then\n"
+    "    COMPREPLY=($(compgen -W \"last $(_ferry_ask \"$db\" runs)\" -- \"$cur\"))\n"
+    "  elif [[ $kind == stage ]]; then\n"
+    "    COMPREPLY=($(compgen -W \"$(_ferry_ask \"$db\" stages \"${pos[0]}\")\" -- \"$cur\"))\n"
+    "  fi\n";
+
+// One bash function: the command (and subcommand) typed so far picks the words.
+// Words are counted as a shell parser would: a flag that takes a value takes the
+// next word too (_ferry_valued), the others are the positionals, in order. A flag
+// completes from the command's flags, a flag's value from its choices, a workflow
+// argument from files (-o default), a run argument from `last` and the store's run
+// ids, a stage argument from that run's stages (both through `ferry __complete`,
+// the same ferry, the same --db).
+std::string bash_script(const std::vector<CompletionCommand>& commands) {
+  std::vector<std::string> top, parents;
+  for (const auto& c : commands) {
+    size_t space = c.path.rfind(' ');
+    if (space == std::string::npos) {
+      top.push_back(c.path);
+    } else if (std::find(parents.begin(), parents.end(), c.path.substr(0, space)) == parents.end()) {
+      parents.push_back(c.path.substr(0, space));
+    }
+  }
+  std::ostringstream s;
+  s << "# bash completion for ferry: source <(ferry completion bash), or install as\n"
+       "# /usr/share/bash-completion/completions/ferry (the Debian package does).\n";
+  write_valued_function(s, commands);
+  s << kAskFunction << "_ferry() {\n";
+  write_word_loop(s, parents);
+  write_flag_values(s, commands);
+  write_command_words(s, commands, top);
+  s << kCompleteByKind << "}\n"
+    << "complete -o default -F _ferry ferry\n";
   return s.str();
 }
 
