@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 namespace ferry {
@@ -23,85 +24,119 @@ void close_fd(int* fd) {
   *fd = -1;
 }
 
-}  // namespace
-
-Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std::string>& argv, Options options) {
-  if (argv.empty()) return invalid_argument("no program to run");
+// The child's four pipes: stdin, stdout, stderr (when captured) and the one that
+// carries exec's errno back; -1 where closed or not made.
+struct SpawnPipes {
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
-  auto close_all = [&] {
+
+  Status open(bool capture_stderr) {
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
+        (capture_stderr && ::pipe2(err, O_CLOEXEC) != 0) || ::pipe2(exec_err, O_CLOEXEC) != 0) {
+      int e = errno;
+      close_all();
+      return errno_status("pipe", e);
+    }
+    ::fcntl(in[1], F_SETPIPE_SZ, kPipeBytes);
+    ::fcntl(out[0], F_SETPIPE_SZ, kPipeBytes);
+    return Status();
+  }
+
+  void close_all() {
     for (int* p : {in, out, err, exec_err}) {
       close_fd(&p[0]);
       close_fd(&p[1]);
     }
-  };
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
-      (options.capture_stderr && ::pipe2(err, O_CLOEXEC) != 0) || ::pipe2(exec_err, O_CLOEXEC) != 0) {
-    int e = errno;
-    close_all();
-    return errno_status("pipe", e);
   }
-  ::fcntl(in[1], F_SETPIPE_SZ, kPipeBytes);
-  ::fcntl(out[0], F_SETPIPE_SZ, kPipeBytes);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  // The environment is built before fork: the child may only make async-signal-safe calls.
+};
+
+// Ours with `env`'s NAME=VALUE entries in place of the same names. Built before
+// fork: the child may only make async-signal-safe calls.
+std::vector<std::string> environment_with(const std::vector<std::string>& env) {
   std::vector<std::string> env_text;
   for (char** e = environ; *e; ++e) {
     std::string entry = *e;
     bool replaced = false;
-    for (const auto& add : options.env) {
+    for (const auto& add : env) {
       size_t name_end = add.find('=') + 1;  // 0 (no name) when there is no '='
       replaced = replaced || (name_end > 0 && entry.compare(0, name_end, add, 0, name_end) == 0);
     }
     if (!replaced) env_text.push_back(std::move(entry));
   }
-  env_text.insert(env_text.end(), options.env.begin(), options.env.end());
-  std::vector<char*> envp;
-  for (auto& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  env_text.insert(env_text.end(), env.begin(), env.end());
+  return env_text;
+}
+
+// The strings as exec wants them: pointers, then a null.
+std::vector<char*> exec_array(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// In the forked child: its pipes as stdin, stdout (and stderr), then exec. Only
+// async-signal-safe calls; exec's errno goes back through the exec-error pipe.
+[[noreturn]] void exec_in_child(const SpawnPipes& pipes, const ChildProcess::Options& options, pid_t parent,
+                                char* const* args, char* const* envp) {
+  ::dup2(pipes.in[0], 0);
+  ::dup2(pipes.out[1], 1);
+  if (options.capture_stderr) ::dup2(pipes.err[1], 2);
+  if (options.stderr_to_stdout) ::dup2(pipes.out[1], 2);
+  if (options.own_process_group) ::setpgid(0, 0);
+  // A parent gone before the prctl would leave it unheard: check after.
+  if (options.die_with_parent && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)) _exit(127);
+  ::signal(SIGPIPE, SIG_DFL);
+  sigset_t none;  // a mask the spawning thread had must not keep SIGTERM from it
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execvpe(args[0], args, envp);
+  int e = errno;
+  ssize_t ignored = ::write(pipes.exec_err[1], &e, sizeof e);
+  (void)ignored;
+  _exit(127);
+}
+
+// The exec-error pipe closes on a successful exec (CLOEXEC) or carries errno:
+// nothing when the program runs, else why not.
+std::optional<int> exec_errno(int exec_err_read) {
+  int e = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_err_read, &e, sizeof e);
+  } while (n < 0 && errno == EINTR);
+  if (n == sizeof e) return e;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std::string>& argv, Options options) {
+  if (argv.empty()) return invalid_argument("no program to run");
+  SpawnPipes pipes;
+  if (Status opened = pipes.open(options.capture_stderr); !opened.ok()) return opened;
+  std::vector<char*> args = exec_array(argv);
+  const std::vector<std::string> env_text = environment_with(options.env);
+  std::vector<char*> envp = exec_array(env_text);
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
-    close_all();
+    pipes.close_all();
     return errno_status("fork", e);
   }
-  if (pid == 0) {
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    if (options.capture_stderr) ::dup2(err[1], 2);
-    if (options.stderr_to_stdout) ::dup2(out[1], 2);
-    if (options.own_process_group) ::setpgid(0, 0);
-    // A parent gone before the prctl would leave it unheard: check after.
-    if (options.die_with_parent && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)) _exit(127);
-    ::signal(SIGPIPE, SIG_DFL);
-    sigset_t none;  // a mask the spawning thread had must not keep SIGTERM from it
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvpe(args[0], args.data(), envp.data());
-    int e = errno;
-    ssize_t ignored = ::write(exec_err[1], &e, sizeof e);
-    (void)ignored;
-    _exit(127);
-  }
+  if (pid == 0) exec_in_child(pipes, options, parent, args.data(), envp.data());
   std::unique_ptr<ChildProcess> child(new ChildProcess());
   child->pid_ = pid;
-  child->in_ = in[1];
-  child->out_ = out[0];
-  child->err_ = err[0];
-  in[1] = out[0] = err[0] = -1;
-  close_fd(&exec_err[1]);
-  // The exec-error pipe closes on a successful exec (CLOEXEC) or carries errno.
-  int e = 0;
-  ssize_t n;
-  do {
-    n = ::read(exec_err[0], &e, sizeof e);
-  } while (n < 0 && errno == EINTR);
-  close_all();
-  if (n == sizeof e) {
+  child->in_ = pipes.in[1];
+  child->out_ = pipes.out[0];
+  child->err_ = pipes.err[0];
+  pipes.in[1] = pipes.out[0] = pipes.err[0] = -1;
+  close_fd(&pipes.exec_err[1]);
+  const std::optional<int> exec_error = exec_errno(pipes.exec_err[0]);
+  pipes.close_all();
+  if (exec_error) {
     child->finish(0);
-    return errno_status("cannot run " + argv[0], e);
+    return errno_status("cannot run " + argv[0], *exec_error);
   }
   ::fcntl(child->in_, F_SETFL, ::fcntl(child->in_, F_GETFL) | O_NONBLOCK);
   if (child->err_ >= 0) ::fcntl(child->err_, F_SETFL, ::fcntl(child->err_, F_GETFL) | O_NONBLOCK);
