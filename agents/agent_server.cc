@@ -335,14 +335,14 @@ Status AgentServer::launch_attempt(const JobPaths& paths, const protocol::JobSta
     spec->command = ". " + shell_quote(file);
   }
   FERRY_RETURN_IF_ERROR(choose_shell(paths, spec));
-  const bool slurm = args.slurm.is_object();
+  const bool slurm = args.slurm.has_value();
   if (!slurm && spec->shell == "bash" && spec->bash.empty()) {
     return failed_precondition("the stage's shell is bash, and this host has no bash on its PATH");
   }
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.current(), std::to_string(args.ref.attempt) + " " + args.ref.token));
   if (slurm) {
     // Named after the job key (<run>.<uid>.<stage>) and the attempt: how a lost id is found again.
-    return submit_slurm_job(paths, *spec, args.slurm, args.ref.job + "." + std::to_string(args.ref.attempt)).status();
+    return submit_slurm_job(paths, *spec, *args.slurm, args.ref.job + "." + std::to_string(args.ref.attempt)).status();
   }
   return launch_detached(paths, *spec).status();
 }
@@ -396,9 +396,8 @@ Result<bool> AgentServer::stop_attempt(const JobPaths& older) {
 // directly, not from the cached listing), KillWait after the TERM at the latest.
 Status AgentServer::stop_slurm_attempt(const JobPaths& older, const std::string& job_id) {
   FERRY_RETURN_IF_ERROR(cancel_slurm_job(older, /*hard=*/true));
-  auto sub = read_file(older.slurm());
-  auto j = nlohmann::json::parse(sub.ok() ? *sub : std::string(), nullptr, false);
-  std::string name = j.is_object() ? j.value("name", std::string()) : "";
+  auto sub = read_slurm_submission(older);
+  const std::string name = sub.ok() ? sub->name : "";
   auto until = mono_s() + kStopOlderSlurmS;
   while (mono_s() < until) {
     auto st = slurm_->ask(job_id, name);

@@ -10,8 +10,6 @@
 #include "base/capped_log.h"
 #include "base/file_util.h"
 #include "base/json_field_writer.h"
-#include "base/json_fields.h"
-#include "base/peer_json.h"
 
 namespace ferry {
 
@@ -54,15 +52,6 @@ constexpr auto exit_record_fields = [](auto& v, auto& x) {
   v("cancelled", x.cancelled);
   v("ended_ms", x.ended_ms);
 };
-
-template <typename T, typename Fields>
-Result<T> parse_journal_file(const std::string& text, const std::string& file, Fields fields) {
-  auto j = parse_peer_json(text, file);
-  if (!j.ok()) return data_loss("corrupt " + file);
-  auto x = fields_from_json<T>(*j, file, fields);
-  if (!x.ok()) return data_loss("corrupt " + x.status().message());
-  return x;
-}
 
 }  // namespace
 

@@ -20,6 +20,8 @@
 #include <map>
 #include <string>
 
+#include "base/json_fields.h"
+#include "base/peer_json.h"
 #include "base/status.h"
 #include "protocol/ops/job.h"
 
@@ -79,6 +81,18 @@ struct ExitRecord {
   std::string to_text() const;
   static Result<ExitRecord> parse(const std::string& text, const std::string& file);
 };
+
+/// One of the journal's JSON files through its field list (base/json_fields.h), read
+/// loosely, as an older agent may have written it; kDataLoss naming `file` when it
+/// is not JSON or holds a field of the wrong type.
+template <typename T, typename Fields>
+Result<T> parse_journal_file(const std::string& text, const std::string& file, Fields fields) {
+  auto j = parse_peer_json(text, file);
+  if (!j.ok()) return data_loss("corrupt " + file);
+  auto x = fields_from_json<T>(*j, file, fields);
+  if (!x.ok()) return data_loss("corrupt " + x.status().message());
+  return x;
+}
 
 Result<JobRecord> read_job_record(const JobPaths& paths);
 /// Fills `r` from exit.json (and the log's size, the outputs); false when there is none yet.

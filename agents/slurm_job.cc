@@ -13,6 +13,7 @@
 #include "base/child_process.h"
 #include "base/clock.h"
 #include "base/file_util.h"
+#include "base/json_field_writer.h"
 #include "base/shell_quote.h"
 
 namespace ferry {
@@ -138,9 +139,34 @@ std::string field(const std::string& line, const std::string& key) {
   return "";
 }
 
-struct Submitted {
-  std::string id, name;
+// Both sides of the Slurm journal's files (base/json_fields.h).
+constexpr auto submission_fields = [](auto& v, auto& x) {
+  v("job_id", x.job_id);
+  v("name", x.name);
 };
+
+// submit.json: written before sbatch runs.
+struct SubmitRecord {
+  std::string name;
+  int64_t submitted_ms = 0;
+};
+constexpr auto submit_record_fields = [](auto& v, auto& x) {
+  v("name", x.name);
+  v("submitted_ms", x.submitted_ms);
+};
+
+constexpr auto slurm_end_fields = [](auto& v, auto& x) {
+  v("state", x.state);
+  v("reason", x.reason);
+};
+
+// One of the Slurm journal's files, read loosely; kDataLoss, naming it, when it is not what it should be.
+template <typename T, typename Fields>
+Result<T> read_slurm_file(const std::string& file, Fields fields) {
+  auto text = read_file(file);
+  if (!text.ok()) return text.status();
+  return parse_journal_file<T>(*text, file, fields);
+}
 
 // scancel of job `id` only while it is our job named `name`: an id that Slurm reused
 // for another job, ours or another user's, is left alone (scancel then does nothing).
@@ -159,18 +185,21 @@ bool submitted_since(const std::string& v, int64_t since_ms) {
   return at != static_cast<time_t>(-1) && static_cast<int64_t>(at) >= since_ms / 1000 - kClockSlackS;
 }
 
-Result<Submitted> read_submitted(const JobPaths& paths) {
-  auto text = read_file(paths.slurm());
-  if (!text.ok()) return not_found("the Slurm submission of " + paths.attempt_dir + " was never recorded");
-  auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return data_loss("corrupt " + paths.slurm());
-  Submitted s{j.value("job_id", std::string()), j.value("name", std::string())};
-  if (s.id.empty() || s.name.empty()) return data_loss(paths.slurm() + " names no job id or name");
+}  // namespace
+
+Result<SlurmSubmission> read_slurm_submission(const JobPaths& paths) {
+  auto s = read_slurm_file<SlurmSubmission>(paths.slurm(), submission_fields);
+  if (!s.ok() && s.status().code() != StatusCode::kDataLoss)
+    return not_found("the Slurm submission of " + paths.attempt_dir + " was never recorded");
+  if (!s.ok()) return s.status();
+  if (s->job_id.empty() || s->name.empty()) return data_loss(paths.slurm() + " names no job id or name");
   return s;
 }
 
+namespace {
+
 Status record_end(const JobPaths& paths, const SlurmState& st) {
-  return write_file_atomic(paths.slurm_end(), nlohmann::json{{"state", st.state}, {"reason", st.reason}}.dump());
+  return write_file_atomic(paths.slurm_end(), fields_json(st, slurm_end_fields).dump());
 }
 
 void fill_end(const JobPaths& paths, const SlurmState& st, JobRecord* r) {
@@ -320,7 +349,7 @@ Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, 
   return s;
 }
 
-Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& spec, const nlohmann::json& slurm,
+Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& spec, const protocol::SlurmSubmit& slurm,
                                      const std::string& name) {
   auto script = slurm_script(paths, spec, "job " + name, self_exe());
   if (!script.ok()) return script.status();
@@ -332,18 +361,22 @@ Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& sp
                                    "--open-mode=append",
                                    "--no-requeue",
                                    "--chdir=" + paths.attempt_dir};
-  for (const char* k : {"partition", "account", "qos", "mem", "gres"}) {
-    std::string v = slurm.value(k, std::string());
-    if (!v.empty()) argv.push_back("--" + std::string(k) + "=" + v);
+  const std::pair<const char*, const std::string*> named[] = {{"partition", &slurm.partition},
+                                                              {"account", &slurm.account},
+                                                              {"qos", &slurm.qos},
+                                                              {"mem", &slurm.mem},
+                                                              {"gres", &slurm.gres}};
+  for (const auto& [option, value] : named) {
+    if (!value->empty()) argv.push_back("--" + std::string(option) + "=" + *value);
   }
-  if (slurm.value("cpus", 0) > 0) argv.push_back("--cpus-per-task=" + std::to_string(slurm.value("cpus", 0)));
-  if (slurm.value("time_min", 0) > 0) argv.push_back("--time=" + std::to_string(slurm.value("time_min", 0)));
-  for (const auto& o : slurm.value("options", std::vector<std::string>{})) argv.push_back(o);
+  if (slurm.cpus > 0) argv.push_back("--cpus-per-task=" + std::to_string(slurm.cpus));
+  if (slurm.time_min > 0) argv.push_back("--time=" + std::to_string(slurm.time_min));
+  for (const auto& o : slurm.options) argv.push_back(o);
   argv.push_back(paths.job_script());
   argv.push_back(paths.attempt_dir);
   // Before sbatch: a submission whose answer is lost can still be found by this name.
   FERRY_RETURN_IF_ERROR(
-      write_file_atomic(paths.submit(), nlohmann::json{{"name", name}, {"submitted_ms", now_ms()}}.dump()));
+      write_file_atomic(paths.submit(), fields_json(SubmitRecord{name, now_ms()}, submit_record_fields).dump()));
   auto run = run_tool(argv, SlurmQueue::kToolTimeoutS);
   if (!run.ok() && run.status().code() == StatusCode::kUnavailable) return run.status();  // adopted by name later
   if (!run.ok() || run->rc != 0) {
@@ -357,7 +390,7 @@ Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& sp
   if (id.empty() || id.find_first_not_of("0123456789_") != std::string::npos) {
     return internal_error("sbatch answered '" + out.substr(0, 80) + "' instead of a job id");
   }
-  Status recorded = write_file_atomic(paths.slurm(), nlohmann::json{{"job_id", id}, {"name", name}}.dump());
+  Status recorded = write_file_atomic(paths.slurm(), fields_json(SlurmSubmission{id, name}, submission_fields).dump());
   if (!recorded.ok()) {
     (void)scancel_ours(id, name);  // never a job nobody can find
     (void)::unlink(paths.submit().c_str());
@@ -367,12 +400,13 @@ Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& sp
 }
 
 Result<std::string> adopt_slurm_job(const JobPaths& paths) {
-  auto text = read_file(paths.submit());
-  if (!text.ok()) return not_found("no Slurm submission in " + paths.attempt_dir);
-  auto j = nlohmann::json::parse(*text, nullptr, false);
-  std::string name = j.is_object() ? j.value("name", std::string()) : "";
+  auto submitted = read_slurm_file<SubmitRecord>(paths.submit(), submit_record_fields);
+  if (!submitted.ok() && submitted.status().code() != StatusCode::kDataLoss)
+    return not_found("no Slurm submission in " + paths.attempt_dir);
+  if (!submitted.ok()) return submitted.status();
+  const std::string name = submitted->name;
   if (name.empty()) return data_loss("corrupt " + paths.submit());
-  const int64_t submitted_ms = j.value("submitted_ms", int64_t{0});
+  const int64_t submitted_ms = submitted->submitted_ms;
   auto run =
       run_tool({"squeue", "--me", "-h", "-t", "all", "--name=" + name, "-o", "%i|%V"}, SlurmQueue::kToolTimeoutS);
   if (!run.ok()) return run.status();
@@ -386,29 +420,29 @@ Result<std::string> adopt_slurm_job(const JobPaths& paths) {
     (void)::unlink(paths.submit().c_str());
     return not_found("Slurm has no job of ours named " + name + " submitted since " + std::to_string(submitted_ms));
   }
-  FERRY_RETURN_IF_ERROR(write_file_atomic(paths.slurm(), nlohmann::json{{"job_id", ids[0]}, {"name", name}}.dump()));
+  FERRY_RETURN_IF_ERROR(
+      write_file_atomic(paths.slurm(), fields_json(SlurmSubmission{ids[0], name}, submission_fields).dump()));
   return ids[0];
 }
 
 Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue) {
-  auto sub = read_submitted(paths);
+  auto sub = read_slurm_submission(paths);
   if (!sub.ok()) return sub.status();
   JobRecord r;
-  r.slurm_job = sub->id;
+  r.slurm_job = sub->job_id;
   auto exited = read_exit_record(paths, &r);
   if (!exited.ok()) return exited.status();
-  auto end_text = read_file(paths.slurm_end());
-  if (end_text.ok()) {  // settled once; Slurm may have forgotten the job since
-    auto e = nlohmann::json::parse(*end_text, nullptr, false);
-    if (e.is_discarded()) return data_loss("corrupt " + paths.slurm_end());
-    fill_end(paths, {e.value("state", std::string()), e.value("reason", std::string())}, &r);
+  auto ended = read_slurm_file<SlurmState>(paths.slurm_end(), slurm_end_fields);
+  if (!ended.ok() && ended.status().code() == StatusCode::kDataLoss) return ended.status();
+  if (ended.ok()) {  // settled once; Slurm may have forgotten the job since
+    fill_end(paths, *ended, &r);
     if (!*exited) r.state = r.cause.empty() ? JobState::kLost : JobState::kExited;
     return r;
   }
-  SlurmState st = queue.state(sub->id, sub->name);
+  SlurmState st = queue.state(sub->job_id, sub->name);
   bool forgotten = false;  // Slurm no longer knows the job (past MinJobAge, or lost)
   if (st.state == "GONE") {
-    auto asked = queue.ask(sub->id, sub->name);
+    auto asked = queue.ask(sub->job_id, sub->name);
     forgotten = !asked.ok() && asked.status().code() == StatusCode::kNotFound;
     st = asked.ok() ? *asked : forgotten ? SlurmState{"LOST", asked.status().message()} : SlurmState{};
   }
@@ -464,7 +498,7 @@ Result<nlohmann::json> slurm_info() {
 }
 
 Status cancel_slurm_job(const JobPaths& paths, bool hard) {
-  auto sub = read_submitted(paths);
+  auto sub = read_slurm_submission(paths);
   if (!sub.ok()) return sub.status();
   if (path_exists(paths.exit()) || path_exists(paths.slurm_end())) return Status();
   // The coordinator repeats a cancel on every poll until the job is gone: scancel
@@ -474,11 +508,11 @@ Status cancel_slurm_job(const JobPaths& paths, bool hard) {
   FERRY_RETURN_IF_ERROR(write_file_atomic(paths.cancel(), "cancel\n"));
   // Hard or not, scancel: Slurm itself sends TERM, then KILL after its KillWait, to every step.
   (void)hard;
-  auto run = scancel_ours(sub->id, sub->name);
+  auto run = scancel_ours(sub->job_id, sub->name);
   if (!run.ok()) return run.status();
   if (run->rc != 0 && run->err.find("already completing or completed") == std::string::npos &&
       run->err.find("Invalid job id") == std::string::npos) {
-    return unavailable("scancel " + sub->id + ": " + run->err);
+    return unavailable("scancel " + sub->job_id + ": " + run->err);
   }
   return Status();
 }

@@ -96,11 +96,18 @@ Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, 
 /// `env` may set them (the workflow parser refuses them too).
 bool is_slurm_script_name(const std::string& name);
 
-/// Writes job.sh and submit.json, runs sbatch with the `slurm` options
-/// ({partition, account, qos, mem, gres, cpus, time_min, options}), records slurm.json.
-/// On refusal nothing of the submission is left: a retry submits afresh.
-Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& spec, const nlohmann::json& slurm,
+/// Writes job.sh and submit.json, runs sbatch with the `slurm` options, records
+/// slurm.json. On refusal nothing of the submission is left: a retry submits afresh.
+Result<std::string> submit_slurm_job(const JobPaths& paths, const LaunchSpec& spec, const protocol::SlurmSubmit& slurm,
                                      const std::string& name);
+
+/// slurm.json: the job Slurm took, by id and name.
+struct SlurmSubmission {
+  std::string job_id;
+  std::string name;
+};
+/// kNotFound when sbatch's answer was never recorded; kDataLoss for a corrupt file.
+Result<SlurmSubmission> read_slurm_submission(const JobPaths& paths);
 
 /// True when the attempt was handed to Slurm (submit.json exists).
 bool is_slurm_attempt(const JobPaths& paths);

@@ -49,7 +49,9 @@ void CommandStage::on_unavailable(const Status& s, std::function<void()> retry) 
 
 protocol::JobRef CommandStage::job_ref() const { return {spec_.job, spec_.attempt, spec_.token}; }
 
-void CommandStage::send_start() {
+// job.start's arguments; the sbatch options were written by this coordinator
+// (stage_spec.h), and are read exactly as the agent will read them.
+Result<protocol::JobStartArgs> CommandStage::start_args() const {
   protocol::JobStartArgs start;
   start.ref = job_ref();
   start.command = spec_.command;
@@ -58,12 +60,23 @@ void CommandStage::send_start() {
   start.cwd = spec_.cwd;
   start.timeout_s = spec_.timeout_s;
   start.log_max = spec_.log_max;
-  start.slurm = spec_.slurm;
-  nlohmann::json args = start.to_json();
+  if (!spec_.slurm.is_null()) {
+    auto slurm = protocol::SlurmSubmit::from_json(spec_.slurm);
+    if (!slurm.ok()) return slurm.status();
+    start.slurm = std::move(slurm).value();
+  }
+  return start;
+}
+
+void CommandStage::send_start() {
+  auto self = shared_from_this();
+  auto start = start_args();
+  nlohmann::json args = start.ok() ? start->to_json() : nlohmann::json();
   // The command and env are the user's, of any size (a long heredoc, a param in
   // env): they ride in the body, which holds 64 MiB, not the 1 MiB header.
-  auto body = protocol::move_fields_to_body(&args, {"command", "env"}, "the command and env of " + spec_.job);
-  auto self = shared_from_this();
+  Result<std::string> body =
+      start.ok() ? protocol::move_fields_to_body(&args, {"command", "env"}, "the command and env of " + spec_.job)
+                 : start.status();
   if (!body.ok()) {
     boost::asio::post(env_.io(), [self, why = body.status().message()] { self->fail(why); });
     return;
@@ -236,7 +249,9 @@ StageOutcome CommandStage::slurm_outcome(const protocol::JobRecord& rec, StageOu
   if (o.cause == "TIMEOUT") {
     o.state = StageOutcome::State::kTimedOut;
     o.error = job + " hit its time limit (--time";
-    if (spec_.slurm.contains("time_min")) o.error += "=" + spec_.slurm["time_min"].dump();
+    auto slurm = start_args();
+    if (slurm.ok() && slurm->slurm && slurm->slurm->time_min > 0)
+      o.error += "=" + std::to_string(slurm->slurm->time_min);
     o.error += ", Slurm TIMEOUT)";
   } else if (o.cause == "CANCELLED" && rec.cancelled) {
     o.state = StageOutcome::State::kCancelled;

@@ -48,6 +48,7 @@ class CommandStage : public StageRunner, public std::enable_shared_from_this<Com
   void poll();
   void read_log(std::function<void()> then);
   protocol::JobRef job_ref() const;
+  Result<protocol::JobStartArgs> start_args() const;
   void on_answer();
   void on_started(const protocol::JobStartReply& reply);
   void on_status(const protocol::JobRecord& record);

@@ -12,6 +12,18 @@ constexpr auto job_ref_fields = [](auto& v, auto& x) {
   v("token", x.token, kRequired);
 };
 
+constexpr auto slurm_submit_fields = [](auto& v, auto& x) {
+  constexpr bool reads = kReads<decltype(v)>;
+  v.nonempty("partition", x.partition);
+  v.nonempty("account", x.account);
+  v.nonempty("qos", x.qos);
+  v.nonempty("mem", x.mem);
+  v.nonempty("gres", x.gres);
+  if (reads || x.cpus > 0) v("cpus", x.cpus);
+  if (reads || x.time_min > 0) v("time_min", x.time_min);
+  if (reads || !x.options.empty()) v("options", x.options);
+};
+
 constexpr auto job_start_fields = [](auto& v, auto& x) {
   job_ref_fields(v, x.ref);
   v("command", x.command, kRequired);
@@ -20,7 +32,7 @@ constexpr auto job_start_fields = [](auto& v, auto& x) {
   v("cwd", x.cwd);
   v("timeout_s", x.timeout_s);
   v("log_max", x.log_max);
-  v("slurm", x.slurm);
+  v.object("slurm", x.slurm, slurm_submit_fields);
 };
 
 constexpr auto job_record_fields = [](auto& v, auto& x) {
@@ -78,6 +90,11 @@ constexpr auto log_read_reply_fields = [](auto& v, auto& x) {
 nlohmann::json JobRef::to_json() const { return fields_json(*this, job_ref_fields); }
 Result<JobRef> JobRef::from_json(const nlohmann::json& j) {
   return request_from_json<JobRef>(j, "job.status", job_ref_fields);
+}
+
+nlohmann::json SlurmSubmit::to_json() const { return fields_json(*this, slurm_submit_fields); }
+Result<SlurmSubmit> SlurmSubmit::from_json(const nlohmann::json& j) {
+  return reply_from_json<SlurmSubmit>(j, "the sbatch options", slurm_submit_fields);
 }
 
 nlohmann::json JobStartArgs::to_json() const { return fields_json(*this, job_start_fields); }

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,18 @@ struct JobRef {
   static Result<JobRef> from_json(const nlohmann::json& j);
 };
 
+/// A Slurm host's sbatch options for one job (jobs/stage_spec.h: slurm_submit_json);
+/// an empty or zero option is Slurm's default.
+struct SlurmSubmit {
+  std::string partition, account, qos, mem, gres;
+  int cpus = 0;                      // --cpus-per-task
+  int64_t time_min = 0;              // --time, in minutes
+  std::vector<std::string> options;  // given to sbatch as they are
+
+  nlohmann::json to_json() const;
+  static Result<SlurmSubmit> from_json(const nlohmann::json& j);
+};
+
 /// job.start: a shell command run detached (agents/detached_job.h), or with
 /// `slurm` as a Slurm batch job (agents/slurm_job.h).
 struct JobStartArgs {
@@ -51,10 +64,10 @@ struct JobStartArgs {
   std::string command;
   std::string shell;  // "" (sh), "sh", "bash" or a template with {0} (agents/job_shell.h)
   std::map<std::string, std::string> env;
-  std::string cwd;                 // relative: beneath the agent's workdir; "": the workdir
-  double timeout_s = 0;            // 0: none
-  std::optional<int64_t> log_max;  // the log's head and tail are kept within it; none: the agent's default
-  nlohmann::json slurm;            // sbatch options (an object); null: a detached job
+  std::string cwd;                   // relative: beneath the agent's workdir; "": the workdir
+  double timeout_s = 0;              // 0: none
+  std::optional<int64_t> log_max;    // the log's head and tail are kept within it; none: the agent's default
+  std::optional<SlurmSubmit> slurm;  // none: a detached job
 
   nlohmann::json to_json() const;
   static Result<JobStartArgs> from_json(const nlohmann::json& j);

@@ -41,7 +41,7 @@ TEST(JobOpsTest, StartArgsReadBackAsWritten) {
   EXPECT_EQ(r->cwd, "src");
   EXPECT_EQ(r->timeout_s, 90.5);
   EXPECT_EQ(r->log_max, std::optional<int64_t>(1 << 20));
-  EXPECT_TRUE(r->slurm.is_null());
+  EXPECT_FALSE(r->slurm.has_value());
   EXPECT_EQ(r->shell, "");
 }
 
@@ -51,13 +51,17 @@ TEST(JobOpsTest, StartArgsKeepTheWireKeys) {
       "env":{"CC":"gcc","EMPTY":""},"cwd":"src","timeout_s":90.5,"log_max":1048576})"));
   JobStartArgs slurm = some_start();
   slurm.shell = "bash";
-  slurm.slurm = {{"partition", "gpu"}, {"time_min", 30}};
+  slurm.slurm.emplace();
+  slurm.slurm->partition = "gpu";
+  slurm.slurm->time_min = 30;
   j = slurm.to_json();
   EXPECT_EQ(j["shell"], "bash");
-  EXPECT_EQ(j["slurm"]["partition"], "gpu");
+  EXPECT_EQ(j["slurm"], nlohmann::json::parse(R"({"partition":"gpu","time_min":30})"));
   auto back = JobStartArgs::from_json(j);
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(back->slurm, slurm.slurm);
+  ASSERT_TRUE(back->slurm.has_value());
+  EXPECT_EQ(back->slurm->partition, "gpu");
+  EXPECT_EQ(back->slurm->time_min, 30);
   EXPECT_EQ(back->shell, "bash");
 }
 
@@ -80,6 +84,9 @@ TEST(JobOpsTest, AMistypedFieldIsRefusedByName) {
   j = start_header();
   j["slurm"] = "gpu";
   EXPECT_EQ(error_of(j), "the job.start request's slurm is a string, not an object");
+  j = start_header();
+  j["slurm"] = {{"partition", "gpu"}, {"time", 30}};  // an option sbatch is not given
+  EXPECT_EQ(error_of(j), "the job.start request's slurm.time is not a known field");
 }
 
 TEST(JobOpsTest, ARequiredFieldMissingIsNamed) {
