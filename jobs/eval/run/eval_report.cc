@@ -15,7 +15,7 @@ std::string fixed(double x, int digits) {
 }
 
 // Drafted and accepted tokens from the step and slot counts, τ's spread from the
-// response values, the CPU share from its seconds (finish_decode_run's second half).
+// response values, the CPU contention from its seconds (finish_decode_run's second half).
 void finish_counts_and_spread(DecodeRun* run) {
   run->drafted_tokens = run->block_size > 1 ? run->steps * (run->block_size - 1) : 0;
   run->accepted_tokens = 0;
@@ -24,7 +24,7 @@ void finish_counts_and_spread(DecodeRun* run) {
       run->drafted_tokens > 0 ? static_cast<double>(run->accepted_tokens) / static_cast<double>(run->drafted_tokens)
                               : 0;
   run->tau_spread = tau_spread(run->response_taus);
-  run->cpu_share = run->cpu_capacity_seconds > 0 ? run->cpu_seconds / run->cpu_capacity_seconds : 0;
+  run->cpu_contention = run->cpu_capacity_seconds > 0 ? run->contending_cpu_seconds / run->cpu_capacity_seconds : 0;
 }
 
 // The counts and τ's spread of a drafter's run, two lines of the text report.

@@ -57,12 +57,14 @@ struct DecodeRun {
   int64_t accepted_tokens = 0;
   double overall_acceptance_rate = 0;  // JSON "overall_acceptance_rate"; metrics "acceptance_rate"
   TauSpread tau_spread;                // of response_taus (tau_spread.h states the method)
-  /// The process's CPU time during this run's timed passes, and their wall time × the
-  /// eval's threads; cpu_share = the first over the second (0: not measured). Below
-  /// kLowCpuShare the report warns that other processes took CPU (cpu_share.h).
+  /// The process's CPU time during this run's timed passes, their wall time × the
+  /// eval's threads, and the CPU other processes took past the cores the eval left free
+  /// (cpu_contention.h); cpu_contention = the last over the second (0: none, or not
+  /// measured). From kContendedShare the report warns that the speedup is unreliable.
   double cpu_seconds = 0;
   double cpu_capacity_seconds = 0;
-  double cpu_share = 0;
+  double contending_cpu_seconds = 0;
+  double cpu_contention = 0;
 
   nlohmann::json to_json() const;
 };

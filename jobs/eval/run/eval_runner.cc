@@ -15,7 +15,7 @@
 #include "jobs/eval/models/dflash_drafter.h"
 #include "jobs/eval/models/target_model.h"
 #include "jobs/eval/run/baseline_store.h"
-#include "jobs/eval/run/cpu_share.h"
+#include "jobs/eval/run/cpu_contention.h"
 #include "jobs/eval/run/drafter_diff.h"
 #include "jobs/eval/run/eval_gate.h"
 #include "jobs/eval/run/progress_meter.h"
@@ -113,7 +113,7 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Tar
   run.acceptance_histogram.assign(static_cast<size_t>(options.block_size + 1), 0);
   run.accepted_at.assign(static_cast<size_t>(options.block_size), 0);
   meter->start_run(label);
-  const CpuShareMeter cpu;  // did this pass have its threads' CPU? (the speedup's warning)
+  const CpuContentionMeter cpu;  // did other processes take this pass's cores? (the speedup's warning)
   for (size_t i = 0; i < prompts.size(); ++i) {
     DecodeOptions one = options;
     one.response_index = static_cast<uint64_t>(prompts[i].index);  // the sampling uniforms' r
@@ -141,8 +141,10 @@ Result<DecodeRun> run_all(const std::string& label, const std::string& path, Tar
     if (acceptances != nullptr) acceptances->push_back(r->acceptance_lengths);
     meter->response_done(static_cast<int64_t>(r->tokens.size()), r->tau());
   }
-  run.cpu_seconds = cpu.cpu_seconds();
-  run.cpu_capacity_seconds = cpu.wall_seconds() * at::get_num_threads();
+  const CpuContention used = cpu.finish(at::get_num_threads());
+  run.cpu_seconds = used.own_seconds;
+  run.cpu_capacity_seconds = used.capacity_seconds;
+  run.contending_cpu_seconds = used.contending_seconds;
   finish_decode_run(&run);
   return run;
 }
@@ -470,12 +472,12 @@ Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector
 // A pass timed while other processes took CPU makes the speedup unreliable: said in
 // the report's warnings, first (they qualify the figures the others are about), and
 // on the progress lines.
-void warn_of_low_cpu_share(const SayFn& say, EvalReport* report) {
+void warn_of_cpu_contention(const SayFn& say, EvalReport* report) {
   std::vector<std::string> cpu;
   for (const DecodeRun* run : {&report->candidate, report->reference_run ? &*report->reference_run : nullptr,
                                report->baseline ? &*report->baseline : nullptr}) {
     if (run == nullptr) continue;
-    if (auto w = low_cpu_share_warning(*run)) {
+    if (auto w = cpu_contention_warning(*run)) {
       cpu.push_back(*w);
       say("WARNING: " + *w);
     }
@@ -501,7 +503,7 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   FERRY_RETURN_IF_ERROR(decode_all(spec, *models, *prompts, *encoder, cancel, say, &report));
   count_dataset_acceptance(&report);  // each named dataset's row (eval_datasets.h)
   finish_datasets(&report);
-  warn_of_low_cpu_share(say, &report);
+  warn_of_cpu_contention(say, &report);
   if (spec.gate_deferred.empty()) {
     judge_gate(spec.min_tau, spec.min_ratio_to_reference, &report);  // step 5
   } else {

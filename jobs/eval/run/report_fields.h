@@ -61,7 +61,8 @@ inline constexpr auto decode_run_fields = [](auto& v, auto& run) {
   v.object("tau_spread", run.tau_spread, tau_spread_fields);
   v("cpu_seconds", run.cpu_seconds);
   v("cpu_capacity_seconds", run.cpu_capacity_seconds);
-  v("cpu_share", run.cpu_share);
+  v("contending_cpu_seconds", run.contending_cpu_seconds);
+  v("cpu_contention", run.cpu_contention);
 };
 
 inline constexpr auto load_report_fields = [](auto& v, auto& l) {

@@ -54,8 +54,9 @@ Result<DecodeRun> merge_runs(const std::vector<const DecodeRun*>& parts, const s
     out.target_seconds += p.target_seconds;
     out.draft_seconds += p.draft_seconds;
     out.tpot_sum += p.tpot_sum;
-    out.cpu_seconds += p.cpu_seconds;  // the share over all shards' passes: finish_decode_run
+    out.cpu_seconds += p.cpu_seconds;  // the contention over all shards' passes: finish_decode_run
     out.cpu_capacity_seconds += p.cpu_capacity_seconds;
+    out.contending_cpu_seconds += p.contending_cpu_seconds;
     if (out.responses_differing_from_baseline < 0 ||
         !add_count(&out.responses_differing_from_baseline, p.responses_differing_from_baseline)) {
       out.responses_differing_from_baseline = -1;  // no baseline ran (or a count that is no count)

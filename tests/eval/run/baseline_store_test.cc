@@ -57,7 +57,7 @@ class BaselineStoreTest : public ::testing::Test {
     nlohmann::json j = run->to_json();
     for (const char* timing : {"prefill_seconds", "decode_seconds", "target_seconds", "draft_seconds",
                                "overhead_seconds", "tokens_per_second", "mean_tpot", "tpot_sum", "response_tpots",
-                               "cpu_seconds", "cpu_capacity_seconds", "cpu_share"}) {
+                               "cpu_seconds", "cpu_capacity_seconds", "contending_cpu_seconds", "cpu_contention"}) {
       j.erase(timing);
     }
     return j;

@@ -1,16 +1,19 @@
 // The torch-free parts of issue 43's eval figures: the sampling rule (token_sampler.h)
 // against this file's own re-implementation and hand-worked cases, τ's spread
 // (tau_spread.h) on values whose figures are worked out by hand below, the drafted /
-// accepted counts finish_decode_run derives, the CPU-share warning, and the regime's
+// accepted counts finish_decode_run derives, the CPU-contention figures and warning, and the regime's
 // names. The expected numbers are computed here by hand (comments show the working).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-#include "jobs/eval/run/cpu_share.h"
+#include "jobs/eval/run/cpu_contention.h"
 #include "jobs/eval/run/eval_report.h"
 #include "jobs/eval/run/eval_spec.h"
 #include "jobs/eval/run/tau_spread.h"
@@ -156,24 +159,27 @@ TEST(DecodeRunCountsTest, DraftedAndAcceptedTokensFromTheStepCounts) {
   run.accepted_at = {5, 3, 2, 1};  // slot 1 accepted in 3 steps, slot 2 in 2, slot 3 in 1
   run.response_taus = {4, 1, 3, 2};
   run.responses = 4;
-  run.cpu_seconds = 1;
   run.cpu_capacity_seconds = 4;
+  run.contending_cpu_seconds = 1;
   finish_decode_run(&run);
   EXPECT_EQ(run.drafted_tokens, 15);  // 5 steps × 3 drafts
   EXPECT_EQ(run.accepted_tokens, 6);  // 3 + 2 + 1
   EXPECT_DOUBLE_EQ(run.overall_acceptance_rate, 0.4);
   EXPECT_DOUBLE_EQ(run.tau_spread.p90, 3.7);
-  EXPECT_DOUBLE_EQ(run.cpu_share, 0.25);
-  auto warning = low_cpu_share_warning(run);
+  EXPECT_DOUBLE_EQ(run.cpu_contention, 0.25);
+  auto warning = cpu_contention_warning(run);
   ASSERT_TRUE(warning.has_value());
-  EXPECT_NE(warning->find("candidate pass had 25 %"), std::string::npos) << *warning;
+  EXPECT_NE(warning->find("took 25 % of the candidate pass's threads' time"), std::string::npos) << *warning;
   EXPECT_NE(warning->find("speedup is not reliable"), std::string::npos) << *warning;
-  run.cpu_seconds = 3;
+  run.contending_cpu_seconds = 0.9;
   finish_decode_run(&run);
-  EXPECT_FALSE(low_cpu_share_warning(run).has_value());
+  EXPECT_FALSE(cpu_contention_warning(run).has_value());
+  run.cpu_capacity_seconds = 0.2, run.contending_cpu_seconds = 0.09;  // 45 %, but within /proc/stat's ticks
+  finish_decode_run(&run);
+  EXPECT_FALSE(cpu_contention_warning(run).has_value());
   run.cpu_capacity_seconds = 0;  // not measured (an older report): no warning
   finish_decode_run(&run);
-  EXPECT_FALSE(low_cpu_share_warning(run).has_value());
+  EXPECT_FALSE(cpu_contention_warning(run).has_value());
 
   DecodeRun plain;  // block 1 drafts nothing
   plain.steps = 9;
@@ -181,6 +187,59 @@ TEST(DecodeRunCountsTest, DraftedAndAcceptedTokensFromTheStepCounts) {
   finish_decode_run(&plain);
   EXPECT_EQ(plain.drafted_tokens, 0);
   EXPECT_EQ(plain.overall_acceptance_rate, 0);
+}
+
+// The contention counts what other processes took, not what the eval left unused:
+// a tiny model's pass whose 2 threads idle most of the time on an otherwise quiet
+// 2-core machine is not contended (a share of own CPU over wall × threads, 15 % here,
+// would have warned), and others' CPU that fits in the cores the eval leaves free
+// takes nothing from it. Figures worked by hand.
+TEST(CpuContentionTest, OnlyWhatOthersTookPastTheFreeCoresCounts) {
+  // busy 0.3 s, own 0.3 s, wall 1 s, 2 cores, 2 threads: nobody else ran.
+  EXPECT_DOUBLE_EQ(contending_seconds(0.3, 0.3, 1.0, 2, 2), 0);
+  // busy 1.3 s, own 0.3: others took 1.0 s of the eval's 2 cores.
+  EXPECT_DOUBLE_EQ(contending_seconds(1.3, 0.3, 1.0, 2, 2), 1.0);
+  // The same on 4 cores with 2 threads: the 2 free cores hold it.
+  EXPECT_DOUBLE_EQ(contending_seconds(1.3, 0.3, 1.0, 4, 2), 0);
+  // 3.3 s of others on 4 cores, 2 threads: 1.3 s past the free cores' 2.0.
+  EXPECT_DOUBLE_EQ(contending_seconds(3.6, 0.3, 1.0, 4, 2), 1.3);
+  // /proc/stat's ticks can put the machine below this process: never negative.
+  EXPECT_DOUBLE_EQ(contending_seconds(0.29, 0.3, 1.0, 2, 2), 0);
+}
+
+// The meter against real competitors: one child per core spins for 0.4 s of its own
+// CPU while this process waits in waitpid (no CPU), as the eval's threads would wait
+// for cores. Every core's worth of it is contention for a pass on every core.
+TEST(CpuContentionTest, ProcessesSpinningOnEveryCoreAreMeasuredAsContention) {
+  const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  ASSERT_GT(cores, 0);
+  constexpr double kSpin = 0.4;
+  const CpuContentionMeter meter;
+  std::vector<pid_t> children;
+  for (int i = 0; i < cores; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      timespec t{};
+      do clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+      while (static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9 < kSpin);
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  const CpuContention c = meter.finish(cores);
+  // The children's cores × 0.4 s (less /proc/stat's tick rounding) at least; other
+  // load on the machine only adds.
+  EXPECT_GE(c.contending_seconds, 0.8 * cores * kSpin) << "capacity " << c.capacity_seconds;
+  EXPECT_GE(c.capacity_seconds, cores * kSpin);
+  DecodeRun run;
+  run.label = "baseline";
+  run.cpu_seconds = c.own_seconds;
+  run.cpu_capacity_seconds = c.capacity_seconds;
+  run.contending_cpu_seconds = c.contending_seconds;
+  finish_decode_run(&run);
+  EXPECT_TRUE(cpu_contention_warning(run).has_value()) << run.cpu_contention;
 }
 
 TEST(DecodeRunCountsTest, TheReportNamesTheRegimeAndTheCounts) {
@@ -229,7 +288,9 @@ TEST(EvalSpecSamplingTest, TemperatureAndSeedTravelAndAGreedySpecIsWhatItWas) {
        {R"({"temperature": -1})", R"({"temperature": 1000})", R"({"temperature": "hot"})", R"({"seed": 1.5})"}) {
     auto r = eval_spec_from_json(nlohmann::json::parse(bad));
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_NE(r.status().message().find(bad[2] == 't' ? "temperature" : "seed"), std::string::npos);
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find(bad[2] == 't' ? "temperature" : "seed"), std::string::npos);
+    }
   }
 }
 

@@ -109,11 +109,15 @@ TEST_F(ShardMergeTest, ThreeShardsMergeIntoTheWholeEval) {
   EXPECT_EQ(merged->prompt_count, 7);
   EXPECT_EQ(merged->shard.count, 1);
   expect_same_figures(merged->candidate, whole->candidate);
-  double cpu = 0, capacity = 0;  // the CPU share over every shard's pass
-  for (const auto& p : parts) cpu += p.candidate.cpu_seconds, capacity += p.candidate.cpu_capacity_seconds;
+  double cpu = 0, capacity = 0, contending = 0;  // the CPU contention over every shard's pass
+  for (const auto& p : parts) {
+    cpu += p.candidate.cpu_seconds, capacity += p.candidate.cpu_capacity_seconds;
+    contending += p.candidate.contending_cpu_seconds;
+  }
   ASSERT_GT(capacity, 0);
   EXPECT_EQ(merged->candidate.cpu_seconds, cpu);
-  EXPECT_EQ(merged->candidate.cpu_share, cpu / capacity);
+  EXPECT_EQ(merged->candidate.contending_cpu_seconds, contending);
+  EXPECT_EQ(merged->candidate.cpu_contention, contending / capacity);
   ASSERT_TRUE(merged->reference_run && merged->baseline);
   expect_same_figures(*merged->reference_run, *whole->reference_run);
   expect_same_figures(*merged->baseline, *whole->baseline);

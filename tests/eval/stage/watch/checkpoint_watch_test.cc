@@ -166,7 +166,7 @@ class CheckpointWatchTest : public testing::TinySuiteTest {
   static nlohmann::json decoded(nlohmann::json run) {
     for (const char* timing : {"path", "prefill_seconds", "decode_seconds", "target_seconds", "draft_seconds",
                                "overhead_seconds", "tokens_per_second", "mean_tpot", "tpot_sum", "response_tpots",
-                               "cpu_seconds", "cpu_capacity_seconds", "cpu_share"}) {
+                               "cpu_seconds", "cpu_capacity_seconds", "contending_cpu_seconds", "cpu_contention"}) {
       run.erase(timing);
     }
     return run;
