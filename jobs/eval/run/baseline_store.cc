@@ -10,6 +10,7 @@
 #include "base/file_util.h"
 #include "base/json_field_writer.h"
 #include "base/json_fields.h"
+#include "jobs/eval/run/file_hash_cache.h"
 #include "jobs/eval/run/report_fields.h"
 
 namespace ferry::eval {
@@ -20,7 +21,7 @@ constexpr size_t kMaxStoredRunsBytes = size_t{256} << 20;
 
 // Every regular file at the top of `folder` (links followed, as the loader follows
 // them), by name, with the hash of its content: what a model folder is.
-Result<nlohmann::json> folder_content(const std::string& folder) {
+Result<nlohmann::json> folder_content(const std::string& folder, FileHashCache* hashes) {
   DIR* d = ::opendir(folder.c_str());
   if (d == nullptr) return errno_status("baseline key: cannot list " + folder, errno);
   std::vector<std::string> names;
@@ -35,7 +36,7 @@ Result<nlohmann::json> folder_content(const std::string& folder) {
   std::sort(names.begin(), names.end());
   nlohmann::json files = nlohmann::json::object();
   for (const auto& name : names) {
-    auto hash = xxh128_file_hex(join_path(folder, name));
+    auto hash = hashes->xxh128(join_path(folder, name));
     if (!hash.ok()) return hash.status().with_context("baseline key");
     files[name] = *hash;
   }
@@ -91,24 +92,28 @@ Status check_stored(const StoredRuns& s, const std::string& key, int64_t prompts
 
 Result<nlohmann::json> baseline_key_inputs(const BaselineInputs& in) {
   nlohmann::json j = {{"version", 1}, {"settings", in.settings}};
-  auto target = folder_content(in.target);
+  FileHashCache hashes(in.hash_cache);
+  auto target = folder_content(in.target, &hashes);
   if (!target.ok()) return target.status();
   j["target"] = std::move(*target);
   if (!in.reference.empty()) {
-    auto reference = folder_content(in.reference);
+    auto reference = folder_content(in.reference, &hashes);
     if (!reference.ok()) return reference.status();
     j["reference"] = std::move(*reference);
   }
-  auto prompts = xxh128_file_hex(in.prompts);
+  auto prompts = hashes.xxh128(in.prompts);
   if (!prompts.ok()) return prompts.status().with_context("baseline key");
   j["prompts"] = *prompts;
   if (!in.tokenizer.empty()) {
-    auto tokenizer = xxh128_file_hex(join_path(in.tokenizer, "tokenizer.json"));
+    auto tokenizer = hashes.xxh128(join_path(in.tokenizer, "tokenizer.json"));
     if (!tokenizer.ok()) return tokenizer.status().with_context("baseline key");
     j["tokenizer"] = *tokenizer;
   }
+  (void)hashes.save();  // it only saves time: a store that cannot keep it still works
   return j;
 }
+
+std::string file_hash_cache_path(const std::string& store) { return join_path(store, "file-hashes.json"); }
 
 std::string baseline_key(const nlohmann::json& key_inputs) {
   const std::string text = key_inputs.dump();  // nlohmann's objects are sorted by key

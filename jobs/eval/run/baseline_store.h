@@ -11,7 +11,8 @@
 // killed and resumed finds it.
 //
 // The key is a hash of the content of every file in the target and reference
-// folders and of the prompts (and tokenizer) file, with the settings that change
+// folders and of the prompts (and tokenizer) file (each file read once while it is
+// unchanged: file_hash_cache.h), with the settings that change
 // what is decoded or how fast: max_new_tokens, the reference's block size, the
 // prompt format, device, dtype, threads, the baseline flag and the shard.
 // Torch-free; any thread (one writer per store: a watch evaluates one checkpoint at
@@ -38,7 +39,12 @@ struct BaselineInputs {
   std::string tokenizer;  // folder whose tokenizer.json is read; "" = the target's (hashed with it)
   /// Everything else that changes the runs (max_new_tokens, block size, dtype, ...).
   nlohmann::json settings = nlohmann::json::object();
+  /// Where the files' hashes are remembered between evals (file_hash_cache.h); "" = nowhere.
+  std::string hash_cache;
 };
+
+/// The hash cache's file in a store (kept with the runs).
+std::string file_hash_cache_path(const std::string& store);
 
 /// The hashed inputs as the store file keeps them (for a person comparing two keys),
 /// or an error naming the file that could not be read.

@@ -21,6 +21,7 @@ constexpr const char* kUsage =
     "                  [--threads N] [--min-tau X] [--min-ratio X] [--no-baseline] [--json]\n"
     "                  [--tokenizer DIR] [--prompt-format raw|chat|chat-no-think] [--show N] [--shard K/N]\n"
     "                  [--temperature T] [--seed S]   (T > 0: the target's tokens sampled; default greedy)\n"
+    "                  [--baseline-store DIR]   (the baseline and reference decoded once, reused by later evals)\n"
     "example (tiny models from `ferry-tiny-models suite --out suite`):\n"
     "  ferry eval --target suite/oracle-target --drafter suite/oracle-agree --prompts suite/oracle-prompts.jsonl\n";
 
@@ -55,6 +56,7 @@ constexpr TextFlag kTextFlags[] = {
     {"--reference", &EvalSpec::reference}, {"--tokenizer", &EvalSpec::tokenizer},
     {"--prompt-format", &EvalSpec::prompt_format},
     {"--device", &EvalSpec::device},       {"--dtype", &EvalSpec::dtype},
+    {"--baseline-store", &EvalSpec::baseline_store},
 };
 struct IntFlag {
   const char* flag;

@@ -33,6 +33,7 @@ inline constexpr EvalFlag kEvalFlags[] = {
     {"--shard", true, ""},
     {"--temperature", true, ""},
     {"--seed", true, ""},
+    {"--baseline-store", true, ""},
     {"--help", false, ""},
 };
 

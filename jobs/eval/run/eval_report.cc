@@ -92,6 +92,18 @@ void add_count_metrics(const EvalReport& r, std::map<std::string, double>* m) {
   if (!r.sampling.greedy()) (*m)["temperature"] = r.sampling.temperature;
 }
 
+// metrics()' per dataset: tau.NAME, acceptance_rate.NAME, and speedup.NAME and
+// ratio_to_reference.NAME where measured, so a watch's CSV and chart have the paper's
+// table as columns (dataset names are [A-Za-z0-9_.-], metric names too).
+void add_dataset_metrics(const EvalReport& r, std::map<std::string, double>* m) {
+  for (const DatasetRow& d : r.datasets) {
+    (*m)["tau." + d.name] = d.tau;
+    (*m)["acceptance_rate." + d.name] = d.acceptance_rate;
+    if (r.baseline) (*m)["speedup." + d.name] = d.speedup;
+    if (d.ratio_to_reference) (*m)["ratio_to_reference." + d.name] = *d.ratio_to_reference;
+  }
+}
+
 }  // namespace
 
 void finish_decode_run(DecodeRun* run) {
@@ -215,6 +227,7 @@ std::map<std::string, double> EvalReport::metrics() const {
   m["decode_seconds"] = candidate.decode_seconds;
   m["loop_overhead_seconds"] = candidate.overhead_seconds;
   add_count_metrics(*this, &m);
+  add_dataset_metrics(*this, &m);
   if (gate_deferred.empty()) m["gate_passed"] = gate_passed ? 1.0 : 0.0;  // else judged elsewhere
   for (size_t j = 1; j < candidate.acceptance_rate.size(); ++j) {
     m["acceptance_rate_" + std::to_string(j)] = candidate.acceptance_rate[j];

@@ -344,6 +344,7 @@ Result<nlohmann::json> shared_runs_key_inputs(const EvalSpec& spec, const Loaded
   BaselineInputs in;
   in.target = spec.target;
   in.reference = spec.reference;
+  in.hash_cache = file_hash_cache_path(spec.baseline_store);
   in.prompts = spec.prompts;
   in.tokenizer = spec.tokenizer;
   in.settings = {{"max_new_tokens", spec.max_new_tokens},

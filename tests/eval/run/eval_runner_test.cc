@@ -335,6 +335,31 @@ TEST_F(EvalRunnerTest, CommandExitCodes) {
   EXPECT_DOUBLE_EQ(*parsed->min_ratio_to_reference, 0.8);
 }
 
+// `--baseline-store DIR` from the command line, as a watch uses the store: the second
+// eval, of another drafter, takes the baseline the first decoded (the same τ and
+// tokens) and runs the target only for its candidate.
+TEST_F(EvalRunnerTest, BaselineStoreFlagReusesTheFirstCommandsBaseline) {
+  ScratchDir scratch("baseline-store-flag");
+  const std::string store = scratch / "baselines";
+  const std::string base = "--target " + (*dir_ / "target") + " --prompts " + (*dir_ / "prompts.jsonl") +
+                           " --max-new-tokens 8 --threads 1 --json --baseline-store " + store;
+  std::string out;
+  ASSERT_EQ(run_cli(base + " --drafter " + (*dir_ / "agree"), &out), 0);
+  auto first = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(first.is_discarded()) << out;
+  ASSERT_EQ(run_cli(base + " --drafter " + (*dir_ / "disagree"), &out), 0);
+  auto second = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(second.is_discarded()) << out;
+  EXPECT_EQ(first.value("baseline_reused", true), false);
+  EXPECT_EQ(second.value("baseline_reused", false), true) << second.dump().substr(0, 2000);
+  EXPECT_EQ(second["baseline_key"], first["baseline_key"]);
+  EXPECT_EQ(second["baseline"]["target_forwards"], first["baseline"]["target_forwards"]);
+  EXPECT_EQ(second["baseline"]["response_taus"], first["baseline"]["response_taus"]);
+  // The second ran the target for its candidate alone.
+  EXPECT_EQ(second["target_forwards_run"], second["candidate"]["target_forwards"]);
+  EXPECT_GT(first["target_forwards_run"].get<int64_t>(), first["candidate"]["target_forwards"].get<int64_t>());
+}
+
 // `ferry completion` offers kEvalFlags (newcomer report U12): each is one the parser
 // takes, and the parser takes no flag missing there.
 TEST(EvalFlagsTest, TheCompletionsFlagListIsWhatTheParserTakes) {

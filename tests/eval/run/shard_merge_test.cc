@@ -229,6 +229,14 @@ TEST_F(ShardMergeTest, EachDatasetsTauIsTheTauOfAnEvalOfItsFileAlone) {
     EXPECT_TRUE(j["datasets"][0].contains(key)) << key;
   }
   EXPECT_EQ(round_trip(*both).datasets[1].tau, both->datasets[1].tau);
+  // The flat metrics (a watch's CSV and chart) carry each dataset's figures by name.
+  const nlohmann::json& metrics = j["metrics"];
+  EXPECT_EQ(metrics.value("tau.gsm8k", -1.0), gsm.candidate.tau);
+  EXPECT_EQ(metrics.value("tau.humaneval", -1.0), code.candidate.tau);
+  EXPECT_EQ(metrics.value("ratio_to_reference.humaneval", -1.0), *code.ratio_to_reference);
+  EXPECT_EQ(metrics.value("acceptance_rate.gsm8k", -1.0), both->datasets[0].acceptance_rate);
+  EXPECT_EQ(metrics.value("speedup.gsm8k", -1.0), both->datasets[0].speedup);
+  EXPECT_FALSE(gsm.to_json()["metrics"].contains("tau.gsm8k")) << "one file: no per-dataset metrics";
   const std::string text = both->to_text();
   EXPECT_NE(text.find("datasets\n"), std::string::npos) << text;
   EXPECT_NE(text.find("gsm8k   humaneval"), std::string::npos) << text;
