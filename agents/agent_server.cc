@@ -51,18 +51,6 @@ constexpr char kSharedKeyAdvice[] =
     "Another state database or coordinator is driving a run with the same job key: run it from one "
     "coordinator, or start a new run (new runs get unique job keys); remove that folder only if its run is gone";
 
-// Typed argument access that turns a missing or mistyped field into a Status.
-template <typename T>
-Result<T> arg(const nlohmann::json& args, const char* key) {
-  auto it = args.find(key);
-  if (it == args.end()) return invalid_argument(std::string("missing argument '") + key + "'");
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    return invalid_argument(std::string("argument '") + key + "' has the wrong type");
-  }
-}
-
 // An op's typed handler (protocol/ops/): its request read exactly, its reply written.
 template <typename Args, typename Handler>
 Result<nlohmann::json> typed(const nlohmann::json& header, Handler handler) {
@@ -154,7 +142,7 @@ protocol::Frame AgentServer::dispatch(const protocol::Frame& request) {
   else if (op == "fs.stat") r = typed<protocol::FsStatArgs>(h, [&](auto& a) { return fs_stat(a); });
   else if (op == "host.info") r = host_info(workdir_);
   else if (op == "slurm.info") r = slurm_info();
-  else if (op == "net.probe") r = net_probe(request.header);
+  else if (op == "net.probe") r = typed<protocol::NetProbeArgs>(h, [&](auto& a) { return net_probe(a); });
   else if (op == "fs.list") r = typed<protocol::FsListArgs>(h, [&](auto& a) { return fs_list(a, &body); });
   else if (op == "fs.scan") r = typed<protocol::FsScanArgs>(h, [&](auto& a) { return fs_scan(a, &body); });
   else if (op == "fs.read") r = typed<protocol::FsReadArgs>(h, [&](auto& a) { return fs_read(a, &body); });
@@ -562,14 +550,9 @@ Result<nlohmann::json> AgentServer::recv_commit(const protocol::RecvCommitArgs& 
   return nlohmann::json{{"committed", true}};
 }
 
-Result<nlohmann::json> AgentServer::net_probe(const nlohmann::json& args) {
-  auto address = arg<std::string>(args, "address");
-  auto port = arg<int>(args, "port");
-  if (!address.ok()) return address.status();
-  if (!port.ok()) return port.status();
-  if (*port < 1 || *port > 65535) return invalid_argument("port out of range");
-  int timeout_ms = std::clamp(args.value("timeout_ms", 2000), 1, 10000);
-  return probe_tcp(*address, *port, timeout_ms);
+Result<protocol::NetProbeReply> AgentServer::net_probe(const protocol::NetProbeArgs& args) {
+  if (args.port < 1 || args.port > 65535) return invalid_argument("port out of range");
+  return probe_tcp(args.address, args.port, std::clamp(args.timeout_ms, 1, 10000));
 }
 
 Result<nlohmann::json> AgentServer::fs_stat(const protocol::FsStatArgs& args) {

@@ -20,7 +20,7 @@
 //   log.read   LogReadArgs                          → LogReadReply, body = bytes
 //   host.info  {}                                   → cores, memory, free disk, GPUs
 //   slurm.info {}                                   → {partitions: [...]} from sinfo (slurm_job.h)
-//   net.probe  {address, port, timeout_ms}          → {reachable, ms, error}
+//   net.probe  NetProbeArgs                         → NetProbeReply (protocol/ops/host.h)
 //   fs.stat, fs.list, fs.scan, fs.read, fs.hash     protocol/ops/fs.h: a host's files read
 //   recv.begin, recv.write, recv.commit, recv.prepare_dir, recv.finish_dir
 //                                                   protocol/ops/recv.h: a copy's receiving side
@@ -45,6 +45,7 @@
 #include "base/version.h"
 #include "protocol/frame.h"
 #include "protocol/ops/fs.h"
+#include "protocol/ops/host.h"
 #include "protocol/ops/job.h"
 #include "protocol/ops/recv.h"
 #include "transfer/dest_folder.h"
@@ -93,7 +94,7 @@ class AgentServer {
   Result<JobRecord> read_record(const JobPaths& paths);
   Result<protocol::JobRecord> job_cancel(const protocol::JobCancelArgs& args);
   Result<protocol::LogReadReply> log_read(const protocol::LogReadArgs& args, std::string* body);
-  Result<nlohmann::json> net_probe(const nlohmann::json& args);
+  Result<protocol::NetProbeReply> net_probe(const protocol::NetProbeArgs& args);
   // The file ops (protocol/ops/fs.h, recv.h), served by transfer/chunk_files.h.
   Result<nlohmann::json> fs_stat(const protocol::FsStatArgs& args);
   Result<nlohmann::json> fs_list(const protocol::FsListArgs& args, std::string* body);

@@ -67,7 +67,7 @@ nlohmann::json host_info(const std::string& workdir) {
           {"ssh_connection", conn ? conn : ""}};
 }
 
-nlohmann::json probe_tcp(const std::string& address, int port, int timeout_ms) {
+protocol::NetProbeReply probe_tcp(const std::string& address, int port, int timeout_ms) {
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -77,7 +77,7 @@ nlohmann::json probe_tcp(const std::string& address, int port, int timeout_ms) {
   addrinfo* res = nullptr;
   std::string service = std::to_string(port);
   int gai = ::getaddrinfo(address.c_str(), service.c_str(), &hints, &res);
-  if (gai != 0) return {{"reachable", false}, {"ms", elapsed()}, {"error", gai_strerror(gai)}};
+  if (gai != 0) return {false, elapsed(), gai_strerror(gai)};
   std::string error = "no address";
   bool ok = false;
   for (addrinfo* ai = res; ai && !ok; ai = ai->ai_next) {
@@ -105,9 +105,7 @@ nlohmann::json probe_tcp(const std::string& address, int port, int timeout_ms) {
     ::close(fd);
   }
   ::freeaddrinfo(res);
-  nlohmann::json out = {{"reachable", ok}, {"ms", elapsed()}};
-  if (!ok) out["error"] = error;
-  return out;
+  return {ok, elapsed(), ok ? "" : error};
 }
 
 }  // namespace ferry

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "protocol/ops/host.h"
 
 namespace ferry {
 
@@ -15,6 +16,6 @@ namespace ferry {
 nlohmann::json host_info(const std::string& workdir);
 
 /// TCP connect to address:port within timeout_ms: {reachable, ms, error}.
-nlohmann::json probe_tcp(const std::string& address, int port, int timeout_ms);
+protocol::NetProbeReply probe_tcp(const std::string& address, int port, int timeout_ms);
 
 }  // namespace ferry

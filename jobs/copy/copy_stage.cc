@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "jobs/copy/direct_copy.h"
 #include "jobs/copy/relay_copy.h"
+#include "protocol/ops/host.h"
 #include "protocol/ops/job.h"
 #include "transfer/host_listing.h"
 
@@ -155,23 +156,25 @@ void CopyStage::probe_route() {
     return choose(CopyRoute::kRelay, why);
   }
   auto self = shared_from_this();
-  nlohmann::json args = {{"address", c_->spec.to_address}, {"port", c_->spec.to_port}, {"timeout_ms", kProbeTimeoutMs}};
-  c_->env.call_agent(c_->spec.from_host, "net.probe", args, [self, target](Result<protocol::Frame> r) {
+  protocol::NetProbeArgs args{c_->spec.to_address, c_->spec.to_port, kProbeTimeoutMs};
+  c_->env.call_agent(c_->spec.from_host, "net.probe", args.to_json(), [self, target](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     const CopySpec& s = self->c_->spec;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->probe_route(); });
       return self->c_->fail("probing " + target + " from " + s.from_host + ": " + r.status().message());
     }
-    if (r->header.value("reachable", false)) {
+    auto probe = protocol::NetProbeReply::from_json(r->header);
+    if (!probe.ok())
+      return self->c_->fail("probing " + target + " from " + s.from_host + ": " + probe.status().message());
+    const std::string error = probe->error.empty() ? "unreachable" : probe->error;
+    if (probe->reachable) {
       return self->choose(CopyRoute::kDirect, s.from_host + " reaches " + s.to_host + " at " + target);
     }
-    std::string why = s.from_host + " cannot reach " + s.to_host + " at " + target + " (" +
-                      r->header.value("error", std::string("unreachable")) + ")";
+    std::string why = s.from_host + " cannot reach " + s.to_host + " at " + target + " (" + error + ")";
     if (s.route == CopyRoute::kDirect) {
       return self->c_->fail("route: direct: host '" + s.from_host + "' cannot reach host '" + s.to_host + "' at " +
-                            target + " (" + r->header.value("error", std::string("unreachable")) +
-                            "); link them, or use route: relay or auto");
+                            target + " (" + error + "); link them, or use route: relay or auto");
     }
     self->choose(CopyRoute::kRelay, why);
   });

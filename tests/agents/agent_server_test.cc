@@ -460,6 +460,19 @@ TEST_F(AgentServerTest, BadRequestsGetErrorsNotCrashes) {
   EXPECT_EQ(reply.type, protocol::FrameType::kError);
 }
 
+// Each op's request is read exactly (protocol/ops/): a misspelt or unknown field is
+// refused by name, and nothing starts, rather than the field being silently dropped.
+TEST_F(AgentServerTest, AnUnknownFieldIsRefusedByNameAndNothingStarts) {
+  auto start =
+      call("job.start", {{"job", "r.u"}, {"attempt", 1}, {"token", "t"}, {"command", "true"}, {"timout_s", 5}});
+  ASSERT_FALSE(start.ok());
+  EXPECT_EQ(start.status().message(), "the job.start request's timout_s is not a known field");
+  EXPECT_FALSE(path_exists(job_paths(dir_.path(), "r.u", 1).spec()));
+  auto stat = call("fs.stat", {{"path", "."}, {"follow", true}});
+  ASSERT_FALSE(stat.ok());
+  EXPECT_EQ(stat.status().message(), "the fs.stat request's follow is not a known field");
+}
+
 TEST_F(AgentServerTest, ServeAnswersAGarbageStreamWithAnErrorAndCloses) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
