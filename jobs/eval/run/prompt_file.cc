@@ -94,6 +94,53 @@ Result<std::vector<int64_t>> encode_field(const std::string& field, const json& 
   return encoder->encode_chat(*messages);
 }
 
+// The JSON object of one line, or an error that says where and why.
+Result<json> parse_line_object(const std::string& text, const std::string& at) {
+  FERRY_RETURN_IF_ERROR(check_json_depth(text, at));
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // "... column 12: ... invalid string: ill-formed UTF-8 byte; last read: '...'": the
+    // column and the reason; not the echo of the input, which may be invalid UTF-8.
+    std::string why = e.what();
+    size_t column = why.find("column");
+    why = column == std::string::npos ? why : why.substr(column);
+    why = why.substr(0, why.find("; last read"));
+    return invalid_argument(at + ": not valid JSON (" + why + ")");
+  }
+  if (!j.is_object()) return invalid_argument(at + ": not a JSON object");
+  return j;
+}
+
+// The prompt of one non-blank line: exactly one of kForms, encoded, non-empty, and
+// inside the vocabulary; errors start with `at` (file:line).
+Result<std::vector<int64_t>> prompt_of_line(const std::string& text, const std::string& at, int64_t vocab_size,
+                                            PromptEncoder* encoder) {
+  auto j = parse_line_object(text, at);
+  if (!j.ok()) return j.status();
+  std::string field, second;
+  for (const char* f : kForms) {
+    if (!j->contains(f)) continue;
+    (field.empty() ? field : second) = f;
+  }
+  if (!second.empty()) return invalid_argument(at + ": has both '" + field + "' and '" + second + "'; give one");
+  if (field.empty()) {
+    return invalid_argument(at + ": needs one of 'input_ids', 'text', 'prompt', 'messages', 'turns'");
+  }
+  const std::string where = at + ": '" + field + "': ";
+  auto ids = encode_field(field, (*j)[field], vocab_size, encoder);
+  if (!ids.ok()) return invalid_argument(where + ids.status().message());
+  if (ids->empty()) return invalid_argument(where + "empty prompt");
+  for (int64_t id : *ids) {
+    if (id >= vocab_size) {
+      return invalid_argument(where + "token id " + std::to_string(id) + " is outside the vocabulary (" +
+                              std::to_string(vocab_size) + ")");
+    }
+  }
+  return ids;
+}
+
 }  // namespace
 
 Result<std::vector<Prompt>> load_prompts(const std::string& path, int64_t vocab_size, PromptEncoder* encoder) {
@@ -101,73 +148,21 @@ Result<std::vector<Prompt>> load_prompts(const std::string& path, int64_t vocab_
   if (!in) return errno_status(path + ": cannot open", errno);
   std::vector<Prompt> prompts;
   std::vector<std::string> errors;  // every bad line is reported, not just the first
-  auto bad = [&](const std::string& what) {
-    if (errors.size() < kMaxErrorsReported) errors.push_back(what);
-  };
   std::string text;
   bool too_long = false;
   int line = 0;
   while (next_line(in, &text, &too_long)) {
     ++line;
     const std::string at = path + ":" + std::to_string(line);
-    const std::string where = at + ": ";
-    if (too_long) {
-      bad(where + "longer than " + std::to_string(kMaxLineBytes) + " bytes");
-      continue;
+    if (!too_long && text.find_first_not_of(" \t\r") == std::string::npos) continue;  // a blank line
+    auto ids = too_long ? Result<std::vector<int64_t>>(
+                              invalid_argument(at + ": longer than " + std::to_string(kMaxLineBytes) + " bytes"))
+                        : prompt_of_line(text, at, vocab_size, encoder);
+    if (ids.ok()) {
+      prompts.push_back({line, std::move(*ids), static_cast<int64_t>(prompts.size())});
+    } else if (errors.size() < kMaxErrorsReported) {
+      errors.push_back(ids.status().message());
     }
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (Status deep = check_json_depth(text, at); !deep.ok()) {
-      bad(deep.message());
-      continue;
-    }
-    json j;
-    try {
-      j = json::parse(text);
-    } catch (const json::parse_error& e) {
-      // "... column 12: ... invalid string: ill-formed UTF-8 byte; last read: '...'": the
-      // column and the reason; not the echo of the input, which may be invalid UTF-8.
-      std::string why = e.what();
-      size_t at = why.find("column");
-      why = at == std::string::npos ? why : why.substr(at);
-      why = why.substr(0, why.find("; last read"));
-      bad(where + "not valid JSON (" + why + ")");
-      continue;
-    }
-    if (!j.is_object()) {
-      bad(where + "not a JSON object");
-      continue;
-    }
-    std::string field, second;
-    for (const char* f : kForms) {
-      if (!j.contains(f)) continue;
-      (field.empty() ? field : second) = f;
-    }
-    if (!second.empty()) {
-      bad(where + "has both '" + field + "' and '" + second + "'; give one");
-      continue;
-    }
-    if (field.empty()) {
-      bad(where + "needs one of 'input_ids', 'text', 'prompt', 'messages', 'turns'");
-      continue;
-    }
-    auto ids = encode_field(field, j[field], vocab_size, encoder);
-    if (!ids.ok()) {
-      bad(where + "'" + field + "': " + ids.status().message());
-      continue;
-    }
-    if (ids->empty()) {
-      bad(where + "'" + field + "': empty prompt");
-      continue;
-    }
-    bool in_vocab = true;
-    for (int64_t id : *ids) {
-      if (id >= vocab_size && in_vocab) {
-        bad(where + "'" + field + "': token id " + std::to_string(id) + " is outside the vocabulary (" +
-            std::to_string(vocab_size) + ")");
-        in_vocab = false;
-      }
-    }
-    if (in_vocab) prompts.push_back({line, std::move(*ids), static_cast<int64_t>(prompts.size())});
   }
   if (!errors.empty()) {
     std::string all;
