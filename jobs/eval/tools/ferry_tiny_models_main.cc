@@ -61,148 +61,169 @@ bool parse_layer_types(const std::string& list, std::vector<std::string>* out) {
   return !out->empty();
 }
 
-int run(const std::vector<std::string>& args) {
-  if (args.empty()) return usage_error("missing command");
-  const std::string cmd = args[0];
-  std::map<std::string, std::string> flags;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--tie" || a == "--vlm" || a == "--stream") {
-      flags[a] = "1";
-    } else if (a.rfind("--", 0) == 0 && i + 1 < args.size()) {
-      flags[a] = args[++i];
-    } else {
-      return usage_error("bad argument '" + a + "'");
-    }
-  }
-  if (!flags.count("--out")) return usage_error("--out is required");
-  const std::string out = flags["--out"];
-  bool ok = true;
-  auto num = [&](const char* flag, int64_t def) {
-    auto it = flags.find(flag);
-    if (it == flags.end()) return def;
+// The command's flags: `--flag value`, and the switches that take none.
+struct Flags {
+  std::map<std::string, std::string> values;
+  bool numbers_ok = true;  // false once a numeric flag was not an integer
+
+  bool has(const char* flag) const { return values.count(flag) != 0; }
+  std::string text(const char* flag, const char* def) const { return has(flag) ? values.at(flag) : def; }
+  int64_t num(const char* flag, int64_t def) {
+    auto it = values.find(flag);
+    if (it == values.end()) return def;
     int64_t v = 0;
-    if (!to_int(it->second, &v)) ok = false;
+    if (!to_int(it->second, &v)) numbers_ok = false;
     return v;
-  };
-  auto read_dims = [&](ferry::eval::TinyLayerDims* d) {
+  }
+  void read_dims(ferry::eval::TinyLayerDims* d) {
     d->hidden = num("--hidden", d->hidden);
     d->intermediate = num("--intermediate", d->intermediate);
     d->layers = num("--layers", d->layers);
     d->heads = num("--heads", d->heads);
     d->kv_heads = num("--kv-heads", d->kv_heads);
     d->head_dim = num("--head-dim", d->head_dim);
-  };
+  }
+};
+
+// What a command wrote: 0, or 1 with the reason on stderr.
+int finished(const ferry::Status& status) {
+  if (status.ok()) return 0;
+  std::cerr << "ferry-tiny-models: " << status.message() << "\n";
+  return 1;
+}
+
+int target_command(Flags& f, const std::string& out, const ferry::eval::TinyWriteSpec& write) {
+  ferry::eval::TinyTargetSpec s;
+  s.kind = f.text("--kind", "random");
+  s.arch = f.text("--arch", "qwen3");
+  s.seed = static_cast<uint64_t>(f.num("--seed", 1));
+  s.linear_key_heads = f.num("--linear-key-heads", s.linear_key_heads);
+  s.linear_value_heads = f.num("--linear-value-heads", s.linear_value_heads);
+  s.linear_key_dim = f.num("--linear-key-dim", s.linear_key_dim);
+  s.linear_value_dim = f.num("--linear-value-dim", s.linear_value_dim);
+  s.conv_kernel = f.num("--conv-kernel", s.conv_kernel);
+  s.streamed = f.has("--stream");
+  if (f.has("--rope-theta")) s.rope_theta = std::strtod(f.values["--rope-theta"].c_str(), nullptr);
+  if (f.has("--layer-types") && !parse_layer_types(f.values["--layer-types"], &s.layer_types)) {
+    return usage_error("--layer-types: expected a comma list of linear / full");
+  }
+  s.vocab = f.num("--vocab", s.vocab);
+  f.read_dims(&s);
+  s.tie_embeddings = f.has("--tie");
+  s.eos_token_id = f.num("--eos", -1);
+  s.oracle_fixed_token = f.num("--oracle-token", s.oracle_fixed_token);
+  s.oracle_period = f.num("--oracle-period", s.oracle_period);
+  s.oracle_mask_token = f.num("--oracle-mask", -1);
+  if (!f.numbers_ok) return usage_error("a numeric flag is not an integer");
+  return finished(ferry::eval::write_tiny_target(out, s, write));
+}
+
+int drafter_command(Flags& f, const std::string& out, const ferry::eval::TinyWriteSpec& write) {
+  ferry::eval::TinyDrafterSpec s;
+  s.kind = f.text("--kind", "random");
+  s.seed = static_cast<uint64_t>(f.num("--seed", 2));
+  s.sliding_window = f.num("--sliding-window", 0);
+  if (f.has("--layer-types") && !parse_layer_types(f.values["--layer-types"], &s.layer_types)) {
+    return usage_error("--layer-types: expected a comma list of sliding / full");
+  }
+  s.target_vocab = f.num("--target-vocab", s.target_vocab);
+  f.read_dims(&s);
+  s.block_size = f.num("--block-size", s.block_size);
+  s.mask_token_id = f.num("--mask", s.mask_token_id);
+  s.num_target_layers = f.num("--num-target-layers", s.num_target_layers);
+  if (f.has("--target-layer-ids")) {
+    std::stringstream ids(f.values["--target-layer-ids"]);
+    std::string item;
+    while (std::getline(ids, item, ',')) {
+      int64_t v = 0;
+      if (!to_int(item, &v)) return usage_error("--target-layer-ids: bad id '" + item + "'");
+      s.target_layer_ids.push_back(v);
+    }
+  }
+  if (!f.numbers_ok) return usage_error("a numeric flag is not an integer");
+  return finished(ferry::eval::write_tiny_drafter(out, s, write));
+}
+
+int prompts_command(Flags& f, const std::string& out) {
+  int64_t count = f.num("--count", 20), vocab = f.num("--vocab", 320), lo = f.num("--min-len", 4),
+          hi = f.num("--max-len", 24);
+  int64_t seed = f.num("--seed", 3);
+  if (!f.numbers_ok) return usage_error("a numeric flag is not an integer");
+  return finished(ferry::eval::write_tiny_prompts(out, static_cast<int>(count), vocab, static_cast<int>(lo),
+                                                  static_cast<int>(hi), static_cast<uint64_t>(seed)));
+}
+
+// `suite`: a ready set of random and oracle targets (Qwen3 and the Qwen3.5 hybrid),
+// drafters including a sliding-window one, and prompts.
+ferry::Status write_suite(const std::string& out) {
+  using namespace ferry::eval;
+  TinyTargetSpec target;
+  target.eos_token_id = 257;
+  FERRY_RETURN_IF_ERROR(write_tiny_target(out + "/target", target, {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_target(out + "/target-bf16-sharded", target, {"BF16", 3, false}));
+  FERRY_RETURN_IF_ERROR(write_tiny_target(out + "/target-vlm", target, {"F32", 0, true}));
+  TinyDrafterSpec drafter;
+  drafter.mask_token_id = 258;
+  drafter.target_layer_ids = {1, 2};
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(out + "/drafter", drafter, {}));
+  drafter.seed = 5;
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(out + "/drafter-reference", drafter, {}));
+  TinyTargetSpec oracle;
+  oracle.kind = "oracle";
+  oracle.vocab = 64;
+  oracle.hidden = 96;
+  oracle.heads = 6;
+  oracle.oracle_period = 3;
+  oracle.oracle_mask_token = 63;
+  FERRY_RETURN_IF_ERROR(write_tiny_target(out + "/oracle-target", oracle, {}));
+  TinyDrafterSpec agree = drafter_spec_for(oracle);
+  agree.kind = "agree";
+  agree.mask_token_id = 63;
+  agree.target_layer_ids = {1, 2};
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(out + "/oracle-agree", agree, {}));
+  agree.kind = "disagree";
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(out + "/oracle-disagree", agree, {}));
+  // Qwen3.5 hybrids: a random VLM-layout target, and an oracle one (layers linear,
+  // linear, linear, full) that the oracle drafters above fit; a Qwen3.6-style drafter.
+  TinyTargetSpec hybrid = target;
+  hybrid.arch = "qwen3_5";
+  FERRY_RETURN_IF_ERROR(write_tiny_target(out + "/hybrid-target-vlm", hybrid, {"F32", 0, true}));
+  TinyTargetSpec hybrid_oracle = oracle;
+  hybrid_oracle.arch = "qwen3_5";
+  FERRY_RETURN_IF_ERROR(write_tiny_target(out + "/hybrid-oracle-target", hybrid_oracle, {}));
+  agree.kind = "agree";
+  agree.layer_types = {"sliding_attention", "full_attention"};
+  agree.sliding_window = 8;
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(out + "/oracle-agree-swa", agree, {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_prompts(out + "/prompts.jsonl", 20, 320, 4, 24, 3));
+  return write_tiny_prompts(out + "/oracle-prompts.jsonl", 20, 63, 4, 24, 4);
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.empty()) return usage_error("missing command");
+  const std::string cmd = args[0];
+  Flags f;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--tie" || a == "--vlm" || a == "--stream") {
+      f.values[a] = "1";
+    } else if (a.rfind("--", 0) == 0 && i + 1 < args.size()) {
+      f.values[a] = args[++i];
+    } else {
+      return usage_error("bad argument '" + a + "'");
+    }
+  }
+  if (!f.has("--out")) return usage_error("--out is required");
+  const std::string out = f.values["--out"];
   ferry::eval::TinyWriteSpec write;
-  write.dtype = flags.count("--dtype") ? flags["--dtype"] : "F32";
-  write.shards = static_cast<int>(num("--shards", 0));
-  write.vlm_wrapped = flags.count("--vlm") != 0;
-  ferry::Status status;
-  if (cmd == "target") {
-    ferry::eval::TinyTargetSpec s;
-    s.kind = flags.count("--kind") ? flags["--kind"] : "random";
-    s.arch = flags.count("--arch") ? flags["--arch"] : "qwen3";
-    s.seed = static_cast<uint64_t>(num("--seed", 1));
-    s.linear_key_heads = num("--linear-key-heads", s.linear_key_heads);
-    s.linear_value_heads = num("--linear-value-heads", s.linear_value_heads);
-    s.linear_key_dim = num("--linear-key-dim", s.linear_key_dim);
-    s.linear_value_dim = num("--linear-value-dim", s.linear_value_dim);
-    s.conv_kernel = num("--conv-kernel", s.conv_kernel);
-    s.streamed = flags.count("--stream") != 0;
-    if (flags.count("--rope-theta")) s.rope_theta = std::strtod(flags["--rope-theta"].c_str(), nullptr);
-    if (flags.count("--layer-types") && !parse_layer_types(flags["--layer-types"], &s.layer_types)) {
-      return usage_error("--layer-types: expected a comma list of linear / full");
-    }
-    s.vocab = num("--vocab", s.vocab);
-    read_dims(&s);
-    s.tie_embeddings = flags.count("--tie") != 0;
-    s.eos_token_id = num("--eos", -1);
-    s.oracle_fixed_token = num("--oracle-token", s.oracle_fixed_token);
-    s.oracle_period = num("--oracle-period", s.oracle_period);
-    s.oracle_mask_token = num("--oracle-mask", -1);
-    if (!ok) return usage_error("a numeric flag is not an integer");
-    status = ferry::eval::write_tiny_target(out, s, write);
-  } else if (cmd == "drafter") {
-    ferry::eval::TinyDrafterSpec s;
-    s.kind = flags.count("--kind") ? flags["--kind"] : "random";
-    s.seed = static_cast<uint64_t>(num("--seed", 2));
-    s.sliding_window = num("--sliding-window", 0);
-    if (flags.count("--layer-types") && !parse_layer_types(flags["--layer-types"], &s.layer_types)) {
-      return usage_error("--layer-types: expected a comma list of sliding / full");
-    }
-    s.target_vocab = num("--target-vocab", s.target_vocab);
-    read_dims(&s);
-    s.block_size = num("--block-size", s.block_size);
-    s.mask_token_id = num("--mask", s.mask_token_id);
-    s.num_target_layers = num("--num-target-layers", s.num_target_layers);
-    if (flags.count("--target-layer-ids")) {
-      std::stringstream ids(flags["--target-layer-ids"]);
-      std::string item;
-      while (std::getline(ids, item, ',')) {
-        int64_t v = 0;
-        if (!to_int(item, &v)) return usage_error("--target-layer-ids: bad id '" + item + "'");
-        s.target_layer_ids.push_back(v);
-      }
-    }
-    if (!ok) return usage_error("a numeric flag is not an integer");
-    status = ferry::eval::write_tiny_drafter(out, s, write);
-  } else if (cmd == "prompts") {
-    int64_t count = num("--count", 20), vocab = num("--vocab", 320), lo = num("--min-len", 4),
-            hi = num("--max-len", 24);
-    int64_t seed = num("--seed", 3);
-    if (!ok) return usage_error("a numeric flag is not an integer");
-    status = ferry::eval::write_tiny_prompts(out, static_cast<int>(count), vocab, static_cast<int>(lo),
-                                             static_cast<int>(hi), static_cast<uint64_t>(seed));
-  } else if (cmd == "suite") {
-    using namespace ferry::eval;
-    TinyTargetSpec target;
-    target.eos_token_id = 257;
-    status = write_tiny_target(out + "/target", target, {});
-    if (status.ok()) status = write_tiny_target(out + "/target-bf16-sharded", target, {"BF16", 3, false});
-    if (status.ok()) status = write_tiny_target(out + "/target-vlm", target, {"F32", 0, true});
-    TinyDrafterSpec drafter;
-    drafter.mask_token_id = 258;
-    drafter.target_layer_ids = {1, 2};
-    if (status.ok()) status = write_tiny_drafter(out + "/drafter", drafter, {});
-    drafter.seed = 5;
-    if (status.ok()) status = write_tiny_drafter(out + "/drafter-reference", drafter, {});
-    TinyTargetSpec oracle;
-    oracle.kind = "oracle";
-    oracle.vocab = 64;
-    oracle.hidden = 96;
-    oracle.heads = 6;
-    oracle.oracle_period = 3;
-    oracle.oracle_mask_token = 63;
-    if (status.ok()) status = write_tiny_target(out + "/oracle-target", oracle, {});
-    TinyDrafterSpec agree = drafter_spec_for(oracle);
-    agree.kind = "agree";
-    agree.mask_token_id = 63;
-    agree.target_layer_ids = {1, 2};
-    if (status.ok()) status = write_tiny_drafter(out + "/oracle-agree", agree, {});
-    agree.kind = "disagree";
-    if (status.ok()) status = write_tiny_drafter(out + "/oracle-disagree", agree, {});
-    // Qwen3.5 hybrids: a random VLM-layout target, and an oracle one (layers linear,
-    // linear, linear, full) that the oracle drafters above fit; a Qwen3.6-style drafter.
-    TinyTargetSpec hybrid = target;
-    hybrid.arch = "qwen3_5";
-    if (status.ok()) status = write_tiny_target(out + "/hybrid-target-vlm", hybrid, {"F32", 0, true});
-    TinyTargetSpec hybrid_oracle = oracle;
-    hybrid_oracle.arch = "qwen3_5";
-    if (status.ok()) status = write_tiny_target(out + "/hybrid-oracle-target", hybrid_oracle, {});
-    agree.kind = "agree";
-    agree.layer_types = {"sliding_attention", "full_attention"};
-    agree.sliding_window = 8;
-    if (status.ok()) status = write_tiny_drafter(out + "/oracle-agree-swa", agree, {});
-    if (status.ok()) status = write_tiny_prompts(out + "/prompts.jsonl", 20, 320, 4, 24, 3);
-    if (status.ok()) status = write_tiny_prompts(out + "/oracle-prompts.jsonl", 20, 63, 4, 24, 4);
-  } else {
-    return usage_error("unknown command '" + cmd + "'");
-  }
-  if (!status.ok()) {
-    std::cerr << "ferry-tiny-models: " << status.message() << "\n";
-    return 1;
-  }
-  return 0;
+  write.dtype = f.text("--dtype", "F32");
+  write.shards = static_cast<int>(f.num("--shards", 0));
+  write.vlm_wrapped = f.has("--vlm");
+  if (cmd == "target") return target_command(f, out, write);
+  if (cmd == "drafter") return drafter_command(f, out, write);
+  if (cmd == "prompts") return prompts_command(f, out);
+  if (cmd == "suite") return finished(write_suite(out));
+  return usage_error("unknown command '" + cmd + "'");
 }
 
 }  // namespace

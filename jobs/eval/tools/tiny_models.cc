@@ -120,8 +120,8 @@ WriteTensor spec_random(Rng& rng, const TinyTargetSpec& s, const std::string& na
   const uint64_t seed = rng.next();
   t.fill = [seed, a](int64_t begin, int64_t count, float* out) {
     for (int64_t i = 0; i < count; ++i) {
-      double u = static_cast<double>(mix(seed ^ mix(static_cast<uint64_t>(begin + i))) >> 11) *
-                 (1.0 / 9007199254740992.0);
+      double u =
+          static_cast<double>(mix(seed ^ mix(static_cast<uint64_t>(begin + i))) >> 11) * (1.0 / 9007199254740992.0);
       out[i] = Rng::bf16_exact(static_cast<float>((2.0 * u - 1.0) * a));
     }
   };
@@ -275,7 +275,11 @@ TinyDrafterSpec drafter_spec_for(const TinyTargetSpec& target) {
   return d;
 }
 
-Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, const TinyWriteSpec& w) {
+namespace {
+
+// What a tiny target spec must hold before anything is written: its kind and arch,
+// head counts that divide, a hybrid's layer types (returned; empty for qwen3).
+Result<std::vector<std::string>> checked_layer_types(const TinyTargetSpec& s) {
   const bool oracle = s.kind == "oracle";
   if (!oracle && s.kind != "random") return invalid_argument("tiny target kind must be random or oracle");
   if (oracle && s.vocab >= s.hidden) return invalid_argument("oracle target needs vocab < hidden");
@@ -294,12 +298,21 @@ Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, con
       return invalid_argument("linear value heads must be a multiple of linear key heads");
     }
   }
+  if (s.streamed && (oracle || !hybrid)) return invalid_argument("streamed tiny targets are random qwen3_5 only");
+  return types;
+}
+
+}  // namespace
+
+Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, const TinyWriteSpec& w) {
+  auto checked = checked_layer_types(s);
+  if (!checked.ok()) return checked.status();
+  const std::vector<std::string>& types = *checked;
+  const bool oracle = s.kind == "oracle", hybrid = s.arch == "qwen3_5";
   Rng rng(s.seed);
   const int64_t h = s.hidden, v = s.vocab;
   const std::string base = w.vlm_wrapped ? "model.language_model." : "model.";
   std::vector<WriteTensor> ts;
-
-  if (s.streamed && (oracle || !hybrid)) return invalid_argument("streamed tiny targets are random qwen3_5 only");
   WriteTensor embed = oracle ? tensor(base + "embed_tokens.weight", {v, h})
                              : spec_random(rng, s, base + "embed_tokens.weight", {v, h}, bound(1, 1.0));
   if (oracle) {
@@ -327,8 +340,8 @@ Status write_tiny_target(const std::string& folder, const TinyTargetSpec& s, con
     ts.push_back(norm_tensor(rng, base + "norm.weight", h, 0.1));
   }
   if (!s.tie_embeddings) {
-    WriteTensor head = oracle ? tensor("lm_head.weight", {v, h})
-                              : spec_random(rng, s, "lm_head.weight", {v, h}, bound(h, 4.0));
+    WriteTensor head =
+        oracle ? tensor("lm_head.weight", {v, h}) : spec_random(rng, s, "lm_head.weight", {v, h}, bound(h, 4.0));
     if (oracle) {
       for (int64_t t = 0; t < v; ++t) head.values[static_cast<size_t>(oracle_next(s, t) * h + t)] = 1.0f;
     }
@@ -393,8 +406,8 @@ Status write_tiny_drafter(const std::string& folder, const TinyDrafterSpec& s, c
   options.shards = w.shards;
   FERRY_RETURN_IF_ERROR(write_safetensors_checkpoint(folder, ts, options));
 
-  nlohmann::json config = qwen3_fields(s.target_vocab, h, s.intermediate, s.layers, s.heads, s.kv_heads, s.head_dim,
-                                       s.rope_theta);
+  nlohmann::json config =
+      qwen3_fields(s.target_vocab, h, s.intermediate, s.layers, s.heads, s.kv_heads, s.head_dim, s.rope_theta);
   config["architectures"] = {"DFlashDraftModel"};
   config["model_type"] = "qwen3";
   config["block_size"] = s.block_size;
@@ -413,8 +426,7 @@ Status write_tiny_drafter(const std::string& folder, const TinyDrafterSpec& s, c
   return write_json(folder + "/config.json", config);
 }
 
-Status write_tiny_prompts(const std::string& path, int count, int64_t vocab, int min_len, int max_len,
-                          uint64_t seed) {
+Status write_tiny_prompts(const std::string& path, int count, int64_t vocab, int min_len, int max_len, uint64_t seed) {
   if (count < 1 || min_len < 1 || max_len < min_len || vocab < 1) return invalid_argument("bad prompt parameters");
   std::mt19937_64 gen(seed);
   std::ofstream out(path, std::ios::trunc);
