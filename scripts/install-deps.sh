@@ -39,8 +39,10 @@ packages="build-essential cmake pkg-config git ca-certificates dpkg-dev
   libxxhash-dev nlohmann-json3-dev libcli11-dev libtorch-dev libopenblas0-openmp libicu-dev
   openssh-client procps"
 # The tests'; the `slurm` tests start a one-node Slurm (tests/slurm/slurm_testbed.sh), none starts on install.
-# tcsh and fish: login shells ferry's remote commands are tested under (e2e_login_shell_test, push_test).
-test_packages="sqlite3 nodejs npm openssh-server iproute2 chromium strace tcsh fish slurmctld slurmd slurm-client munge"
+# tcsh and fish: login shells ferry's remote commands are tested under (e2e_login_shell_test, push_test);
+# universal-ctags: `make check` counts the long functions with it (scripts/long-functions.sh).
+test_packages="sqlite3 nodejs npm openssh-server iproute2 chromium strace tcsh fish slurmctld slurmd slurm-client munge
+  universal-ctags"
 if [ "$tests" = 1 ]; then packages="$packages $test_packages"; fi
 if [ "$bench" = 1 ]; then packages="$packages pdsh ansible"; fi
 
