@@ -29,6 +29,12 @@ using testbed::Defer;
 using testbed::Host;
 using testbed::LinkCut;
 using testbed::Testbed;
+// The test support's file and wait helpers (tests/support/process.h), which every
+// test of a run over SSH calls.
+using testing::exists;
+using testing::read_text;
+using testing::wait_until;
+using testing::write_text;
 
 struct Event {
   std::string stage, type;

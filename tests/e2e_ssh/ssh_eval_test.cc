@@ -20,12 +20,10 @@ namespace ferry::e2e {
 namespace {
 
 using std::chrono::seconds;
-using testing::read_text;
-using testing::wait_until;
 
 constexpr int kRunTimeoutS = 300;
 constexpr auto kDecodingDeadline = seconds(120);  // cold: agent and worker upload over ssh
-constexpr auto kCutFor = seconds(20);  // past the link watchdog, so the cut is seen
+constexpr auto kCutFor = seconds(20);             // past the link watchdog, so the cut is seen
 // Long enough that the eval is still decoding when the test acts on it: the
 // reference drafter never agrees, so it decodes token by token (~20 s here).
 constexpr int kLongEvalTokens = 400;
@@ -42,8 +40,9 @@ class SshEvalTest : public SshRunTest {
     std::string p = dir.empty() ? "" : dir + "/";
     return "  " + name + ":\n    kind: eval\n" + (host.empty() ? "" : "    host: " + host + "\n") + "    target: " + p +
            "oracle-target\n    drafter: " + p + "oracle-agree\n    reference: " + p +
-           "oracle-disagree\n    prompts: " + p + "oracle-prompts.jsonl\n    max_new_tokens: " +
-           std::to_string(max_new_tokens) + "\n    threads: 1\n    gate: {min_tau: 3.5}\n";
+           "oracle-disagree\n    prompts: " + p +
+           "oracle-prompts.jsonl\n    max_new_tokens: " + std::to_string(max_new_tokens) +
+           "\n    threads: 1\n    gate: {min_tau: 3.5}\n";
   }
   nlohmann::json report(const std::string& run, const std::string& stage_name) {
     for (const auto& e : events(run, stage_name)) {
@@ -69,9 +68,9 @@ class SshEvalTest : public SshRunTest {
 
 TEST_F(SshEvalTest, EvalOnAnSshHostGivesTheSameReportAsInTheCoordinator) {
   make_models("h1");
-  std::string wf = write_workflow("name: same\nhosts:\n" + host_entry(0) + "stages:\n" +
-                                  eval_stage("here", "", workdir("h1"), 16) + eval_stage("there", "h1", "", 16) +
-                                  "    needs: here\n");
+  std::string wf =
+      write_workflow("name: same\nhosts:\n" + host_entry(0) + "stages:\n" + eval_stage("here", "", workdir("h1"), 16) +
+                     eval_stage("there", "h1", "", 16) + "    needs: here\n");
   auto r = ferry({"run", wf}, kRunTimeoutS);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto st = status("same-1");

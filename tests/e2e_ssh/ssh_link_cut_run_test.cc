@@ -16,10 +16,8 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
-using testing::read_text;
-using testing::wait_until;
 
-constexpr auto kCutFor = seconds(30);            // the point of the test: a long, timed outage
+constexpr auto kCutFor = seconds(30);              // the point of the test: a long, timed outage
 constexpr auto kFirstLinesDeadline = seconds(90);  // cold start: agent upload over ssh
 constexpr int kStatusEveryMs = 500;                // how often the cut is observed
 constexpr int kRunTimeoutS = 240;                  // the job's 60 s + the cut's aftermath

@@ -14,10 +14,6 @@ namespace ferry::e2e {
 namespace {
 
 using std::chrono::seconds;
-using testing::exists;
-using testing::read_text;
-using testing::wait_until;
-using testing::write_text;
 
 // Cold runs upload the agent (a few MiB) and every ssh exec starts a login shell
 // (1-2 s here), so a first connection takes several seconds.
@@ -136,8 +132,8 @@ TEST_F(SshRunTest, ResumeAfterSigkillReattachesToTheSshJob) {
   // Resume while the job still runs: it must re-attach, not start it again.
   resumer = spawn_ferry({"resume", "crash-1"}, "resume.log");
   ASSERT_GT(resumer, 0);
-  ASSERT_TRUE(wait_until([&] { return count(events("crash-1", "long"), "attempt.reattached") >= 1; },
-                         kJobStartDeadline))
+  ASSERT_TRUE(
+      wait_until([&] { return count(events("crash-1", "long"), "attempt.reattached") >= 1; }, kJobStartDeadline))
       << read_text(work_.file("resume.log")) << dump(events("crash-1"));
   EXPECT_TRUE(testing::process_running(job)) << "re-attaching must not end the job";
   write_text(release, "go");
@@ -205,9 +201,9 @@ TEST_F(SshRunTest, UnknownHostKeyAndWrongIdentityFailTheStageClearly) {
   const std::string wrong_key = work_.file("wrong_key");
   ASSERT_EQ(std::system(("ssh-keygen -q -t ed25519 -N '' -f '" + wrong_key + "' </dev/null >/dev/null").c_str()), 0);
   // give_up bounds the test if a refusal were (wrongly) retried like a dropped link.
-  std::string wf = write_workflow("name: refused\nhosts:\n" +
-                                  host_entry(0, {{"known_hosts", empty_known}, {"give_up", "20s"}}) +
-                                  host_entry(2, {{"identity", wrong_key}, {"give_up", "20s"}}) + R"wf(stages:
+  std::string wf =
+      write_workflow("name: refused\nhosts:\n" + host_entry(0, {{"known_hosts", empty_known}, {"give_up", "20s"}}) +
+                     host_entry(2, {{"identity", wrong_key}, {"give_up", "20s"}}) + R"wf(stages:
   keyed:
     host: h1
     run: echo should-not-run > ran.txt
@@ -231,8 +227,7 @@ TEST_F(SshRunTest, UnknownHostKeyAndWrongIdentityFailTheStageClearly) {
   EXPECT_NE(key_error.find("unknown host key"), std::string::npos) << key_error;
   EXPECT_NE(key_error.find("SHA256:"), std::string::npos) << "the fingerprint, to compare: " << key_error;
   EXPECT_NE(key_error.find(h1.address), std::string::npos) << key_error;
-  EXPECT_NE(auth_error.find("authentication failed for root@" + tb_.hosts[2].address), std::string::npos)
-      << auth_error;
+  EXPECT_NE(auth_error.find("authentication failed for root@" + tb_.hosts[2].address), std::string::npos) << auth_error;
   EXPECT_NE(auth_error.find(wrong_key), std::string::npos) << "names the key it tried: " << auth_error;
   EXPECT_LT(took, 15) << "a refused host key or key is final: it must not be retried until give_up";
   EXPECT_FALSE(exists(workdir("h1") + "/ran.txt"));

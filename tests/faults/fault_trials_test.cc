@@ -26,8 +26,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "tests/e2e_ssh/e2e_ssh_env.h"
@@ -38,10 +38,6 @@ namespace ferry::e2e {
 namespace {
 
 using std::chrono::seconds;
-using testing::exists;
-using testing::read_text;
-using testing::wait_until;
-using testing::write_text;
 
 constexpr int kRunTimeoutS = 300;
 constexpr auto kColdStart = seconds(120);  // the first job on a host: agent upload over ssh
@@ -162,8 +158,8 @@ TEST_F(FaultTrialsTest, SecondCtrlCWithAHostCutOffLeavesWithinFiveSecondsAndResu
   LinkCut h1(tb_, "h1");
   ASSERT_TRUE(launched("ctrlc-1", "long")) << read_text(work_.file("run.log"));
   pid_t job = pid_in(dir + "/long.pid");
-  ASSERT_TRUE(testing::process_running(job)) << "no running job's pid in " << dir << "/long.pid: '"
-                                             << read_text(dir + "/long.pid") << "'";
+  ASSERT_TRUE(testing::process_running(job))
+      << "no running job's pid in " << dir << "/long.pid: '" << read_text(dir + "/long.pid") << "'";
   ASSERT_EQ(h1.cut(), 0);
   ASSERT_TRUE(wait_until([&] { return noticed_unreachable("ctrlc-1", "h1"); }, kNoticeCut)) << dump(events("ctrlc-1"));
   ::kill(c, SIGINT);
@@ -239,9 +235,9 @@ TEST_F(FaultTrialsTest, ADatabaseLockHeldTwentySecondsKillsNoJobAndRecordsEachEx
   write_text(dir + "/tick.go", "");  // tick ends while the lock is held
   EXPECT_EQ(testing::wait_process(holder, 60), 0) << read_text(work_.file("hold.log"));
   double held = seconds_since(locked_at);
-  int64_t unlocked_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+  int64_t unlocked_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   bool long_alive = testing::process_running(long_job);
   EXPECT_TRUE(long_alive) << "the lock killed a running job\n" << read_text(work_.file("run.log"));
   EXPECT_TRUE(wait_until([&] { return stage(status("dblock-1"), "tick").value("state", "") == "failed"; }, seconds(60)))
@@ -376,9 +372,8 @@ TEST_F(FaultTrialsTest, AFolderCopyIntoAUsersFolderKeepsEveryFileItDidNotWrite) 
   tiny({"suite", "--out", workdir("h2")});
   tiny({"drafter", "--out", src, "--kind", "agree", "--target-vocab", "64", "--hidden", "96", "--heads", "6", "--mask",
         "63", "--target-layer-ids", "1,2", "--shards", "2"});
-  const std::map<std::string, std::string> own = {{"notes.txt", "my notes"},
-                                                  {"runs/config.yaml", "lr: 3e-4"},
-                                                  {".ferry/jobs/x/spec.json", "{}"}};
+  const std::map<std::string, std::string> own = {
+      {"notes.txt", "my notes"}, {"runs/config.yaml", "lr: 3e-4"}, {".ferry/jobs/x/spec.json", "{}"}};
   for (const auto& [rel, text] : own) write_text(dst + "/" + rel, text);
   ASSERT_EQ(testing::run_process({"cp", workdir("h2") + "/oracle-disagree/model.safetensors", dst + "/"}).exit_code, 0);
   std::string stray = read_text(dst + "/model.safetensors");
@@ -541,8 +536,9 @@ TEST_F(FaultTrialsTest, AHostBackAfterGiveUpNeverRunsTheStageTwiceAtOnce) {
   o.succeeded = code == 0 && s["state"] == "succeeded";
   o.launched_once = launched.size() == 2 && attempts.size() == 2 && starts == 2 && alongside.empty() && first_stopped;
   o.resumes = 1;
-  o.figure = "job launches: " + std::to_string(starts) + " (attempts 1, 2), at once: " +
-             (alongside.empty() ? "never" : "YES") + "; attempt 1 stopped before 2 began";
+  o.figure = "job launches: " + std::to_string(starts) +
+             " (attempts 1, 2), at once: " + (alongside.empty() ? "never" : "YES") +
+             "; attempt 1 stopped before 2 began";
   add(o);
 }
 

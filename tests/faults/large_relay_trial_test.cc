@@ -22,9 +22,6 @@
 namespace ferry::e2e {
 namespace {
 
-using testing::read_text;
-using testing::write_text;
-
 // FERRY_FAULT_SCALE=full: the trials at issue 13's sizes.
 bool full_scale() {
   const char* s = std::getenv("FERRY_FAULT_SCALE");

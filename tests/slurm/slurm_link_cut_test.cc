@@ -15,8 +15,6 @@ namespace {
 
 using std::chrono::seconds;
 using std::chrono::steady_clock;
-using testing::read_text;
-using testing::wait_until;
 
 const char kSlurmTestbed[] = FERRY_SOURCE_DIR "/tests/slurm/slurm_testbed.sh";
 constexpr auto kCutFor = seconds(30);
@@ -31,12 +29,9 @@ class SlurmLinkCutTest : public SshRunTest {
     const int port = 18000 + 2 * (::getpid() % 1000);
     // nsenter --net, not `ip netns exec`: that remounts /sys for the namespace, without
     // /sys/fs/cgroup, and slurmd will not start without it.
-    auto up = testing::run_process({"nsenter", "--net=/var/run/netns/" + h1_.netns, kSlurmTestbed, "up",
-                                    cluster_.path()},
-                                   {{"SLURMCTLD_PORT", std::to_string(port)},
-                                    {"SLURMD_PORT", std::to_string(port + 1)},
-                                    {"KILL_WAIT", "2"}},
-                                   60);
+    auto up = testing::run_process(
+        {"nsenter", "--net=/var/run/netns/" + h1_.netns, kSlurmTestbed, "up", cluster_.path()},
+        {{"SLURMCTLD_PORT", std::to_string(port)}, {"SLURMD_PORT", std::to_string(port + 1)}, {"KILL_WAIT", "2"}}, 60);
     started_ = true;
     if (up.exit_code == 2) GTEST_SKIP() << "SLURM LINK CUT TEST SKIPPED: no Slurm here: " << up.err;
     ASSERT_EQ(up.exit_code, 0) << up.err << read_text(cluster_.file("log/slurmctld.log")).substr(0, 2000);
@@ -81,7 +76,9 @@ TEST_F(SlurmLinkCutTest, ALoginNodeCutForThirtySecondsChangesNothingForItsJob) {
   const std::string release = work_.file("release");
   std::string wf = write_workflow("name: slcut\nhosts:\n" + host_entry(0, {{"scheduler", "slurm"}}) +
                                   "stages:\n  long:\n    host: h1\n    run: |\n      echo started\n"
-                                  "      while [ ! -f " + release + " ]; do sleep 0.2; done\n"
+                                  "      while [ ! -f " +
+                                  release +
+                                  " ]; do sleep 0.2; done\n"
                                   "      echo finished; exit 6\n");
   pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
   ASSERT_GT(coordinator, 0);
