@@ -100,6 +100,9 @@ class StageRunner {
   virtual void start(std::function<void(StageOutcome)> done) = 0;
   /// First call: graceful (SIGTERM to the job's group); `hard`: SIGKILL.
   virtual void cancel(bool hard) = 0;
+  /// Whether the attempt enforces the stage's `timeout` itself (a detached job's
+  /// supervisor kills it then); otherwise the scheduler cancels it hard at the timeout.
+  virtual bool times_itself() const { return false; }
 };
 
 }  // namespace ferry

@@ -368,19 +368,16 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
   arm_timeout(st, attempt);
 }
 
-// A command's job, and an eval's worker on a host, are killed by their supervisor
-// at `timeout`; a copy and an eval on this machine (a worker child, killed by the
-// hard cancel) are timed here: the attempt is cancelled hard and ends timed_out. So is
-// a Slurm job: its --time is whole minutes, rounded up, and Slurm ends it only at its
-// next sweep after that; here the cancel (scancel) comes at `timeout` itself.
+// The runner says who enforces `timeout` (StageRunner::times_itself): a command's
+// job and an eval's worker on a host are killed by their supervisor; a copy, an eval
+// on this machine (a worker child, killed by the hard cancel) and a watching eval
+// (its copies and workers are its parts) are timed here: the attempt is cancelled
+// hard and ends timed_out. So is a Slurm job: its --time is whole minutes, rounded
+// up, and Slurm ends it only at its next sweep after that; here the cancel
+// (scancel) comes at `timeout` itself.
 void Scheduler::arm_timeout(StageSlot& st, int attempt) {
   const Stage& s = *st.spec;
-  const workflow::Host* host = s.host.empty() ? nullptr : wf_.find_host(s.host);
-  const bool on_slurm = host != nullptr && host->scheduler == workflow::Scheduler::kSlurm;
-  // A watching eval's jobs (copies, a worker per checkpoint) are its parts: the whole is timed here.
-  bool job_enforces = !on_slurm && (s.kind == StageKind::kCommand ||
-                                    (s.kind == StageKind::kEval && !s.host.empty() && s.watch.stage.empty()));
-  if (s.timeout_s <= 0 || job_enforces || !st.runner) return;
+  if (s.timeout_s <= 0 || !st.runner || st.runner->times_itself()) return;
   int64_t left_ms = static_cast<int64_t>(s.timeout_s * 1000) - (now_ms() - st.started_ms);
   st.timeout_timer = std::make_unique<boost::asio::steady_timer>(io_);
   st.timeout_timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(left_ms, 0)));

@@ -38,6 +38,8 @@ class CommandStage : public StageRunner, public std::enable_shared_from_this<Com
   CommandStage(StageEnv& env, CommandSpec spec);
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
+  /// A detached job's supervisor kills it at the timeout; a Slurm job is cancelled here.
+  bool times_itself() const override { return spec_.slurm.is_null(); }
 
   /// Poll period while the job runs; named so tests and docs agree.
   static constexpr int kPollMs = 200;

@@ -66,6 +66,8 @@ class RemoteEvalStage : public StageRunner, public std::enable_shared_from_this<
   ~RemoteEvalStage() override;
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
+  /// The worker is a detached job (its supervisor kills it at the timeout) but on Slurm.
+  bool times_itself() const override { return spec_.slurm.is_null(); }
 
   static constexpr int kRetryMs = 1000;
   static constexpr size_t kLogTailLines = 20;
