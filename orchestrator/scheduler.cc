@@ -51,7 +51,6 @@ std::string random_token() {
   return s.str();
 }
 
-
 std::string seconds_text(double s) {
   std::ostringstream t;
   t << s << "s";
@@ -59,8 +58,6 @@ std::string seconds_text(double s) {
 }
 
 }  // namespace
-
-
 
 std::string Scheduler::log_path(const std::string& logs_dir, const std::string& run_id, const std::string& stage,
                                 int attempt) {
@@ -189,8 +186,8 @@ HostConnection& Scheduler::connection(const std::string& name) {
 }
 
 void Scheduler::on_host_state(const std::string& name, bool connected, const std::string& why) {
-  note_store(store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable",
-                              {{"host", name}, {"why", why}}));
+  note_store(
+      store_.add_event(run_.id, "", connected ? "host.connected" : "host.unreachable", {{"host", name}, {"why", why}}));
   if (connected) {
     hosts_unproven_.erase(name);
     return;
@@ -329,8 +326,8 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
     std::string token = random_token();
     note_store(store_.begin_attempt(run_.id, s.name, attempt, token, ""));
     st.attempt = attempt;
-    auto r = store_.finish_attempt(run_.id, s.name, attempt, StageState::kFailed, std::nullopt,
-                                   inputs.status().message());
+    auto r =
+        store_.finish_attempt(run_.id, s.name, attempt, StageState::kFailed, std::nullopt, inputs.status().message());
     if (!r.ok()) note_store(r.status());
     st.state = StageState::kFailed;
     say(s.name, "failed: " + inputs.status().message(), "31");
@@ -356,11 +353,15 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
   int attempt = st.attempt;
   st.runner = make_stage_runner(*inputs, *st.env, AttemptId{run_.job_key(s.name), st.attempt, st.token});
   if (s.kind == StageKind::kCommand) {
-    say(s.name, std::string(reattach ? "re-attaching to" : "starting") + " attempt " + std::to_string(attempt) +
-                    " on " + s.host, "34");
+    say(s.name,
+        std::string(reattach ? "re-attaching to" : "starting") + " attempt " + std::to_string(attempt) + " on " +
+            s.host,
+        "34");
   } else {
-    say(s.name, std::string(reattach ? "re-attaching to " : "starting ") + workflow::stage_kind_name(s.kind) +
-                    " attempt " + std::to_string(attempt) + (s.host.empty() ? "" : " on " + s.host), "34");
+    say(s.name,
+        std::string(reattach ? "re-attaching to " : "starting ") + workflow::stage_kind_name(s.kind) + " attempt " +
+            std::to_string(attempt) + (s.host.empty() ? "" : " on " + s.host),
+        "34");
   }
   std::string name = s.name;
   st.timed_out = false;
@@ -434,8 +435,8 @@ void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
     schedule();
     return;
   }
-  bool retry_allowed = st.attempts_this_run <= s.retries && o.state != StageOutcome::State::kCancelled &&
-                       cancel_level_ == 0;
+  bool retry_allowed =
+      st.attempts_this_run <= s.retries && o.state != StageOutcome::State::kCancelled && cancel_level_ == 0;
   if (retry_allowed && !(s.retry_on.empty() && s.retry_on_causes.empty())) {
     const auto& causes = s.retry_on_causes;
     retry_allowed = (code && std::find(s.retry_on.begin(), s.retry_on.end(), *code) != s.retry_on.end()) ||
@@ -471,8 +472,10 @@ void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
 void Scheduler::store_failed(Status why) {
   if (!store_error_.ok() || finished_) return;
   store_error_ = std::move(why);
-  say("", "stopping: " + store_error_.message() + "; the jobs keep running: `ferry resume " + run_.id +
-              "` re-attaches once the state store works again", "31");
+  say("",
+      "stopping: " + store_error_.message() + "; the jobs keep running: `ferry resume " + run_.id +
+          "` re-attaches once the state store works again",
+      "31");
   io_.stop();  // after this handler; nothing is cancelled, as after a crash
 }
 
@@ -492,8 +495,9 @@ void Scheduler::request_cancel(bool hard) {
         if (st->state == StageState::kRunning) waiting += " " + name;
       }
       note_store(store_.add_event(run_.id, "", "run.abandoned", {{"stages", waiting}}));
-      say("", "leaving now: no word from the hosts of" + waiting + "; their jobs stay recorded: `ferry resume " +
-                  run_.id + "` re-attaches, `ferry cancel " + run_.id + "` stops them",
+      say("",
+          "leaving now: no word from the hosts of" + waiting + "; their jobs stay recorded: `ferry resume " + run_.id +
+              "` re-attaches, `ferry cancel " + run_.id + "` stops them",
           "31");
       io_.stop();
     });
