@@ -332,8 +332,7 @@ TEST_F(LocalRunTest, IdleHostLinksSleepUntilTheirNextPing) {
   auto wf = write_workflow("name: idle\nhosts:\n  a: {transport: local}\n  b: {transport: local}\nstages:\n" +
                            relay_then_wait(release));
   pid_t coordinator = testing::spawn_process({testing::bin_dir() + "/ferry", "run", wf}, env(), work_.file("run.log"));
-  ASSERT_TRUE(wait_until([&] { return ferry({"logs", "idle-1", "wait"}).out.find("waiting") != std::string::npos; },
-                         std::chrono::seconds(60)))
+  ASSERT_TRUE(ferry.wait_for_output("idle-1", "wait", "waiting", std::chrono::seconds(60)))
       << read_text(work_.file("run.log"));
   auto switches = [&] {  // context switches per thread of the coordinator, by thread id
     std::map<std::string, long> out;
@@ -387,11 +386,7 @@ TEST_F(LocalRunTest, IdleDataLanesAreClosedAndALaterCopyOpensThemAgain) {
     auto ls = testing::run_process({"ls", "/proc/" + std::to_string(coordinator) + "/task"});
     return static_cast<int>(std::count(ls.out.begin(), ls.out.end(), '\n'));
   };
-  ASSERT_TRUE(wait_until(
-      [&] {
-        return ferry({"logs", "lanes-1", "wait"}).out.find("waiting") != std::string::npos;
-      },
-      std::chrono::seconds(60)))
+  ASSERT_TRUE(ferry.wait_for_output("lanes-1", "wait", "waiting", std::chrono::seconds(60)))
       << read_text(work_.file("run.log"));
   // 8 lanes (4 per host) close: the coordinator ends up with at most the io thread, the
   // two hosts' main links and a few helpers.
@@ -485,7 +480,8 @@ TEST_F(SharedHostRunTest, RunRecordedBeforeUidsResumesUnderItsOldJobKey) {
     needs: gate
     run: |
       echo $$ > long.pid
-      while [ ! -f )" + release + R"( ]; do sleep 0.05; done
+      while [ ! -f )" + release +
+                            R"( ]; do sleep 0.05; done
       exit 3
 )");
   auto first = ferry_in(home_, {"run", wf});

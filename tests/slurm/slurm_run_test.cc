@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 
 namespace ferry {
@@ -25,8 +26,14 @@ using testing::write_text;
 
 const char kTestbed[] = FERRY_SOURCE_DIR "/tests/slurm/slurm_testbed.sh";
 
-class SlurmRunTest : public ::testing::Test {
+class SlurmRunTest : public testing::FerryHomeTest {
  protected:
+  // `ferry` runs with the cluster's slurm.conf and the logging shims first on PATH.
+  SlurmRunTest() : FerryHomeTest(240) {
+    const char* path = ::getenv("PATH");
+    ferry = ferry.with_env({{"SLURM_CONF", cluster_.file("slurm.conf")},
+                            {"PATH", shims_ + ":" + std::string(path ? path : "/usr/bin:/bin")}});
+  }
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "SLURM TESTS SKIPPED: they need root (slurmd, munged)";
     // Ports of our own, so runs in other build trees never meet this cluster.
@@ -39,7 +46,6 @@ class SlurmRunTest : public ::testing::Test {
       GTEST_SKIP() << "SLURM TESTS SKIPPED: the one-node Slurm did not start (" << up.exit_code << "): " << up.err
                    << read_text(cluster_.file("log/slurmctld.log")).substr(0, 2000);
     }
-    shims_ = work_.path() + "/shims";
     ::mkdir(shims_.c_str(), 0755);
     for (const char* tool : {"sbatch", "squeue", "scontrol", "scancel", "sinfo"}) {
       std::string path = shims_ + "/" + tool;
@@ -80,39 +86,8 @@ class SlurmRunTest : public ::testing::Test {
     }
     return n;
   }
-  std::map<std::string, std::string> env() const {
-    return {{"FERRY_HOME", home_.path()},
-            {"NO_COLOR", "1"},
-            {"SLURM_CONF", cluster_.file("slurm.conf")},
-            {"PATH", shims_ + ":" + std::string(::getenv("PATH") ? ::getenv("PATH") : "/usr/bin:/bin")}};
-  }
-  testing::ProcessResult ferry(std::vector<std::string> args, std::map<std::string, std::string> extra = {}) {
-    args.insert(args.begin(), testing::bin_dir() + "/ferry");
-    auto e = env();
-    for (auto& [k, v] : extra) e[k] = v;
-    return testing::run_process(args, e, 240);
-  }
-  pid_t ferry_bg(const std::vector<std::string>& args, const std::string& log) {
-    std::vector<std::string> argv = {testing::bin_dir() + "/ferry"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return testing::spawn_process(argv, env(), work_.file(log));
-  }
   std::string workflow(const std::string& stages) {
-    std::string path = work_.file("wf.yaml");
-    write_text(path, "name: sl\nhosts:\n  cluster:\n    scheduler: slurm\nstages:\n" + stages);
-    return path;
-  }
-  nlohmann::json status(const std::string& run) {
-    auto r = ferry({"status", run, "--json"});
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
-    return j;
-  }
-  static nlohmann::json stage(const nlohmann::json& st, const std::string& name) {
-    for (const auto& s : st["stages"]) {
-      if (s["name"] == name) return s;
-    }
-    return nlohmann::json();
+    return write_workflow("name: sl\nhosts:\n  cluster:\n    scheduler: slurm\nstages:\n" + stages);
   }
   std::string sql(const std::string& query) {
     return testing::run_process({"sqlite3", "-cmd", ".timeout 10000", home_.file("ferry.db"), query}).out;
@@ -126,9 +101,7 @@ class SlurmRunTest : public ::testing::Test {
   }
 
   testing::TempDir cluster_;
-  testing::TempDir home_;
-  testing::TempDir work_;
-  std::string shims_;
+  std::string shims_ = work_.path() + "/shims";
   bool started_ = false;
 };
 
@@ -183,7 +156,7 @@ TEST_F(SlurmRunTest, PendingJobShowsQueuedWithSlurmsReason) {
     run: echo "waited; CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
     slurm: {gres: "gpu:1"}
 )");
-  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
+  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
   std::string detail;
   bool queued = wait_until(
       [&] {
@@ -201,12 +174,8 @@ TEST_F(SlurmRunTest, CancelRunsScancelAndTheStageEndsCancelled) {
   auto wf = workflow(R"(  sleepy:
     run: echo started; sleep 300
 )");
-  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
-  ASSERT_TRUE(wait_until(
-      [&] {
-        return ferry({"logs", "sl-1", "sleepy"}).out.find("started") != std::string::npos;
-      },
-      std::chrono::seconds(60)))
+  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
+  ASSERT_TRUE(ferry.wait_for_output("sl-1", "sleepy", "started", std::chrono::seconds(60)))
       << read_text(work_.file("run.log"));
   auto c = ferry({"cancel", "sl-1"});
   EXPECT_EQ(c.exit_code, 0) << c.err;
@@ -282,12 +251,8 @@ TEST_F(SlurmRunTest, ResumeAfterSigkillReattachesToTheSameJob) {
                      release + R"( ]; do sleep 0.1; done
       echo finished; exit 4
 )");
-  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
-  ASSERT_TRUE(wait_until(
-      [&] {
-        return ferry({"logs", "sl-1", "long"}).out.find("started") != std::string::npos;
-      },
-      std::chrono::seconds(60)))
+  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
+  ASSERT_TRUE(ferry.wait_for_output("sl-1", "long", "started", std::chrono::seconds(60)))
       << read_text(work_.file("run.log"));
   ::kill(coordinator, SIGKILL);
   testing::wait_process(coordinator);
@@ -330,7 +295,7 @@ TEST_F(SlurmRunTest, LoginNodeWithoutSlurmIsAClearError) {
   auto wf = workflow(R"(  nojob:
     run: echo never
 )");
-  auto r = ferry({"run", wf}, {{"PATH", "/nonexistent"}});
+  auto r = ferry.with_env({{"PATH", "/nonexistent"}})({"run", wf});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto st = stage(status("sl-1"), "nojob");
   EXPECT_NE(st.value("error", std::string()).find("this host has no Slurm client: 'sbatch'"), std::string::npos)
@@ -454,7 +419,7 @@ TEST_F(SlurmRunTest, AnotherUsersJobOfTheSameNameIsNotAdopted) {
   auto wf = workflow(R"(  ours:
     run: echo "ours ran as $SLURM_JOB_ID"
 )");
-  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
+  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
   EXPECT_EQ(testing::wait_process(coordinator, 180), 0) << read_text(work_.file("run.log"));
   std::string foreign = read_text(foreign_id);
   while (!foreign.empty() && foreign.back() == '\n') foreign.pop_back();
@@ -487,7 +452,7 @@ TEST_F(SlurmRunTest, ACancelLeavesAJobThatNowHoldsTheRecordedId) {
   auto wf = workflow(R"(  sleepy:
     run: sleep 300
 )");
-  pid_t coordinator = ferry_bg({"run", wf}, "run.log");
+  pid_t coordinator = spawn_ferry({"run", wf}, "run.log");
   auto running = [&] {
     auto j = nlohmann::json::parse(ferry({"status", "sl-1", "--json"}).out, nullptr, false);
     if (!j.is_object()) return false;  // no run yet

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,6 +62,12 @@ class FerryCli {
       if (s["name"] == name) return s;
     }
     return nlohmann::json::object();
+  }
+  /// Whether `ferry logs RUN STAGE` shows `text` within `within` (asked every 20 ms:
+  /// the stage's own output is the event waited on).
+  bool wait_for_output(const std::string& run, const std::string& stage_name, const std::string& text,
+                       std::chrono::milliseconds within) const {
+    return wait_until([&] { return (*this)({"logs", run, stage_name}).out.find(text) != std::string::npos; }, within);
   }
   /// The details of a stage's events of `type` ("" = every type, as {type, detail}), in order.
   std::vector<nlohmann::json> events(const std::string& run, const std::string& stage_name,
