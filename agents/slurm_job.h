@@ -117,8 +117,8 @@ bool is_slurm_attempt(const JobPaths& paths);
 /// records it. kNotFound when Slurm has none.
 Result<std::string> adopt_slurm_job(const JobPaths& paths);
 
-/// The journal's record of a Slurm attempt: "running" (with slurm_state/slurm_reason),
-/// "exited" (exit code from exit.json; cause from Slurm), or "lost".
+/// The journal's record of a Slurm attempt: JobState::kRunning (with slurm_state and
+/// slurm_reason), kExited (exit code from exit.json; cause from Slurm), or kLost.
 Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue);
 
 /// For `ferry hosts check`: sinfo's partitions
