@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -139,6 +140,35 @@ class FaultSuiteTest : public SshRunTest {
     }
     return false;
   }
+  // The id of the trial's run once it exists and its stage `s` has started (at most
+  // 5 minutes); "" if not by then.
+  std::string run_once_started(const std::string& s) {
+    std::string run;
+    bool started = testing::wait_until(
+        [&] {
+          run = run_id();
+          return !run.empty() && stage_started(run, s);
+        },
+        std::chrono::seconds(300));
+    return started ? run : "";
+  }
+  // A trial of a link cut: `ferry run` in the background, `host`'s link cut once stage
+  // `cut_at` has started and restored once `noticed(run)` holds (within
+  // `notice_within`); the run, resumed if need be, must end as the uninterrupted one.
+  void cut_link_trial(const std::string& trial, const std::string& host, const std::string& cut_at,
+                      const std::function<bool(const std::string&)>& noticed, std::chrono::seconds notice_within) {
+    const std::string log = "cut-" + host + ".log";
+    pid_t c = spawn_ferry(run_args(), log);
+    Defer guard{[&] { end_process(c); }};
+    LinkCut link(tb_, host);
+    std::string run = run_once_started(cut_at);
+    ASSERT_FALSE(run.empty()) << "stage " << cut_at << " did not start: " << read_text(work_.file(log));
+    ASSERT_EQ(link.cut(), 0);
+    ASSERT_TRUE(testing::wait_until([&] { return noticed(run); }, notice_within)) << dump(events(run));
+    ASSERT_EQ(link.restore(), 0);
+    testing::wait_process(c, kRunTimeoutS);
+    expect_good(check(trial, run, finish(run)));
+  }
   // The agents serving this test's trainer workdir (the main link's and any copy
   // lanes'): ours, found by command line, and started by sshd. A job's supervisor is
   // a fork of the agent with the same command line, but it hangs off init, not sshd.
@@ -185,46 +215,27 @@ TEST_F(FaultSuiteTest, AllTrials) {
                           work_.file("coordinator")});
   };
 
-  // 2. The trainer's link cut while the drafter trains.
+  // 2. The trainer's link cut while the drafter trains. The drafter may finish while
+  //    the link is down; what matters is that the cut was noticed while training ran,
+  //    and that the run still ends with everything once.
   fresh();
-  {
-    pid_t c = spawn_ferry(run_args(), "cut-train.log");
-    Defer guard{[&] { end_process(c); }};
-    LinkCut h1(tb_, "h1");
-    std::string run;
-    ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty() && stage_started(run, "drafter"); },
-                                    std::chrono::seconds(300)));
-    ASSERT_EQ(h1.cut(), 0);
-    // The drafter may finish while the link is down; what matters is that the cut was
-    // noticed while training ran, and that the run still ends with everything once.
-    ASSERT_TRUE(testing::wait_until([&] { return noticed_unreachable(run, "trainer"); }, std::chrono::seconds(60)))
-        << dump(events(run));
-    ASSERT_EQ(h1.restore(), 0);
-    testing::wait_process(c, kRunTimeoutS);
-    expect_good(check("link cut during training", run, finish(run)));
-  }
+  cut_link_trial(
+      "link cut during training", "h1", "drafter",
+      [&](const std::string& run) { return noticed_unreachable(run, "trainer"); }, std::chrono::seconds(60));
+  if (HasFatalFailure()) return;
 
   // 3. The evaluator's link cut while a relay to it runs. Short training makes the
   //    checkpoints small enough to cross in under a second, so the cut comes first
   //    (as the target starts training) and is lifted only once the coordinator has
   //    noticed it and the target's relay has started: that relay runs into the cut.
   fresh();
-  {
-    pid_t c = spawn_ferry(run_args(), "cut-copy.log");
-    Defer guard{[&] { end_process(c); }};
-    LinkCut h2(tb_, "h2");
-    std::string run;
-    ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty() && stage_started(run, "target"); },
-                                    std::chrono::seconds(300)));
-    ASSERT_EQ(h2.cut(), 0);
-    ASSERT_TRUE(testing::wait_until(
-        [&] { return noticed_unreachable(run, "evaluator") && stage_started(run, "ship_target"); },
-        std::chrono::seconds(300)))
-        << dump(events(run));
-    ASSERT_EQ(h2.restore(), 0);
-    testing::wait_process(c, kRunTimeoutS);
-    expect_good(check("link cut during the relay", run, finish(run)));
-  }
+  cut_link_trial(
+      "link cut during the relay", "h2", "target",
+      [&](const std::string& run) {
+        return noticed_unreachable(run, "evaluator") && stage_started(run, "ship_target");
+      },
+      std::chrono::seconds(300));
+  if (HasFatalFailure()) return;
 
   // 4. The coordinator SIGKILLed at seeded random moments, then resumed. The moments
   //    are fractions of the uninterrupted run, so a fast machine does not finish first;
@@ -237,11 +248,16 @@ TEST_F(FaultSuiteTest, AllTrials) {
     pid_t c = spawn_ferry(run_args(), "kill-" + std::to_string(trial) + ".log");
     Defer guard{[&] { end_process(c); }};
     std::string run;
-    ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty(); }, std::chrono::seconds(60)));
+    ASSERT_TRUE(testing::wait_until(
+        [&] {
+          run = run_id();
+          return !run.empty();
+        },
+        std::chrono::seconds(60)));
     // The deliberate, seeded wait is the fault's timing, not a wait for an event.
     testing::wait_until([&] { return !testing::process_running(c); }, std::chrono::milliseconds(delay_ms));
-    EXPECT_TRUE(testing::process_running(c)) << "the run ended before the kill at " << delay_ms
-                                             << " ms: this trial tested nothing";
+    EXPECT_TRUE(testing::process_running(c))
+        << "the run ended before the kill at " << delay_ms << " ms: this trial tested nothing";
     ::kill(c, SIGKILL);
     testing::wait_process(c, 30);
     Outcome o = check("coordinator SIGKILL at " + std::to_string(delay_ms) + " ms", run, finish(run));
@@ -253,9 +269,8 @@ TEST_F(FaultSuiteTest, AllTrials) {
   {
     pid_t c = spawn_ferry(run_args(), "kill-agent.log");
     Defer guard{[&] { end_process(c); }};
-    std::string run;
-    ASSERT_TRUE(testing::wait_until([&] { run = run_id(); return !run.empty() && stage_started(run, "drafter"); },
-                                    std::chrono::seconds(300)));
+    std::string run = run_once_started("drafter");
+    ASSERT_FALSE(run.empty()) << "stage drafter did not start: " << read_text(work_.file("kill-agent.log"));
     std::vector<pid_t> agents = trainer_agent_pids();
     ASSERT_FALSE(agents.empty());
     for (pid_t agent : agents) ::kill(agent, SIGKILL);
