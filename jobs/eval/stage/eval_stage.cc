@@ -1,5 +1,6 @@
 #include "jobs/eval/stage/eval_stage.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -22,6 +23,20 @@
 
 namespace ferry {
 namespace {
+
+// The folder the worker wrote its result in, with all it holds: result.json, and the
+// temporary file (result.json.tmp.PID.RAND) of a worker that died writing it. The
+// folder is ours (mkdtemp, 0700), so nothing in it is anyone else's.
+void remove_result_dir(const std::string& dir) {
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != "..") ::unlinkat(::dirfd(d), name.c_str(), 0);
+    }
+    ::closedir(d);
+  }
+  ::rmdir(dir.c_str());
+}
 
 constexpr size_t kMaxLineBytes = 64 * 1024;           // a longer line reaches the log in pieces of this size
 constexpr int64_t kMaxResultBytes = 64 << 20;         // a report is KiBs; past this something is wrong
@@ -145,9 +160,7 @@ void EvalStage::start(std::function<void(StageOutcome)> done) {
       e.has_result = text.ok();
       e.result = text.ok() ? std::move(*text) : text.status().message();
     }
-    ::unlink(result_path.c_str());
-    ::unlink((result_path + ".tmp").c_str());  // the worker's, when it died writing
-    ::rmdir(dir.c_str());
+    remove_result_dir(dir);
     boost::asio::post(io, [self, e = std::move(e)] { self->on_exit(e); });
   }).detach();
 }

@@ -5,6 +5,7 @@
 // deterministic tiny ones (ferry-tiny-models), made by the test.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -240,6 +241,33 @@ TEST_F(EvalStageTest, ACheckpointTruncatedDuringTheEvalFailsTheStageNotTheCoordi
   auto stage = stage_of("bus-1");
   EXPECT_EQ(stage["state"], "failed");
   EXPECT_NE(stage["error"].get<std::string>().find("Bus error"), std::string::npos) << stage.dump();
+}
+
+// A worker that dies while writing its result leaves its temporary file
+// (result.json.tmp.PID.RAND) in the result folder: the stage fails, and the folder
+// goes with everything in it, so nothing named ferry-eval-* stays in $TMPDIR. The
+// worker here is a script standing in for ferry-eval (FERRY_SEND_EVAL_WORKER).
+TEST_F(EvalStageTest, AWorkerThatDiesWritingItsResultLeavesNoFolderBehind) {
+  const std::string tmp = suite_.file("tmpdir");
+  ASSERT_EQ(::mkdir(tmp.c_str(), 0700), 0);
+  const std::string worker = suite_.file("dying-worker.sh");
+  write_text(worker, R"SH(#!/bin/sh
+result=$(printf '%s' "$FERRY_EVAL_SPEC" | sed 's/.*"result":"\([^"]*\)".*/\1/')
+printf '{"half' > "$result.tmp.$$.x7Q2"
+exit 9
+)SH");
+  ASSERT_EQ(::chmod(worker.c_str(), 0755), 0);
+  auto r = ferry.with_env({{"FERRY_SEND_EVAL_WORKER", worker}, {"TMPDIR", tmp}})({"run", workflow("oracle-agree", "")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(stage_of("evaltest-1")["state"], "failed");
+  std::vector<std::string> left;
+  if (DIR* d = ::opendir(tmp.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (std::string(e->d_name).rfind("ferry-eval-", 0) == 0) left.push_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  EXPECT_TRUE(left.empty()) << left.size() << " left, the first " << (left.empty() ? "" : left[0]);
 }
 
 }  // namespace
