@@ -24,20 +24,41 @@
 // a profiler: perf record -e cpu-clock -- eval_bench --only verify --reps 200).
 // --spin-us sets how long the eval's threads spin between regions (compute_threads.h;
 // 0: they sleep at once, as libgomp's passive threads).
+// Issue 45 (small models): --shape small is an 8-layer hidden-64 Qwen3 (MLP 128, 4 q / 2
+// kv heads of 16, vocab 512, float32), --shape hybrid a hidden-1,024 Qwen3.5 hybrid (8
+// layers: 3 Gated DeltaNet + 1 gated attention, twice; attention 8 q / 2 kv heads of
+// 256, GDN 8 key / 16 value heads of 128, MLP 3,584, vocab 1,000, BF16); --shape dense is
+// the default Qwen3 shape above. --only threads measures, at 1 and 2 threads in turn
+// (each round: 1 then 2, so a pair shares the minute), plain decode ms/token, a forward
+// of 1 token and a verify of 16 at a 64-token cache, the time of a layer and the head,
+// and counts the ATen calls and tensor allocations of a forward. --only sweep runs
+// float32 (or --dtype) Qwen3 shapes from hidden 64 to 1,024 with every forward split
+// (--split-macs 0) at 1 and 2 threads: where 2 threads start to win is the threshold
+// of compute_threads.h. --split-macs N sets that threshold (0: every forward splits, as
+// before issue 45); --small-f32 off sends small float32 tensors through libtorch's ops
+// again (tensor_ops.h): both together run the engine as before issue 45.
 //
 //   eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32]
 //              [--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5]
-//              [--only forward|verify|speculative] [--spin-us N]
+//              [--shape dense|small|hybrid] [--only forward|verify|speculative|threads|sweep]
+//              [--spin-us N] [--split-macs N] [--small-f32 on|off]
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -200,13 +221,249 @@ Models load(const testing::ScratchDir& dir, at::ScalarType dtype, int64_t hidden
   return m;
 }
 
+// Counts for --only threads: every ATen operator call the dispatcher reports
+// (RecordFunction, nested calls included; the outermost ones apart) and every tensor
+// allocation of the calling thread (libtorch's CPU allocator reports each one to a
+// MemoryReportingInfoBase installed as the thread's profiler state). Installed only
+// around the counted forwards: no cost elsewhere.
+std::atomic<int64_t> g_aten_calls{0}, g_aten_outer_calls{0};
+thread_local int t_aten_depth = 0;
+std::mutex g_op_names_mutex;
+std::map<std::string, int64_t> g_outer_op_names;  // outermost calls by operator
+
+struct AllocationCounter : c10::MemoryReportingInfoBase {
+  int64_t allocations = 0, bytes = 0;
+  void reportMemoryUsage(void*, int64_t size, int64_t, int64_t, c10::Device) override {
+    if (size > 0) {
+      ++allocations;
+      bytes += size;
+    }
+  }
+  bool memoryProfilingEnabled() const override { return true; }
+};
+
+struct ForwardCounts {
+  int64_t calls = 0, outer_calls = 0, allocations = 0, bytes = 0;
+};
+
+template <typename Fn>
+ForwardCounts count_calls(Fn&& run) {
+  auto handle = at::addGlobalCallback(at::RecordFunctionCallback(
+                                          [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+                                            g_aten_calls.fetch_add(1, std::memory_order_relaxed);
+                                            if (t_aten_depth++ == 0) {
+                                              g_aten_outer_calls.fetch_add(1);
+                                              std::lock_guard<std::mutex> lock(g_op_names_mutex);
+                                              ++g_outer_op_names[fn.name()];
+                                            }
+                                            return nullptr;
+                                          },
+                                          [](const at::RecordFunction&, at::ObserverContext*) { --t_aten_depth; })
+                                          .scopes({at::RecordScope::FUNCTION}));
+  auto counter = std::make_shared<AllocationCounter>();
+  g_aten_calls = 0;
+  g_aten_outer_calls = 0;
+  g_outer_op_names.clear();
+  {
+    c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, counter);
+    run();
+  }
+  at::removeCallback(handle);
+  return {g_aten_calls.load(), g_aten_outer_calls.load(), counter->allocations, counter->bytes};
+}
+
+struct Spread {
+  double median, low, high;
+};
+
+Spread spread(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? Spread{0, 0, 0} : Spread{median(v), v.front(), v.back()};
+}
+
+// The median of `reps` timings of fn(), ms.
+template <typename Fn>
+double median_ms(int reps, Fn&& fn) {
+  std::vector<double> v;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    fn();
+    v.push_back(1e3 * seconds_since(t0));
+  }
+  return median(v);
+}
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0);
+
+std::vector<int64_t> prompt_for_threads() { return testing::make_prompts(1, 50, kPromptTokens, kPromptTokens, 77)[0]; }
+
+// About the multiply-adds of a forward of `rows` rows at a kVerifyAt-token cache, as the
+// engine counts them for ThreadsForWork (projections, head, attention; Qwen3 layers).
+int64_t qwen3_forward_macs(const DecoderConfig& c, int64_t rows) {
+  const int64_t h = c.hidden_size, q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+  const int64_t layer = h * q + 2 * h * kv + q * h + 3 * h * c.intermediate_size;
+  return rows * (c.num_hidden_layers * layer + c.vocab_size * h) +
+         c.num_hidden_layers * 2 * rows * (kVerifyAt + rows) * q;
+}
+
+// --only threads: the issue-45 table for one model, 1 and 2 threads in turn each round.
+void threads_table(TargetModel* t, const std::vector<int64_t>& capture, const std::vector<int64_t>& prompt,
+                   int64_t tokens, int64_t layers, int reps) {
+  struct Sample {
+    double plain = 0, forward = 0, verify = 0, head = 0;
+  };
+  const int counts[2] = {1, 2};
+  std::vector<Sample> samples[2];
+  const DecoderConfig& c = t->config();
+  const at::Tensor row = at::randn({1, c.hidden_size}).to(t->options().dtype);
+  for (int r = -1; r < reps; ++r) {  // round -1 warms up
+    for (int s = 0; s < 2; ++s) {
+      configure_threads(counts[s]);
+      prepare_forward(t, capture);
+      forward_once(t, kBlock, capture);  // after the switch; not counted
+      std::vector<ForwardTime> forwards, verifies;
+      for (int i = 0; i < kForwardPairs; ++i) {
+        forwards.push_back(forward_once(t, 1, capture));
+        verifies.push_back(forward_once(t, kBlock, capture));
+      }
+      Sample x;
+      x.forward = median_time(forwards).wall_ms;
+      x.verify = median_time(verifies).wall_ms;
+      {
+        // The head alone, on the threads the 1-token forward had.
+        c10::InferenceMode inference;
+        ThreadsForWork threads(qwen3_forward_macs(c, 1));
+        x.head = median_ms(9, [&] {
+          volatile int64_t sink = t->lm_head(row).argmax(-1)[0].item<int64_t>();
+          (void)sink;
+        });
+      }
+      x.plain = decode(t, nullptr, prompt, 1, tokens, {}, 1).tpot_ms;
+      if (r >= 0) samples[s].push_back(x);
+    }
+  }
+  // Counted once, single-threaded or not alike: the calls do not depend on the threads.
+  prepare_forward(t, capture);
+  TargetModel::Output out;
+  const at::Tensor one = ids(1, 5), block = ids(kBlock, 5);
+  out = t->forward(one, capture);
+  t->crop(kVerifyAt);
+  const ForwardCounts c1 = count_calls([&] { out = t->forward(one, capture); });
+  std::vector<std::pair<int64_t, std::string>> by_count;
+  for (const auto& [name, n] : g_outer_op_names) by_count.push_back({n, name});
+  std::sort(by_count.rbegin(), by_count.rend());
+  std::string top;
+  for (size_t i = 0; i < by_count.size() && i < 12; ++i) {
+    top += (top.empty() ? "" : ", ") + by_count[i].second + " " + std::to_string(by_count[i].first);
+  }
+  t->crop(kVerifyAt);
+  const ForwardCounts c16 = count_calls([&] { out = t->forward(block, capture); });
+  t->crop(kVerifyAt);
+
+  std::printf("\n%d rounds, each 1 thread then 2; medians over the rounds [lowest-highest]; the ratio is the median "
+              "of the rounds' own ratios. Forward and verify at a %lld-token cache, capturing the drafter's layers; "
+              "plain decode of %lld tokens after a %lld-token prompt.\n\n",
+              reps, static_cast<long long>(kVerifyAt), static_cast<long long>(tokens),
+              static_cast<long long>(kPromptTokens));
+  std::printf("| figure | 1 thread | 2 threads | 2 threads / 1 |\n| --- | ---: | ---: | ---: |\n");
+  auto row_of = [&](const char* name, const char* unit_fmt, auto of) {
+    std::vector<double> one_t, two_t, ratio;
+    for (size_t i = 0; i < samples[0].size(); ++i) {
+      one_t.push_back(of(samples[0][i]));
+      two_t.push_back(of(samples[1][i]));
+      ratio.push_back(of(samples[1][i]) / of(samples[0][i]));
+    }
+    const Spread a = spread(one_t), b = spread(two_t), x = spread(ratio);
+    const std::string fa = fmt(unit_fmt, a.median, a.low, a.high), fb = fmt(unit_fmt, b.median, b.low, b.high);
+    std::printf("| %s | %s | %s | %.2f [%.2f-%.2f] |\n", name, fa.c_str(), fb.c_str(), x.median, x.low, x.high);
+  };
+  row_of("plain decode, ms/token", "%.3f [%.3f-%.3f]", [](const Sample& s) { return s.plain; });
+  row_of("forward of 1 token, ms", "%.3f [%.3f-%.3f]", [](const Sample& s) { return s.forward; });
+  row_of("verify of 16 tokens, ms", "%.3f [%.3f-%.3f]", [](const Sample& s) { return s.verify; });
+  row_of("a layer of the 1-token forward (less the head), us", "%.1f [%.1f-%.1f]",
+         [layers](const Sample& s) { return 1e3 * (s.forward - s.head) / static_cast<double>(layers); });
+  row_of("the head (lm_head + argmax of 1 row), ms", "%.3f [%.3f-%.3f]", [](const Sample& s) { return s.head; });
+  std::printf("\nper forward (this thread's allocations; ATen calls as RecordFunction sees them, nested ones "
+              "included, the outermost in brackets):\n");
+  std::printf("  1 token:   %lld ATen calls (%lld outermost), %lld allocations (%.1f KB)\n",
+              static_cast<long long>(c1.calls), static_cast<long long>(c1.outer_calls),
+              static_cast<long long>(c1.allocations), c1.bytes / 1e3);
+  std::printf("  the 1-token forward's outermost calls, most frequent first: %s\n", top.c_str());
+  std::printf("  16 tokens: %lld ATen calls (%lld outermost), %lld allocations (%.1f KB)\n",
+              static_cast<long long>(c16.calls), static_cast<long long>(c16.outer_calls),
+              static_cast<long long>(c16.allocations), c16.bytes / 1e3);
+  std::printf("  ThreadsForWork threshold %lld multiply-adds; this model's 1-token forward about %lld, 16 tokens %lld\n",
+              static_cast<long long>(min_split_macs()), static_cast<long long>(qwen3_forward_macs(c, 1)),
+              static_cast<long long>(qwen3_forward_macs(c, kBlock)));
+}
+
+// --only sweep: Qwen3 shapes (8 layers, MLP 2 x hidden, vocab 512) with every forward
+// split, at 1 and 2 threads in turn; prints where 2 threads start to pay.
+int sweep(const testing::ScratchDir& dir, at::ScalarType dtype, int reps) {
+  set_min_split_macs(0);
+  std::printf("sweep: %s, 8 layers, MLP 2 x hidden, vocab 512, every forward split (--split-macs 0); "
+              "%d rounds, each 1 thread then 2; medians; ratio = median of the rounds' 2-thread / 1-thread\n\n",
+              dtype == at::kFloat ? "float32" : "bfloat16", reps);
+  std::printf("| hidden | MACs, 1 token | forward 1 / 2 threads, ms | 2 / 1 | MACs, 16 tokens | verify 1 / 2 threads, "
+              "ms | 2 / 1 |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (int64_t h : {64, 128, 192, 256, 384, 512, 768, 1024}) {
+    TinyTargetSpec s = testing::random_target_spec();
+    s.hidden = h;
+    s.intermediate = 2 * h;
+    s.head_dim = h <= 128 ? 16 : 64;
+    s.heads = h / s.head_dim;
+    s.kv_heads = std::max<int64_t>(1, s.heads / 2);
+    s.layers = 8;
+    s.vocab = 512;
+    const std::string folder = dir / ("sweep" + std::to_string(h));
+    if (!write_tiny_target(folder, s, {dtype == at::kFloat ? "F32" : "BF16", 0, false}).ok()) return 1;
+    ComputeOptions o;
+    o.dtype = dtype;
+    auto loaded = load_target(folder, o, nullptr);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "cannot load: %s\n", loaded.status().message().c_str());
+      return 1;
+    }
+    TargetModel* t = loaded->get();
+    std::vector<double> f[2], v[2], fr, vr;
+    for (int r = -1; r < reps; ++r) {
+      double fm[2], vm[2];
+      for (int n = 0; n < 2; ++n) {
+        configure_threads(n + 1);
+        prepare_forward(t, {});
+        forward_once(t, kBlock, {});
+        std::vector<ForwardTime> a, b;
+        for (int i = 0; i < kForwardPairs; ++i) {
+          a.push_back(forward_once(t, 1, {}));
+          b.push_back(forward_once(t, kBlock, {}));
+        }
+        fm[n] = median_time(a).wall_ms;
+        vm[n] = median_time(b).wall_ms;
+      }
+      if (r < 0) continue;
+      for (int n = 0; n < 2; ++n) {
+        f[n].push_back(fm[n]);
+        v[n].push_back(vm[n]);
+      }
+      fr.push_back(fm[1] / fm[0]);
+      vr.push_back(vm[1] / vm[0]);
+    }
+    const DecoderConfig& c = t->config();
+    std::printf("| %lld | %.2fM | %.3f / %.3f | %.2f | %.1fM | %.3f / %.3f | %.2f |\n", static_cast<long long>(h),
+                qwen3_forward_macs(c, 1) / 1e6, median(f[0]), median(f[1]), median(fr),
+                qwen3_forward_macs(c, kBlock) / 1e6, median(v[0]), median(v[1]), median(vr));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 struct Row {
   const char* figure;
   std::string value;
   const char* goal;
 };
 
-std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+std::string fmt(const char* f, double a, double b, double c) {
   char buf[256];
   std::snprintf(buf, sizeof(buf), f, a, b, c);
   return buf;
@@ -218,7 +475,7 @@ int main(int argc, char** argv) {
   reexec_with_passive_omp_wait(argv);  // as `ferry eval` runs
   int threads = 0, reps = 3;
   int64_t tokens = 0, layers = 0;
-  std::string dtype_name = "auto", also, arch = "qwen3", only;
+  std::string dtype_name = "auto", also, arch = "qwen3", only, shape = "dense";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -229,33 +486,68 @@ int main(int argc, char** argv) {
     else if (a == "--also" && i + 1 < argc) also = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--spin-us" && i + 1 < argc) set_compute_spin_microseconds(std::atoi(argv[++i]));
+    else if (a == "--split-macs" && i + 1 < argc) set_min_split_macs(std::atoll(argv[++i]));
+    else if (a == "--small-f32" && i + 1 < argc) set_small_f32_enabled(std::string(argv[++i]) != "off");
+    else if (a == "--shape" && i + 1 < argc &&
+             (std::string(argv[i + 1]) == "dense" || std::string(argv[i + 1]) == "small" ||
+              std::string(argv[i + 1]) == "hybrid"))
+      shape = argv[++i];
     else if (a == "--arch" && i + 1 < argc &&
              (std::string(argv[i + 1]) == "qwen3" || std::string(argv[i + 1]) == "qwen3_5"))
       arch = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32] "
-                   "[--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5] [--only forward|verify|speculative] "
-                   "[--spin-us N]\n");
+                   "[--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5] [--shape dense|small|hybrid] "
+                   "[--only forward|verify|speculative|threads|sweep] [--spin-us N] [--split-macs N] [--small-f32 on|off]\n");
       return 2;
     }
   }
   testing::ScratchDir dir("speed");
+  if (only == "sweep") return sweep(dir, dtype_name == "bfloat16" ? at::kBFloat16 : at::kFloat, reps);
 
   // The Qwen3 shape of issue 12, or the 27B-shaped hybrid slice; oracle (period 1):
   // every token's greedy successor is the fixed token, so the agree drafter is always
   // accepted (tau = 16).
+  if (shape == "hybrid") arch = "qwen3_5";
   const bool hybrid = arch == "qwen3_5";
-  if (layers == 0) layers = hybrid ? 4 : 8;
-  if (tokens == 0) tokens = hybrid ? 32 : 128;  // a hybrid plain token streams 2.7 GB
+  const bool slice = hybrid && shape != "hybrid";  // the 27B-shaped slice
+  if (layers == 0) layers = slice ? 4 : 8;
+  if (tokens == 0) tokens = slice ? 32 : 128;  // a slice's plain token streams 2.7 GB
   TinyTargetSpec target = testing::oracle_target_spec(1);
-  target.vocab = 1000;  // an oracle needs vocab < hidden
+  target.vocab = shape == "small" ? 512 : 1000;  // an oracle needs vocab < hidden
   target.layers = layers;
-  target.oracle_mask_token = 999;
+  target.oracle_mask_token = target.vocab - 1;
   TinyDrafterSpec drafter = testing::oracle_drafter_spec("agree", kBlock);
-  if (hybrid) {
+  if (shape == "small") {
+    // Not an oracle (its vocab is past its hidden size): the random kind, as the tests' models.
+    target.kind = "random";
+    target.hidden = 64;
+    target.intermediate = 128;
+    target.heads = 4;
+    target.kv_heads = 2;
+    target.head_dim = 16;
+    drafter.kind = "random";
+    drafter.heads = 4;
+    if (dtype_name == "auto") dtype_name = "float32";
+  } else if (slice) {
     set_qwen36_27b_widths(&target);
     drafter.heads = 32;
+  } else if (hybrid) {
+    target.arch = "qwen3_5";
+    target.hidden = 1024;
+    target.intermediate = 3584;
+    target.heads = 8;
+    target.kv_heads = 2;
+    target.head_dim = 256;
+    target.rope_theta = 1e7;
+    target.linear_key_heads = 8;
+    target.linear_value_heads = 16;
+    target.linear_key_dim = 128;
+    target.linear_value_dim = 128;
+    target.layer_types.clear();
+    for (int64_t i = 0; i < layers; ++i) target.layer_types.push_back(i % 4 == 3 ? "full_attention" : "linear_attention");
+    drafter.heads = 8;
   } else {
     target.hidden = 1024;
     target.intermediate = 4096;
@@ -268,16 +560,17 @@ int main(int argc, char** argv) {
   drafter.hidden = target.hidden;
   drafter.intermediate = target.intermediate;
   drafter.layers = 1;
-  drafter.kv_heads = 8;
-  drafter.head_dim = 128;
-  drafter.mask_token_id = 999;
+  drafter.kv_heads = shape == "small" ? target.kv_heads : 8;
+  drafter.head_dim = shape == "small" ? target.head_dim : 128;
+  drafter.mask_token_id = target.vocab - 1;
   drafter.num_target_layers = layers;
   drafter.target_layer_ids = {1, layers - 2};
   // Written by a child process, so the writer's buffers never count in this one's RSS.
   pid_t child = fork();
   if (child == 0) {
-    bool ok = write_tiny_target(dir / "target", target, {"BF16", 0, false}).ok() &&
-              write_tiny_drafter(dir / "drafter", drafter, {"BF16", 0, false}).ok();
+    const char* file_dtype = shape == "small" ? "F32" : "BF16";
+    bool ok = write_tiny_target(dir / "target", target, {file_dtype, 0, false}).ok() &&
+              write_tiny_drafter(dir / "drafter", drafter, {file_dtype, 0, false}).ok();
     _exit(ok ? 0 : 1);
   }
   int status = 0;
@@ -291,7 +584,7 @@ int main(int argc, char** argv) {
   };
   const int64_t target_bytes = file_bytes("target"), drafter_bytes = file_bytes("drafter");
   // A decode step reads every target weight but the embedding table (one row of it).
-  const int64_t streamed_bytes = target_bytes - target.vocab * target.hidden * 2;
+  const int64_t streamed_bytes = target_bytes - target.vocab * target.hidden * (shape == "small" ? 4 : 2);
 
   const int used_threads = configure_threads(threads);
   CpuRuntime rt = probe_cpu_runtime();
@@ -321,6 +614,14 @@ int main(int argc, char** argv) {
   reset_peak_rss();
 
   const at::ScalarType first_dtype = dtype_name == "float32" ? at::kFloat : at::kBFloat16;
+  if (only == "threads") {
+    LoadReport report;
+    Models models = load(dir, first_dtype, target.hidden, &report);
+    std::printf("%s, %s\n", first_dtype == at::kFloat ? "float32" : "bfloat16", models.target->describe().c_str());
+    threads_table(models.target.get(), models.drafter->config().target_layer_ids, prompt_for_threads(), tokens, layers,
+                  reps);
+    return 0;
+  }
   const std::vector<int64_t> prompt = testing::make_prompts(1, 50, kPromptTokens, kPromptTokens, 77)[0];
   // One round's figures, measured back to back.
   struct Round {

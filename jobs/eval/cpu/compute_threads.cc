@@ -2,7 +2,9 @@
 
 #include <ATen/Parallel.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <omp.h>
 #include <immintrin.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -279,6 +281,42 @@ void for_each_chunk(int64_t chunks, const std::function<void(int64_t)>& work) {
       for (int64_t c = share.next.fetch_add(1); c < share.end; c = share.next.fetch_add(1)) work(c);
     }
   });
+}
+
+namespace {
+
+std::atomic<int64_t> g_min_split_macs{kDefaultMinSplitMacs};
+
+// An OpenMP OpenBLAS follows omp_get_max_threads(), but once a call large enough to
+// split ran at 1 it stays at 1 (its num_cpu_avail() returns early on its own count): so
+// after a single-threaded forward its count is put back, when it changed. Setting it
+// every time would free and reallocate its per-thread buffers each forward.
+void restore_blas_threads(int n) {
+  using GetFn = int (*)();
+  using SetFn = void (*)(int);
+  static const GetFn get = reinterpret_cast<GetFn>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  static const SetFn set = reinterpret_cast<SetFn>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (get != nullptr && set != nullptr && get() != n) set(n);
+}
+
+}  // namespace
+
+int64_t min_split_macs() { return g_min_split_macs.load(std::memory_order_relaxed); }
+
+void set_min_split_macs(int64_t macs) { g_min_split_macs.store(std::max<int64_t>(0, macs), std::memory_order_relaxed); }
+
+ThreadsForWork::ThreadsForWork(int64_t macs) {
+  if (macs >= min_split_macs() || t_in_work || at::in_parallel_region()) return;
+  const int threads = at::get_num_threads();  // first: sets up this thread's count if it has none yet
+  if (threads <= 1) return;
+  omp_set_num_threads(1);
+  restore_ = threads;
+}
+
+ThreadsForWork::~ThreadsForWork() {
+  if (restore_ == 0) return;
+  omp_set_num_threads(restore_);
+  restore_blas_threads(restore_);
 }
 
 }  // namespace ferry::eval

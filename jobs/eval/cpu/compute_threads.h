@@ -39,4 +39,37 @@ int64_t compute_spin_microseconds();
 /// the others at the end.
 void for_each_chunk(int64_t chunks, const std::function<void(int64_t)>& work);
 
+/// Multiply-adds (weights x rows, plus attention's) below which a forward runs on one
+/// thread: handing its small regions to a second thread costs more than it saves.
+/// Measured (`eval_bench --only sweep`, docs/benchmarks.md, issue 45): 8-layer Qwen3
+/// shapes from hidden 64 to 1,024, every forward split, 1 and 2 threads in turn, three
+/// float32 sweeps on this shared 2-core VM: below 11 M multiply-adds (hidden 64-384 at 1
+/// token, 64 at 16) a second thread lost in every run (1.1-2.8x as long); from 11 M to
+/// 32 M in 5 of 6; above, it won or lost with the machine's load. BF16 lost below 20 M
+/// in every run. The dense Qwen3 shape (154 M a token) keeps its 2 threads.
+inline constexpr int64_t kDefaultMinSplitMacs = 32'000'000;
+/// The threshold in effect (0: every forward may split, as before issue 45). For
+/// benchmarks and tests.
+int64_t min_split_macs();
+void set_min_split_macs(int64_t macs);
+
+/// Scoped to one forward of `macs` multiply-adds: below min_split_macs(), the calling
+/// thread's compute threads (libtorch's OpenMP regions, OpenBLAS, for_each_chunk, all of
+/// which read at::get_num_threads()) are 1 until the guard ends, then what they were.
+/// A thread-local setting (omp_set_num_threads on this thread); only an OpenMP OpenBLAS
+/// that dropped its own count to 1 meanwhile is set back, process-wide. Nested guards and
+/// guards inside a parallel region leave things as they are.
+class ThreadsForWork {
+ public:
+  explicit ThreadsForWork(int64_t macs);
+  ~ThreadsForWork();
+  ThreadsForWork(const ThreadsForWork&) = delete;
+  ThreadsForWork& operator=(const ThreadsForWork&) = delete;
+  /// Whether this guard made the forward run on one thread.
+  bool single() const { return restore_ > 0; }
+
+ private:
+  int restore_ = 0;  // the count to set back, 0: nothing changed
+};
+
 }  // namespace ferry::eval

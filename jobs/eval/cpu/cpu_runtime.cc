@@ -134,6 +134,13 @@ int configure_threads(int requested) {
   return at::get_num_threads();
 }
 
+void* libtorch_blas_symbol(const char* name) {
+  void* torch = handle_of(loaded_object("libtorch_cpu.so"));
+  void* symbol = lookup(torch, name);
+  if (torch != nullptr) ::dlclose(torch);  // libtorch stays loaded: the program links it
+  return symbol;
+}
+
 CpuRuntime probe_cpu_runtime() {
   CpuRuntime r;
   r.blas = probe_blas();

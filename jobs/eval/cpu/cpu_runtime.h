@@ -37,4 +37,8 @@ int configure_threads(int requested);
 /// Inspects the loaded BLAS, the CPU and the thread count now in effect.
 CpuRuntime probe_cpu_runtime();
 
+/// The BLAS function `name` (e.g. "sgemv_") as libtorch_cpu's own calls bind to it
+/// (looked up through libtorch_cpu's dependency order), or null.
+void* libtorch_blas_symbol(const char* name);
+
 }  // namespace ferry::eval

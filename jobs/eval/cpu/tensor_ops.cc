@@ -4,11 +4,14 @@
 #include "jobs/eval/cpu/bf16_linear.h"
 #include "jobs/eval/cpu/bf16_norm_rope.h"
 #include "jobs/eval/cpu/bf16_silu_mul.h"
+#include "jobs/eval/cpu/cpu_runtime.h"
 #include "jobs/eval/cpu/packed_bf16_linear.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace ferry::eval {
@@ -17,10 +20,77 @@ namespace {
 // Smallest KV capacity allocated; later growth doubles.
 constexpr int64_t kMinCacheCapacity = 256;
 
+std::atomic<bool> g_small_f32{true};
+
+// A small float32 tensor on the CPU whose values lie contiguously (the loops below).
+bool small_f32(const at::Tensor& t) {
+  return t.scalar_type() == at::kFloat && t.device().is_cpu() && t.is_contiguous() && t.numel() <= kSmallF32Values &&
+         g_small_f32.load(std::memory_order_relaxed);
+}
+
+// rms_norm() of small float32 rows, as libtorch computes
+// weight * (x * rsqrt(mean(x * x) + eps)): x.pow(2) is x * x; libtorch 1.13's CPU mean is
+// its sum over the row (called here, on a tensor of x's shape: `out`, which then takes
+// the result) divided by the row's length, a float division; eps is added as a float,
+// rsqrt is 1 / sqrt, then two products, each rounded. `row(r, values)` gets
+// each normed row (in `out`, where the caller may rewrite it).
+template <typename Row>
+void rms_norm_small_f32_into(const at::Tensor& x, const at::Tensor& weight, double eps, const at::Tensor& out,
+                             Row&& row) {
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  const float* xp = x.data_ptr<float>();
+  const float* wp = weight.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) op[i] = xp[i] * xp[i];
+  const at::Tensor sum = out.sum(-1, /*keepdim=*/true);
+  const float* mp = sum.data_ptr<float>();
+  const float e = static_cast<float>(eps), n = static_cast<float>(d);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float inv = 1.0f / std::sqrt(mp[r] / n + e);
+    const float* xr = xp + r * d;
+    float* o = op + r * d;
+    for (int64_t i = 0; i < d; ++i) o[i] = wp[i] * (xr[i] * inv);
+    row(r, o);
+  }
+}
+
+at::Tensor rms_norm_small_f32(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  at::Tensor out = at::empty_like(x);
+  rms_norm_small_f32_into(x, weight, eps, out, [](int64_t, float*) {});
+  return out;
+}
+
+bool small_norm_applies(const at::Tensor& x, const at::Tensor& weight) {
+  return small_f32(x) && weight.scalar_type() == at::kFloat && weight.is_contiguous() && weight.dim() == 1 &&
+         weight.size(0) == x.size(-1) && weight.device().is_cpu();
+}
+
+// sgemv_ as libtorch's own calls bind to it (null: not found, libtorch's at::mv then).
+using SgemvFn = void (*)(const char*, const int*, const int*, const float*, const float*, const int*, const float*,
+                         const int*, const float*, float*, const int*);
+SgemvFn sgemv() {
+  static const SgemvFn fn = reinterpret_cast<SgemvFn>(libtorch_blas_symbol("sgemv_"));
+  return fn;
+}
+
 }  // namespace
+
+void set_small_f32_enabled(bool enabled) { g_small_f32.store(enabled, std::memory_order_relaxed); }
+bool small_f32_enabled() { return g_small_f32.load(std::memory_order_relaxed); }
+
+at::Tensor residual_add(const at::Tensor& x, const at::Tensor& y) {
+  if (!small_f32(x) || !small_f32(y) || x.sizes() != y.sizes()) return x + y;
+  at::Tensor out = at::empty_like(x);
+  const float* a = x.data_ptr<float>();
+  const float* b = y.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) o[i] = a[i] + b[i];
+  return out;
+}
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   if (bf16_rms_norm_applies(x, weight)) return bf16_rms_norm(x, weight, eps);
+  if (small_norm_applies(x, weight)) return rms_norm_small_f32(x, weight, eps);
   at::Tensor x32 = x.to(at::kFloat);
   at::Tensor normed = x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * normed.to(x.scalar_type());
@@ -62,6 +132,29 @@ at::Tensor norm_rope_heads(const at::Tensor& x, const at::Tensor& weight, double
   if (bf16_norm_rope_heads_applies(x, weight, rope.cos, rope.sin)) {
     return bf16_norm_rope_heads(x, weight, eps, rope.cos, rope.sin);
   }
+  const int64_t t = x.dim() == 3 ? x.size(0) : 0, hd = x.size(-1);
+  if (t > 0 && hd % 2 == 0 && small_norm_applies(x, weight) && small_f32(rope.cos) && small_f32(rope.sin) &&
+      rope.cos.dim() == 2 && rope.cos.size(0) == t && rope.cos.size(1) == hd && rope.sin.sizes() == rope.cos.sizes()) {
+    // rms_norm, then apply_rope's x * cos + cat(-x2, x1) * sin, in place row by row
+    // ([T, heads, hd] rows, as x's): each product rounded, then their sum; the negation
+    // is exact. Returned laid out as libtorch's element-wise ops lay out their result for
+    // the transposed input: [T, heads, hd] in memory (with one row or one head, plain
+    // [heads, T, hd], strides included).
+    const int64_t heads = x.size(1), half = hd / 2;
+    at::Tensor out = at::empty_like(x);
+    const float* c = rope.cos.data_ptr<float>();
+    const float* s = rope.sin.data_ptr<float>();
+    std::vector<float> in(static_cast<size_t>(hd));
+    rms_norm_small_f32_into(x, weight, eps, out, [&](int64_t row, float* dst) {
+      const int64_t r = row / heads;
+      const float* cr = c + r * hd;
+      const float* sr = s + r * hd;
+      std::copy(dst, dst + hd, in.begin());
+      for (int64_t i = 0; i < half; ++i) dst[i] = in[i] * cr[i] + (-in[i + half]) * sr[i];
+      for (int64_t i = half; i < hd; ++i) dst[i] = in[i] * cr[i] + in[i - half] * sr[i];
+    });
+    return t == 1 || heads == 1 ? out.view({heads, t, hd}) : out.transpose(0, 1);
+  }
   return apply_rope(rms_norm(x, weight, eps).transpose(0, 1), rope);
 }
 
@@ -86,10 +179,21 @@ at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const a
   // Query head h uses kv head h / rep: group the rep query heads of one kv head
   // together so one batched matmul serves them without repeating k and v.
   at::Tensor qg = q.reshape({num_kv, rep * t, hd});
-  at::Tensor scores = at::bmm(qg, k.transpose(1, 2)) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  at::Tensor scores32 = scores.to(at::kFloat);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  at::Tensor scores = at::bmm(qg, k.transpose(1, 2));
+  if (small_f32(scores)) {
+    // `scores * scale` in place on the fresh product: the scale rounded to float, each
+    // product rounded, as libtorch's mul by a scalar.
+    float* p = scores.data_ptr<float>();
+    const float f = static_cast<float>(scale);
+    for (int64_t i = 0; i < scores.numel(); ++i) p[i] = p[i] * f;
+  } else {
+    scores = scores * scale;
+  }
+  at::Tensor scores32 = scores.scalar_type() == at::kFloat ? scores : scores.to(at::kFloat);
   if (mask.defined()) scores32 = (scores32.view({num_kv, rep, t, s}) + mask).view({num_kv, rep * t, s});
-  at::Tensor probs = at::softmax(scores32, -1).to(q.scalar_type());
+  at::Tensor probs = at::softmax(scores32, -1);
+  if (probs.scalar_type() != q.scalar_type()) probs = probs.to(q.scalar_type());
   at::Tensor out = at::bmm(probs, v);  // [num_kv, rep*t, hd]
   return out.view({num_heads, t, hd}).transpose(0, 1).reshape({t, num_heads * hd});
 }
@@ -98,6 +202,19 @@ at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
   if (is_packed_bf16_weight(w)) return packed_bf16_linear(x, w);
   if (bf16_linear_applies(x, w)) return bf16_linear(x, w);
   if (w.device().is_cpu() && x.size(0) == 1 && x.scalar_type() == at::kFloat) {
+    if (small_f32(x) && w.scalar_type() == at::kFloat && w.dim() == 2 && w.is_contiguous() && w.size(1) == x.size(1) &&
+        w.size(0) <= std::numeric_limits<int>::max() && w.size(1) <= std::numeric_limits<int>::max() &&
+        sgemv() != nullptr) {
+      // The call at::mv makes (addmv on a row-major matrix: its transpose, column-major,
+      // with beta 0), without the dispatch around it.
+      at::Tensor out = at::empty({1, w.size(0)}, x.options());
+      const char trans = 't';
+      const int m = static_cast<int>(w.size(1)), n = static_cast<int>(w.size(0)), one = 1;
+      const float alpha = 1, beta = 0;
+      sgemv()(&trans, &m, &n, &alpha, w.data_ptr<float>(), &m, x.data_ptr<float>(), &one, &beta,
+              out.data_ptr<float>(), &one);
+      return out;
+    }
     return at::mv(w, x.select(0, 0)).unsqueeze(0);
   }
   return at::linear(x, w);
@@ -140,12 +257,44 @@ at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor&
   at::Tensor h = gate_up[0];
   if (bf16_silu_mul_applies(h, gate_up[1])) {
     bf16_silu_mul_(h, gate_up[1]);
+  } else if (small_f32(h) && small_f32(gate_up[1]) && h.sizes() == gate_up[1].sizes()) {
+    at::silu_(h);
+    float* g = h.data_ptr<float>();
+    const float* u = gate_up[1].data_ptr<float>();
+    for (int64_t i = 0; i < h.numel(); ++i) g[i] = g[i] * u[i];  // mul_'s product
   } else {
     at::silu_(h);
     h.mul_(gate_up[1]);
   }
   return project(h, down);
 }
+
+namespace {
+
+// dst[:, first .. first + T) = src ([heads, T, hd]) as copy_ would, row by row (a copy is exact
+// in any dtype); false (nothing copied) where the layouts are not plain rows or the copy
+// is large enough for copy_'s threads.
+bool copy_rows(const at::Tensor& dst, int64_t first, const at::Tensor& src) {
+  if (!g_small_f32.load(std::memory_order_relaxed) || !dst.device().is_cpu() || !src.device().is_cpu() ||
+      src.scalar_type() != dst.scalar_type() || src.dim() != 3 || dst.stride(2) != 1 || src.stride(2) != 1 ||
+      src.size(0) != dst.size(0) || src.size(2) != dst.size(2) || src.numel() > kSmallF32Values) {
+    return false;
+  }
+  const int64_t heads = src.size(0), t = src.size(1), hd = src.size(2);
+  const size_t bytes = static_cast<size_t>(hd) * src.element_size();
+  const char* s = static_cast<const char*>(src.data_ptr());
+  char* d = static_cast<char*>(dst.data_ptr());
+  const int64_t e = src.element_size();
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t r = 0; r < t; ++r) {
+      std::memcpy(d + (h * dst.stride(0) + (first + r) * dst.stride(1)) * e, s + (h * src.stride(0) + r * src.stride(1)) * e,
+                  bytes);
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 void KvCache::reserve(int64_t num_kv_heads, int64_t capacity, int64_t head_dim, const at::TensorOptions& options) {
   if (k_.defined() && k_.size(1) >= capacity) return;
@@ -171,8 +320,10 @@ void KvCache::append(const at::Tensor& k, const at::Tensor& v) {
     const int64_t cap = k_.defined() ? k_.size(1) : 0;
     grow(std::max<int64_t>({need, 2 * cap, kMinCacheCapacity}), k, v);
   }
-  k_.narrow(1, length_, t).copy_(k);
-  v_.narrow(1, length_, t).copy_(v);
+  if (!copy_rows(k_, length_, k) || !copy_rows(v_, length_, v)) {
+    k_.narrow(1, length_, t).copy_(k);
+    v_.narrow(1, length_, t).copy_(v);
+  }
   length_ = need;
 }
 

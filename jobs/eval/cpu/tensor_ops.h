@@ -22,6 +22,22 @@ struct ComputeOptions {
 /// x: [..., d], weight: [d]
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
+/// x + y, the residual stream's add (same shape).
+at::Tensor residual_add(const at::Tensor& x, const at::Tensor& y);
+
+/// Small float32 tensors on the CPU (issue 45): up to this many values, rms_norm,
+/// norm_rope_heads, residual_add, a 1-row project, swiglu's product and KvCache::append
+/// run as plain loops on the tensors' memory instead of one libtorch op per step. Each
+/// loop makes exactly the float32 operations libtorch's ops made, in the same order and
+/// rounded alike (no fused multiply-adds), and the reductions stay libtorch's (an
+/// RMSNorm's mean, softmax) or the same BLAS call (sgemv_), so the values are
+/// bit-identical (tests: TensorOpsTest.SmallFloat32*). A forward of a tiny model then
+/// makes about a third of the libtorch calls it made.
+inline constexpr int64_t kSmallF32Values = 16384;
+/// On by default; off: every op goes through libtorch (for benchmarks and tests).
+void set_small_f32_enabled(bool enabled);
+bool small_f32_enabled();
+
 /// cos/sin tables for the given absolute positions. positions: [T] int64 -> [T, head_dim]
 struct RopeTables {
   at::Tensor cos;
@@ -62,6 +78,11 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 /// The additive mask attention() applies for `causal_past` (T queries over S keys), as
 /// float32 [T, S], or an undefined tensor when no key is hidden. Build it once per forward.
 at::Tensor causal_mask(int64_t t, int64_t s, int64_t causal_past, const at::Device& device);
+/// Multiply-adds of attention: `rows` queries of `heads` heads of `head_dim` over `keys`
+/// keys (scores and sums), for the threads a forward gets (compute_threads.h, ThreadsForWork).
+inline int64_t attention_macs(int64_t rows, int64_t keys, int64_t heads, int64_t head_dim) {
+  return 2 * rows * keys * heads * head_dim;
+}
 /// attention() with a mask from causal_mask() (undefined: no mask).
 at::Tensor attention_with_mask(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
 

@@ -19,4 +19,10 @@ DecoderLayer load_decoder_layer(WeightLoader& loader, const std::string& p, cons
   return layer;
 }
 
+int64_t projection_macs(const DecoderLayer& l) {
+  int64_t macs = 0;
+  for (const at::Tensor* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) macs += w->numel();
+  return macs;
+}
+
 }  // namespace ferry::eval

@@ -25,4 +25,8 @@ struct DecoderLayerShape {
 /// recorded by the loader and named by its finish().
 DecoderLayer load_decoder_layer(WeightLoader& loader, const std::string& prefix, const DecoderLayerShape& s);
 
+/// Multiply-adds of the layer's projections for one row (what a packed matrix holds too:
+/// its numel is rows x columns), for the threads a forward gets (ThreadsForWork).
+int64_t projection_macs(const DecoderLayer& layer);
+
 }  // namespace ferry::eval

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "jobs/eval/cpu/compute_threads.h"
+
 namespace ferry::eval {
 
 Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& folder, int64_t target_hidden_size,
@@ -35,6 +37,8 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& fo
   FERRY_RETURN_IF_ERROR(loader.finish({}, report));
   d->caches_.resize(c.num_hidden_layers);
   d->rope_ = std::make_unique<RopeCache>(hd, c.rope_theta, options);
+  d->token_macs_ = d->fc_.numel();
+  for (const Layer& layer : d->layers_) d->token_macs_ += projection_macs(layer);
   return d;
 }
 
@@ -45,6 +49,7 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
   const int64_t ctx_start = cache_length();
   const int64_t b = block.size(0);
   const int64_t block_start = ctx_start + ctx_len;
+  c10::InferenceMode inference;
 
   at::Tensor ctx;  // [C, hidden]
   RopeTables ctx_rope;
@@ -90,13 +95,14 @@ at::Tensor DFlashDrafter::forward(const at::Tensor& context, const at::Tensor& b
     at::Tensor attn = attention_with_mask(q, caches_[i].keys(), caches_[i].values(),
                                           sliding ? sliding_mask : at::Tensor());  // [B, nh*hd]
     caches_[i].crop(block_start);
-    x = x + project(attn, layer.o);
-    x = x + swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate, layer.up, layer.down);
+    x = residual_add(x, project(attn, layer.o));
+    x = residual_add(x, swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate, layer.up, layer.down));
   }
   return rms_norm(x, norm_, c.rms_norm_eps);
 }
 
 void DFlashDrafter::reserve(int64_t positions) {
+  c10::InferenceMode inference;
   const DecoderConfig& c = config_.model;
   auto kv = at::TensorOptions().dtype(options_.dtype).device(options_.device);
   for (KvCache& cache : caches_) cache.reserve(c.num_key_value_heads, positions, c.head_dim, kv);
@@ -146,6 +152,14 @@ Result<std::vector<int64_t>> DFlashProposer::propose(const DraftRequest& request
     return internal_error("drafter context covers " + std::to_string(drafter_->cache_length() + ctx_len) +
                           " positions, block starts at " + std::to_string(request.start));
   }
+  // The drafter's forward and the target's head over the block (the context rows are
+  // few after the first step).
+  const DecoderConfig& dc = drafter_->config().model;
+  const DecoderConfig& tc = target_->config();
+  c10::InferenceMode inference;
+  ThreadsForWork threads((b + ctx_len) * drafter_->token_macs() + (b - 1) * tc.vocab_size * tc.hidden_size +
+                         dc.num_hidden_layers * attention_macs(b, request.start + b, dc.num_attention_heads,
+                                                               dc.head_dim));
   std::vector<int64_t> ids(static_cast<size_t>(b), drafter_->config().mask_token_id);
   ids[0] = (*request.tokens)[static_cast<size_t>(request.start)];
   at::Tensor block_ids = at::tensor(ids, at::kLong).to(target_->options().device);

@@ -50,6 +50,8 @@ class DFlashDrafter {
   void reserve(int64_t positions);
   void crop(int64_t length);
   void reset();
+  /// About the multiply-adds of one row through fc and every layer's projections (ThreadsForWork).
+  int64_t token_macs() const { return token_macs_; }
 
  private:
   using Layer = DecoderLayer;
@@ -61,6 +63,7 @@ class DFlashDrafter {
   std::vector<Layer> layers_;
   std::vector<KvCache> caches_;
   std::unique_ptr<RopeCache> rope_;
+  int64_t token_macs_ = 0;
 };
 
 /// The real Drafter: a DFlashDrafter fed through a target's embedding and lm_head.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "jobs/eval/cpu/compute_threads.h"
+
 namespace ferry::eval {
 namespace {
 
@@ -91,6 +93,17 @@ Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& fold
   }
   FERRY_RETURN_IF_ERROR(loader.finish(skip, report));
   t->caches_.resize(static_cast<size_t>(tc.num_hidden_layers));
+  t->token_macs_ = t->lm_head_.numel();
+  for (const Layer& l : t->layers_) {
+    // The recurrence: about 4 state multiply-adds a value per key (decay, read, write, output).
+    const int64_t recurrence = 4 * g.value_heads * g.key_dim * g.value_dim;
+    for (const at::Tensor* w : {&l.gate, &l.up, &l.down, &l.q, &l.k, &l.v, &l.o, &l.gdn.in_qkv, &l.gdn.in_z,
+                                &l.gdn.in_b, &l.gdn.in_a, &l.gdn.out}) {
+      t->token_macs_ += w->defined() ? w->numel() : 0;
+    }
+    if (l.linear) t->token_macs_ += recurrence;
+    if (!l.linear) ++t->attention_layers_;
+  }
   t->reset();
   return t;
 }
@@ -124,6 +137,9 @@ Qwen35Target::Output Qwen35Target::forward(const at::Tensor& ids, const std::vec
   const DecoderConfig& c = config_.text;
   const int64_t t = ids.size(0);
   const int64_t past = length_;
+  c10::InferenceMode inference;
+  ThreadsForWork threads(t * token_macs_ +
+                         attention_layers_ * attention_macs(t, past + t, c.num_attention_heads, c.head_dim));
   RopeTables rope = rope_tables(past, t, config_.rotary_dim, c.rope_theta, options_);
   std::vector<at::Tensor> captured(capture.size());
 
@@ -154,6 +170,7 @@ void Qwen35Target::crop(int64_t length) {
     reset();
     return;
   }
+  c10::InferenceMode inference;
   TORCH_CHECK(length >= last_forward_start_, "qwen3_5 target: cannot roll back to ", length,
               " positions; the recurrent state is kept from position ", last_forward_start_);
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -167,6 +184,7 @@ void Qwen35Target::crop(int64_t length) {
 }
 
 void Qwen35Target::reset() {
+  c10::InferenceMode inference;
   states_.assign(layers_.size(), GdnState());
   for (size_t i = 0; i < layers_.size(); ++i) {
     caches_[i].reset();

@@ -73,6 +73,8 @@ class Qwen35Target : public TargetModel {
   std::vector<GdnState> states_;  // used by GDN layers
   int64_t length_ = 0;
   int64_t last_forward_start_ = 0;  // crop() may go back to here
+  int64_t token_macs_ = 0;          // projections, head and recurrence, one row (ThreadsForWork)
+  int64_t attention_layers_ = 0;
 };
 
 /// Qwen3.5's zero-centred RMSNorm: normalise in float32, scale by (1 + w) in float32

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "jobs/eval/cpu/compute_threads.h"
+
 namespace ferry::eval {
 
 Result<std::unique_ptr<Qwen3Target>> Qwen3Target::load(const std::string& folder, const ComputeOptions& options,
@@ -43,6 +45,8 @@ Result<std::unique_ptr<Qwen3Target>> Qwen3Target::load(const std::string& folder
   FERRY_RETURN_IF_ERROR(loader.finish(skip, report));
   t->caches_.resize(c.num_hidden_layers);
   t->rope_ = std::make_unique<RopeCache>(hd, c.rope_theta, options);
+  t->token_macs_ = t->lm_head_.numel();
+  for (const Layer& layer : t->layers_) t->token_macs_ += projection_macs(layer);
   return t;
 }
 
@@ -57,6 +61,7 @@ at::Tensor Qwen3Target::lm_head(const at::Tensor& hidden) const {
 }
 
 void Qwen3Target::reserve(int64_t positions) {
+  c10::InferenceMode inference;
   const DecoderConfig& c = config_;
   auto kv = at::TensorOptions().dtype(options_.dtype).device(options_.device);
   for (KvCache& cache : caches_) cache.reserve(c.num_key_value_heads, positions, c.head_dim, kv);
@@ -69,6 +74,8 @@ Qwen3Target::Output Qwen3Target::forward(const at::Tensor& ids, const std::vecto
   const int64_t t = ids.size(0);
   const int64_t past = cache_length();
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
+  c10::InferenceMode inference;
+  ThreadsForWork threads(t * token_macs_ + c.num_hidden_layers * attention_macs(t, past + t, nh, hd));
   RopeTables rope = rope_->at(past, t);
   // Keys are the cache after this forward's append: past + t of them.
   at::Tensor mask = causal_mask(t, past + t, past, options_.device);
@@ -86,8 +93,8 @@ Qwen3Target::Output Qwen3Target::forward(const at::Tensor& ids, const std::vecto
     k = norm_rope_heads(k, layer.k_norm, c.rms_norm_eps, rope);  // [nkv, T, hd]
     caches_[i].append(k, v.transpose(0, 1));
     at::Tensor attn = attention_with_mask(q, caches_[i].keys(), caches_[i].values(), mask);  // [T, nh*hd]
-    x = x + project(attn, layer.o);
-    x = x + swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate, layer.up, layer.down);
+    x = residual_add(x, project(attn, layer.o));
+    x = residual_add(x, swiglu(rms_norm(x, layer.post_norm, c.rms_norm_eps), layer.gate, layer.up, layer.down));
     for (size_t j = 0; j < capture.size(); ++j) {
       // hidden_states[N] in Hugging Face is the final-normed output, not the raw one.
       if (capture[j] == i) captured[j] = i == c.num_hidden_layers - 1 ? rms_norm(x, norm_, c.rms_norm_eps) : x;

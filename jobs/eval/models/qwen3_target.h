@@ -57,6 +57,7 @@ class Qwen3Target : public TargetModel {
   std::vector<Layer> layers_;
   std::vector<KvCache> caches_;
   std::unique_ptr<RopeCache> rope_;
+  int64_t token_macs_ = 0;  // projections and head, one row (ThreadsForWork)
 };
 
 }  // namespace ferry::eval

@@ -1,5 +1,6 @@
 #include "jobs/eval/models/target_model.h"
 
+#include "jobs/eval/cpu/small_block_cache.h"
 #include "jobs/eval/models/families.h"
 
 #include <algorithm>
@@ -23,6 +24,7 @@ TargetModel::Output prefill(TargetModel* target, const at::Tensor& ids, const st
 
 Result<std::unique_ptr<TargetModel>> load_target(const std::string& folder, const ComputeOptions& options,
                                                  LoadReport* report) {
+  use_small_block_cache();  // every eval loads its target first
   auto family = detect_target_architecture(folder);
   if (!family.ok()) return family.status();
   return (*family)->load(folder, options, report);

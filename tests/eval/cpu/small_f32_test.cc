@@ -1,0 +1,211 @@
+// The small float32 path of tensor_ops (issue 45): plain loops in place of libtorch's
+// op-by-op dispatch for small float32 tensors must give libtorch's values bit for bit
+// (and the same layout where a later op could read it), since a float32 eval's report
+// must not change: RMSNorm, q/k norm + RoPE, the residual add, a 1-row projection
+// (the same sgemv_ call at::mv makes), SwiGLU's product, the KV cache's append, and a
+// whole tiny Qwen3 target and DFlash drafter forward, decode steps and a verify.
+// The threads a forward gets (ThreadsForWork) and the small-block cache are checked here too.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "jobs/eval/cpu/compute_threads.h"
+#include "jobs/eval/cpu/small_block_cache.h"
+#include "jobs/eval/cpu/tensor_ops.h"
+#include "jobs/eval/models/dflash_drafter.h"
+#include "jobs/eval/models/qwen3_target.h"
+#include "tests/eval/eval_test_util.h"
+
+namespace ferry::eval {
+namespace {
+
+template <typename F>
+at::Tensor on_libtorch(F f) {
+  set_small_f32_enabled(false);
+  at::Tensor out = f();
+  set_small_f32_enabled(true);
+  return out;
+}
+
+// Bit for bit (NaN never arises here), with the same sizes and strides.
+void expect_identical(const at::Tensor& got, const at::Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  EXPECT_EQ(got.strides(), want.strides()) << what;
+  ASSERT_EQ(got.scalar_type(), want.scalar_type()) << what;
+  EXPECT_TRUE(at::equal(got, want)) << what << ": max difference " << (got - want).abs().max().item<double>();
+}
+
+class SmallFloat32Test : public ::testing::Test {
+ protected:
+  void SetUp() override { at::manual_seed(45); }
+};
+
+TEST_F(SmallFloat32Test, RmsNormIsLibtorchsBitForBit) {
+  const std::vector<std::vector<int64_t>> shapes = {{1, 64}, {16, 64}, {1, 4, 16}, {16, 2, 16}, {1, 1024},
+                                                    {16, 1024}, {3, 96}, {5, 1, 128}, {2, 37},
+                                                    // many rows of widths that are not powers of two: the
+                                                    // mean's division must round as libtorch's does
+                                                    {150, 96}, {400, 37}, {16, 1000}};
+  for (const auto& shape : shapes) {
+    const at::Tensor x = at::randn(shape) * 3;
+    const at::Tensor w = 1 + 0.2 * at::randn({shape.back()});
+    for (double eps : {1e-6, 1e-5}) {
+      expect_identical(rms_norm(x, w, eps), on_libtorch([&] { return rms_norm(x, w, eps); }),
+                       "rms_norm " + std::to_string(shape.back()));
+    }
+  }
+}
+
+TEST_F(SmallFloat32Test, NormRopeHeadsIsLibtorchsBitForBitAndLaidOutAlike) {
+  for (int64_t hd : {16, 64, 128}) {
+    RopeCache cache(hd, 10000.0, {});
+    for (int64_t t : {1, 5, 16}) {
+      for (int64_t heads : {1, 2, 4}) {
+        const at::Tensor x = at::randn({t, heads * hd}).view({t, heads, hd});  // a projection's output
+        const at::Tensor w = 1 + 0.2 * at::randn({hd});
+        const RopeTables rope = cache.at(37, t);
+        const std::string what = "hd " + std::to_string(hd) + " t " + std::to_string(t) + " heads " +
+                                 std::to_string(heads);
+        expect_identical(norm_rope_heads(x, w, 1e-6, rope),
+                         on_libtorch([&] { return norm_rope_heads(x, w, 1e-6, rope); }), what);
+      }
+    }
+  }
+}
+
+TEST_F(SmallFloat32Test, ResidualAddAndSwigluAreLibtorchsBitForBit) {
+  for (int64_t t : {1, 16}) {
+    const at::Tensor x = at::randn({t, 64}), y = at::randn({t, 64});
+    expect_identical(residual_add(x, y), x + y, "add");
+    const at::Tensor gate = at::randn({128, 64}) * 0.2, up = at::randn({128, 64}) * 0.2, down = at::randn({64, 128});
+    expect_identical(swiglu(x, gate, up, down), on_libtorch([&] { return swiglu(x, gate, up, down); }), "swiglu");
+  }
+}
+
+TEST_F(SmallFloat32Test, OneRowProjectionIsAtMvBitForBit) {
+  // The tiny models' widths, a head, odd sizes, the dense shape's.
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{64, 64},  {32, 64},    {128, 64},   {64, 128},
+                                                           {512, 64}, {37, 53},    {1000, 1024}, {4096, 1024},
+                                                           {1, 64},   {64, 1},     {3, 5000}};
+  for (const auto& [n, k] : shapes) {
+    const at::Tensor x = at::randn({1, k}), w = at::randn({n, k});
+    const at::Tensor got = project(x, w);
+    expect_identical(got, on_libtorch([&] { return project(x, w); }), std::to_string(n) + "x" + std::to_string(k));
+    expect_identical(got, at::mv(w, x.select(0, 0)).unsqueeze(0), "mv");
+  }
+}
+
+TEST_F(SmallFloat32Test, KvCacheAppendCopiesWhatCopyWould) {
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    KvCache fast, slow;
+    for (int64_t t : {5, 1, 16, 1}) {
+      const at::Tensor k = at::randn({t, 2, 16}).to(dtype).transpose(0, 1);  // [heads, T, hd], strided
+      const at::Tensor v = at::randn({2, t, 16}).to(dtype);
+      fast.append(k, v);
+      set_small_f32_enabled(false);
+      slow.append(k, v);
+      set_small_f32_enabled(true);
+    }
+    EXPECT_TRUE(at::equal(fast.keys(), slow.keys()));
+    EXPECT_TRUE(at::equal(fast.values(), slow.values()));
+  }
+}
+
+// A whole tiny target (and drafter): prefill, decode steps and a verify with crops give
+// libtorch's logits and features bit for bit.
+TEST_F(SmallFloat32Test, TinyTargetAndDrafterAreLibtorchsBitForBit) {
+  testing::ScratchDir dir("small-f32");
+  TinyTargetSpec spec = testing::random_target_spec();
+  spec.layers = 4;
+  ASSERT_TRUE(write_tiny_target(dir / "target", spec, {}).ok());
+  ASSERT_TRUE(write_tiny_drafter(dir / "drafter", testing::random_drafter_spec(), {}).ok());
+  auto run = [&](bool small) {
+    set_small_f32_enabled(small);
+    auto target = Qwen3Target::load(dir / "target", {}, nullptr);
+    auto drafter = DFlashDrafter::load(dir / "drafter", spec.hidden, {}, nullptr);
+    EXPECT_TRUE(target.ok() && drafter.ok());
+    std::vector<at::Tensor> out;
+    const std::vector<int64_t> capture = {1, 3};
+    (*target)->reserve(64);
+    auto prompt = (*target)->forward(at::arange(3, 20, at::kLong), capture);
+    out.push_back(prompt.logits);
+    out.push_back(prompt.features);
+    for (int64_t step = 0; step < 4; ++step) {
+      auto o = (*target)->forward(at::full({1}, 11 + step, at::kLong), capture);
+      out.push_back(o.logits);
+      out.push_back(o.features);
+    }
+    auto verify = (*target)->forward(at::arange(30, 46, at::kLong), capture);
+    out.push_back(verify.logits);
+    (*target)->crop(23);
+    out.push_back((*target)->forward(at::full({1}, 5, at::kLong), capture).logits);
+    const at::Tensor block = (*target)->embed(at::full({16}, 0, at::kLong));
+    out.push_back((*drafter)->forward(prompt.features, block));
+    out.push_back((*drafter)->forward(verify.features.narrow(0, 0, 3), block));
+    set_small_f32_enabled(true);
+    return out;
+  };
+  const std::vector<at::Tensor> fast = run(true), slow = run(false);
+  ASSERT_EQ(fast.size(), slow.size());
+  for (size_t i = 0; i < fast.size(); ++i) {
+    EXPECT_TRUE(at::equal(fast[i], slow[i])) << "output " << i << ": max difference "
+                                             << (fast[i] - slow[i]).abs().max().item<double>();
+  }
+}
+
+TEST(SmallBlockCacheTest, AFreedSmallBlockIsTakenBackAlignedAndLargeOnesAreNot) {
+  use_small_block_cache();
+  use_small_block_cache();  // once only
+  void* first = nullptr;
+  {
+    at::Tensor t = at::empty({100}, at::kFloat);  // 400 bytes: the 512-byte class
+    first = t.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+    t.fill_(3);
+  }
+  const size_t cached = small_block_cache_bytes();
+  EXPECT_GE(cached, 512u);
+  {
+    at::Tensor t = at::empty({128}, at::kFloat);  // 512 bytes: the same class, taken back
+    EXPECT_EQ(t.data_ptr(), first);
+    EXPECT_EQ(small_block_cache_bytes(), cached - 512);
+  }
+  {
+    at::Tensor big = at::zeros({int64_t{1} << 20}, at::kFloat);  // 4 MiB: libtorch's own allocator
+    EXPECT_EQ(big.sum().item<float>(), 0.0f);
+  }
+  // The 4 MiB block was not kept (the sum's own small result may have been).
+  EXPECT_LT(small_block_cache_bytes(), cached + kSmallBlockBytes);
+  EXPECT_LE(small_block_cache_bytes(), kSmallBlockCacheBytes);
+}
+
+TEST(ThreadsForWorkTest, ASmallForwardRunsOnOneThreadAndTheCountComesBack) {
+  const int before = at::get_num_threads();
+  at::set_num_threads(2);
+  {
+    ThreadsForWork small(min_split_macs() - 1);
+    EXPECT_TRUE(small.single());
+    EXPECT_EQ(at::get_num_threads(), 1);
+    ThreadsForWork nested(0);  // already one thread: nothing to change
+    EXPECT_FALSE(nested.single());
+  }
+  EXPECT_EQ(at::get_num_threads(), 2);
+  {
+    ThreadsForWork large(min_split_macs());
+    EXPECT_FALSE(large.single());
+    EXPECT_EQ(at::get_num_threads(), 2);
+  }
+  const int64_t threshold = min_split_macs();
+  set_min_split_macs(0);  // every forward splits, as before issue 45
+  {
+    ThreadsForWork any(1);
+    EXPECT_FALSE(any.single());
+  }
+  set_min_split_macs(threshold);
+  at::set_num_threads(before);
+}
+
+}  // namespace
+}  // namespace ferry::eval
