@@ -369,6 +369,26 @@ void Scheduler::start_attempt(StageSlot& st, bool reattach) {
   arm_timeout(st, attempt);
 }
 
+ResolveContext Scheduler::resolve_context() const {
+  return ResolveContext{wf_, run_, options_.ferry_home,
+                        [this](const std::string& stage) -> const std::map<std::string, std::string>* {
+                          auto it = stages_.find(stage);
+                          return it == stages_.end() ? nullptr : &it->second->outputs;
+                        }};
+}
+
+Result<std::string> Scheduler::resolve(const workflow::Text& text, bool shell_quote) const {
+  return resolve_text(resolve_context(), text, shell_quote);
+}
+
+std::string Scheduler::host_workdir(const workflow::Host& host) const {
+  return resolve_host_workdir_of(resolve_context(), host);
+}
+
+Result<StageSpec> Scheduler::resolve_stage(const StageSlot& st) const {
+  return ferry::resolve_stage(resolve_context(), *st.spec);
+}
+
 // The runner says who enforces `timeout` (StageRunner::times_itself): a command's
 // job and an eval's worker on a host are killed by their supervisor; a copy, an eval
 // on this machine (a worker child, killed by the hard cancel) and a watching eval
@@ -404,7 +424,7 @@ void Scheduler::on_outcome(StageSlot& st, int attempt, StageOutcome o) {
   if (o.state == StageOutcome::State::kSucceeded) {
     for (const auto& out : s.outputs) {
       if (!out.value) continue;
-      auto v = resolve(*out.value, &s, false);
+      auto v = resolve(*out.value, false);
       if (!v.ok()) {
         o.state = StageOutcome::State::kFailed;
         o.error = "output '" + out.name + "': " + v.status().message();

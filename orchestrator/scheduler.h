@@ -32,6 +32,7 @@
 #include "jobs/stage_spec.h"
 #include "orchestrator/host_connection.h"
 #include "orchestrator/idle_lanes.h"
+#include "orchestrator/stage_resolve.h"
 #include "orchestrator/store.h"
 #include "orchestrator/transport_factory.h"
 #include "workflows/model.h"
@@ -39,8 +40,8 @@
 namespace ferry {
 
 struct SchedulerOptions {
-  std::string logs_dir;    // <logs_dir>/<run>/<stage>/<attempt>.log
-  std::string ferry_home;  // default workdirs of local hosts live under it
+  std::string logs_dir;         // <logs_dir>/<run>/<stage>/<attempt>.log
+  std::string ferry_home;       // default workdirs of local hosts live under it
   std::ostream* out = nullptr;  // progress lines; nullptr = quiet
   bool color = false;
   ConnectionOptions connection;
@@ -108,9 +109,11 @@ class Scheduler {
                  ReplyFn fn);
   void close_idle_lanes();
   std::string local_path(const std::string& path);
-  Result<std::string> resolve(const workflow::Text& text, const workflow::Stage* stage, bool shell_quote);
-  std::string host_workdir(const workflow::Host& host);
-  Result<StageSpec> resolve_stage(StageSlot& st);
+  /// What stage_resolve.h's functions read: this run, and its stages' outputs so far.
+  ResolveContext resolve_context() const;
+  Result<std::string> resolve(const workflow::Text& text, bool shell_quote) const;
+  std::string host_workdir(const workflow::Host& host) const;
+  Result<StageSpec> resolve_stage(const StageSlot& st) const;
   void say(const std::string& stage, const std::string& message, const char* color = nullptr);
   /// A failed store write: kept, and the run stops at the next schedule() (cancelled hard).
   void note_store(const Status& s);
@@ -128,9 +131,9 @@ class Scheduler {
   IdleLanes idle_lanes_;
   boost::asio::steady_timer lane_sweep_;
   std::set<std::string> hosts_with_jobs_;  // hosts where a recorded attempt may still run (resume)
-  std::set<std::string> hosts_unproven_;  // reached for at the start, not yet connected
+  std::set<std::string> hosts_unproven_;   // reached for at the start, not yet connected
   std::string start_failure_;              // a host the run needs could not be reached: the run fails
-  int cancel_level_ = 0;  // 0 none, 1 graceful, 2 hard
+  int cancel_level_ = 0;                   // 0 none, 1 graceful, 2 hard
   bool finished_ = false;
   bool abandoned_ = false;
   Status store_error_;

@@ -1,11 +1,10 @@
 #include "orchestrator/stage_resolve.h"
 
 #include <functional>
+#include <map>
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
-#include "orchestrator/scheduler.h"
-#include "orchestrator/stage_slot.h"
 #include "orchestrator/workflow_paths.h"
 #include "workflows/dag.h"
 #include "workflows/slurm_options.h"
@@ -16,36 +15,37 @@ namespace ferry {
 using workflow::Stage;
 using workflow::StageKind;
 
-std::string Scheduler::host_workdir(const workflow::Host& host) {
-  auto expanded = resolve(host.workdir, nullptr, false);
-  return resolve_host_workdir(host, expanded.ok() ? *expanded : host.workdir.value, run_.workflow_path,
-                              options_.ferry_home);
+std::string resolve_host_workdir_of(const ResolveContext& ctx, const workflow::Host& host) {
+  auto expanded = resolve_text(ctx, host.workdir, false);
+  return resolve_host_workdir(host, expanded.ok() ? *expanded : host.workdir.value, ctx.run.workflow_path,
+                              ctx.ferry_home);
 }
 
-Result<std::string> Scheduler::resolve(const workflow::Text& text, const Stage* stage, bool shell_quote) {
+Result<std::string> resolve_text(const ResolveContext& ctx, const workflow::Text& text, bool shell_quote) {
+  const RunRecord& run = ctx.run;
   return workflow::expand_template(
       text.value,
       [&](const workflow::Reference& r) -> Result<std::string> {
         using K = workflow::Reference::Kind;
         switch (r.kind) {
           case K::kParam: {
-            if (run_.params.contains(r.name) && run_.params[r.name].is_string())
-              return run_.params[r.name].get<std::string>();
-            const auto* p = wf_.find_param(r.name);
+            if (run.params.contains(r.name) && run.params[r.name].is_string())
+              return run.params[r.name].get<std::string>();
+            const auto* p = ctx.wf.find_param(r.name);
             if (p) return p->default_value;
             return not_found("unknown param '" + r.name + "'");
           }
-          case K::kRun: return run_.id;
+          case K::kRun: return run.id;
           case K::kHost: {
-            const auto* h = wf_.find_host(r.name);
+            const auto* h = ctx.wf.find_host(r.name);
             if (!h) return not_found("unknown host '" + r.name + "'");
-            return r.field == "workdir" ? host_workdir(*h) : h->address;
+            return r.field == "workdir" ? resolve_host_workdir_of(ctx, *h) : h->address;
           }
           case K::kStageOutput: {
-            auto it = stages_.find(r.name);
-            if (it == stages_.end()) return not_found("unknown stage '" + r.name + "'");
-            auto o = it->second->outputs.find(r.field);
-            if (o == it->second->outputs.end()) {
+            const std::map<std::string, std::string>* outputs = ctx.outputs_of(r.name);
+            if (outputs == nullptr) return not_found("unknown stage '" + r.name + "'");
+            auto o = outputs->find(r.field);
+            if (o == outputs->end()) {
               return not_found("stage '" + r.name + "' produced no output '" + r.field + "'");
             }
             return o->second;
@@ -99,20 +99,13 @@ void copy_eval_settings(const Stage& s, EvalStageSpec& e) {
 }
 
 // One stage's templates resolved into its runner's spec, one function per kind.
-// The scheduler lends it the resolution of a text and a host's workdir.
 class StageResolver {
  public:
-  using ResolveText = std::function<Result<std::string>(const workflow::Text&, bool shell_quote)>;
-  using HostWorkdir = std::function<std::string(const workflow::Host&)>;
-
-  StageResolver(const workflow::Workflow& wf, const Stage& s, const std::string& run_id, ResolveText resolve,
-                HostWorkdir host_workdir)
-      : wf_(wf),
+  StageResolver(const ResolveContext& ctx, const Stage& s)
+      : ctx_(ctx),
+        wf_(ctx.wf),
         s_(s),
-        run_id_(run_id),
-        resolve_(std::move(resolve)),
-        host_workdir_(std::move(host_workdir)),
-        where_(wf.path + ":" + std::to_string(s.at.line) + ":" + std::to_string(s.at.column) + ": stage '" + s.name +
+        where_(wf_.path + ":" + std::to_string(s.at.line) + ":" + std::to_string(s.at.column) + ": stage '" + s.name +
                "'") {}
 
   Status resolve_kind(StageSpec& out) const {
@@ -126,7 +119,7 @@ class StageResolver {
 
  private:
   Status text(const workflow::Text& t, bool quote, std::string* into) const {
-    auto r = resolve_(t, quote);
+    auto r = resolve_text(ctx_, t, quote);
     if (!r.ok()) return r.status().with_context(where_);
     *into = std::move(r).value();
     return Status();
@@ -137,9 +130,9 @@ class StageResolver {
     const workflow::Host* host = wf_.find_host(s_.host);
     for (const auto& [k, v] : host->env) FERRY_RETURN_IF_ERROR(text(v, false, &(*env)[k]));
     for (const auto& [k, v] : s_.env) FERRY_RETURN_IF_ERROR(text(v, false, &(*env)[k]));
-    (*env)["FERRY_RUN_ID"] = run_id_;
+    (*env)["FERRY_RUN_ID"] = ctx_.run.id;
     (*env)["FERRY_STAGE"] = s_.name;
-    (*env)["FERRY_WORKDIR"] = host_workdir_(*host);
+    (*env)["FERRY_WORKDIR"] = resolve_host_workdir_of(ctx_, *host);
     return Status();
   }
 
@@ -225,28 +218,24 @@ class StageResolver {
     return Status();
   }
 
+  const ResolveContext& ctx_;
   const workflow::Workflow& wf_;
   const Stage& s_;
-  const std::string& run_id_;
-  ResolveText resolve_;
-  HostWorkdir host_workdir_;
   std::string where_;  // "file:line:col: stage 'NAME'", before a template's error
 };
 
 }  // namespace
 
-Result<StageSpec> Scheduler::resolve_stage(StageSlot& st) {
-  const Stage& s = *st.spec;
+Result<StageSpec> resolve_stage(const ResolveContext& ctx, const Stage& s) {
   StageSpec out;
   out.name = s.name;
   out.host = s.host;
   out.log_max = s.log_max_bytes;
-  StageResolver resolver(
-      wf_, s, run_.id, [&](const workflow::Text& t, bool quote) { return resolve(t, &s, quote); },
-      [&](const workflow::Host& h) { return host_workdir(h); });
-  FERRY_RETURN_IF_ERROR(resolver.resolve_kind(out));
+  FERRY_RETURN_IF_ERROR(StageResolver(ctx, s).resolve_kind(out));
   // Upstream outputs are inputs too: a changed checkpoint path means a new eval.
-  for (const auto& a : workflow::ancestors(wf_, s.name)) out.upstream[a] = stages_[a]->outputs;
+  for (const auto& a : workflow::ancestors(ctx.wf, s.name)) {
+    if (const auto* outputs = ctx.outputs_of(a)) out.upstream[a] = *outputs;
+  }
   return out;
 }
 
