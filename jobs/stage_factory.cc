@@ -51,9 +51,9 @@ std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const Comman
 
 std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStageSpec& e, StageEnv& env,
                                          const AttemptId& id) {
-  if (e.watch) return std::make_shared<CheckpointWatchStage>(env, stage.host, e, id);
+  if (e.watch) return std::make_shared<CheckpointWatchStage>(env, stage.host, e, stage.log_max, id);
   if (!e.shards.empty()) return std::make_shared<EvalMergeStage>(env, e.shards, e.min_tau, e.min_ratio_to_reference);
-  if (!stage.host.empty()) return make_remote_eval_stage(stage.host, e, env, id);
+  if (!stage.host.empty()) return make_remote_eval_stage(stage.host, e, stage.log_max, env, id);
   // On the coordinator's machine, in a worker child: paths relative to the workflow file like keep_local.
   EvalStageSpec local = e;
   for (std::string* path : {&local.target, &local.drafter, &local.reference, &local.prompts, &local.tokenizer}) {

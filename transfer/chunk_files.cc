@@ -247,14 +247,6 @@ Result<nlohmann::json> list_open_source(int source, const std::string& shown, co
 
 }  // namespace
 
-bool is_copy_bookkeeping(const std::string& name) {
-  for (const char* suffix : {".ferry-part", ".ferry-journal", ".ferry-spec", ".ferry-owner", ".ferry-lock"}) {
-    size_t n = std::strlen(suffix);
-    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
-  }
-  return name == kCompleteMarker || name == kCopiedFilesName;
-}
-
 int64_t file_mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }

@@ -32,17 +32,13 @@
 
 #include "base/status.h"
 #include "transfer/copied_files.h"
+#include "transfer/copy_bookkeeping.h"
 #include "transfer/dest_folder.h"
 
 namespace ferry {
 
-inline constexpr const char* kCompleteMarker = ".ferry-complete";
 inline constexpr int64_t kMaxChunkBytes = 32 << 20;
 
-/// ferry's own files beside a destination (part files, journals, markers, the
-/// record of copied files), by name: they never travel and are never pruned. A
-/// user's `weights.ferry-partial.bin` is theirs.
-bool is_copy_bookkeeping(const std::string& name);
 /// Whether `s` is well-formed UTF-8 (RFC 3629): the only names JSON, and so a
 /// listing, carries without changing them.
 bool is_utf8(const std::string& s);

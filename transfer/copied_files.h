@@ -20,11 +20,11 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "transfer/copy_bookkeeping.h"
 #include "transfer/dest_folder.h"
 
 namespace ferry {
 
-inline constexpr const char* kCopiedFilesName = ".ferry-files";
 /// How many removed or left files a report names (the counts are exact).
 inline constexpr size_t kMaxPruneNamed = 100;
 

@@ -111,6 +111,8 @@ eval::EvalReport shard_seed(int i) {
   r.max_new_tokens = 8;
   r.prompt_count = 2;
   r.shard = eval::ShardOf::slice(i, 2, 4);
+  r.fingerprints = {{"drafter", "6d0c2a7f3e914b58a1d2c3b4e5f60718", ""},
+                    {"prompts", "0f1e2d3c4b5a69788796a5b4c3d2e1f0", ""}};
   r.candidate.label = "candidate";
   r.candidate.block_size = 4;
   r.candidate.responses = 2;

@@ -1,16 +1,13 @@
 #include "jobs/eval/run/baseline_store.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
 #include "base/json_field_writer.h"
 #include "base/json_fields.h"
 #include "jobs/eval/run/file_hash_cache.h"
+#include "jobs/eval/io/model_fingerprint.h"
 #include "jobs/eval/run/report_fields.h"
 
 namespace ferry::eval {
@@ -19,23 +16,13 @@ namespace {
 // A stored file holds a few runs and the baseline's tokens: a few MiB for thousands of responses.
 constexpr size_t kMaxStoredRunsBytes = size_t{256} << 20;
 
-// Every regular file at the top of `folder` (links followed, as the loader follows
-// them), by name, with the hash of its content: what a model folder is.
+// Every regular file at the top of `folder` (model_folder_files), by name, with the
+// hash of its content: what a model folder is.
 Result<nlohmann::json> folder_content(const std::string& folder, FileHashCache* hashes) {
-  DIR* d = ::opendir(folder.c_str());
-  if (d == nullptr) return errno_status("baseline key: cannot list " + folder, errno);
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    struct stat st;
-    if (name != "." && name != ".." && ::stat(join_path(folder, name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      names.push_back(name);
-    }
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
+  auto names = model_folder_files(folder);
+  if (!names.ok()) return names.status().with_context("baseline key");
   nlohmann::json files = nlohmann::json::object();
-  for (const auto& name : names) {
+  for (const auto& name : *names) {
     auto hash = hashes->xxh128(join_path(folder, name));
     if (!hash.ok()) return hash.status().with_context("baseline key");
     files[name] = *hash;

@@ -174,14 +174,14 @@ std::string EvalReport::to_text() const {
         << shard.first_prompt + prompt_count << " of " << shard.prompt_total << "\n";
   }
   for (const auto& r : shards) {
-    out << "  shard    " << (r.stage.empty() ? "?" : r.stage) << ": prompts " << r.first_prompt + 1 << "-"
-        << r.first_prompt + r.prompts << ", " << fixed(r.wall_seconds, 1) << " s, " << r.threads << " threads of "
-        << r.cores << " cores\n";
+    out << "  shard    " << (r.stage.empty() ? "?" : r.stage) << (r.host.empty() ? "" : " on " + r.host) << ": prompts "
+        << r.first_prompt + 1 << "-" << r.first_prompt + r.prompts << ", " << fixed(r.wall_seconds, 1) << " s, "
+        << r.threads << " threads of " << r.cores << " cores\n";
   }
   out << "  runtime  " << device << " " << dtype << " (" << dtype_source << "), " << threads << " threads of " << cores
       << " cores, " << isa << "\n";
-  out << "  BLAS     " << blas << (blas_threading.empty() ? "" : ", " + blas_threading) << " (" << blas_library
-      << ")" << (blas_reference ? " -- SLOW, see warning" : "") << "\n";
+  out << "  BLAS     " << blas << (blas_threading.empty() ? "" : ", " + blas_threading) << " (" << blas_library << ")"
+      << (blas_reference ? " -- SLOW, see warning" : "") << "\n";
   out << "  decoding " << sampling.regime()
       << (sampling.greedy() ? "" : " (the target's tokens sampled, the drafters' greedy)") << "\n";
   out << "  format   " << prompt_format << ", tokenizer " << (tokenizer.empty() ? "none (bytes)" : tokenizer) << "\n";

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "jobs/eval/run/drafter_diff.h"
 #include "jobs/eval/io/load_report.h"
+#include "jobs/eval/run/drafter_diff.h"
 #include "jobs/eval/run/eval_datasets.h"
 #include "jobs/eval/run/response_text.h"
 #include "jobs/eval/run/tau_spread.h"
@@ -90,6 +90,7 @@ struct ShardOf {
 /// One shard of a merged report: where it ran and what it took.
 struct ShardRow {
   std::string stage;  // the shard's stage (or "" outside a workflow)
+  std::string host;   // the ferry host it ran on ("" = not said)
   int64_t first_prompt = 0;
   int64_t prompts = 0;
   double wall_seconds = 0;
@@ -97,14 +98,28 @@ struct ShardRow {
   int cores = 0;
 };
 
+/// What one input of the eval held when the engine read it, by content: the merge of
+/// a sharded eval refuses shards whose inputs differ under the same paths.
+struct InputFingerprint {
+  std::string what;  // "target", "drafter", "reference", "tokenizer", "prompts", "dataset NAME"
+  /// A folder's model_fingerprint (io/model_fingerprint.h says what it covers and what
+  /// not); a prompts file's prompts_fingerprint (prompt_file.h: every prompt's line and
+  /// token ids, the whole file's, not just a shard's part).
+  std::string digest;
+  /// A folder ferry copied: the copy's manifest hash from its .ferry-complete (every
+  /// byte of every file); "" = none.
+  std::string copy_manifest;
+};
+
 struct EvalReport {
+  std::string host;  // the ferry host the eval ran on (EvalSpec::host); "" = not said, or a merged report
   std::string target;
   std::string target_architecture;  // e.g. "qwen3_5: 48 linear + 16 full attention"
   std::string drafter;
   std::string reference;
   std::string prompts;
   std::string prompt_format;
-  std::string tokenizer;  // tokenizer.json used; "" = none (byte-level text)
+  std::string tokenizer;         // tokenizer.json used; "" = none (byte-level text)
   int64_t prompt_count = 0;      // decoded here (a shard: its part)
   ShardOf shard;                 // a shard's report: which part; a merged one has count 1
   std::vector<ShardRow> shards;  // a merged report: its shards, in prompt order
@@ -121,15 +136,18 @@ struct EvalReport {
   std::string blas_library;  // its real path
   std::string blas_threading;
   bool blas_reference = false;  // the slow netlib BLAS (also a warning)
-  std::string isa;           // CPU vector extensions
+  std::string isa;              // CPU vector extensions
   /// Greedy, or the target's temperature and seed (token_sampler.h).
   Sampling sampling;
 
   std::vector<LoadReport> loads;
+  /// The target, drafters, tokenizer and prompts by content, in that order; empty in a
+  /// report of a ferry-eval older than them (the merge refuses such a shard).
+  std::vector<InputFingerprint> fingerprints;
   DecodeRun candidate;
   std::optional<DecodeRun> reference_run;
   std::optional<DecodeRun> baseline;
-  double speedup = 0;            // mean TPOT baseline / mean TPOT candidate; 0 without baseline
+  double speedup = 0;  // mean TPOT baseline / mean TPOT candidate; 0 without baseline
   double reference_speedup = 0;
   std::optional<double> ratio_to_reference;  // tau(candidate) / tau(reference)
   std::optional<DrafterDiff> diff;

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "jobs/eval/cpu/cpu_runtime.h"
+#include "jobs/eval/io/model_fingerprint.h"
 #include "jobs/eval/io/safetensors_reader.h"
 #include "jobs/eval/models/dflash_drafter.h"
 #include "jobs/eval/models/target_model.h"
@@ -67,7 +68,8 @@ Result<ComputeOptions> compute_options(const EvalSpec& spec, std::string* dtype_
   } else if (spec.device.rfind("cuda", 0) == 0) {
     if (!at::hasCUDA()) {
       // Said for a workflow's eval stage as much as for `ferry eval` (newcomer report U10).
-      return invalid_argument("device '" + spec.device + "': this build of ferry's eval engine evaluates on CPU only "
+      return invalid_argument("device '" + spec.device +
+                              "': this build of ferry's eval engine evaluates on CPU only "
                               "(its libtorch was built without CUDA): write "
                               "`device: cpu` in the eval stage (`--device cpu` for ferry eval), or run an eval "
                               "worker built with CUDA");
@@ -163,14 +165,14 @@ Result<ComputeOptions> describe_runtime(const EvalSpec& spec, EvalReport* report
   std::string dtype_source;
   auto options = compute_options(spec, &dtype_source);
   if (!options.ok()) return options.status();
+  report->host = spec.host;
   report->target = spec.target;
   report->drafter = spec.drafter;
   report->reference = spec.reference;
   report->prompts = spec.prompts;
   report->max_new_tokens = spec.max_new_tokens;
   report->device = spec.device;
-  report->dtype =
-      options->dtype == at::kBFloat16 ? "bfloat16" : options->dtype == at::kHalf ? "float16" : "float32";
+  report->dtype = options->dtype == at::kBFloat16 ? "bfloat16" : options->dtype == at::kHalf ? "float16" : "float32";
   report->dtype_source = dtype_source;
   report->threads = configure_threads(
       spec.threads > 0 ? spec.threads : std::max(1, available_cores() / std::max(1, spec.shards_on_host)));
@@ -196,6 +198,24 @@ struct LoadedModels {
   std::unique_ptr<DFlashDrafter> drafter, reference;
   std::unique_ptr<DFlashProposer> proposer, reference_proposer;
 };
+
+// The model folders this eval loaded, by content (model_fingerprint.h): the target,
+// the drafters and a tokenizer folder of its own, so that the merge of a sharded eval
+// can refuse shards that read other files under one path. The prompts' come with them
+// (encode_prompts, load_datasets: prompts_fingerprint).
+Status fingerprint_models(const EvalSpec& spec, EvalReport* report) {
+  auto folder = [&](const std::string& what, const std::string& path) -> Status {
+    auto digest = model_fingerprint(path);
+    if (!digest.ok()) return digest.status().with_context("fingerprint of the " + what);
+    report->fingerprints.push_back({what, *digest, copy_manifest_hash(path)});
+    return Status();
+  };
+  FERRY_RETURN_IF_ERROR(folder("target", spec.target));
+  FERRY_RETURN_IF_ERROR(folder("drafter", spec.drafter));
+  if (!spec.reference.empty()) FERRY_RETURN_IF_ERROR(folder("reference", spec.reference));
+  if (!spec.tokenizer.empty()) FERRY_RETURN_IF_ERROR(folder("tokenizer", spec.tokenizer));
+  return Status();
+}
 
 // Step 2: the target, the drafter and the reference drafter, with what each load found.
 Result<LoadedModels> load_models(const EvalSpec& spec, const ComputeOptions& options, EvalReport* report,
@@ -253,6 +273,7 @@ Result<std::vector<Prompt>> load_datasets(const EvalSpec& spec, int64_t vocab_si
   for (const DatasetFile& file : spec.datasets) {
     auto prompts = load_prompts(file.prompts, vocab_size, encoder);
     if (!prompts.ok()) return prompts.status().with_context("dataset '" + file.name + "'");
+    report->fingerprints.push_back({"dataset " + file.name, prompts_fingerprint(*prompts), ""});  // all of the file
     const auto n = static_cast<int64_t>(prompts->size());
     const int64_t first = ShardOf::slice(spec.shard_index, spec.shard_count, n).first_prompt;
     const int64_t end = ShardOf::slice(spec.shard_index + 1, spec.shard_count, n).first_prompt;
@@ -272,9 +293,9 @@ Result<std::vector<Prompt>> load_datasets(const EvalSpec& spec, int64_t vocab_si
   report->shard = ShardOf{spec.shard_index, spec.shard_count, before_shard, total};
   report->prompt_count = static_cast<int64_t>(all.size());
   say(std::to_string(spec.datasets.size()) + " datasets, " + std::to_string(all.size()) + " prompts" +
-      (spec.shard_count > 1 ? " (shard " + std::to_string(spec.shard_index + 1) + " of " +
-                                  std::to_string(spec.shard_count) + " of each)"
-                            : ""));
+      (spec.shard_count > 1
+           ? " (shard " + std::to_string(spec.shard_index + 1) + " of " + std::to_string(spec.shard_count) + " of each)"
+           : ""));
   return all;
 }
 
@@ -295,6 +316,7 @@ Result<std::vector<Prompt>> encode_prompts(const EvalSpec& spec, const TargetMod
   if (!spec.datasets.empty()) return load_datasets(spec, target.config().vocab_size, &**encoder, report, say);
   auto prompts = load_prompts(spec.prompts, target.config().vocab_size, &**encoder);
   if (!prompts.ok()) return prompts.status();
+  report->fingerprints.push_back({"prompts", prompts_fingerprint(*prompts), ""});  // all of the file, not the shard's
   // A shard decodes its contiguous part; the lines stay the file's, so shards merge in order.
   const auto total = static_cast<int64_t>(prompts->size());
   report->shard = ShardOf::slice(spec.shard_index, spec.shard_count, total);
@@ -339,8 +361,9 @@ Status decode_shared_runs(const EvalSpec& spec, const LoadedModels& m, const std
 // The key of this eval's reference and baseline runs (baseline_store.h): the files
 // by content, and every setting that changes what they decode or how fast.
 Result<nlohmann::json> shared_runs_key_inputs(const EvalSpec& spec, const LoadedModels& m, const EvalReport& report) {
-  const int64_t reference_block =
-      !m.reference ? 0 : spec.block_size > 0 ? spec.block_size : m.reference->config().block_size;
+  const int64_t reference_block = !m.reference          ? 0
+                                  : spec.block_size > 0 ? spec.block_size
+                                                        : m.reference->config().block_size;
   BaselineInputs in;
   in.target = spec.target;
   in.reference = spec.reference;
@@ -421,8 +444,7 @@ void store_shared_runs(const EvalSpec& spec, const nlohmann::json& key_inputs, c
 // Step 4: the candidate over every prompt, then the reference and the plain-decoding
 // baseline when asked (decoded, or taken from the store), each compared with the candidate.
 Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector<Prompt>& prompts,
-                  PromptEncoder& encoder, const std::atomic<bool>* cancel, const SayFn& say,
-                  EvalReport* report) {
+                  PromptEncoder& encoder, const std::atomic<bool>* cancel, const SayFn& say, EvalReport* report) {
   DecodeOptions decode;
   decode.block_size = spec.block_size > 0 ? spec.block_size : m.drafter->config().block_size;
   decode.max_new_tokens = spec.max_new_tokens;
@@ -442,8 +464,8 @@ Status decode_all(const EvalSpec& spec, const LoadedModels& m, const std::vector
   DecodeOptions cand = decode;
   cand.capture_layers = m.drafter->config().target_layer_ids;
   say("decoding " + std::to_string(prompts.size()) + " prompts, block " + std::to_string(cand.block_size));
-  auto cand_run = run_all("candidate", spec.drafter, m.target.get(), m.proposer.get(), prompts, cand,
-                          &candidate_out, &meter, &candidate_acceptance);
+  auto cand_run = run_all("candidate", spec.drafter, m.target.get(), m.proposer.get(), prompts, cand, &candidate_out,
+                          &meter, &candidate_acceptance);
   if (!cand_run.ok()) return cand_run.status();
   report->candidate = std::move(*cand_run);
   report->target_forwards_run = report->candidate.target_forwards;
@@ -498,6 +520,7 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   c10::NoGradGuard no_grad;
   auto models = load_models(spec, *options, &report, say);
   if (!models.ok()) return models.status();
+  FERRY_RETURN_IF_ERROR(fingerprint_models(spec, &report));  // the folders just loaded, by content
   std::optional<PromptEncoder> encoder;
   auto prompts = encode_prompts(spec, *models->target, &encoder, &report, say);
   if (!prompts.ok()) return prompts.status();

@@ -42,6 +42,7 @@ constexpr auto eval_spec_fields = [](auto& v, auto& s) {
     v("shard_count", s.shard_count);
     v("shards_on_host", s.shards_on_host);
   }
+  if (kReads<decltype(v)> || !s.host.empty()) v("host", s.host);
 };
 
 }  // namespace

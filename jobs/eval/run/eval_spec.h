@@ -63,6 +63,9 @@ struct EvalSpec {
   int shard_count = 1;
   /// With threads 0: shards of one eval on this host, which share its cores evenly.
   int shards_on_host = 1;
+  /// The ferry host the eval runs on, as the workflow names it, for its report (the
+  /// merge of a sharded eval names a shard's host); "" in the coordinator or `ferry eval`.
+  std::string host;
 };
 
 /// The spec as the engine's JSON (eval_plugin_api.h), every field written.

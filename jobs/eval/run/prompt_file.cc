@@ -3,8 +3,10 @@
 #include <cerrno>
 #include <fstream>
 
+#include <xxhash.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file_hash.h"
 #include "base/json_depth.h"
 
 namespace ferry::eval {
@@ -171,6 +173,19 @@ Result<std::vector<Prompt>> load_prompts(const std::string& path, int64_t vocab_
   }
   if (prompts.empty()) return invalid_argument(path + ": no prompts");
   return prompts;
+}
+
+std::string prompts_fingerprint(const std::vector<Prompt>& prompts) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_128bits_reset(st);
+  for (const Prompt& p : prompts) {
+    const int64_t head[2] = {p.line, static_cast<int64_t>(p.ids.size())};  // so the prompts stay apart
+    XXH3_128bits_update(st, head, sizeof head);
+    XXH3_128bits_update(st, p.ids.data(), p.ids.size() * sizeof(int64_t));
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(st);
+  XXH3_freeState(st);
+  return xxh128_canonical_hex(h);
 }
 
 }  // namespace ferry::eval

@@ -27,4 +27,11 @@ struct Prompt {
 /// Reads and checks every line. vocab_size bounds the ids.
 Result<std::vector<Prompt>> load_prompts(const std::string& path, int64_t vocab_size, PromptEncoder* encoder);
 
+/// The prompts as the eval decodes them, by content: XXH3-128 (32 hex digits) over
+/// each prompt's line and token ids, in order. What the merge of a sharded eval
+/// compares for the prompts (EvalReport::fingerprints): it is the file's text through
+/// the tokenizer and prompt format, and needs no second read of the file (a FIFO's
+/// prompts can be read once).
+std::string prompts_fingerprint(const std::vector<Prompt>& prompts);
+
 }  // namespace ferry::eval

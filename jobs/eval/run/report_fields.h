@@ -136,11 +136,18 @@ inline constexpr auto shard_of_fields = [](auto& v, auto& s) {
 
 inline constexpr auto shard_row_fields = [](auto& v, auto& r) {
   v("stage", r.stage);
+  if (kReads<decltype(v)> || !r.host.empty()) v("host", r.host);
   v("first_prompt", r.first_prompt);
   v("prompts", r.prompts);
   v("wall_seconds", r.wall_seconds);
   v("threads", r.threads);
   v("cores", r.cores);
+};
+
+inline constexpr auto input_fingerprint_fields = [](auto& v, auto& f) {
+  v("what", f.what);
+  v("digest", f.digest);
+  if (kReads<decltype(v)> || !f.copy_manifest.empty()) v("copy_manifest", f.copy_manifest);
 };
 
 inline constexpr auto dataset_row_fields = [](auto& v, auto& d) {
@@ -162,6 +169,7 @@ inline constexpr auto dataset_row_fields = [](auto& v, auto& d) {
 // Without metrics(): written for the reader's convenience, never read back.
 inline constexpr auto eval_report_fields = [](auto& v, auto& r) {
   constexpr bool reads = kReads<decltype(v)>;
+  if (reads || !r.host.empty()) v("host", r.host);
   v("target", r.target);
   v("target_architecture", r.target_architecture);
   v("drafter", r.drafter);
@@ -194,6 +202,7 @@ inline constexpr auto eval_report_fields = [](auto& v, auto& r) {
   }
   if constexpr (!reads) v("sampling", r.sampling.regime());
   v.objects("loads", r.loads, load_report_fields);
+  v.objects("fingerprints", r.fingerprints, input_fingerprint_fields);
   v.object("candidate", r.candidate, decode_run_fields);
   v.object("reference_run", r.reference_run, decode_run_fields);
   v.object("baseline", r.baseline, decode_run_fields);

@@ -116,6 +116,75 @@ Status check_part(const EvalReport& s, const EvalReport& first, size_t i, size_t
   return Status();
 }
 
+// " (split-shard-2-of-3 on host c)": where shard i ran, as far as known; "" when not.
+std::string where_ran(const EvalReport& s, size_t i, const std::vector<std::string>& stages) {
+  std::string where = i < stages.size() ? stages[i] : "";
+  if (!s.host.empty()) where += (where.empty() ? "on host " : " on host ") + s.host;
+  return where.empty() ? "" : " (" + where + ")";
+}
+
+// The path a report names for one of its fingerprinted inputs (InputFingerprint::what).
+std::string path_of(const EvalReport& r, const std::string& what) {
+  if (what == "target") return r.target;
+  if (what == "drafter") return r.drafter;
+  if (what == "reference") return r.reference;
+  if (what == "tokenizer") return r.tokenizer;
+  if (what == "prompts") return r.prompts;
+  for (const auto& d : r.datasets) {
+    if (what == "dataset " + d.name) return d.file;
+  }
+  return "";
+}
+
+const InputFingerprint* find_fingerprint(const EvalReport& r, const std::string& what) {
+  for (const auto& f : r.fingerprints) {
+    if (f.what == what) return &f;
+  }
+  return nullptr;
+}
+
+// Shard i read the same files as shard 1, by content (InputFingerprint): check_part
+// compared the paths, and one path may hold other files on another host (last week's
+// drafter where this week's was not copied). A report without fingerprints (a
+// ferry-eval older than them) is refused: the merge promises the report of one eval,
+// and it cannot tell that such a shard evaluated the same checkpoints.
+Status check_same_files(const EvalReport& s, const EvalReport& first, size_t i, size_t n,
+                        const std::vector<std::string>& stages) {
+  const std::string at = shard_name(i, n) + where_ran(s, i, stages);
+  if (s.fingerprints.empty()) {
+    return invalid_argument(
+        at + " carries no content fingerprints of its models and prompts: a ferry-eval older than this ferry " +
+        "wrote its report (one installed on the host through FERRY_EVAL_WORKER, or one that ran before ferry was " +
+        "updated), so the merge cannot tell that it loaded the same files as the other shards; update that worker " +
+        "and run the eval again");
+  }
+  const std::string other = "shard 1" + where_ran(first, 0, stages);
+  for (const auto& mine : s.fingerprints) {
+    const std::string what = mine.what == "prompts" ? "prompts file" : mine.what;
+    const InputFingerprint* theirs = find_fingerprint(first, mine.what);
+    if (theirs == nullptr) return invalid_argument(at + " read a " + what + " that " + other + " did not");
+    // A copy manifest covers every byte, but only a folder ferry copied to both hosts has one.
+    const bool copied_apart =
+        !mine.copy_manifest.empty() && !theirs->copy_manifest.empty() && mine.copy_manifest != theirs->copy_manifest;
+    const bool differ = mine.digest != theirs->digest;
+    if (!differ && !copied_apart) continue;
+    const std::string why =
+        differ ? "the files differ (content fingerprint " + mine.digest + " against " + theirs->digest + ")"
+               : "ferry copied different files there (copy manifest " + mine.copy_manifest + " against " +
+                     theirs->copy_manifest + " in .ferry-complete; a folder changed by hand after the copy keeps " +
+                     "its old marker: copy it again, or remove the stale marker)";
+    return invalid_argument(at + " loaded another " + what + " than " + other + " under the same path '" +
+                            path_of(s, mine.what) + "': " + why + "; put the same " + what +
+                            " on every host of the eval");
+  }
+  for (const auto& theirs : first.fingerprints) {
+    if (find_fingerprint(s, theirs.what) == nullptr) {
+      return invalid_argument(at + " has no fingerprint of the " + theirs.what + " " + other + " read");
+    }
+  }
+  return Status();
+}
+
 // Forwards run add up; the reference and baseline count as reused only when every
 // shard took its part from a store (each shard's part has a key of its own).
 void merge_shared_runs_facts(const std::vector<EvalReport>& shards, EvalReport* m) {
@@ -132,10 +201,14 @@ Result<EvalReport> merge_shard_reports(const std::vector<EvalReport>& shards, co
                                        std::optional<double> min_tau, std::optional<double> min_ratio_to_reference) {
   if (shards.empty()) return invalid_argument("no shard reports to merge");
   const EvalReport& first = shards[0];
-  for (size_t i = 0; i < shards.size(); ++i) FERRY_RETURN_IF_ERROR(check_part(shards[i], first, i, shards.size()));
+  for (size_t i = 0; i < shards.size(); ++i) {
+    FERRY_RETURN_IF_ERROR(check_part(shards[i], first, i, shards.size()));
+    FERRY_RETURN_IF_ERROR(check_same_files(shards[i], first, i, shards.size(), stages));
+  }
 
   // What describes the eval as a whole comes from shard 1 (the same checkpoints everywhere).
   EvalReport m = first;
+  m.host.clear();  // each shard's is in its row
   m.shard = ShardOf{};
   m.prompt_count = first.shard.prompt_total;
   m.responses.clear();
@@ -153,8 +226,8 @@ Result<EvalReport> merge_shard_reports(const std::vector<EvalReport>& shards, co
       if (std::find(m.warnings.begin(), m.warnings.end(), w) == m.warnings.end()) m.warnings.push_back(w);
     }
     m.wall_seconds = std::max(m.wall_seconds, s.wall_seconds);  // side by side: the slowest shard
-    m.shards.push_back(
-        {i < stages.size() ? stages[i] : "", s.shard.first_prompt, s.prompt_count, s.wall_seconds, s.threads, s.cores});
+    m.shards.push_back({i < stages.size() ? stages[i] : "", s.host, s.shard.first_prompt, s.prompt_count,
+                        s.wall_seconds, s.threads, s.cores});
   }
   merge_shared_runs_facts(shards, &m);
   auto c = merge_runs(cand, "the candidate");

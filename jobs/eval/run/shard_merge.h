@@ -17,9 +17,11 @@
 namespace ferry::eval {
 
 /// `shards[i]` is shard i of shards.size(), run as `stages[i]` (names for the report;
-/// may be empty). Fails, naming the shard, when the parts do not make one eval: a
-/// missing or repeated shard, another prompt set, drafter or block size, a part whose
-/// counts do not add up.
+/// may be empty). Fails, naming the shard (its stage and its report's host), when the
+/// parts do not make one eval: a missing or repeated shard, another prompt set, drafter
+/// or block size, a part whose counts do not add up, or one that read other files
+/// under the same paths (EvalReport::fingerprints differ) or does not say what it read
+/// (no fingerprints: a ferry-eval older than them).
 Result<EvalReport> merge_shard_reports(const std::vector<EvalReport>& shards, const std::vector<std::string>& stages,
                                        std::optional<double> min_tau, std::optional<double> min_ratio_to_reference);
 

@@ -1,8 +1,9 @@
 // A sharded eval merged back (jobs/eval/run/shard_merge.h) against the same eval run
 // whole, on tiny models: each shard's report goes through its JSON and back (as the
 // coordinator reads it), and the merge must give the whole run's τ to the last bit,
-// its histograms, accepted-slot counts, per-prompt rows and gate verdict; and an eval
-// of two named datasets, each row equal to an eval of its file alone, sharded alike.
+// its histograms, accepted-slot counts, per-prompt rows and gate verdict; an eval of
+// two named datasets, each row equal to an eval of its file alone, sharded alike; and
+// shards that read other files under the same paths are refused (review-4 P6).
 #include "jobs/eval/run/shard_merge.h"
 
 #include <gtest/gtest.h>
@@ -175,6 +176,61 @@ TEST_F(ShardMergeTest, PartsThatDoNotMakeOneEvalAreRefusedNamingTheShard) {
   std::vector<EvalReport> short_part = parts;
   short_part[1].candidate.responses -= 1;
   EXPECT_FALSE(merge_shard_reports(short_part, {}, std::nullopt, std::nullopt).ok());
+}
+
+// Review-4 P6: host c still holds last week's ckpt/drafter. The shards name the same
+// drafter path, so the paths agree; the files do not, and the merge must not blend two
+// drafters' τ into one "exact" report. Here the second shard's drafter folder holds the
+// disagreeing drafter under the first one's path; put back, the same files merge.
+TEST_F(ShardMergeTest, ShardsOfDifferentCheckpointsUnderOnePathAreRefused) {
+  ScratchDir own("same-path");
+  ASSERT_TRUE(testing::write_oracle_eval_models(own.path()).ok());
+  auto shard = [&](int index) {
+    EvalSpec s = testing::oracle_eval_spec(own.path(), index, 2);
+    s.prompts = *dir_ / "prompts.jsonl";
+    s.host = index == 0 ? "a" : "c";
+    auto r = run_eval(s, nullptr, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? round_trip(*r) : EvalReport{};
+  };
+  const EvalReport first = shard(0);
+  ASSERT_FALSE(first.fingerprints.empty());
+  EXPECT_EQ(first.fingerprints[1].what, "drafter");
+  EXPECT_EQ(first.host, "a");
+
+  // Last week's drafter, under this week's path.
+  ASSERT_TRUE(write_tiny_drafter(own / "drafter", testing::oracle_drafter_spec("disagree", 16), {}).ok());
+  const EvalReport stale = shard(1);
+  ASSERT_EQ(stale.drafter, first.drafter);  // the paths the old check compared agree
+  auto blended =
+      merge_shard_reports({first, stale}, {"split-shard-1-of-2", "split-shard-2-of-2"}, std::nullopt, std::nullopt);
+  ASSERT_FALSE(blended.ok()) << "merged tau " << blended->candidate.tau << " of two drafters";
+  const std::string why = blended.status().message();
+  EXPECT_NE(why.find("shard 2 of 2 (split-shard-2-of-2 on host c) loaded another drafter than shard 1 "
+                     "(split-shard-1-of-2 on host a) under the same path '" +
+                     first.drafter + "': the files differ (content fingerprint "),
+            std::string::npos)
+      << why;
+
+  // This week's drafter back on c: the same files merge, exactly as the whole eval.
+  ASSERT_TRUE(write_tiny_drafter(own / "drafter", testing::oracle_drafter_spec("agree", 16), {}).ok());
+  auto merged = merge_shard_reports({first, shard(1)}, {}, std::nullopt, std::nullopt);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EvalSpec whole_spec = testing::oracle_eval_spec(own.path());
+  whole_spec.prompts = *dir_ / "prompts.jsonl";
+  auto whole = run_eval(whole_spec, nullptr, nullptr);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  expect_same_figures(merged->candidate, whole->candidate);
+  EXPECT_EQ(merged->to_json()["fingerprints"], whole->to_json()["fingerprints"]);
+
+  // A shard whose report has no fingerprints (an older ferry-eval wrote it) is refused too.
+  EvalReport old = stale;
+  old.fingerprints.clear();
+  auto unchecked = merge_shard_reports({first, old}, {}, std::nullopt, std::nullopt);
+  ASSERT_FALSE(unchecked.ok());
+  EXPECT_NE(unchecked.status().message().find("shard 2 of 2 (on host c) carries no content fingerprints"),
+            std::string::npos)
+      << unchecked.status().message();
 }
 
 // Issue 43: named datasets in one eval. Each dataset's row holds what an eval of its

@@ -11,7 +11,7 @@ namespace ferry {
 namespace {
 
 // Shard `index` of 2 of a 3-prompt eval, block 4 (shard 1 has prompt 1, shard 2
-// prompts 2 and 3): per-response τ `taus`.
+// prompts 2 and 3), on host a or b, of the same files: per-response τ `taus`.
 nlohmann::json shard_report(int index, std::vector<double> taus, std::vector<int64_t> histogram,
                             std::vector<int64_t> accepted_at, int64_t steps) {
   const int64_t n = static_cast<int64_t>(taus.size()), first = index == 0 ? 0 : 1;
@@ -27,11 +27,17 @@ nlohmann::json shard_report(int index, std::vector<double> taus, std::vector<int
                         {"generated_tokens", 6 * n},
                         {"tpot_sum", 0.1 * static_cast<double>(n)},
                         {"tpot_count", n}};
-  return {
-      {"drafter", "ckpt"}, {"prompts", "p.jsonl"},
-      {"block_size", 4},   {"max_new_tokens", 6},
-      {"prompt_count", n}, {"shard", {{"index", index}, {"count", 2}, {"first_prompt", first}, {"prompt_total", 3}}},
-      {"candidate", run},  {"responses", responses}};
+  nlohmann::json fingerprints = {{{"what", "drafter"}, {"digest", "d1"}}, {{"what", "prompts"}, {"digest", "p1"}}};
+  return {{"host", index == 0 ? "a" : "b"},
+          {"drafter", "ckpt"},
+          {"prompts", "p.jsonl"},
+          {"block_size", 4},
+          {"max_new_tokens", 6},
+          {"prompt_count", n},
+          {"shard", {{"index", index}, {"count", 2}, {"first_prompt", first}, {"prompt_total", 3}}},
+          {"fingerprints", fingerprints},
+          {"candidate", run},
+          {"responses", responses}};
 }
 
 StageOutcome run_merge(testing::ScriptedStageEnv& env, std::optional<double> min_tau) {
@@ -51,6 +57,8 @@ TEST(EvalMergeStageTest, ShardReportsBecomeTheWholeEvalsOutcome) {
   testing::ScriptedStageEnv env;
   env.stage_reports["s-shard-1-of-2"] = shard_report(0, {3.0}, {0, 1, 0, 0, 1}, {0, 1, 1, 1}, 2);
   env.stage_reports["s-shard-2-of-2"] = shard_report(1, {2.0, 1.0}, {0, 2, 1, 0, 0}, {0, 1, 0, 0}, 3);
+  // ferry copied the drafter to b only: a copy manifest is compared where both shards have one.
+  env.stage_reports["s-shard-2-of-2"]["fingerprints"][0]["copy_manifest"] = "m1";
   StageOutcome o = run_merge(env, 2.0);
   ASSERT_EQ(o.state, StageOutcome::State::kSucceeded) << o.error;
   // τ = (3 + 2 + 1) / 3 = 2, the mean over responses (the mean of the shards' τs would be 2.25).
@@ -65,6 +73,9 @@ TEST(EvalMergeStageTest, ShardReportsBecomeTheWholeEvalsOutcome) {
   ASSERT_EQ(o.report["responses"].size(), 3u);
   EXPECT_EQ(o.report["responses"][2]["line"], 3);
   EXPECT_EQ(o.report["shards"][1]["stage"], "s-shard-2-of-2");
+  EXPECT_EQ(o.report["shards"][1]["host"], "b");
+  EXPECT_FALSE(o.report.contains("host")) << "a merge ran on its shards' hosts, each in its row";
+  EXPECT_EQ(o.report["fingerprints"], shard_report(0, {3.0}, {}, {}, 0)["fingerprints"]);
   EXPECT_FALSE(o.report.contains("shard"));
   ASSERT_EQ(env.events.size(), 1u);
   EXPECT_EQ(env.events[0].first, "eval.report");
@@ -85,20 +96,34 @@ TEST(EvalMergeStageTest, AMissingMalformedOrForeignShardFailsTheMergeNamingIt) {
     const char* what;
     nlohmann::json second;  // null: shard 2 recorded nothing
     const char* error;
+    nlohmann::json first = nullptr;  // null: good0
   };
-  nlohmann::json wrong_type = good1, other_drafter = good1, swapped = good0;
+  nlohmann::json wrong_type = good1, other_drafter = good1, swapped = good0, other_files = good1, unmarked = good1;
+  nlohmann::json first_copied = good0, copied_apart = good1;  // the same fingerprints, two different copies
+  first_copied["fingerprints"][0]["copy_manifest"] = "m1";
+  copied_apart["fingerprints"][0]["copy_manifest"] = "m2";
   wrong_type["candidate"]["response_taus"][1] = "1.0";
   other_drafter["drafter"] = "another";
+  other_files["fingerprints"][0]["digest"] = "d2";  // the same path, other files on host b (review-4 P6)
+  unmarked.erase("fingerprints");                   // a ferry-eval older than fingerprints wrote it
   const Case cases[] = {
       {"missing", nullptr, "shard stage 's-shard-2-of-2' recorded no eval report"},
       {"wrong type", wrong_type, "'s-shard-2-of-2': the eval report's candidate.response_taus[1] is a string"},
       {"other drafter", other_drafter, "shard 2 of 2 evaluated drafter 'another'"},
       {"shard 1 twice", swapped, "shard 2 of 2 reports itself as shard 1 of 2"},
+      {"other files", other_files,
+       "shard 2 of 2 (s-shard-2-of-2 on host b) loaded another drafter than shard 1 (s-shard-1-of-2 on host a) under "
+       "the same path 'ckpt': the files differ (content fingerprint d2 against d1)"},
+      {"no fingerprints", unmarked, "shard 2 of 2 (s-shard-2-of-2 on host b) carries no content fingerprints"},
+      {"copied apart", copied_apart,
+       "under the same path 'ckpt': ferry copied different files there (copy manifest "
+       "m2 against m1 in .ferry-complete",
+       first_copied},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
     testing::ScriptedStageEnv env;
-    env.stage_reports["s-shard-1-of-2"] = good0;
+    env.stage_reports["s-shard-1-of-2"] = c.first.is_null() ? good0 : c.first;
     if (!c.second.is_null()) env.stage_reports["s-shard-2-of-2"] = c.second;
     StageOutcome o = run_merge(env, std::nullopt);
     EXPECT_EQ(o.state, StageOutcome::State::kFailed);

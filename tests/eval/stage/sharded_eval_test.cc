@@ -1,7 +1,8 @@
 // A sharded eval (`hosts: [a, b, c]`, workflows/eval_shards.h) through `ferry run` on
 // local hosts: the prompts split over three hosts and merged must give the report of
-// the same eval run whole on one host (every figure but times and paths), and a shard
-// that failed is the only one `ferry resume` runs again. The models are the engine's
+// the same eval run whole on one host (every figure but times and paths), a shard
+// that failed is the only one `ferry resume` runs again, and hosts that hold other
+// files under the same path are not merged. The models are the engine's
 // deterministic tiny ones (ferry-tiny-models suite), written by the test.
 #include <gtest/gtest.h>
 
@@ -93,7 +94,7 @@ TEST_F(ShardedEvalTest, ThePromptsSplitOverThreeHostsMergeIntoTheWholeEvalsRepor
   EXPECT_EQ(split["metrics"]["tau"], stage_of(st, "whole")["metrics"]["tau"]);
   EXPECT_EQ(split["metrics"]["ratio_to_reference"], stage_of(st, "whole")["metrics"]["ratio_to_reference"]);
   auto logs = ferry({"logs", "three-1", "split"}).out;
-  EXPECT_NE(logs.find("shard    split-shard-2-of-3: prompts 7-13"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("shard    split-shard-2-of-3 on b: prompts 7-13"), std::string::npos) << logs;
   EXPECT_NE(logs.find("gate: PASSED"), std::string::npos) << logs;
   EXPECT_NE(ferry({"logs", "three-1", "after"}).out.find("tau " + split["outputs"]["tau"].get<std::string>()),
             std::string::npos);
@@ -141,6 +142,36 @@ TEST_F(ShardedEvalTest, ResumeRunsOnlyTheShardThatFailed) {
   m.erase("shards");
   EXPECT_EQ(testing::comparable_report(m).dump(1), testing::comparable_report(whole[0]).dump(1));
   EXPECT_EQ(stage_of(st, "after")["state"], "succeeded");
+}
+
+// Review-4 P6, as it reproduced: `drafter: ckpt/drafter` on each host, the agreeing
+// drafter in a's workdir and the disagreeing one in b's. The paths agree, the files do
+// not: the merge is refused, naming b's shard and the drafter, and no τ comes out.
+TEST_F(ShardedEvalTest, HostsHoldingOtherDraftersUnderOnePathAreNotMerged) {
+  const std::string d = suite_.path();
+  for (auto [host, drafter] : {std::pair{"a", "oracle-agree"}, {"b", "oracle-disagree"}}) {
+    ASSERT_EQ(testing::run_process({"mkdir", "-p", d + "/" + host + "/ckpt"}).exit_code, 0);
+    ASSERT_EQ(testing::run_process({"cp", "-r", d + "/" + drafter, d + "/" + host + "/ckpt/drafter"}).exit_code, 0);
+  }
+  std::string wf = suite_.file("stale.yaml");
+  write_text(wf, "name: stale\nhosts:\n  a: {workdir: " + d + "/a}\n  b: {workdir: " + d +
+                     "/b}\nstages:\n  split:\n    kind: eval\n    hosts: [a, b]\n    target: " + d +
+                     "/oracle-target\n    drafter: ckpt/drafter\n    prompts: " + d +
+                     "/oracle-prompts.jsonl\n    max_new_tokens: 8\n    threads: 1\n");
+  auto r = ferry({"run", wf});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto st = ferry.status("stale-1");
+  EXPECT_EQ(stage_of(st, "split-shard-1-of-2")["state"], "succeeded");
+  EXPECT_EQ(stage_of(st, "split-shard-2-of-2")["state"], "succeeded");
+  auto merge = stage_of(st, "split");
+  EXPECT_EQ(merge["state"], "failed");
+  EXPECT_NE(merge.value("error", "")
+                .find("shard 2 of 2 (split-shard-2-of-2 on host b) loaded another drafter than "
+                      "shard 1 (split-shard-1-of-2 on host a) under the same path 'ckpt/drafter'"),
+            std::string::npos)
+      << merge.dump(2);
+  EXPECT_FALSE(merge["outputs"].contains("tau")) << merge.dump(2);
+  EXPECT_TRUE(ferry.events("stale-1", "split", "eval.report").empty());
 }
 
 // A host listed twice runs two shards, which divide its cores when `threads` is 0.

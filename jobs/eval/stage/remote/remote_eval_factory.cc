@@ -4,12 +4,14 @@
 
 namespace ferry {
 
-std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, const EvalStageSpec& eval, StageEnv& env,
-                                                    const AttemptId& id) {
+std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, const EvalStageSpec& eval, int64_t log_max,
+                                                    StageEnv& env, const AttemptId& id) {
   RemoteEvalSpec spec;
   spec.host = host;
   spec.attempt = id;
-  nlohmann::json engine = eval_engine_json(eval);
+  EvalStageSpec here = eval;
+  here.host = host;  // named in its report (a sharded eval's merge names a shard's host)
+  nlohmann::json engine = eval_engine_json(here);
   const std::string prefix = kCoordinatorPrefix;
   if (eval.prompts.rfind(prefix, 0) == 0) {
     spec.coordinator_prompts.emplace_back("/prompts", env.local_path(eval.prompts.substr(prefix.size())));
@@ -25,6 +27,7 @@ std::shared_ptr<StageRunner> make_remote_eval_stage(const std::string& host, con
   spec.engine = std::move(engine);
   spec.env = eval.env;
   spec.timeout_s = eval.timeout_s;
+  spec.log_max = log_max;
   spec.slurm = eval.slurm;
   spec.worker = local_eval_worker_path();
   return std::make_shared<RemoteEvalStage>(env, std::move(spec));

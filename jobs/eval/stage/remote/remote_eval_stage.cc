@@ -168,6 +168,7 @@ void RemoteEvalStage::start_job() {
   cs.env = spec_.env;
   cs.env["FERRY_EVAL_SPEC"] = engine.dump();
   cs.timeout_s = spec_.timeout_s;
+  cs.log_max = spec_.log_max;
   cs.slurm = spec_.slurm;
   env_.record_event("eval.started", {{"host", spec_.host}, {"spec", engine}});
   // The log's lines: progress for the person watching, the last ones to explain a failure.

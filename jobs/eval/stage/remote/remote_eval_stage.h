@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/capped_log.h"
 #include "jobs/stage_runner.h"
 
 namespace ferry {
@@ -39,14 +40,15 @@ class LogTapEnv;
 struct RemoteEvalSpec {
   std::string host;
   AttemptId attempt;
-  nlohmann::json engine;                   // the plugin's spec; paths as the host sees them
+  nlohmann::json engine;  // the plugin's spec; paths as the host sees them
   /// Coordinator files to ship as prompts: (where the engine JSON takes the host's
   /// path, as a JSON pointer: "/prompts", "/datasets/1/prompts"; the coordinator file).
   std::vector<std::pair<std::string, std::string>> coordinator_prompts;
   std::map<std::string, std::string> env;  // the host's and the stage's env
   double timeout_s = 0;
-  std::string worker;    // the coordinator's ferry-eval binary
-  nlohmann::json slurm;  // on a Slurm host: the worker runs as a Slurm job with these sbatch options
+  int64_t log_max = kDefaultLogMaxBytes;  // the worker's job log on the host keeps its head and tail within this
+  std::string worker;                     // the coordinator's ferry-eval binary
+  nlohmann::json slurm;                   // on a Slurm host: the worker runs as a Slurm job with these sbatch options
 };
 
 /// Where ferry looks for the worker it ships: $FERRY_SEND_EVAL_WORKER, else ferry-eval

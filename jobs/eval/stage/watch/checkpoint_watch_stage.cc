@@ -89,9 +89,11 @@ class CheckpointWatchStage::CheckpointEnv : public LogTapEnv {
   int64_t log_size_ = 0;
 };
 
-CheckpointWatchStage::CheckpointWatchStage(StageEnv& env, std::string host, EvalStageSpec eval, AttemptId id)
+CheckpointWatchStage::CheckpointWatchStage(StageEnv& env, std::string host, EvalStageSpec eval, int64_t log_max,
+                                           AttemptId id)
     : env_(env),
       host_(std::move(host)),
+      log_max_(log_max),
       eval_(std::move(eval)),
       watch_(eval_.watch.value_or(WatchSpec())),
       id_(std::move(id)),
@@ -276,8 +278,9 @@ void CheckpointWatchStage::evaluate(const CheckpointFolder& c, const std::string
   // too) take them from there (jobs/eval/run/baseline_store.h).
   in.baseline_store = std::string(kWatchBaselineStore) + "/" + id_.job;
   auto env = std::make_unique<CheckpointEnv>(env_, c, content_hash);
-  auto eval = make_remote_eval_stage(
-      host_, in, *env, AttemptId{id_.job + "." + key + "." + listing_hash(c) + ".eval", id_.attempt, id_.token});
+  auto eval =
+      make_remote_eval_stage(host_, in, log_max_, *env,
+                             AttemptId{id_.job + "." + key + "." + listing_hash(c) + ".eval", id_.attempt, id_.token});
   begin(std::move(eval), std::move(env));
   env_.note("evaluating " + c.name);
   auto self = shared_from_this();

@@ -63,8 +63,9 @@ std::string checkpoint_key(const std::string& name);
 
 class CheckpointWatchStage : public StageRunner, public std::enable_shared_from_this<CheckpointWatchStage> {
  public:
-  /// `eval`: the eval stage's resolved spec, its `watch` set; `host`: where the evals run.
-  CheckpointWatchStage(StageEnv& env, std::string host, EvalStageSpec eval, AttemptId id);
+  /// `eval`: the eval stage's resolved spec, its `watch` set; `host`: where the evals run;
+  /// `log_max`: the cap of each checkpoint's eval job log there (the stage's).
+  CheckpointWatchStage(StageEnv& env, std::string host, EvalStageSpec eval, int64_t log_max, AttemptId id);
   ~CheckpointWatchStage() override;
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
@@ -85,6 +86,7 @@ class CheckpointWatchStage : public StageRunner, public std::enable_shared_from_
 
   StageEnv& env_;
   std::string host_;
+  int64_t log_max_;
   EvalStageSpec eval_;
   WatchSpec watch_;
   AttemptId id_;
