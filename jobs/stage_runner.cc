@@ -1,8 +1,16 @@
 #include "jobs/stage_runner.h"
 
-#include "jobs/states.h"
-
 namespace ferry {
+
+StageState stage_state_of(StageOutcome::State s) {
+  switch (s) {
+    case StageOutcome::State::kSucceeded: return StageState::kSucceeded;
+    case StageOutcome::State::kFailed: return StageState::kFailed;
+    case StageOutcome::State::kTimedOut: return StageState::kTimedOut;
+    case StageOutcome::State::kCancelled: return StageState::kCancelled;
+  }
+  return StageState::kFailed;
+}
 
 const char* outcome_state_name(StageOutcome::State state) { return state_name(stage_state_of(state)); }
 

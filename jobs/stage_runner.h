@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "jobs/states.h"
 #include "protocol/frame.h"
 
 namespace ferry {
@@ -36,6 +37,8 @@ struct StageOutcome {
   nlohmann::json report;  // kind-specific detail (eval report), may be null
 };
 
+/// The state an attempt ended in, and its stored name.
+StageState stage_state_of(StageOutcome::State state);
 const char* outcome_state_name(StageOutcome::State state);
 
 using ReplyFn = std::function<void(Result<protocol::Frame>)>;

@@ -33,14 +33,4 @@ bool stage_active(StageState s) {
   return s == StageState::kPending || s == StageState::kRunning || s == StageState::kRetrying;
 }
 
-StageState stage_state_of(StageOutcome::State s) {
-  switch (s) {
-    case StageOutcome::State::kSucceeded: return StageState::kSucceeded;
-    case StageOutcome::State::kFailed: return StageState::kFailed;
-    case StageOutcome::State::kTimedOut: return StageState::kTimedOut;
-    case StageOutcome::State::kCancelled: return StageState::kCancelled;
-  }
-  return StageState::kFailed;
-}
-
 }  // namespace ferry

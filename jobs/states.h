@@ -9,8 +9,6 @@
 #include <optional>
 #include <string>
 
-#include "jobs/stage_runner.h"
-
 namespace ferry {
 
 enum class RunState { kPending, kRunning, kSucceeded, kFailed, kCancelled };
@@ -29,7 +27,5 @@ std::optional<StageState> parse_stage_state(const std::string& name);
 bool run_ended(RunState s);
 /// A stage that may still change without a new run: pending, running or retrying.
 bool stage_active(StageState s);
-/// The state an attempt ended in.
-StageState stage_state_of(StageOutcome::State s);
 
 }  // namespace ferry
