@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_field_writer.h"
 #include "jobs/eval/io/load_report.h"
 #include "jobs/eval/run/drafter_diff.h"
 #include "jobs/eval/run/eval_report.h"
-#include "jobs/eval/run/json_field_writer.h"
 #include "jobs/eval/run/response_text.h"
 #include "jobs/eval/run/tau_spread.h"
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "base/json_fields.h"
 #include "jobs/eval/run/dataset_shards.h"
 #include "jobs/eval/run/eval_gate.h"
-#include "jobs/eval/run/json_fields.h"
 
 namespace ferry::eval {
 namespace {
