@@ -1,5 +1,6 @@
 #include "jobs/eval/models/gated_delta_net.h"
 
+#include "jobs/eval/cpu/gdn_conv_qk.h"
 #include "jobs/eval/cpu/gdn_recurrence.h"
 
 #include <algorithm>
@@ -41,8 +42,8 @@ at::Tensor gated_delta_rule(const at::Tensor& q, const at::Tensor& k, const at::
     at::Tensor init = initial.contiguous();
     at::Tensor s = at::empty_like(init);  // never `initial`: that stays the rollback snapshot
     gdn_recurrence_cpu(qc.defined() ? qc.data_ptr<float>() : nullptr, kc.data_ptr<float>(), vc.data_ptr<float>(),
-                   dc.data_ptr<float>(), bc.data_ptr<float>(), init.data_ptr<float>(), s.data_ptr<float>(),
-                   out.defined() ? out.data_ptr<float>() : nullptr, t_len, hv, dk, dv);
+                       dc.data_ptr<float>(), bc.data_ptr<float>(), init.data_ptr<float>(), s.data_ptr<float>(),
+                       out.defined() ? out.data_ptr<float>() : nullptr, t_len, hv, dk, dv);
     *final_state = s;
     return out;
   }
@@ -64,9 +65,9 @@ at::Tensor gated_delta_rule_chunked(const at::Tensor& q, const at::Tensor& k, co
   for (int64_t start = 0; start < t_len; start += chunk) {
     const int64_t c = std::min(chunk, t_len - start);
     const at::Tensor kc = kh.narrow(1, start, c), qc = qh.narrow(1, start, c), vc = vh.narrow(1, start, c);
-    const at::Tensor bc = bh.narrow(1, start, c).unsqueeze(-1);                 // [H, C, 1]
-    const at::Tensor lc = logd.narrow(1, start, c).cumsum(1);                     // [H, C], log γ_t
-    const at::Tensor gamma = lc.exp().to(at::kFloat).unsqueeze(-1);               // [H, C, 1]
+    const at::Tensor bc = bh.narrow(1, start, c).unsqueeze(-1);      // [H, C, 1]
+    const at::Tensor lc = logd.narrow(1, start, c).cumsum(1);        // [H, C], log γ_t
+    const at::Tensor gamma = lc.exp().to(at::kFloat).unsqueeze(-1);  // [H, C, 1]
     // R[t, j] = γ_t / γ_j for j <= t (the decay from step j to step t), else 0.
     const at::Tensor above = at::ones({c, c}, lc.options().dtype(at::kBool)).triu(1);
     const at::Tensor r = (lc.unsqueeze(-1) - lc.unsqueeze(-2)).masked_fill(above, -INFINITY).exp().to(at::kFloat);
@@ -74,15 +75,15 @@ at::Tensor gated_delta_rule_chunked(const at::Tensor& q, const at::Tensor& k, co
     // (I + A) U = β V - β γ K S0, A strictly lower: A[t,j] = β_t R[t,j] k_t·k_j.
     const at::Tensor a = (bc * r * at::bmm(kc, kc.transpose(1, 2))).tril(-1);
     const at::Tensor eye = at::eye(c, a.options());
-    const at::Tensor rhs = at::cat({bc * vc, bc * gamma * kc}, 2);               // [H, C, dv + dk]
+    const at::Tensor rhs = at::cat({bc * vc, bc * gamma * kc}, 2);  // [H, C, dv + dk]
     const at::Tensor x = at::linalg_solve_triangular(eye + a, rhs, /*upper=*/false, /*left=*/true,
                                                      /*unitriangular=*/true);
     const at::Tensor u = x.narrow(2, 0, dv) - at::bmm(x.narrow(2, dv, x.size(2) - dv), s);  // [H, C, dv]
     // o_t = γ_t S0ᵀq_t + Σ_{j<=t} R[t,j] (q_t·k_j) u_j.
     out.narrow(1, start, c).copy_(at::bmm(gamma * qc, s) + at::bmm(r * at::bmm(qc, kc.transpose(1, 2)), u));
     // S_C = γ_C S0 + Σ_j (γ_C / γ_j) k_j u_jᵀ.
-    const at::Tensor last = lc.narrow(1, c - 1, 1);                               // [H, 1]
-    const at::Tensor to_end = (last - lc).exp().to(at::kFloat).unsqueeze(-1);     // [H, C, 1]
+    const at::Tensor last = lc.narrow(1, c - 1, 1);                            // [H, 1]
+    const at::Tensor to_end = (last - lc).exp().to(at::kFloat).unsqueeze(-1);  // [H, C, 1]
     s = s * last.exp().to(at::kFloat).unsqueeze(-1) + at::bmm(kc.transpose(1, 2), to_end * u);
   }
   *final_state = s;
@@ -124,24 +125,34 @@ at::Tensor gdn_forward(const GdnDims& d, const GdnWeights& w, const at::Tensor& 
   const int64_t rep = d.value_heads / d.key_heads;
 
   std::vector<at::Tensor> in = project_all(x, {w.in_qkv, w.in_z, w.in_b, w.in_a});
-  at::Tensor qkv = in[0].to(at::kFloat);  // [T, C]
   at::Tensor z = in[1].view({t_len, d.value_heads, d.value_dim});
   at::Tensor b = in[2].to(at::kFloat);  // [T, Hv]
   at::Tensor a = in[3].to(at::kFloat);  // [T, Hv]
 
-  // Causal depthwise conv: output t sees window rows t .. t+K-1 (the last one is token t).
-  at::Tensor window = at::cat({st->conv, qkv}, 0);  // [K-1+T, C]
-  at::Tensor conv = window.narrow(0, 0, t_len) * w.conv[0];
-  for (int64_t j = 1; j < d.conv_kernel; ++j) conv.addcmul_(window.narrow(0, j, t_len), w.conv[j]);
-  conv = at::silu(conv);
+  at::Tensor window, q, k, v;
+  if (gdn_conv_qk_small_f32_applies(in[0], st->conv, w.conv)) {
+    // A decode step's few thousand values: loops, libtorch's values (cpu/gdn_conv_qk.h).
+    GdnConvQk c = gdn_conv_qk_small_f32({d.key_heads, d.key_dim, d.value_heads, d.value_dim, kL2NormEps}, in[0],
+                                        st->conv, w.conv);
+    window = c.window;
+    q = c.q;
+    k = c.k;
+    v = c.v;
+  } else {
+    // Causal depthwise conv: output t sees window rows t .. t+K-1 (the last one is token t).
+    window = at::cat({st->conv, in[0].to(at::kFloat)}, 0);  // [K-1+T, C]
+    at::Tensor conv = window.narrow(0, 0, t_len) * w.conv[0];
+    for (int64_t j = 1; j < d.conv_kernel; ++j) conv.addcmul_(window.narrow(0, j, t_len), w.conv[j]);
+    conv = at::silu(conv);
 
-  at::Tensor q = l2_normalize(conv.narrow(1, 0, kd).view({t_len, d.key_heads, d.key_dim})) *
-                 (1.0 / std::sqrt(static_cast<double>(d.key_dim)));
-  at::Tensor k = l2_normalize(conv.narrow(1, kd, kd).view({t_len, d.key_heads, d.key_dim}));
-  at::Tensor v = conv.narrow(1, 2 * kd, vd).reshape({t_len, d.value_heads, d.value_dim});
-  if (rep > 1) {
-    q = q.repeat_interleave(rep, 1);
-    k = k.repeat_interleave(rep, 1);
+    q = l2_normalize(conv.narrow(1, 0, kd).view({t_len, d.key_heads, d.key_dim})) *
+        (1.0 / std::sqrt(static_cast<double>(d.key_dim)));
+    k = l2_normalize(conv.narrow(1, kd, kd).view({t_len, d.key_heads, d.key_dim}));
+    v = conv.narrow(1, 2 * kd, vd).reshape({t_len, d.value_heads, d.value_dim});
+    if (rep > 1) {
+      q = q.repeat_interleave(rep, 1);
+      k = k.repeat_interleave(rep, 1);
+    }
   }
   at::Tensor beta = at::sigmoid(b);
   at::Tensor decay = at::exp(w.neg_a * at::softplus(a + w.dt_bias));

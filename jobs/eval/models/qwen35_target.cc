@@ -1,6 +1,9 @@
 #include "jobs/eval/models/qwen35_target.h"
 
+#include <c10/util/BFloat16.h>
+
 #include <algorithm>
+#include <cmath>
 
 #include "jobs/eval/cpu/compute_threads.h"
 
@@ -14,9 +17,64 @@ at::Tensor partial_rope(const at::Tensor& x, const RopeTables& rope, int64_t rot
   return at::cat({apply_rope(x.narrow(-1, 0, rotary_dim), rope), x.narrow(-1, rotary_dim, hd - rotary_dim)}, -1);
 }
 
+// rms_norm_one_plus of few values (tensor_ops.h's kSmallF32Values; issue 45): float32
+// or BF16 rows whose last dim is contiguous (a q head narrowed from its gate too).
+bool rms_norm_one_plus_small_applies(const at::Tensor& x, const at::Tensor& w) {
+  return small_f32_enabled() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16) &&
+         x.device().is_cpu() && (x.dim() == 2 || x.dim() == 3) && x.stride(-1) == 1 && x.size(-1) > 0 &&
+         x.numel() <= kSmallF32Values && w.scalar_type() == at::kFloat && w.device().is_cpu() && w.dim() == 1 &&
+         w.is_contiguous() && w.size(0) == x.size(-1);
+}
+
+template <typename T>
+float widened(const T* p, int64_t i) {
+  return static_cast<float>(p[i]);
+}
+
+// The op-by-op form's float32 operations in its order, each rounded: x * x into a
+// contiguous tensor whose rows libtorch sums (its mean is that sum / d, a float
+// division), + eps as a float, 1 / sqrt, x * that, times (1 + w), cast to x's dtype
+// (round to nearest even, as .to(kBFloat16)). The result is contiguous, as the
+// op-by-op form's is for any layout of x. Tested bit for bit: SmallFloat32Test.RmsNormOnePlus*.
+template <typename T>
+at::Tensor rms_norm_one_plus_rows(const at::Tensor& x, const at::Tensor& w, double eps) {
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  const int64_t inner = x.dim() == 3 ? x.size(1) : 1;
+  const int64_t outer_stride = x.stride(0), inner_stride = x.dim() == 3 ? x.stride(1) : 0;
+  const T* xp = x.data_ptr<T>();
+  auto row_of = [&](int64_t r) { return xp + (r / inner) * outer_stride + (r % inner) * inner_stride; };
+  at::Tensor squares = at::empty({rows, d}, x.options().dtype(at::kFloat));
+  float* sq = squares.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = row_of(r);
+    for (int64_t i = 0; i < d; ++i) {
+      const float v = widened(xr, i);
+      sq[r * d + i] = v * v;
+    }
+  }
+  const at::Tensor sums = squares.sum(-1);
+  const float* sum = sums.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  const float e = static_cast<float>(eps), n = static_cast<float>(d);
+  at::Tensor out = at::empty(x.sizes(), x.options());
+  T* op = out.data_ptr<T>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float inv = 1.0f / std::sqrt(sum[r] / n + e);
+    const T* xr = row_of(r);
+    for (int64_t i = 0; i < d; ++i) op[r * d + i] = static_cast<T>((widened(xr, i) * inv) * wp[i]);
+  }
+  return out;
+}
+
+at::Tensor rms_norm_one_plus_small(const at::Tensor& x, const at::Tensor& w, double eps) {
+  return x.scalar_type() == at::kFloat ? rms_norm_one_plus_rows<float>(x, w, eps)
+                                       : rms_norm_one_plus_rows<c10::BFloat16>(x, w, eps);
+}
+
 }  // namespace
 
 at::Tensor rms_norm_one_plus(const at::Tensor& x, const at::Tensor& one_plus_w, double eps) {
+  if (rms_norm_one_plus_small_applies(x, one_plus_w)) return rms_norm_one_plus_small(x, one_plus_w, eps);
   at::Tensor x32 = x.to(at::kFloat);
   return (x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps) * one_plus_w).to(x.scalar_type());
 }
