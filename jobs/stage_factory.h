@@ -11,7 +11,5 @@ namespace ferry {
 
 /// Kinds this build cannot run get a runner that fails with the reason.
 std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id);
-/// A copy runner's spec (keep_local made a coordinator path); also the watching eval's checkpoint copies.
-CopySpec copy_spec(const CopyStageSpec& c, StageEnv& env, const AttemptId& id);
 
 }  // namespace ferry

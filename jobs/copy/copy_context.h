@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "jobs/stage_runner.h"
+#include "jobs/stage_spec.h"
 #include "transfer/copy_plan.h"
 #include "workflows/model.h"
 
@@ -35,6 +36,10 @@ struct CopySpec {
   double give_up_s = 600;  // the push's patience without the destination
   AttemptId attempt;       // the push is a job of this attempt on the source host
 };
+
+/// A copy runner's spec from a resolved copy stage (keep_local made a coordinator
+/// path): a copy stage's, and each checkpoint copy of a watching eval.
+CopySpec copy_spec(const CopyStageSpec& c, StageEnv& env, const AttemptId& id);
 
 /// One file of the copy: the sender's view (copy_plan.h) plus keep_local's.
 struct CopyEntry : CopyFile {

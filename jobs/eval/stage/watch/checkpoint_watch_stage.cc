@@ -5,10 +5,10 @@
 #include "base/clock.h"
 #include "base/file_hash.h"
 #include "base/peer_json.h"
+#include "jobs/copy/copy_stage.h"
 #include "jobs/eval/stage/remote/remote_eval_factory.h"
 #include "jobs/eval/stage/watch/last_checkpoint_gate.h"
 #include "jobs/log_tap_env.h"
-#include "jobs/stage_factory.h"
 #include "jobs/states.h"
 
 namespace ferry {
