@@ -62,7 +62,7 @@ bench: deps-test build
 
 # The lines the house holds: no more functions of 80 lines or more than there are
 # now (scripts/long-functions.sh lists them; lower the count when one is split).
-LONG_FUNCTIONS_MAX = 4
+LONG_FUNCTIONS_MAX = 3
 check:
 	scripts/long-functions.sh $(LONG_FUNCTIONS_MAX)
 

@@ -79,6 +79,29 @@ at::Tensor rms_norm_one_plus(const at::Tensor& x, const at::Tensor& one_plus_w, 
   return (x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps) * one_plus_w).to(x.scalar_type());
 }
 
+namespace {
+
+// A Gated DeltaNet layer's weights under `a` ("...linear_attn."), in the layouts
+// gdn_forward reads: the conv as [kernel, channels], A as -exp(A_log).
+GdnWeights take_gdn_weights(WeightLoader& loader, const std::string& a, const GdnDims& g) {
+  const int64_t h = g.hidden, channels = g.conv_channels(), vd = g.value_heads * g.value_dim;
+  GdnWeights w;
+  w.in_qkv = loader.take_linear(a + "in_proj_qkv.weight", {channels, h});
+  w.in_z = loader.take_linear(a + "in_proj_z.weight", {vd, h});
+  w.in_b = loader.take_linear(a + "in_proj_b.weight", {g.value_heads, h});
+  w.in_a = loader.take_linear(a + "in_proj_a.weight", {g.value_heads, h});
+  at::Tensor conv = loader.take_float32(a + "conv1d.weight", {channels, 1, g.conv_kernel});
+  if (conv.defined()) w.conv = conv.view({channels, g.conv_kernel}).t().contiguous();
+  at::Tensor a_log = loader.take_float32(a + "A_log", {g.value_heads});
+  if (a_log.defined()) w.neg_a = -at::exp(a_log);
+  w.dt_bias = loader.take_float32(a + "dt_bias", {g.value_heads});
+  w.norm = loader.take(a + "norm.weight", {g.value_dim});
+  w.out = loader.take_linear(a + "out_proj.weight", {h, vd});
+  return w;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& folder, const ComputeOptions& options,
                                                          LoadReport* report) {
   auto config = load_qwen35_config(folder);
@@ -105,8 +128,6 @@ Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& fold
   g.value_dim = c.linear_value_head_dim;
   g.conv_kernel = c.linear_conv_kernel_dim;
   g.eps = tc.rms_norm_eps;
-  const int64_t channels = g.conv_channels(), vd = g.value_heads * g.value_dim;
-
   WeightLoader loader(&ckpt, "target", options);
   auto one_plus = [&](const std::string& name, int64_t n) {
     at::Tensor w = loader.take_float32(name, {n});
@@ -125,19 +146,7 @@ Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& fold
     layer.up = loader.take_linear(p + "mlp.up_proj.weight", {in, h});
     layer.down = loader.take_linear(p + "mlp.down_proj.weight", {h, in});
     if (layer.linear) {
-      const std::string a = p + "linear_attn.";
-      GdnWeights& w = layer.gdn;
-      w.in_qkv = loader.take_linear(a + "in_proj_qkv.weight", {channels, h});
-      w.in_z = loader.take_linear(a + "in_proj_z.weight", {vd, h});
-      w.in_b = loader.take_linear(a + "in_proj_b.weight", {g.value_heads, h});
-      w.in_a = loader.take_linear(a + "in_proj_a.weight", {g.value_heads, h});
-      at::Tensor conv = loader.take_float32(a + "conv1d.weight", {channels, 1, g.conv_kernel});
-      if (conv.defined()) w.conv = conv.view({channels, g.conv_kernel}).t().contiguous();
-      at::Tensor a_log = loader.take_float32(a + "A_log", {g.value_heads});
-      if (a_log.defined()) w.neg_a = -at::exp(a_log);
-      w.dt_bias = loader.take_float32(a + "dt_bias", {g.value_heads});
-      w.norm = loader.take(a + "norm.weight", {g.value_dim});
-      w.out = loader.take_linear(a + "out_proj.weight", {h, vd});
+      layer.gdn = take_gdn_weights(loader, p + "linear_attn.", g);
     } else {
       const std::string a = p + "self_attn.";
       layer.q = loader.take_linear(a + "q_proj.weight", {nh * hd * 2, h});
