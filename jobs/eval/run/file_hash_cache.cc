@@ -10,6 +10,8 @@
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
+#include "base/json_field_writer.h"
+#include "base/json_fields.h"
 
 namespace ferry::eval {
 namespace {
@@ -17,6 +19,16 @@ namespace {
 // A model folder has tens of files; a store serves a few targets and references.
 constexpr size_t kMaxCacheBytes = size_t{4} << 20;
 constexpr size_t kMaxEntries = 10000;
+
+// An entry's fields, read and written through one list (base/json_fields.h).
+constexpr auto entry_fields = [](auto& v, auto& e) {
+  v("size", e.size);
+  v("mtime_ns", e.mtime_ns);
+  v("ctime_ns", e.ctime_ns);
+  v("inode", e.inode);
+  v("device", e.device);
+  v("xxh128", e.xxh128);
+};
 
 int64_t nanoseconds(const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; }
 
@@ -32,18 +44,9 @@ FileHashCache::FileHashCache(std::string file, double racy_seconds)
   if (!j.is_object() || !j["files"].is_object()) return;
   for (const auto& [path, e] : j["files"].items()) {
     if (!e.is_object() || entries_.size() >= kMaxEntries) continue;
-    Entry entry;
-    try {
-      entry.size = e.at("size").get<int64_t>();
-      entry.mtime_ns = e.at("mtime_ns").get<int64_t>();
-      entry.ctime_ns = e.at("ctime_ns").get<int64_t>();
-      entry.inode = e.at("inode").get<uint64_t>();
-      entry.device = e.at("device").get<uint64_t>();
-      entry.xxh128 = e.at("xxh128").get<std::string>();
-    } catch (const nlohmann::json::exception&) {
-      continue;  // a mistyped entry is hashed again
-    }
-    entries_[path] = entry;
+    auto entry = fields_from_json<Entry>(e, "file-hashes.json", entry_fields);
+    if (!entry.ok() || entry->xxh128.empty()) continue;  // a mistyped entry is hashed again
+    entries_[path] = *entry;
   }
 }
 
@@ -83,8 +86,7 @@ Status FileHashCache::save() const {
   if (file_.empty() || hashed_ == 0) return Status();
   nlohmann::json files = nlohmann::json::object();
   for (const auto& [path, e] : entries_) {
-    files[path] = {{"size", e.size},   {"mtime_ns", e.mtime_ns}, {"ctime_ns", e.ctime_ns},
-                   {"inode", e.inode}, {"device", e.device},     {"xxh128", e.xxh128}};
+    files[path] = fields_json(e, entry_fields);
   }
   FERRY_RETURN_IF_ERROR(make_dirs(dirname_of(file_)));  // the store's first eval: before its runs are written
   return write_file_atomic(file_, nlohmann::json{{"version", 1}, {"files", files}}.dump(), 0644, false);
