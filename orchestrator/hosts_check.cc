@@ -8,7 +8,7 @@
 
 #include "base/peer_json.h"
 #include "base/terminal_text.h"
-#include "orchestrator/eval_capability.h"
+#include "orchestrator/hosts/eval_capability.h"
 #include "orchestrator/host_connection.h"
 #include "orchestrator/transport_factory.h"
 #include "orchestrator/workflow_paths.h"

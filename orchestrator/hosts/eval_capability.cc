@@ -1,4 +1,4 @@
-#include "orchestrator/eval_capability.h"
+#include "orchestrator/hosts/eval_capability.h"
 
 #include <unistd.h>
 
