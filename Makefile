@@ -2,8 +2,8 @@
 #   make demo    install what building and the demo need, build ferry and the demo's
 #                programs only (not the tests and benchmarks), run the demo
 #   make test    install everything the tests need too, build everything, run every
-#                test, then the torch-free unit and fuzz tests again under ASan + UBSan
-#                (make test-sanitize)
+#                test and, beside them, the torch-free unit and fuzz tests again under
+#                ASan + UBSan (make test-sanitize)
 #   make check   the house's limits on the sources (no more long functions than now)
 #   make package a Debian package of what `make build` built (BUILD/ferry_VERSION_ARCH.deb)
 BUILD ?= build
@@ -11,7 +11,7 @@ SAN_BUILD ?= build-asan
 TORCH ?= ON
 JOBS  ?= $(shell nproc)
 
-.PHONY: deps deps-test configure build demo test test-unit test-sanitize bench package check clean
+.PHONY: deps deps-test configure build demo test test-unit test-sanitize sanitize bench package check clean
 
 deps:
 	scripts/install-deps.sh
@@ -33,9 +33,9 @@ demo: configure
 	cmake --build $(BUILD) -j$(JOBS) --target $(DEMO_TARGETS)
 	scripts/demo.sh $(BUILD)
 
+# The sanitizer's build and tests run beside the suite, at nice 19 (scripts/test-all.sh).
 test: deps-test build
-	cd $(BUILD) && ctest --output-on-failure --timeout 900
-	$(MAKE) test-sanitize
+	scripts/test-all.sh $(BUILD) $(SAN_BUILD) $(JOBS)
 
 # The torch-free parts built with AddressSanitizer and UndefinedBehaviorSanitizer:
 # only what the `unit` and `fuzz` tests need, so CI stays short.
@@ -45,6 +45,8 @@ SAN_TARGETS = protocol_test transfer_test agents_test ferry-agent workflows_test
               scheduler_unit_test hosts_check_unit_test host_lanes_unit_test model_fingerprint_test \
               stage_factory_test
 test-sanitize: deps-test
+	$(MAKE) sanitize
+sanitize:
 	cmake -S . -B $(SAN_BUILD) -DFERRY_WITH_TORCH=OFF -DFERRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(SAN_BUILD) -j$(JOBS) --target $(SAN_TARGETS)
 	cd $(SAN_BUILD) && ctest --output-on-failure -L 'unit|fuzz' --timeout 900
