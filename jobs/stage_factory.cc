@@ -30,12 +30,8 @@ std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const Comman
   return std::make_shared<CommandStage>(env, std::move(cs));
 }
 
-std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStageSpec& e, StageEnv& env,
-                                         const AttemptId& id) {
-  if (e.watch) return std::make_shared<CheckpointWatchStage>(env, stage.host, e, stage.log_max, id);
-  if (!e.shards.empty()) return std::make_shared<EvalMergeStage>(env, e.shards, e.min_tau, e.min_ratio_to_reference);
-  if (!stage.host.empty()) return make_remote_eval_stage(stage.host, e, stage.log_max, env, id);
-  // On the coordinator's machine, in a worker child: paths relative to the workflow file like keep_local.
+// On the coordinator's machine, in a worker child: paths relative to the workflow file like keep_local.
+std::shared_ptr<StageRunner> local_eval_runner(const EvalStageSpec& e, StageEnv& env) {
   EvalStageSpec local = e;
   for (std::string* path : {&local.target, &local.drafter, &local.reference, &local.prompts, &local.tokenizer}) {
     if (!path->empty()) *path = env.local_path(*path);
@@ -44,7 +40,25 @@ std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStage
   return std::make_shared<EvalStage>(env, eval_engine_json(local), local_eval_worker_path());
 }
 
+std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStageSpec& e, StageEnv& env,
+                                         const AttemptId& id) {
+  switch (eval_mode(e, stage.host)) {
+    case EvalMode::kWatch: return std::make_shared<CheckpointWatchStage>(env, stage.host, e, stage.log_max, id);
+    case EvalMode::kMerge: return std::make_shared<EvalMergeStage>(env, e.shards, e.min_tau, e.min_ratio_to_reference);
+    case EvalMode::kRemote: return make_remote_eval_stage(stage.host, e, stage.log_max, env, id);
+    case EvalMode::kLocal: break;
+  }
+  return local_eval_runner(e, env);
+}
+
 }  // namespace
+
+EvalMode eval_mode(const EvalStageSpec& eval, const std::string& host) {
+  // A watching eval has a host too, and a merge has none: they are told apart first.
+  if (eval.watch) return EvalMode::kWatch;
+  if (!eval.shards.empty()) return EvalMode::kMerge;
+  return host.empty() ? EvalMode::kLocal : EvalMode::kRemote;
+}
 
 std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id) {
   if (auto* c = std::get_if<CommandStageSpec>(&stage.spec)) return command_runner(stage, *c, env, id);

@@ -44,5 +44,19 @@ TEST(StageFactoryTest, AnEvalOnAHostStartsItsWorkerWithTheStagesLogMaxAndNamesTh
   EXPECT_TRUE(named);
 }
 
+// A watching eval has a host and a merge has none: neither is taken for a plain eval
+// on a host or in the coordinator.
+TEST(StageFactoryTest, EachEvalModeIsToldApart) {
+  EvalStageSpec plain;
+  EXPECT_EQ(eval_mode(plain, ""), EvalMode::kLocal);
+  EXPECT_EQ(eval_mode(plain, "gpu"), EvalMode::kRemote);
+  EvalStageSpec watching;
+  watching.watch = WatchSpec{};
+  EXPECT_EQ(eval_mode(watching, "gpu"), EvalMode::kWatch);
+  EvalStageSpec merge;
+  merge.shards = {"ev-shard-1-of-2", "ev-shard-2-of-2"};
+  EXPECT_EQ(eval_mode(merge, ""), EvalMode::kMerge);
+}
+
 }  // namespace
 }  // namespace ferry
