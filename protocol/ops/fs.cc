@@ -35,29 +35,10 @@ constexpr auto fs_hash_fields = [](auto& v, auto& x) {
 
 }  // namespace
 
-nlohmann::json FsStatArgs::to_json() const { return fields_json(*this, fs_stat_fields); }
-Result<FsStatArgs> FsStatArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<FsStatArgs>(j, "fs.stat", fs_stat_fields);
-}
-
-nlohmann::json FsListArgs::to_json() const { return fields_json(*this, fs_list_fields); }
-Result<FsListArgs> FsListArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<FsListArgs>(j, "fs.list", fs_list_fields);
-}
-
-nlohmann::json FsScanArgs::to_json() const { return fields_json(*this, fs_scan_fields); }
-Result<FsScanArgs> FsScanArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<FsScanArgs>(j, "fs.scan", fs_scan_fields);
-}
-
-nlohmann::json FsReadArgs::to_json() const { return fields_json(*this, fs_read_fields); }
-Result<FsReadArgs> FsReadArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<FsReadArgs>(j, "fs.read", fs_read_fields);
-}
-
-nlohmann::json FsHashArgs::to_json() const { return fields_json(*this, fs_hash_fields); }
-Result<FsHashArgs> FsHashArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<FsHashArgs>(j, "fs.hash", fs_hash_fields);
-}
+FERRY_REQUEST_JSON(FsStatArgs, "fs.stat", fs_stat_fields)
+FERRY_REQUEST_JSON(FsListArgs, "fs.list", fs_list_fields)
+FERRY_REQUEST_JSON(FsScanArgs, "fs.scan", fs_scan_fields)
+FERRY_REQUEST_JSON(FsReadArgs, "fs.read", fs_read_fields)
+FERRY_REQUEST_JSON(FsHashArgs, "fs.hash", fs_hash_fields)
 
 }  // namespace ferry::protocol

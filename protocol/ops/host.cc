@@ -20,14 +20,7 @@ constexpr auto net_probe_reply_fields = [](auto& v, auto& x) {
 
 }  // namespace
 
-nlohmann::json NetProbeArgs::to_json() const { return fields_json(*this, net_probe_fields); }
-Result<NetProbeArgs> NetProbeArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<NetProbeArgs>(j, "net.probe", net_probe_fields);
-}
-
-nlohmann::json NetProbeReply::to_json() const { return fields_json(*this, net_probe_reply_fields); }
-Result<NetProbeReply> NetProbeReply::from_json(const nlohmann::json& j) {
-  return reply_from_json<NetProbeReply>(j, "the net.probe reply", net_probe_reply_fields);
-}
+FERRY_REQUEST_JSON(NetProbeArgs, "net.probe", net_probe_fields)
+FERRY_REPLY_JSON(NetProbeReply, "the net.probe reply", net_probe_reply_fields)
 
 }  // namespace ferry::protocol

@@ -87,44 +87,13 @@ constexpr auto log_read_reply_fields = [](auto& v, auto& x) {
 
 }  // namespace
 
-nlohmann::json JobRef::to_json() const { return fields_json(*this, job_ref_fields); }
-Result<JobRef> JobRef::from_json(const nlohmann::json& j) {
-  return request_from_json<JobRef>(j, "job.status", job_ref_fields);
-}
-
-nlohmann::json SlurmSubmit::to_json() const { return fields_json(*this, slurm_submit_fields); }
-Result<SlurmSubmit> SlurmSubmit::from_json(const nlohmann::json& j) {
-  return reply_from_json<SlurmSubmit>(j, "the sbatch options", slurm_submit_fields);
-}
-
-nlohmann::json JobStartArgs::to_json() const { return fields_json(*this, job_start_fields); }
-Result<JobStartArgs> JobStartArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<JobStartArgs>(j, "job.start", job_start_fields);
-}
-
-nlohmann::json JobRecord::to_json() const { return fields_json(*this, job_record_fields); }
-Result<JobRecord> JobRecord::from_json(const nlohmann::json& j) {
-  return reply_from_json<JobRecord>(j, "the job record", job_record_fields);
-}
-
-nlohmann::json JobStartReply::to_json() const { return fields_json(*this, job_start_reply_fields); }
-Result<JobStartReply> JobStartReply::from_json(const nlohmann::json& j) {
-  return reply_from_json<JobStartReply>(j, "the job.start reply", job_start_reply_fields);
-}
-
-nlohmann::json JobCancelArgs::to_json() const { return fields_json(*this, job_cancel_fields); }
-Result<JobCancelArgs> JobCancelArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<JobCancelArgs>(j, "job.cancel", job_cancel_fields);
-}
-
-nlohmann::json LogReadArgs::to_json() const { return fields_json(*this, log_read_fields); }
-Result<LogReadArgs> LogReadArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<LogReadArgs>(j, "log.read", log_read_fields);
-}
-
-nlohmann::json LogReadReply::to_json() const { return fields_json(*this, log_read_reply_fields); }
-Result<LogReadReply> LogReadReply::from_json(const nlohmann::json& j) {
-  return reply_from_json<LogReadReply>(j, "the log.read reply", log_read_reply_fields);
-}
+FERRY_REQUEST_JSON(JobRef, "job.status", job_ref_fields)
+FERRY_REPLY_JSON(SlurmSubmit, "the sbatch options", slurm_submit_fields)
+FERRY_REQUEST_JSON(JobStartArgs, "job.start", job_start_fields)
+FERRY_REPLY_JSON(JobRecord, "the job record", job_record_fields)
+FERRY_REPLY_JSON(JobStartReply, "the job.start reply", job_start_reply_fields)
+FERRY_REQUEST_JSON(JobCancelArgs, "job.cancel", job_cancel_fields)
+FERRY_REQUEST_JSON(LogReadArgs, "log.read", log_read_fields)
+FERRY_REPLY_JSON(LogReadReply, "the log.read reply", log_read_reply_fields)
 
 }  // namespace ferry::protocol

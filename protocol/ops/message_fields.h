@@ -26,3 +26,18 @@ Result<T> reply_from_json(const nlohmann::json& header, const std::string& what,
 }
 
 }  // namespace ferry::protocol
+
+/// Defines T::to_json() and T::from_json() of request T over its field list; errors
+/// name "the <op> request".
+#define FERRY_REQUEST_JSON(T, op, fields)                                           \
+  nlohmann::json T::to_json() const { return ::ferry::fields_json(*this, fields); } \
+  ::ferry::Result<T> T::from_json(const nlohmann::json& j) {                        \
+    return ::ferry::protocol::request_from_json<T>(j, op, fields);                  \
+  }
+
+/// The same for reply (or record) T; `what` names it in errors ("the job.start reply").
+#define FERRY_REPLY_JSON(T, what, fields)                                           \
+  nlohmann::json T::to_json() const { return ::ferry::fields_json(*this, fields); } \
+  ::ferry::Result<T> T::from_json(const nlohmann::json& j) {                        \
+    return ::ferry::protocol::reply_from_json<T>(j, what, fields);                  \
+  }

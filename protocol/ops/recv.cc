@@ -43,29 +43,10 @@ constexpr auto recv_finish_dir_fields = [](auto& v, auto& x) {
 
 }  // namespace
 
-nlohmann::json RecvBeginArgs::to_json() const { return fields_json(*this, recv_begin_fields); }
-Result<RecvBeginArgs> RecvBeginArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<RecvBeginArgs>(j, "recv.begin", recv_begin_fields);
-}
-
-nlohmann::json RecvWriteArgs::to_json() const { return fields_json(*this, recv_write_fields); }
-Result<RecvWriteArgs> RecvWriteArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<RecvWriteArgs>(j, "recv.write", recv_write_fields);
-}
-
-nlohmann::json RecvCommitArgs::to_json() const { return fields_json(*this, recv_commit_fields); }
-Result<RecvCommitArgs> RecvCommitArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<RecvCommitArgs>(j, "recv.commit", recv_commit_fields);
-}
-
-nlohmann::json RecvPrepareDirArgs::to_json() const { return fields_json(*this, recv_prepare_dir_fields); }
-Result<RecvPrepareDirArgs> RecvPrepareDirArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<RecvPrepareDirArgs>(j, "recv.prepare_dir", recv_prepare_dir_fields);
-}
-
-nlohmann::json RecvFinishDirArgs::to_json() const { return fields_json(*this, recv_finish_dir_fields); }
-Result<RecvFinishDirArgs> RecvFinishDirArgs::from_json(const nlohmann::json& j) {
-  return request_from_json<RecvFinishDirArgs>(j, "recv.finish_dir", recv_finish_dir_fields);
-}
+FERRY_REQUEST_JSON(RecvBeginArgs, "recv.begin", recv_begin_fields)
+FERRY_REQUEST_JSON(RecvWriteArgs, "recv.write", recv_write_fields)
+FERRY_REQUEST_JSON(RecvCommitArgs, "recv.commit", recv_commit_fields)
+FERRY_REQUEST_JSON(RecvPrepareDirArgs, "recv.prepare_dir", recv_prepare_dir_fields)
+FERRY_REQUEST_JSON(RecvFinishDirArgs, "recv.finish_dir", recv_finish_dir_fields)
 
 }  // namespace ferry::protocol
