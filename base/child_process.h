@@ -1,6 +1,6 @@
 // ChildProcess: a program we start with its stdin and stdout on pipes to us,
 // and optionally its stderr on a third (kept for messages). Used to run an agent
-// over pipes: `ferry-agent serve` for a local host (orchestrator/local_transport.h)
+// over pipes: `ferry-agent serve` for a local host (orchestrator/hosts/local_transport.h)
 // and `ssh HOST ferry-agent serve` for a direct copy (agents/push.h); and the
 // eval worker for an eval in the coordinator (jobs/eval/stage/eval_stage.h).
 //

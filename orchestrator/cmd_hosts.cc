@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "orchestrator/cli.h"
-#include "orchestrator/hosts_check.h"
+#include "orchestrator/hosts/hosts_check.h"
 #include "workflows/parser.h"
 
 namespace ferry::cli {

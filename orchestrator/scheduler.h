@@ -30,11 +30,11 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "jobs/stage_spec.h"
-#include "orchestrator/host_connection.h"
-#include "orchestrator/idle_lanes.h"
+#include "orchestrator/hosts/host_connection.h"
+#include "orchestrator/hosts/idle_lanes.h"
+#include "orchestrator/hosts/transport_factory.h"
 #include "orchestrator/stage_resolve.h"
 #include "orchestrator/store.h"
-#include "orchestrator/transport_factory.h"
 #include "workflows/model.h"
 
 namespace ferry {

@@ -4,7 +4,7 @@
 // Data path per lane (a pair of extra streams, one to each host, each a channel of
 // that host's one SSH session to an agent of its own; a lane opens no login shell:
 // it reaches its host's main agent through that agent's lanes socket, see
-// orchestrator/host_connection.h and ssh/ssh_transport.h, so a host's rc runs once
+// orchestrator/hosts/host_connection.h and hosts/ssh/ssh_transport.h, so a host's rc runs once
 // per run and a host holds one connection however many lanes):
 //   fs.read on the source lane  →  recv.write on the destination lane
 // with up to kChunksPerLane chunks per lane at a time: the source reads ahead

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/host_connection.h"
+#include "orchestrator/hosts/host_connection.h"
 
 namespace ferry {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/orchestrator/ssh/testbed_env.h"
+#include "tests/orchestrator/hosts/ssh/testbed_env.h"
 #include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 

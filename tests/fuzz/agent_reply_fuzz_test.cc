@@ -1,6 +1,6 @@
 // The coordinator's side of the wire on mutated agent replies: the validators the
 // copy stages run on every reply (transfer/copy_plan.h) and the host connection's
-// reader (orchestrator/host_connection.h) behind a transport that answers with
+// reader (orchestrator/hosts/host_connection.h) behind a transport that answers with
 // mutated frames. Every reply is taken or refused with a Status, never an exception
 // out of a validator, a crash or a call left without its answer.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <optional>
 #include <thread>
 
-#include "orchestrator/host_connection.h"
+#include "orchestrator/hosts/host_connection.h"
 #include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/fuzz/wire_frame.h"

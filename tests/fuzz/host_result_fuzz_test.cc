@@ -16,7 +16,7 @@
 #include "jobs/eval/stage/eval_progress_reader.h"
 #include "jobs/eval/stage/remote/host_file_upload.h"
 #include "jobs/eval/stage/watch/checkpoint_scan.h"
-#include "orchestrator/hosts_check.h"
+#include "orchestrator/hosts/hosts_check.h"
 #include "protocol/frame.h"
 #include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"

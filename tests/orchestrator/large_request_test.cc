@@ -7,8 +7,8 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 
-#include "orchestrator/host_connection.h"
-#include "orchestrator/local_transport.h"
+#include "orchestrator/hosts/host_connection.h"
+#include "orchestrator/hosts/local_transport.h"
 #include "tests/support/ferry_home_test.h"
 #include "tests/support/process.h"
 

@@ -20,8 +20,8 @@
 
 #include "base/clock.h"
 #include "base/file_util.h"
-#include "orchestrator/agent_transport.h"
-#include "orchestrator/transport_factory.h"
+#include "orchestrator/hosts/agent_transport.h"
+#include "orchestrator/hosts/transport_factory.h"
 #include "tests/support/in_process_agent.h"
 
 namespace ferry::testing {
