@@ -12,6 +12,13 @@ namespace ferry {
 
 namespace {
 
+// A watching eval has a host too, and a merge has none: they are told apart first.
+EvalMode eval_mode_of(bool watches, bool merges, const std::string& host) {
+  if (watches) return EvalMode::kWatch;
+  if (merges) return EvalMode::kMerge;
+  return host.empty() ? EvalMode::kLocal : EvalMode::kRemote;
+}
+
 std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const CommandStageSpec& c, StageEnv& env,
                                             const AttemptId& id) {
   CommandSpec cs;
@@ -54,10 +61,27 @@ std::shared_ptr<StageRunner> eval_runner(const StageSpec& stage, const EvalStage
 }  // namespace
 
 EvalMode eval_mode(const EvalStageSpec& eval, const std::string& host) {
-  // A watching eval has a host too, and a merge has none: they are told apart first.
-  if (eval.watch) return EvalMode::kWatch;
-  if (!eval.shards.empty()) return EvalMode::kMerge;
-  return host.empty() ? EvalMode::kLocal : EvalMode::kRemote;
+  return eval_mode_of(eval.watch.has_value(), !eval.shards.empty(), host);
+}
+
+// The resolver sets `watch` when the stage watches and passes `shards` on as they are.
+EvalMode eval_mode(const workflow::Stage& stage) {
+  return eval_mode_of(!stage.watch.stage.empty(), !stage.shards.empty(), stage.host);
+}
+
+bool stage_reattaches(const workflow::Stage& stage) {
+  switch (stage.kind) {
+    case workflow::StageKind::kCommand: return CommandStage::kReattaches;
+    case workflow::StageKind::kCopy: return CopyStage::kReattaches;
+    case workflow::StageKind::kEval: break;
+  }
+  switch (eval_mode(stage)) {
+    case EvalMode::kLocal: return EvalStage::kReattaches;
+    case EvalMode::kRemote: return RemoteEvalStage::kReattaches;
+    case EvalMode::kWatch: return CheckpointWatchStage::kReattaches;
+    case EvalMode::kMerge: return EvalMergeStage::kReattaches;
+  }
+  return false;
 }
 
 std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id) {

@@ -8,6 +8,7 @@
 #include "jobs/copy/copy_stage.h"
 #include "jobs/stage_runner.h"
 #include "jobs/stage_spec.h"
+#include "workflows/model.h"
 
 namespace ferry {
 
@@ -21,6 +22,12 @@ enum class EvalMode {
 
 /// The mode of a resolved eval stage on `host` ("" = in the coordinator).
 EvalMode eval_mode(const EvalStageSpec& eval, const std::string& host);
+/// The mode of an eval stage of the workflow, before it is resolved: the same answer.
+EvalMode eval_mode(const workflow::Stage& stage);
+
+/// Whether `ferry resume` re-attaches to a running attempt of `stage`: the answer of
+/// the runner it gets (StageRunner::reattaches), asked before any runner exists.
+bool stage_reattaches(const workflow::Stage& stage);
 
 std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id);
 

@@ -106,6 +106,12 @@ class StageRunner {
   /// Whether the attempt enforces the stage's `timeout` itself (a detached job's
   /// supervisor kills it then); otherwise the scheduler cancels it hard at the timeout.
   virtual bool times_itself() const { return false; }
+  /// Whether `ferry resume` re-attaches to an attempt of this runner that was running
+  /// when its coordinator stopped (the work goes on without it: a job on a host, a
+  /// copy), rather than closing it as stopped with the coordinator (a child of it).
+  /// Each runner states it once, as its kReattaches; the resume asks before any runner
+  /// exists, through stage_reattaches (stage_factory.h).
+  virtual bool reattaches() const { return false; }
 };
 
 }  // namespace ferry

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "jobs/stage_factory.h"
 #include "workflows/dag.h"
 
 namespace ferry {
@@ -77,8 +78,7 @@ std::set<std::string> ResumePlan::restart() const {
 }
 
 bool reattachable(const StageRecord& rec, const workflow::Stage& stage) {
-  return rec.state == StageState::kRunning && rec.attempt > 0 &&
-         (stage.kind != workflow::StageKind::kEval || !stage.host.empty());
+  return rec.state == StageState::kRunning && rec.attempt > 0 && stage_reattaches(stage);
 }
 
 Result<ResumePlan> plan_resume(Store& store, const RunRecord& run, const workflow::Workflow& stored,

@@ -38,8 +38,9 @@ struct ResumePlan {
   std::set<std::string> restart() const;
 };
 
-/// Whether a stage recorded running is re-attached on resume (a job on a host, or a
-/// copy) rather than closed as stopped with its coordinator (an eval in its process).
+/// Whether a stage recorded running is re-attached on resume, as its runner answers
+/// (stage_reattaches: a job on a host, a copy), rather than closed as stopped with its
+/// coordinator (an eval in a child of it).
 bool reattachable(const StageRecord& rec, const workflow::Stage& stage);
 
 /// The plan for resuming `run` (its record as stored, params those of `next`) with

@@ -40,6 +40,9 @@ class CommandStage : public StageRunner, public std::enable_shared_from_this<Com
   void cancel(bool hard) override;
   /// A detached job's supervisor kills it at the timeout; a Slurm job is cancelled here.
   bool times_itself() const override { return spec_.slurm.is_null(); }
+  /// The job goes on on its host; a start with the same attempt and token follows it.
+  static constexpr bool kReattaches = true;
+  bool reattaches() const override { return kReattaches; }
 
   /// Poll period while the job runs; named so tests and docs agree.
   static constexpr int kPollMs = 200;

@@ -58,5 +58,52 @@ TEST(StageFactoryTest, EachEvalModeIsToldApart) {
   EXPECT_EQ(eval_mode(merge, ""), EvalMode::kMerge);
 }
 
+// `ferry resume` decides from the workflow's stage, before any runner exists, whether a
+// running attempt is re-attached; that answer must be the one the runner the stage
+// gets gives. Each of the six runners, from a stage and its resolved spec made alike.
+TEST(StageFactoryTest, TheResumeAsksEachStageWhatItsRunnerAnswers) {
+  testing::ScriptedStageEnv env;
+  struct Case {
+    const char* what;
+    workflow::Stage stage;
+    StageSpec spec;
+    bool reattaches;
+  };
+  auto stage = [](workflow::StageKind kind, const std::string& host) {
+    workflow::Stage s;
+    s.name = "st";
+    s.kind = kind;
+    s.host = host;
+    return s;
+  };
+  auto spec = [](const std::string& host, auto kind_spec) {
+    StageSpec s;
+    s.name = "st";
+    s.host = host;
+    s.spec = kind_spec;
+    return s;
+  };
+  EvalStageSpec eval;
+  EvalStageSpec watching;
+  watching.watch = WatchSpec{};
+  EvalStageSpec merge;
+  merge.shards = {"st-shard-1-of-2", "st-shard-2-of-2"};
+  std::vector<Case> cases = {
+      {"a command", stage(workflow::StageKind::kCommand, "cpu"), spec("cpu", CommandStageSpec{}), true},
+      {"a copy", stage(workflow::StageKind::kCopy, ""), spec("", CopyStageSpec{}), true},
+      {"an eval in the coordinator", stage(workflow::StageKind::kEval, ""), spec("", eval), false},
+      {"an eval on a host", stage(workflow::StageKind::kEval, "gpu"), spec("gpu", eval), true},
+      {"a watching eval", stage(workflow::StageKind::kEval, "gpu"), spec("gpu", watching), true},
+      {"a sharded eval's merge", stage(workflow::StageKind::kEval, ""), spec("", merge), false},
+  };
+  cases[4].stage.watch.stage = "train";
+  cases[5].stage.shards = merge.shards;
+  for (const auto& c : cases) {
+    auto runner = make_stage_runner(c.spec, env, AttemptId{"run-1.st", 1, "token"});
+    EXPECT_EQ(runner->reattaches(), c.reattaches) << c.what;
+    EXPECT_EQ(stage_reattaches(c.stage), c.reattaches) << c.what;
+  }
+}
+
 }  // namespace
 }  // namespace ferry

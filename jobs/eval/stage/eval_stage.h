@@ -29,6 +29,9 @@ class EvalStage : public StageRunner, public std::enable_shared_from_this<EvalSt
   ~EvalStage() override;
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
+  /// The worker dies with the coordinator: a resume closes the attempt as stopped.
+  static constexpr bool kReattaches = false;
+  bool reattaches() const override { return kReattaches; }
 
  private:
   struct Worker;  // the child, shared with the reading thread

@@ -70,6 +70,9 @@ class RemoteEvalStage : public StageRunner, public std::enable_shared_from_this<
   void cancel(bool hard) override;
   /// The worker is a detached job (its supervisor kills it at the timeout) but on Slurm.
   bool times_itself() const override { return spec_.slurm.is_null(); }
+  /// The worker is a job on the host; a start with the same attempt and token follows it.
+  static constexpr bool kReattaches = true;
+  bool reattaches() const override { return kReattaches; }
 
   static constexpr int kRetryMs = 1000;
   static constexpr size_t kLogTailLines = 20;

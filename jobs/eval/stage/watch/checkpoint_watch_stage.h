@@ -69,6 +69,10 @@ class CheckpointWatchStage : public StageRunner, public std::enable_shared_from_
   ~CheckpointWatchStage() override;
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
+  /// Each checkpoint's copy and eval are jobs of this attempt on the hosts, and what
+  /// it has done is in its recorded events: a resumed attempt goes on from there.
+  static constexpr bool kReattaches = true;
+  bool reattaches() const override { return kReattaches; }
 
  private:
   class CheckpointEnv;
