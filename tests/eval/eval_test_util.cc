@@ -93,6 +93,21 @@ TinyDrafterSpec hybrid_oracle_drafter_spec(const std::string& kind, int64_t bloc
   return d;
 }
 
+Status write_decoding_models(const std::string& dir) {
+  FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/random", random_target_spec(), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(dir + "/random-drafter", random_drafter_spec(), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/oracle-const", oracle_target_spec(1), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/oracle-mixed", oracle_target_spec(3), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(dir + "/agree", oracle_drafter_spec("agree"), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(dir + "/disagree", oracle_drafter_spec("disagree"), {}));
+  // Qwen3.5 hybrids: every rejected draft rolls Gated DeltaNet states back.
+  FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/hybrid-random", hybrid_target_spec(), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/hybrid-const", hybrid_oracle_target_spec(1), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/hybrid-mixed", hybrid_oracle_target_spec(3), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(dir + "/hybrid-agree", hybrid_oracle_drafter_spec("agree"), {}));
+  return write_tiny_drafter(dir + "/hybrid-disagree", hybrid_oracle_drafter_spec("disagree"), {});
+}
+
 Status write_oracle_eval_models(const std::string& dir) {
   FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/target", oracle_target_spec(3), {}));
   FERRY_RETURN_IF_ERROR(write_tiny_drafter(dir + "/drafter", oracle_drafter_spec("agree", 16), {}));

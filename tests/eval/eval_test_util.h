@@ -49,6 +49,12 @@ TinyTargetSpec hybrid_target_spec(uint64_t seed = 41);
 TinyTargetSpec hybrid_oracle_target_spec(int64_t period);
 TinyDrafterSpec hybrid_oracle_drafter_spec(const std::string& kind, int64_t block_size = 16);
 
+/// The speculative decoding tests' models in `dir`: random/ with random-drafter/; the
+/// oracle targets of period 1 and 3 (oracle-const/, oracle-mixed/) with the agree/ and
+/// disagree/ drafters; and their Qwen3.5 hybrid twins (hybrid-random/, hybrid-const/,
+/// hybrid-mixed/, hybrid-agree/, hybrid-disagree/).
+Status write_decoding_models(const std::string& dir);
+
 /// The models of the sharding tests' eval in `dir`: target/ (the oracle target of
 /// period 3, so τ varies from prompt to prompt), drafter/ (the agreeing drafter) and
 /// reference/ (the disagreeing one), block 16.

@@ -68,14 +68,7 @@ class SamplingTest : public ::testing::Test {
   static void SetUpTestSuite() {
     at::set_num_threads(1);
     dir_ = new ScratchDir("sampling");
-    ASSERT_TRUE(write_tiny_target(*dir_ / "random", testing::random_target_spec(), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "random-drafter", testing::random_drafter_spec(), {}).ok());
-    ASSERT_TRUE(write_tiny_target(*dir_ / "oracle-mixed", testing::oracle_target_spec(3), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "agree", testing::oracle_drafter_spec("agree"), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "disagree", testing::oracle_drafter_spec("disagree"), {}).ok());
-    ASSERT_TRUE(write_tiny_target(*dir_ / "hybrid-random", testing::hybrid_target_spec(), {}).ok());
-    ASSERT_TRUE(write_tiny_target(*dir_ / "hybrid-mixed", testing::hybrid_oracle_target_spec(3), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "hybrid-agree", testing::hybrid_oracle_drafter_spec("agree"), {}).ok());
+    ASSERT_TRUE(testing::write_decoding_models(dir_->path()).ok());
     ASSERT_TRUE(write_tiny_prompts(*dir_ / "prompts.jsonl", 7, 63, 4, 12, 5).ok());
   }
   static void TearDownTestSuite() { delete dir_; }

@@ -77,19 +77,7 @@ class SpeculativeDecoderTest : public ::testing::Test {
   static void SetUpTestSuite() {
     at::set_num_threads(1);
     dir_ = new ScratchDir("spec");
-    ASSERT_TRUE(write_tiny_target(*dir_ / "random", testing::random_target_spec(), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "random-drafter", testing::random_drafter_spec(), {}).ok());
-    ASSERT_TRUE(write_tiny_target(*dir_ / "oracle-const", testing::oracle_target_spec(1), {}).ok());
-    ASSERT_TRUE(write_tiny_target(*dir_ / "oracle-mixed", testing::oracle_target_spec(3), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "agree", testing::oracle_drafter_spec("agree"), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "disagree", testing::oracle_drafter_spec("disagree"), {}).ok());
-    // Qwen3.5 hybrids: every rejected draft rolls Gated DeltaNet states back.
-    ASSERT_TRUE(write_tiny_target(*dir_ / "hybrid-random", testing::hybrid_target_spec(), {}).ok());
-    ASSERT_TRUE(write_tiny_target(*dir_ / "hybrid-const", testing::hybrid_oracle_target_spec(1), {}).ok());
-    ASSERT_TRUE(write_tiny_target(*dir_ / "hybrid-mixed", testing::hybrid_oracle_target_spec(3), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "hybrid-agree", testing::hybrid_oracle_drafter_spec("agree"), {}).ok());
-    ASSERT_TRUE(
-        write_tiny_drafter(*dir_ / "hybrid-disagree", testing::hybrid_oracle_drafter_spec("disagree"), {}).ok());
+    ASSERT_TRUE(testing::write_decoding_models(dir_->path()).ok());
   }
   static void TearDownTestSuite() { delete dir_; }
 
