@@ -102,6 +102,18 @@ GdnWeights take_gdn_weights(WeightLoader& loader, const std::string& a, const Gd
 
 }  // namespace
 
+GdnDims gdn_dims_of(const Qwen35Config& config) {
+  GdnDims g;
+  g.hidden = config.text.hidden_size;
+  g.key_heads = config.linear_num_key_heads;
+  g.value_heads = config.linear_num_value_heads;
+  g.key_dim = config.linear_key_head_dim;
+  g.value_dim = config.linear_value_head_dim;
+  g.conv_kernel = config.linear_conv_kernel_dim;
+  g.eps = config.text.rms_norm_eps;
+  return g;
+}
+
 Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& folder, const ComputeOptions& options,
                                                          LoadReport* report) {
   auto config = load_qwen35_config(folder);
@@ -120,14 +132,7 @@ Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& fold
   const DecoderConfig& tc = c.text;
   const int64_t h = tc.hidden_size, v = tc.vocab_size, hd = tc.head_dim, in = tc.intermediate_size;
   const int64_t nh = tc.num_attention_heads, nkv = tc.num_key_value_heads;
-  GdnDims& g = t->gdn_dims_;
-  g.hidden = h;
-  g.key_heads = c.linear_num_key_heads;
-  g.value_heads = c.linear_num_value_heads;
-  g.key_dim = c.linear_key_head_dim;
-  g.value_dim = c.linear_value_head_dim;
-  g.conv_kernel = c.linear_conv_kernel_dim;
-  g.eps = tc.rms_norm_eps;
+  const GdnDims& g = t->gdn_dims_ = gdn_dims_of(c);
   WeightLoader loader(&ckpt, "target", options);
   auto one_plus = [&](const std::string& name, int64_t n) {
     at::Tensor w = loader.take_float32(name, {n});

@@ -30,6 +30,9 @@
 
 namespace ferry::eval {
 
+/// The dimensions of `config`'s Gated DeltaNet layers.
+GdnDims gdn_dims_of(const Qwen35Config& config);
+
 class Qwen35Target : public TargetModel {
  public:
   static Result<std::unique_ptr<Qwen35Target>> load(const std::string& folder, const ComputeOptions& options,

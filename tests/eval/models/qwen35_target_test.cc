@@ -229,13 +229,15 @@ TEST_F(Qwen35TargetTest, MultiTokenForwardsMatchNaiveTokenByTokenReference) {
 
 TEST_F(Qwen35TargetTest, GdnLayerMatchesNaiveRecurrenceAcrossCalls) {
   // One GDN layer alone, dimensions unlike the target's (GVA 3:1, conv kernel 3).
-  GdnDims d;
-  d.hidden = 24;
-  d.key_heads = 2;
-  d.value_heads = 6;
-  d.key_dim = 8;
-  d.value_dim = 4;
-  d.conv_kernel = 3;
+  Qwen35Config c;
+  c.text.hidden_size = 24;
+  c.text.num_hidden_layers = 1;
+  c.linear_num_key_heads = 2;
+  c.linear_num_value_heads = 6;
+  c.linear_key_head_dim = 8;
+  c.linear_value_head_dim = 4;
+  c.linear_conv_kernel_dim = 3;
+  const GdnDims d = gdn_dims_of(c);
   const int64_t channels = d.conv_channels(), vd = d.value_heads * d.value_dim;
   at::manual_seed(5);
   GdnWeights gw;
@@ -255,14 +257,6 @@ TEST_F(Qwen35TargetTest, GdnLayerMatchesNaiveRecurrenceAcrossCalls) {
                {"conv1d.weight", conv.to(at::kDouble)},           {"A_log", a_log.to(at::kDouble)},
                {"dt_bias", gw.dt_bias.to(at::kDouble)},           {"norm.weight", gw.norm.to(at::kDouble)},
                {"out_proj.weight", gw.out.to(at::kDouble)}};
-  Qwen35Config c;
-  c.text.num_hidden_layers = 1;
-  c.text.rms_norm_eps = d.eps;
-  c.linear_num_key_heads = d.key_heads;
-  c.linear_num_value_heads = d.value_heads;
-  c.linear_key_head_dim = d.key_dim;
-  c.linear_value_head_dim = d.value_dim;
-  c.linear_conv_kernel_dim = d.conv_kernel;
   NaiveModel naive(w, c);
   at::Tensor x = at::randn({11, d.hidden});
   GdnState state = gdn_initial_state(d, at::kCPU);
