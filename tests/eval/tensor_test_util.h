@@ -28,6 +28,16 @@ at::Tensor bf16_randn(int64_t rows, int64_t cols, int64_t seed);
 
 at::Tensor ids_tensor(const std::vector<int64_t>& ids);
 
+/// f()'s result with a family of CPU kernels off (`set_enabled`: set_bf16_kernel_enabled,
+/// set_small_f32_enabled), libtorch's own, to hold the kernels' against; they are on after.
+template <typename F>
+at::Tensor with_kernels_off(void (*set_enabled)(bool), F f) {
+  set_enabled(false);
+  at::Tensor out = f();
+  set_enabled(true);
+  return out;
+}
+
 /// Plain greedy decoding (block size 1) of n tokens through the speculative loop.
 std::vector<int64_t> greedy(TargetModel* target, const std::vector<int64_t>& prompt, int n);
 

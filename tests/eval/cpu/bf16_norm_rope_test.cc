@@ -26,10 +26,7 @@ using Bf16NormRopeTest = testing::Bf16KernelTest;
 
 template <typename F>
 at::Tensor on_libtorch(F f) {
-  set_bf16_kernel_enabled(false);
-  at::Tensor out = f();
-  set_bf16_kernel_enabled(true);
-  return out;
+  return testing::with_kernels_off(set_bf16_kernel_enabled, f);
 }
 
 TEST_F(Bf16NormRopeTest, RmsNormMatchesLibtorchAndFloat64) {

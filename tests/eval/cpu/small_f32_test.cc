@@ -20,16 +20,14 @@
 #include "jobs/eval/models/qwen35_target.h"
 #include "jobs/eval/models/qwen3_target.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/tensor_test_util.h"
 
 namespace ferry::eval {
 namespace {
 
 template <typename F>
 at::Tensor on_libtorch(F f) {
-  set_small_f32_enabled(false);
-  at::Tensor out = f();
-  set_small_f32_enabled(true);
-  return out;
+  return testing::with_kernels_off(set_small_f32_enabled, f);
 }
 
 // Bit for bit (NaN never arises here), with the same sizes and strides.
