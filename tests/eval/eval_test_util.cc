@@ -45,17 +45,8 @@ TinyDrafterSpec random_drafter_spec(uint64_t seed, int64_t block_size) {
 }
 
 TinyTargetSpec oracle_target_spec(int64_t period) {
-  TinyTargetSpec s;
-  s.kind = "oracle";
-  s.vocab = 64;
-  s.hidden = 96;
-  s.heads = 6;
-  s.kv_heads = 2;
-  s.head_dim = 16;
+  TinyTargetSpec s = small_oracle_target_spec(period);
   s.layers = 3;
-  s.oracle_fixed_token = 7;
-  s.oracle_period = period;
-  s.oracle_mask_token = 63;
   s.seed = 21 + static_cast<uint64_t>(period);
   return s;
 }

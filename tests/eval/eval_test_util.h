@@ -34,8 +34,8 @@ class ScratchDir {
 TinyTargetSpec random_target_spec(uint64_t seed = 11);
 /// A DFlash drafter for random_target_spec(): 2 layers reading target layers {1, 3}.
 TinyDrafterSpec random_drafter_spec(uint64_t seed = 12, int64_t block_size = 16);
-/// Oracle target (vocab 64 in hidden 96): period 1 = always predicts the fixed token;
-/// period > 1 = only for some tokens.
+/// Oracle target (small_oracle_target_spec, 3 layers): period 1 = always predicts the
+/// fixed token; period > 1 = only for some tokens.
 TinyTargetSpec oracle_target_spec(int64_t period);
 /// agree / disagree drafter for oracle_target_spec().
 TinyDrafterSpec oracle_drafter_spec(const std::string& kind, int64_t block_size = 16);

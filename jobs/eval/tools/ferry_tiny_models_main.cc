@@ -168,13 +168,7 @@ ferry::Status write_suite(const std::string& out) {
   FERRY_RETURN_IF_ERROR(write_tiny_drafter(out + "/drafter", drafter, {}));
   drafter.seed = 5;
   FERRY_RETURN_IF_ERROR(write_tiny_drafter(out + "/drafter-reference", drafter, {}));
-  TinyTargetSpec oracle;
-  oracle.kind = "oracle";
-  oracle.vocab = 64;
-  oracle.hidden = 96;
-  oracle.heads = 6;
-  oracle.oracle_period = 3;
-  oracle.oracle_mask_token = 63;
+  const TinyTargetSpec oracle = small_oracle_target_spec(3);
   FERRY_RETURN_IF_ERROR(write_tiny_target(out + "/oracle-target", oracle, {}));
   TinyDrafterSpec agree = drafter_spec_for(oracle);
   agree.kind = "agree";

@@ -265,6 +265,17 @@ void set_qwen36_27b_widths(TinyTargetSpec* s) {
   s->conv_kernel = 4;
 }
 
+TinyTargetSpec small_oracle_target_spec(int64_t period) {
+  TinyTargetSpec s;
+  s.kind = "oracle";
+  s.vocab = 64;
+  s.hidden = 96;
+  s.heads = 6;
+  s.oracle_period = period;
+  s.oracle_mask_token = 63;
+  return s;
+}
+
 TinyDrafterSpec drafter_spec_for(const TinyTargetSpec& target) {
   TinyDrafterSpec d;
   const int64_t own_layers = d.layers;

@@ -93,6 +93,11 @@ void set_qwen36_27b_widths(TinyTargetSpec* spec);
 /// vocabulary and its layer count; the drafter's own layers, kind and block stay the defaults.
 TinyDrafterSpec drafter_spec_for(const TinyTargetSpec& target);
 
+/// The small oracle target of the tests and of ferry-tiny-models' suite: vocabulary 64
+/// (63: the drafters' mask token) in hidden 96, 6 query heads (2 kv heads of 16), greedy
+/// successor period `period`; the depth, the seed and the arch stay the caller's.
+TinyTargetSpec small_oracle_target_spec(int64_t period);
+
 Status write_tiny_target(const std::string& folder, const TinyTargetSpec& spec, const TinyWriteSpec& write);
 Status write_tiny_drafter(const std::string& folder, const TinyDrafterSpec& spec, const TinyWriteSpec& write);
 
