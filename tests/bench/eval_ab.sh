@@ -3,7 +3,8 @@
 # round, OLD at the default threads, NEW at the default, NEW --threads 1, OLD --threads 1,
 # then the medians of each side's plain-decode (the report's baseline pass) and
 # speculative ms/token, the medians of the rounds' NEW/OLD and NEW default/--threads 1
-# ratios, and whether every non-timing field of the JSON reports is identical.
+# ratios, and whether every non-timing field of the JSON reports that both builds write is
+# identical (the fields only one of them writes are listed).
 #
 #   tests/bench/eval_ab.sh OLD_FERRY_EVAL NEW_FERRY_EVAL MODELS PROMPTS TOKENS ROUNDS [ferry-eval flags]
 #
@@ -36,9 +37,19 @@ def strip(o):
     if isinstance(o, dict): return {k: strip(v) for k, v in o.items() if not timing.search(k)}
     if isinstance(o, list): return [strip(v) for v in o]
     return o
+def common(a, b, path, added):
+    # The fields both builds write; a field only one of them writes (one build is older) is listed.
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in set(a) ^ set(b): added.add(path + '/' + k)
+        return all(common(a[k], b[k], path + '/' + k, added) for k in set(a) & set(b))
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return all(common(x, y, path, added) for x, y in zip(a, b))
+    return a == b
 r = {s: [json.load(open(f'{out}/{s}-{i}.json')) for i in range(1, rounds + 1)] for s in ('old', 'new', 'new1', 'old1')}
-same = all(strip(a) == strip(b) for s in r for a, b in zip(r['old'], r[s]))
-print(f'non-timing fields identical across all {4 * rounds} reports: {same}')
+added = set()
+same = all(common(strip(a), strip(b), '', added) for s in r for a, b in zip(r['old'], r[s]))
+print(f'non-timing fields both builds write identical across all {4 * rounds} reports: {same}')
+if added: print(f'fields only one build writes ({len(added)}):', ', '.join(sorted(added)))
 for label, key in (('plain decode ms/token', 'baseline'), ('speculative ms/token', 'candidate')):
     v = {s: [1e3 * x[key]['mean_tpot'] for x in r[s]] for s in r}
     ratio = [n / o for n, o in zip(v['new'], v['old'])]
