@@ -47,22 +47,27 @@ std::string read_all(const std::string& path, int64_t max_per_read) {
   }
 }
 
-TEST(CappedLogTest, KeepsTheHeadAndTheTailWithinTheCapAndCountsWhatItDropped) {
-  TempDir dir;
-  const std::string path = dir.file("log");
+// Each test's log, alone in a fresh folder.
+class CappedLogTest : public ::testing::Test {
+ protected:
+  TempDir dir_;
+  const std::string path_ = dir_.file("log");
+};
+
+TEST_F(CappedLogTest, KeepsTheHeadAndTheTailWithinTheCapAndCountsWhatItDropped) {
   const int64_t cap = 4096;
   const std::string all = numbered_lines(0, 5000);
-  auto w = CappedLogWriter::open(path, cap);
+  auto w = CappedLogWriter::open(path_, cap);
   ASSERT_TRUE(w.ok());
   // Pieces of odd sizes, so rotation falls in the middle of a write.
   for (size_t at = 0; at < all.size(); at += 777) {
     ASSERT_TRUE(w->append(all.substr(at, 777)).ok());
-    ASSERT_LE(bytes_on_disk(dir), cap);
+    ASSERT_LE(bytes_on_disk(dir_), cap);
   }
   EXPECT_EQ(w->size(), static_cast<int64_t>(all.size()));
-  EXPECT_EQ(capped_log_size(path), static_cast<int64_t>(all.size()));
+  EXPECT_EQ(capped_log_size(path_), static_cast<int64_t>(all.size()));
 
-  std::string got = read_all(path, 1000);
+  std::string got = read_all(path_, 1000);
   EXPECT_EQ(got.substr(0, cap / 2), all.substr(0, cap / 2));
   size_t marker = got.find("bytes dropped here");
   ASSERT_NE(marker, std::string::npos);
@@ -74,21 +79,19 @@ TEST(CappedLogTest, KeepsTheHeadAndTheTailWithinTheCapAndCountsWhatItDropped) {
   EXPECT_EQ(cap / 2 + dropped + static_cast<int64_t>(tail.size()), static_cast<int64_t>(all.size()));
 }
 
-TEST(CappedLogTest, AReaderBehindTheRotationResumesAtTheOldestKeptByte) {
-  TempDir dir;
-  const std::string path = dir.file("log");
-  auto w = CappedLogWriter::open(path, 400);
+TEST_F(CappedLogTest, AReaderBehindTheRotationResumesAtTheOldestKeptByte) {
+  auto w = CappedLogWriter::open(path_, 400);
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE(w->append(std::string(150, 'h')).ok());
-  auto first = read_capped_log(path, 0, 100);  // a follower reads a little, then falls behind
+  auto first = read_capped_log(path_, 0, 100);  // a follower reads a little, then falls behind
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->bytes, std::string(100, 'h'));
   ASSERT_TRUE(w->append(std::string(2000, 't')).ok());
-  auto next = read_capped_log(path, 100, 1000);
+  auto next = read_capped_log(path_, 100, 1000);
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->offset, 100);
   EXPECT_EQ(next->bytes, std::string(50, 'h') + std::string(50, 't'));  // the rest of the 200-byte head
-  auto past = read_capped_log(path, 200, 1000);
+  auto past = read_capped_log(path_, 200, 1000);
   ASSERT_TRUE(past.ok());
   EXPECT_GT(past->dropped, 0);
   EXPECT_EQ(past->offset, 200 + past->dropped);
@@ -96,43 +99,39 @@ TEST(CappedLogTest, AReaderBehindTheRotationResumesAtTheOldestKeptByte) {
   EXPECT_EQ(past->size, 2150);
 }
 
-TEST(CappedLogTest, AReopenedWriterContinuesAndASkipIsRememberedOnDisk) {
-  TempDir dir;
-  const std::string path = dir.file("log");
+TEST_F(CappedLogTest, AReopenedWriterContinuesAndASkipIsRememberedOnDisk) {
   {
-    auto w = CappedLogWriter::open(path, 400);
+    auto w = CappedLogWriter::open(path_, 400);
     ASSERT_TRUE(w.ok());
     ASSERT_TRUE(w->append(std::string(300, 'a')).ok());
     ASSERT_TRUE(w->skip(1000).ok());  // the host's log dropped these
   }
-  EXPECT_EQ(capped_log_size(path), 1300);
-  auto w = CappedLogWriter::open(path, 400);  // a resumed coordinator
+  EXPECT_EQ(capped_log_size(path_), 1300);
+  auto w = CappedLogWriter::open(path_, 400);  // a resumed coordinator
   ASSERT_TRUE(w.ok());
   EXPECT_EQ(w->size(), 1300);
   ASSERT_TRUE(w->append("end\n").ok());
-  std::string got = read_all(path, 1 << 20);
+  std::string got = read_all(path_, 1 << 20);
   EXPECT_NE(got.find(std::string(300, 'a')), std::string::npos);
   EXPECT_NE(got.find(dropped_marker(1000)), std::string::npos);
   EXPECT_EQ(got.substr(got.size() - 4), "end\n");
 }
 
-TEST(CappedLogTest, TailGivesTheLastLinesAndWhereTheyEnd) {
-  TempDir dir;
-  const std::string path = dir.file("log");
-  auto w = CappedLogWriter::open(path, 1 << 16);
+TEST_F(CappedLogTest, TailGivesTheLastLinesAndWhereTheyEnd) {
+  auto w = CappedLogWriter::open(path_, 1 << 16);
   ASSERT_TRUE(w.ok());
   const std::string all = numbered_lines(0, 100000);
   ASSERT_TRUE(w->append(all).ok());
   int64_t end = 0;
-  auto last = capped_log_tail(path, 3, &end);
+  auto last = capped_log_tail(path_, 3, &end);
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(*last, numbered_lines(99997, 100000));
   EXPECT_EQ(end, static_cast<int64_t>(all.size()));
   ASSERT_TRUE(w->append("no newline").ok());
-  auto partial = capped_log_tail(path, 2);
+  auto partial = capped_log_tail(path_, 2);
   ASSERT_TRUE(partial.ok());
   EXPECT_EQ(*partial, "line 99999\nno newline");
-  auto none = capped_log_tail(dir.file("missing"), 3);
+  auto none = capped_log_tail(dir_.file("missing"), 3);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(*none, "");
 }
