@@ -26,9 +26,18 @@ void put_copy_fields(nlohmann::json& in, const CopyStageSpec& c) {
   in["streams"] = c.streams;
 }
 
+// The transport as the workflow names it (`transport: ssh`), the word stored since schema 1.
+const char* transport_word(workflow::Transport t) {
+  switch (t) {
+    case workflow::Transport::kLocal: return "local";
+    case workflow::Transport::kSsh: return "ssh";
+  }
+  return "?";
+}
+
 void put_route_facts(nlohmann::json& in, const CopyStageSpec& c) {
-  in["from_transport"] = c.from_ssh ? "ssh" : "local";
-  in["to_transport"] = c.to_ssh ? "ssh" : "local";
+  in["from_transport"] = transport_word(c.from_transport);
+  in["to_transport"] = transport_word(c.to_transport);
   in["to_address"] = c.to_address;
   in["to_port"] = c.to_port;
   in["to_user"] = c.to_user;

@@ -44,7 +44,8 @@ struct CopyStageSpec {
   int streams = 4;
   // What the route choice needs: a direct copy is ssh from the source to the
   // destination's address, as the workflow names it.
-  bool from_ssh = false, to_ssh = false;
+  workflow::Transport from_transport = workflow::Transport::kLocal;
+  workflow::Transport to_transport = workflow::Transport::kLocal;
   std::string to_address;
   int to_port = 22;
   std::string to_user;

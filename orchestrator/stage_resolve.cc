@@ -63,8 +63,8 @@ namespace {
 void add_route_facts(const workflow::Workflow& wf, CopyStageSpec* c) {
   const workflow::Host* from = wf.find_host(c->from_host);
   const workflow::Host* to = wf.find_host(c->to_host);
-  c->from_ssh = from && from->transport == workflow::Transport::kSsh;
-  c->to_ssh = to && to->transport == workflow::Transport::kSsh;
+  c->from_transport = from ? from->transport : workflow::Transport::kLocal;
+  c->to_transport = to ? to->transport : workflow::Transport::kLocal;
   if (to) {
     c->to_address = to->address;
     c->to_port = to->port;

@@ -7,25 +7,12 @@
 namespace ferry {
 
 CopySpec copy_spec(const CopyStageSpec& c, StageEnv& env, const AttemptId& id) {
-  CopySpec spec;
-  spec.from_host = c.from_host;
-  spec.from_path = c.from;
-  spec.to_host = c.to_host;
-  spec.to_path = c.to;
-  spec.keep_local = c.keep_local.empty() ? "" : env.local_path(c.keep_local);
-  spec.route = c.route;
-  spec.streams = c.streams;
-  spec.from_ssh = c.from_ssh;
-  spec.to_ssh = c.to_ssh;
-  spec.to_address = c.to_address;
-  spec.to_port = c.to_port;
-  spec.to_user = c.to_user;
-  spec.give_up_s = c.to_give_up_s;
-  spec.attempt = id;
+  CopySpec spec{c, id};
+  if (!c.keep_local.empty()) spec.copy.keep_local = env.local_path(c.keep_local);
   return spec;
 }
 
-CopyContext::CopyContext(StageEnv& e, CopySpec s) : env(e), spec(std::move(s)), lanes(std::max(1, spec.streams)) {}
+CopyContext::CopyContext(StageEnv& e, CopySpec s) : env(e), spec(std::move(s)), lanes(std::max(1, spec.copy.streams)) {}
 
 std::vector<std::string> CopyContext::file_rels() const {
   std::vector<std::string> rels;

@@ -21,24 +21,16 @@
 
 namespace ferry {
 
+/// What a copy runner does: a resolved copy (a copy stage's, or a checkpoint's of a
+/// watching eval) with keep_local made a coordinator path ("" = none), and the attempt
+/// it is, whose job the direct route's push is on the source host.
 struct CopySpec {
-  std::string from_host, from_path;  // path as the source agent resolves it
-  std::string to_host, to_path;
-  std::string keep_local;  // coordinator path ("" = none), already resolved
-  workflow::CopyRoute route = workflow::CopyRoute::kAuto;
-  int streams = 4;
+  CopyStageSpec copy;
+  AttemptId id;
   int64_t chunk_size = 2 << 20;
-  // For the direct route: both hosts on ssh, and how the source reaches the destination.
-  bool from_ssh = false, to_ssh = false;
-  std::string to_address;
-  int to_port = 22;
-  std::string to_user;
-  double give_up_s = 600;  // the push's patience without the destination
-  AttemptId attempt;       // the push is a job of this attempt on the source host
 };
 
-/// A copy runner's spec from a resolved copy stage (keep_local made a coordinator
-/// path): a copy stage's, and each checkpoint copy of a watching eval.
+/// `c`'s runner spec for the attempt `id`: keep_local resolved through `env`.
 CopySpec copy_spec(const CopyStageSpec& c, StageEnv& env, const AttemptId& id);
 
 /// One file of the copy: the sender's view (copy_plan.h) plus keep_local's.

@@ -14,6 +14,16 @@ namespace ferry {
 
 using workflow::copy_route_name;
 using workflow::CopyRoute;
+using workflow::Transport;
+
+namespace {
+
+// The direct route's first condition: ssh from the source to the destination.
+bool both_ssh(const CopyStageSpec& copy) {
+  return copy.from_transport == Transport::kSsh && copy.to_transport == Transport::kSsh;
+}
+
+}  // namespace
 
 CopyStage::CopyStage(StageEnv& env, CopySpec spec)
     : c_(std::make_shared<CopyContext>(env, std::move(spec))),
@@ -30,43 +40,43 @@ void CopyStage::start(std::function<void(StageOutcome)> done) {
   };
   // A copy that will surely relay brings its lanes up while listing; one that
   // may go direct waits for the route, so a direct copy opens no lane at all.
-  bool may_go_direct =
-      c_->spec.route != CopyRoute::kRelay && c_->spec.keep_local.empty() && c_->spec.from_ssh && c_->spec.to_ssh;
+  const CopyStageSpec& copy = c_->spec.copy;
+  bool may_go_direct = copy.route != CopyRoute::kRelay && copy.keep_local.empty() && both_ssh(copy);
   if (!may_go_direct) RelayCopy::warm_lanes(*c_);
   // Either way the destination's main link is needed (hello, or the relay's
   // recv.begin): log in there now, beside the source's, not after it.
   if (may_go_direct)
-    c_->env.call_agent(c_->spec.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
+    c_->env.call_agent(c_->spec.copy.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
   list_source();
 }
 
 void CopyStage::list_source() {
   auto self = shared_from_this();
-  const std::string& host = c_->spec.from_host;
+  const std::string& host = c_->spec.copy.from_host;
   ListCall call = [self, host](nlohmann::json args, ReplyFn fn) {
     self->c_->env.call_agent(host, "fs.list", std::move(args), std::move(fn));
   };
-  list_host_path(call, c_->spec.from_path, host + ":" + c_->spec.from_path, [self](Result<nlohmann::json> r) {
+  list_host_path(call, c_->spec.copy.from, host + ":" + c_->spec.copy.from, [self](Result<nlohmann::json> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->list_source(); });
-      return self->c_->fail("listing " + self->c_->spec.from_host + ":" + self->c_->spec.from_path + ": " +
+      return self->c_->fail("listing " + self->c_->spec.copy.from_host + ":" + self->c_->spec.copy.from + ": " +
                             r.status().message());
     }
     const CopySpec& spec = self->c_->spec;
+    const CopyStageSpec& copy = spec.copy;
     auto& files = self->c_->files;
     if (r->contains("files") && (*r)["files"].is_array()) files.reserve((*r)["files"].size());
     CopyListing plan;
-    Status planned = plan_copy_each(
-        std::move(r).value(), spec.from_path, spec.to_path, spec.chunk_size,
-        copy_owner(spec.attempt.job, spec.attempt.attempt, spec.attempt.token), &plan, [&](CopyFile&& f) {
+    const std::string owner = copy_owner(spec.id.job, spec.id.attempt, spec.id.token);
+    Status planned =
+        plan_copy_each(std::move(r).value(), copy.from, copy.to, spec.chunk_size, owner, &plan, [&](CopyFile&& f) {
           CopyEntry file;
           static_cast<CopyFile&>(file) = std::move(f);
-          if (!spec.keep_local.empty())
-            file.local = copy_dest_for(spec.keep_local, spec.from_path, file.rel, plan.is_dir);
+          if (!copy.keep_local.empty()) file.local = copy_dest_for(copy.keep_local, copy.from, file.rel, plan.is_dir);
           files.push_back(std::move(file));
         });
-    if (!planned.ok()) return self->c_->fail("source host " + spec.from_host + ": " + planned.message());
+    if (!planned.ok()) return self->c_->fail("source host " + copy.from_host + ": " + planned.message());
     self->c_->is_dir = plan.is_dir;
     self->c_->bytes.total = plan.bytes_total;
     self->decide_route();
@@ -74,16 +84,17 @@ void CopyStage::list_source() {
 }
 
 void CopyStage::decide_route() {
-  const bool direct = c_->spec.route == CopyRoute::kDirect;
-  if (c_->spec.route == CopyRoute::kRelay) return choose(CopyRoute::kRelay, "route: relay");
-  if (!c_->spec.keep_local.empty()) {
+  const bool direct = c_->spec.copy.route == CopyRoute::kDirect;
+  if (c_->spec.copy.route == CopyRoute::kRelay) return choose(CopyRoute::kRelay, "route: relay");
+  if (!c_->spec.copy.keep_local.empty()) {
     if (direct) {
       return c_->fail("route: direct cannot keep_local: the bytes never reach the coordinator; use relay or auto");
     }
     return choose(CopyRoute::kRelay, "keep_local: the coordinator keeps a copy, so the bytes pass through it");
   }
-  if (!c_->spec.from_ssh || !c_->spec.to_ssh) {
-    const std::string& local = c_->spec.from_ssh ? c_->spec.to_host : c_->spec.from_host;
+  if (!both_ssh(c_->spec.copy)) {
+    const CopyStageSpec& copy = c_->spec.copy;
+    const std::string& local = copy.from_transport == Transport::kSsh ? copy.to_host : copy.from_host;
     if (direct) return c_->fail("route: direct needs both hosts on transport: ssh; '" + local + "' is a local host");
     return choose(CopyRoute::kRelay, "'" + local + "' is a local host");
   }
@@ -94,10 +105,10 @@ void CopyStage::decide_route() {
 // starts the destination's (installed there already: this coordinator reached it).
 void CopyStage::ask_hosts() {
   auto self = shared_from_this();
-  say_hello(c_->spec.from_host, [self](std::string exe, std::string workdir) {
+  say_hello(c_->spec.copy.from_host, [self](std::string exe, std::string workdir) {
     self->places_.src_exe = std::move(exe);
     self->places_.src_workdir = std::move(workdir);
-    self->say_hello(self->c_->spec.to_host, [self](std::string exe, std::string workdir) {
+    self->say_hello(self->c_->spec.copy.to_host, [self](std::string exe, std::string workdir) {
       self->places_.dest_exe = std::move(exe);
       self->places_.dest_workdir = std::move(workdir);
       self->find_push();
@@ -122,15 +133,15 @@ void CopyStage::say_hello(const std::string& host, std::function<void(std::strin
 // A push this very attempt started (before a coordinator crash, `ferry resume`
 // brings us here with the same token) is followed, whatever a probe would say now.
 void CopyStage::find_push() {
-  if (c_->spec.attempt.job.empty()) return probe_route();
+  if (c_->spec.id.job.empty()) return probe_route();
   auto self = shared_from_this();
-  protocol::JobRef push{c_->spec.attempt.job, c_->spec.attempt.attempt, c_->spec.attempt.token};
-  c_->env.call_agent(c_->spec.from_host, "job.status", push.to_json(), [self](Result<protocol::Frame> r) {
+  protocol::JobRef push{c_->spec.id.job, c_->spec.id.attempt, c_->spec.id.token};
+  c_->env.call_agent(c_->spec.copy.from_host, "job.status", push.to_json(), [self](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (r.ok()) {
       auto rec = protocol::JobRecord::from_json(r->header);
       self->route_ = CopyRoute::kDirect;
-      self->route_reason_ = "this attempt's push is on " + self->c_->spec.from_host + " (" +
+      self->route_reason_ = "this attempt's push is on " + self->c_->spec.copy.from_host + " (" +
                             (rec.ok() ? enum_name(protocol::kJobStateNames, rec->state) : "?") + "): re-attached";
       self->c_->env.record_event("copy.started", {{"route", copy_route_name(self->route_)},
                                                   {"reason", self->route_reason_},
@@ -144,22 +155,22 @@ void CopyStage::find_push() {
     }
     if (r.status().code() == StatusCode::kNotFound) return self->probe_route();
     if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->find_push(); });
-    self->c_->fail("looking for this attempt's push on " + self->c_->spec.from_host + ": " + r.status().message());
+    self->c_->fail("looking for this attempt's push on " + self->c_->spec.copy.from_host + ": " + r.status().message());
   });
 }
 
 void CopyStage::probe_route() {
-  const std::string target = c_->spec.to_address + ":" + std::to_string(c_->spec.to_port);
+  const std::string target = c_->spec.copy.to_address + ":" + std::to_string(c_->spec.copy.to_port);
   if (places_.src_exe.empty() || places_.dest_exe.empty() || places_.dest_workdir.empty()) {
     std::string why = "the agents did not say where they are installed";
-    if (c_->spec.route == CopyRoute::kDirect) return c_->fail("route: direct: " + why);
+    if (c_->spec.copy.route == CopyRoute::kDirect) return c_->fail("route: direct: " + why);
     return choose(CopyRoute::kRelay, why);
   }
   auto self = shared_from_this();
-  protocol::NetProbeArgs args{c_->spec.to_address, c_->spec.to_port, kProbeTimeoutMs};
-  c_->env.call_agent(c_->spec.from_host, "net.probe", args.to_json(), [self, target](Result<protocol::Frame> r) {
+  protocol::NetProbeArgs args{c_->spec.copy.to_address, c_->spec.copy.to_port, kProbeTimeoutMs};
+  c_->env.call_agent(c_->spec.copy.from_host, "net.probe", args.to_json(), [self, target](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
-    const CopySpec& s = self->c_->spec;
+    const CopyStageSpec& s = self->c_->spec.copy;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->probe_route(); });
       return self->c_->fail("probing " + target + " from " + s.from_host + ": " + r.status().message());

@@ -29,30 +29,31 @@ DirectCopy::DirectCopy(std::shared_ptr<CopyContext> c, AgentPlaces places)
 DirectCopy::~DirectCopy() = default;
 
 void DirectCopy::start(bool reattach) {
+  const CopyStageSpec& copy = c_->spec.copy;
   PushSpec ps;
-  ps.from = c_->spec.from_path;
+  ps.from = copy.from;
   ps.workdir = places_.src_workdir;
-  ps.to = c_->spec.to_path;
-  ps.from_host = c_->spec.from_host;
-  ps.to_host = c_->spec.to_host;
-  ps.address = c_->spec.to_address;
-  ps.port = c_->spec.to_port;
-  ps.user = c_->spec.to_user;
+  ps.to = copy.to;
+  ps.from_host = copy.from_host;
+  ps.to_host = copy.to_host;
+  ps.address = copy.to_address;
+  ps.port = copy.to_port;
+  ps.user = copy.to_user;
   ps.dest_agent = places_.dest_exe;
   ps.dest_workdir = places_.dest_workdir;
   ps.streams = c_->lanes;
   ps.chunk_size = c_->spec.chunk_size;
-  ps.give_up_s = c_->spec.give_up_s;
-  ps.owner = copy_owner(c_->spec.attempt.job, c_->spec.attempt.attempt, c_->spec.attempt.token);
+  ps.give_up_s = copy.to_give_up_s;
+  ps.owner = copy_owner(c_->spec.id.job, c_->spec.id.attempt, c_->spec.id.token);
   CommandSpec cs;
-  cs.host = c_->spec.from_host;
-  cs.job = c_->spec.attempt.job;
-  cs.attempt = c_->spec.attempt.attempt;
-  cs.token = c_->spec.attempt.token;
+  cs.host = copy.from_host;
+  cs.job = c_->spec.id.job;
+  cs.attempt = c_->spec.id.attempt;
+  cs.token = c_->spec.id.token;
   cs.command = "exec " + shell_quote(places_.src_exe) + " push";
   cs.env = {{"FERRY_PUSH_SPEC", ps.to_json().dump()}};
   cs.required_outputs = {"manifest_hash"};
-  if (reattach) c_->env.note("re-attaching to the direct copy running on " + c_->spec.from_host);
+  if (reattach) c_->env.note("re-attaching to the direct copy running on " + copy.from_host);
   push_env_ = std::make_unique<PushEnv>(c_->env, *this);
   push_ = std::make_shared<CommandStage>(*push_env_, std::move(cs));
   auto self = shared_from_this();
@@ -79,13 +80,13 @@ void DirectCopy::on_push_done(StageOutcome o) {
   StageOutcome out;
   out.state = o.state;
   if (o.state == StageOutcome::State::kSucceeded) {
-    out.outputs = {{"path", c_->spec.to_path},
+    out.outputs = {{"path", c_->spec.copy.to},
                    {"manifest_hash", o.outputs["manifest_hash"]},
                    {"bytes", o.outputs.count("bytes") ? o.outputs["bytes"] : std::to_string(c_->bytes.total)}};
     return c_->finish(std::move(out));
   }
   out.exit_code = o.exit_code;
-  out.error = "direct copy " + c_->spec.from_host + " → " + c_->spec.to_host + ": " +
+  out.error = "direct copy " + c_->spec.copy.from_host + " → " + c_->spec.copy.to_host + ": " +
               (push_error_.empty() ? o.error : push_error_);
   c_->finish(std::move(out));
 }

@@ -13,12 +13,12 @@ void RelayCopy::warm_lanes(CopyContext& c) {
   if (c.lanes_warm) return;
   c.lanes_warm = true;
   for (int lane = 1; lane <= c.lanes; ++lane) {
-    for (const auto& host : {c.spec.from_host, c.spec.to_host}) {
+    for (const auto& host : {c.spec.copy.from_host, c.spec.copy.to_host}) {
       c.env.call_agent_lane(host, lane, "ping", nlohmann::json::object(), {}, [](Result<protocol::Frame>) {});
     }
   }
   // The destination's main link too: its first use comes only after the listing.
-  c.env.call_agent(c.spec.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
+  c.env.call_agent(c.spec.copy.to_host, "ping", nlohmann::json::object(), [](Result<protocol::Frame>) {});
 }
 
 void RelayCopy::start_relay() {
@@ -29,18 +29,18 @@ void RelayCopy::start_relay() {
   // The copy's files are recorded as ferry's before any is written: what a later
   // copy may prune (transfer/copied_files.h).
   std::vector<std::string> rels = c_->file_rels();
-  if (!c_->spec.keep_local.empty()) {
-    Status s = check_folder_copy_root(c_->spec.keep_local);
-    if (s.ok()) s = receive_prepare_dir(c_->spec.keep_local, &rels);
+  if (!c_->spec.copy.keep_local.empty()) {
+    Status s = check_folder_copy_root(c_->spec.copy.keep_local);
+    if (s.ok()) s = receive_prepare_dir(c_->spec.copy.keep_local, &rels);
     if (!s.ok()) return c_->fail("keep_local: " + s.message());
   }
-  nlohmann::json args = protocol::RecvPrepareDirArgs{c_->spec.to_path, true}.to_json();
-  c_->env.call_agent_lane(c_->spec.to_host, 0, "recv.prepare_dir", args, encode_keep_list(rels),
+  nlohmann::json args = protocol::RecvPrepareDirArgs{c_->spec.copy.to, true}.to_json();
+  c_->env.call_agent_lane(c_->spec.copy.to_host, 0, "recv.prepare_dir", args, encode_keep_list(rels),
                           [self, begin](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->start_relay(); });
-      return self->c_->fail("preparing " + self->c_->spec.to_host + ":" + self->c_->spec.to_path + ": " +
+      return self->c_->fail("preparing " + self->c_->spec.copy.to_host + ":" + self->c_->spec.copy.to + ": " +
                             r.status().message());
     }
     begin();
@@ -103,12 +103,13 @@ void RelayCopy::begin_file(size_t i) {
   CopyEntry& f = c_->files[i];
   auto self = shared_from_this();
   if (f.size == 0) return begin_receivers(i, "");
-  c_->env.call_agent_lane(c_->spec.to_host, lane_of_file(i), "fs.stat", protocol::FsStatArgs{f.dest()}.to_json(), {},
-                          [self, i](Result<protocol::Frame> r) {
+  c_->env.call_agent_lane(c_->spec.copy.to_host, lane_of_file(i), "fs.stat", protocol::FsStatArgs{f.dest()}.to_json(),
+                          {}, [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
-      return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest() + ": " + r.status().message());
+      return self->c_->fail(self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
+                            r.status().message());
     }
     CopyEntry& f = self->c_->files[i];
     bool dest_same = dest_may_hold(r->header, f.size);
@@ -119,7 +120,7 @@ void RelayCopy::begin_file(size_t i) {
     std::string indices;
     auto hargs = fs_hash_args(f, self->c_->spec.chunk_size, {}, &indices);
     if (!hargs.ok()) return self->c_->fail(hargs.status().message());
-    self->c_->env.call_agent_lane(self->c_->spec.from_host, 0, "fs.hash", *hargs, std::move(indices),
+    self->c_->env.call_agent_lane(self->c_->spec.copy.from_host, 0, "fs.hash", *hargs, std::move(indices),
                                   [self, i](Result<protocol::Frame> h) {
       if (self->c_->finished) return;
       if (!h.ok()) {
@@ -128,7 +129,7 @@ void RelayCopy::begin_file(size_t i) {
       }
       CopyEntry& f = self->c_->files[i];
       Status taken = take_chunk_hashes(h->header.contains("chunks") ? h->header["chunks"] : nlohmann::json(), &f);
-      if (!taken.ok()) return self->c_->fail("source host " + self->c_->spec.from_host + ": " + taken.message());
+      if (!taken.ok()) return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + taken.message());
       self->begin_receivers(i, file_hash_of(f.hashes));
     });
   });
@@ -145,7 +146,7 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
   auto self = shared_from_this();
   nlohmann::json args = recv_begin_args(f, c_->spec.chunk_size, file_hash);
   c_->env.call_agent_lane(
-      c_->spec.to_host, lane_of_file(i), "recv.begin", args, {},
+      c_->spec.copy.to_host, lane_of_file(i), "recv.begin", args, {},
       [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
@@ -158,7 +159,8 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
             }
             return self->c_->retry_later([self, i] { self->begin_file(i); });
           }
-          return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[i].dest() + ": " + r.status().message());
+          return self->c_->fail(self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
+                                r.status().message());
         }
         CopyEntry& f = self->c_->files[i];
         apply_recv_begin(&f, r->header);
@@ -184,7 +186,7 @@ void RelayCopy::check_held(size_t i, bool hashes_known) {
   std::string indices;
   auto hargs = fs_hash_args(f, c_->spec.chunk_size, held, &indices);
   if (!hargs.ok()) return c_->fail(hargs.status().message());
-  c_->env.call_agent_lane(c_->spec.from_host, 0, "fs.hash", *hargs, std::move(indices),
+  c_->env.call_agent_lane(c_->spec.copy.from_host, 0, "fs.hash", *hargs, std::move(indices),
                           [self, i, drop_stale](Result<protocol::Frame> h) {
     if (self->c_->finished) return;
     if (!h.ok()) {
@@ -212,7 +214,8 @@ void RelayCopy::lane_loop(int lane) {
     auto self = shared_from_this();
     nlohmann::json args =
         protocol::FsReadArgs{f.src(), c.index * c_->spec.chunk_size, chunk_len(f, c.index)}.to_json();
-    c_->env.call_agent_lane(c_->spec.from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
+    const std::string& from_host = c_->spec.copy.from_host;
+    c_->env.call_agent_lane(from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
       if (self->c_->finished) return;
       Lane& l = self->lane_state(lane);
       --l.reads;
@@ -267,7 +270,7 @@ void RelayCopy::write_chunk(int lane, Chunk c, std::string data, std::string has
   nlohmann::json args = {{"dest", f.dest()}, {"index", c.index}, {"chunk_size", c_->spec.chunk_size}, {"hash", hash}};
   c_->bytes.sent += len;
   lane_state(lane).writing = true;
-  c_->env.call_agent_lane(c_->spec.to_host, lane, "recv.write", args, std::move(data),
+  c_->env.call_agent_lane(c_->spec.copy.to_host, lane, "recv.write", args, std::move(data),
                           [self, lane, c, hash, len](Result<protocol::Frame> r) {
                             if (self->c_->finished) return;
                             Lane& l = self->lane_state(lane);
@@ -295,7 +298,7 @@ void RelayCopy::write_chunk(int lane, Chunk c, std::string data, std::string has
                                 self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
                                 return self->wake_other_lanes(lane);
                               }
-                              return self->c_->fail(self->c_->spec.to_host + ":" + self->c_->files[c.file].dest() +
+                              return self->c_->fail(self->c_->spec.copy.to_host + ":" + self->c_->files[c.file].dest() +
                                                     ": " + r.status().message());
                             }
                             self->c_->files[c.file].dest_have[c.index] = hash;
@@ -307,7 +310,7 @@ void RelayCopy::await_dest_lane(int lane) {
   if (c_->finished || c_->cancelled) return;
   auto self = shared_from_this();
   // A bodiless request: it proves the lane's connection is back without sending a chunk into the void.
-  c_->env.call_agent_lane(c_->spec.to_host, lane, "fs.stat", protocol::FsStatArgs{"."}.to_json(), {},
+  c_->env.call_agent_lane(c_->spec.copy.to_host, lane, "fs.stat", protocol::FsStatArgs{"."}.to_json(), {},
                           [self, lane](Result<protocol::Frame> r) {
                             if (self->c_->finished) return;
                             if (r.ok()) {
@@ -316,7 +319,7 @@ void RelayCopy::await_dest_lane(int lane) {
                             }
                             if (CopyContext::transient(r.status()))
                               return self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
-                            self->c_->fail("reaching " + self->c_->spec.to_host + ": " + r.status().message());
+                            self->c_->fail("reaching " + self->c_->spec.copy.to_host + ": " + r.status().message());
                           });
 }
 
@@ -346,16 +349,16 @@ void RelayCopy::commit_file(size_t i) {
   // verified, the whole torn. Only the version that was listed is committed.
   auto self = shared_from_this();
   const nlohmann::json stat = protocol::FsStatArgs{f.src()}.to_json();
-  c_->env.call_agent(c_->spec.from_host, "fs.stat", stat, [self, i](Result<protocol::Frame> r) {
+  c_->env.call_agent(c_->spec.copy.from_host, "fs.stat", stat, [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
-      return self->c_->fail("checking the source " + self->c_->spec.from_host + ":" + self->c_->files[i].src() + ": " +
-                            r.status().message());
+      return self->c_->fail("checking the source " + self->c_->spec.copy.from_host + ":" + self->c_->files[i].src() +
+                            ": " + r.status().message());
     }
     std::string change = source_change(r->header, self->c_->files[i]);
     if (!change.empty()) {
-      return self->c_->fail("the source " + self->c_->spec.from_host + ":" + self->c_->files[i].src() +
+      return self->c_->fail("the source " + self->c_->spec.copy.from_host + ":" + self->c_->files[i].src() +
                             " changed during the copy (" + change +
                             "); nothing of it was committed: copy it again once it is no longer being written");
     }
@@ -391,12 +394,12 @@ void RelayCopy::commit_checked(size_t i) {
   // agent serves one request at a time, so a folder of 100,000 small files would
   // otherwise commit one file after another (the file system batches concurrent
   // fsyncs from several agents into one journal commit).
-  c_->env.call_agent_lane(c_->spec.to_host, lane_of_file(i), "recv.commit", *args, std::move(hashes),
+  c_->env.call_agent_lane(c_->spec.copy.to_host, lane_of_file(i), "recv.commit", *args, std::move(hashes),
                           [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
-      return self->c_->fail("committing " + self->c_->spec.to_host + ":" + self->c_->files[i].dest() + ": " +
+      return self->c_->fail("committing " + self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
                             r.status().message());
     }
     CopyEntry& f = self->c_->files[i];
@@ -437,7 +440,7 @@ void RelayCopy::finish_folder() {
   auto done = [self, manifest_hash] {
     StageOutcome o;
     o.state = StageOutcome::State::kSucceeded;
-    o.outputs = {{"path", self->c_->spec.to_path},
+    o.outputs = {{"path", self->c_->spec.copy.to},
                  {"manifest_hash", manifest_hash},
                  {"bytes", std::to_string(self->c_->bytes.total)}};
     self->c_->finish(std::move(o));
@@ -448,24 +451,24 @@ void RelayCopy::finish_folder() {
   // loads); files ferry did not write stay. Both are named.
   std::string keep_body;  // written straight: no list of 100,000 names beside it
   for (const auto& f : c_->files) append_keep_entry(&keep_body, f.rel);
-  if (!c_->spec.keep_local.empty() && !local_finished_) {
+  if (!c_->spec.copy.keep_local.empty() && !local_finished_) {
     PruneReport pruned;
     std::vector<std::string> keep = c_->file_rels();
-    Status s = receive_finish_dir(c_->spec.keep_local, manifest_hash, &keep, &pruned);
+    Status s = receive_finish_dir(c_->spec.copy.keep_local, manifest_hash, &keep, &pruned);
     if (!s.ok()) return c_->fail("keep_local: " + s.message());
-    note_pruned("keep_local " + c_->spec.keep_local, pruned);
+    note_pruned("keep_local " + c_->spec.copy.keep_local, pruned);
     local_finished_ = true;
   }
   c_->env.call_agent_lane(
-      c_->spec.to_host, 0, "recv.finish_dir",
-      protocol::RecvFinishDirArgs{c_->spec.to_path, manifest_hash, true}.to_json(), std::move(keep_body),
+      c_->spec.copy.to_host, 0, "recv.finish_dir",
+      protocol::RecvFinishDirArgs{c_->spec.copy.to, manifest_hash, true}.to_json(), std::move(keep_body),
       [self, done](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
           if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->finish_folder(); });
-          return self->c_->fail("marking " + self->c_->spec.to_path + " complete: " + r.status().message());
+          return self->c_->fail("marking " + self->c_->spec.copy.to + " complete: " + r.status().message());
         }
-        self->note_pruned(self->c_->spec.to_host + ":" + self->c_->spec.to_path,
+        self->note_pruned(self->c_->spec.copy.to_host + ":" + self->c_->spec.copy.to,
                           prune_report_from_json(r->header));
         done();
       });

@@ -30,12 +30,12 @@ class RelayCopyUnitTest : public ::testing::Test {
   // Copies dir_/src (or `from`) on a to dir_/dst on b; returns how it ended.
   StageOutcome copy(const std::string& from = "") {
     CopySpec spec;
-    spec.from_host = "a";
-    spec.from_path = from.empty() ? dir_.file("src") : from;
-    spec.to_host = "b";
-    spec.to_path = dir_.file("dst");
-    spec.route = workflow::CopyRoute::kRelay;
-    spec.attempt = {"run.copy", ++attempt_, "token" + std::to_string(attempt_)};
+    spec.copy.from_host = "a";
+    spec.copy.from = from.empty() ? dir_.file("src") : from;
+    spec.copy.to_host = "b";
+    spec.copy.to = dir_.file("dst");
+    spec.copy.route = workflow::CopyRoute::kRelay;
+    spec.id = {"run.copy", ++attempt_, "token" + std::to_string(attempt_)};
     auto stage = std::make_shared<CopyStage>(env_, spec);
     StageOutcome out;
     bool done = false;

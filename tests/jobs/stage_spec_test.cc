@@ -19,7 +19,7 @@ TEST(StageSpecTest, ACopyIsStoredWithTheEvalFieldsAtTheirDefaults) {
   c.keep_local = "kept";
   c.route = workflow::CopyRoute::kRelay;
   c.streams = 2;
-  c.to_ssh = true;
+  c.to_transport = workflow::Transport::kSsh;
   c.to_address = "10.0.0.2";
   c.to_port = 2222;
   c.to_user = "u";
