@@ -12,7 +12,7 @@ namespace ferry {
 /// absolute as given, `~/` from $HOME, else relative to the workflow file's folder.
 std::string resolve_local_path(const std::string& path, const std::string& workflow_path);
 
-/// A host's workdir from its (template-expanded) setting: ssh hosts default to
+/// A host's workdir from its (template-expanded) setting: remote (ssh) hosts default to
 /// `.ferry/work` under the remote home and keep relative paths for the agent to
 /// resolve there; local hosts default to `<ferry_home>/hosts/NAME`.
 std::string resolve_host_workdir(const workflow::Host& host, const std::string& expanded,

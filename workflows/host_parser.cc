@@ -25,8 +25,7 @@ void parse_hosts(YamlReader& r, const YAML::Node& n, Workflow* wf) {
     if (!r.expect_map(v, "hosts." + name)) continue;
     auto e = r.entries_of(v, kHostKeys, what);
     if (auto x = r.find(e, "transport")) {
-      if (auto t = r.one_of(*x, "transport", {"local", "ssh"}))
-        h.transport = *t == "ssh" ? Transport::kSsh : Transport::kLocal;
+      if (auto t = r.one_of(*x, "transport", transport_names())) h.transport = *parse_transport(*t);
     }
     r.read_scalar(e, "address", &h.address);
     if (auto x = r.find(e, "port")) {

@@ -9,10 +9,22 @@ namespace {
 constexpr EnumName<StageKind> kStageKindNames[] = {
     {StageKind::kCommand, "command"}, {StageKind::kCopy, "copy"}, {StageKind::kEval, "eval"}};
 
+constexpr EnumName<Transport> kTransportNames[] = {{Transport::kLocal, "local"}, {Transport::kSsh, "ssh"}};
+
 constexpr EnumName<CopyRoute> kCopyRouteNames[] = {
     {CopyRoute::kAuto, "auto"}, {CopyRoute::kDirect, "direct"}, {CopyRoute::kRelay, "relay"}};
 
 }  // namespace
+
+const char* transport_name(Transport transport) { return enum_name(kTransportNames, transport); }
+
+std::optional<Transport> parse_transport(const std::string& name) { return enum_from_name(kTransportNames, name); }
+
+std::vector<std::string> transport_names() {
+  std::vector<std::string> names;
+  for (const EnumName<Transport>& e : kTransportNames) names.emplace_back(e.name);
+  return names;
+}
 
 const char* stage_kind_name(StageKind kind) { return enum_name(kStageKindNames, kind); }
 

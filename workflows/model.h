@@ -32,7 +32,13 @@ struct Param {
   Location at;
 };
 
+/// How a host's agent is reached (workflows/README.md, `transport`).
 enum class Transport { kLocal, kSsh };
+/// "local", "ssh": the workflow's word for a transport, also in `ferry hosts check`.
+const char* transport_name(Transport transport);
+std::optional<Transport> parse_transport(const std::string& name);
+/// Every transport's word, in the table's order: the choices `transport:` takes.
+std::vector<std::string> transport_names();
 
 /// Who runs a host's command stages: its agent (none), or Slurm through the agent
 /// on the host, its login node (workflows/README.md, "Slurm").

@@ -182,7 +182,7 @@ class HostsCheck {
   void connect(size_t i) {
     const auto& h = wf_.hosts[i];
     hosts_[i] = {{"name", h.name},
-                 {"transport", h.transport == workflow::Transport::kSsh ? "ssh" : "local"},
+                 {"transport", workflow::transport_name(h.transport)},
                  {"address", h.address},
                  {"connected", false}};
     ConnectionOptions opts;
