@@ -26,18 +26,10 @@ void put_copy_fields(nlohmann::json& in, const CopyStageSpec& c) {
   in["streams"] = c.streams;
 }
 
-// The transport as the workflow names it (`transport: ssh`), the word stored since schema 1.
-const char* transport_word(workflow::Transport t) {
-  switch (t) {
-    case workflow::Transport::kLocal: return "local";
-    case workflow::Transport::kSsh: return "ssh";
-  }
-  return "?";
-}
-
+// The transports as the workflow names them (`transport: ssh`), the words stored since schema 1.
 void put_route_facts(nlohmann::json& in, const CopyStageSpec& c) {
-  in["from_transport"] = transport_word(c.from_transport);
-  in["to_transport"] = transport_word(c.to_transport);
+  in["from_transport"] = workflow::transport_name(c.from_transport);
+  in["to_transport"] = workflow::transport_name(c.to_transport);
   in["to_address"] = c.to_address;
   in["to_port"] = c.to_port;
   in["to_user"] = c.to_user;
