@@ -19,24 +19,6 @@ EvalMode eval_mode_of(bool watches, bool merges, const std::string& host) {
   return host.empty() ? EvalMode::kLocal : EvalMode::kRemote;
 }
 
-std::shared_ptr<StageRunner> command_runner(const StageSpec& stage, const CommandStageSpec& c, StageEnv& env,
-                                            const AttemptId& id) {
-  CommandSpec cs;
-  cs.host = stage.host;
-  cs.job = id.job;
-  cs.attempt = id.attempt;
-  cs.token = id.token;
-  cs.command = c.command;
-  cs.shell = c.shell;
-  cs.cwd = c.cwd;
-  cs.timeout_s = c.timeout_s;
-  cs.log_max = stage.log_max;
-  cs.env = c.env;
-  cs.required_outputs = c.required_outputs;
-  cs.slurm = c.slurm;
-  return std::make_shared<CommandStage>(env, std::move(cs));
-}
-
 // On the coordinator's machine, in a worker child: paths relative to the workflow file like keep_local.
 std::shared_ptr<StageRunner> local_eval_runner(const EvalStageSpec& e, StageEnv& env) {
   EvalStageSpec local = e;
@@ -85,7 +67,8 @@ bool stage_reattaches(const workflow::Stage& stage) {
 }
 
 std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id) {
-  if (auto* c = std::get_if<CommandStageSpec>(&stage.spec)) return command_runner(stage, *c, env, id);
+  if (auto* c = std::get_if<CommandStageSpec>(&stage.spec))
+    return std::make_shared<CommandStage>(env, CommandSpec{stage.host, id, *c, stage.log_max});
   if (auto* c = std::get_if<CopyStageSpec>(&stage.spec))
     return std::make_shared<CopyStage>(env, copy_spec(*c, env, id));
   return eval_runner(stage, std::get<EvalStageSpec>(stage.spec), env, id);

@@ -47,21 +47,21 @@ void CommandStage::on_unavailable(const Status& s, std::function<void()> retry) 
   after(kRetryConnectMs, std::move(retry));
 }
 
-protocol::JobRef CommandStage::job_ref() const { return {spec_.job, spec_.attempt, spec_.token}; }
+protocol::JobRef CommandStage::job_ref() const { return {spec_.id.job, spec_.id.attempt, spec_.id.token}; }
 
 // job.start's arguments; the sbatch options were written by this coordinator
 // (stage_spec.h), and are read exactly as the agent will read them.
 Result<protocol::JobStartArgs> CommandStage::start_args() const {
   protocol::JobStartArgs start;
   start.ref = job_ref();
-  start.command = spec_.command;
-  start.shell = spec_.shell;
-  start.env = spec_.env;
-  start.cwd = spec_.cwd;
-  start.timeout_s = spec_.timeout_s;
+  start.command = spec_.job.command;
+  start.shell = spec_.job.shell;
+  start.env = spec_.job.env;
+  start.cwd = spec_.job.cwd;
+  start.timeout_s = spec_.job.timeout_s;
   start.log_max = spec_.log_max;
-  if (!spec_.slurm.is_null()) {
-    auto slurm = protocol::SlurmSubmit::from_json(spec_.slurm);
+  if (!spec_.job.slurm.is_null()) {
+    auto slurm = protocol::SlurmSubmit::from_json(spec_.job.slurm);
     if (!slurm.ok()) return slurm.status();
     start.slurm = std::move(slurm).value();
   }
@@ -75,7 +75,7 @@ void CommandStage::send_start() {
   // The command and env are the user's, of any size (a long heredoc, a param in
   // env): they ride in the body, which holds 64 MiB, not the 1 MiB header.
   Result<std::string> body =
-      start.ok() ? protocol::move_fields_to_body(&args, {"command", "env"}, "the command and env of " + spec_.job)
+      start.ok() ? protocol::move_fields_to_body(&args, {"command", "env"}, "the command and env of " + spec_.id.job)
                  : start.status();
   if (!body.ok()) {
     boost::asio::post(env_.io(), [self, why = body.status().message()] { self->fail(why); });
@@ -85,7 +85,7 @@ void CommandStage::send_start() {
   env_.call_agent_lane(spec_.host, 0, "job.start", args, std::move(body).value(), [self](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) {
-      const std::string where = self->spec_.slurm.is_null() ? "" : "on Slurm host '" + self->spec_.host + "': ";
+      const std::string where = self->spec_.job.slurm.is_null() ? "" : "on Slurm host '" + self->spec_.host + "': ";
       return self->retry_or_fail(r.status(), where, [self] { self->send_start(); });
     }
     auto reply = protocol::JobStartReply::from_json(r->header);
@@ -110,10 +110,10 @@ void CommandStage::on_started(const protocol::JobStartReply& reply) {
     // the agent stopped it before starting this one, so they never ran together.
     env_.record_event("attempt.stopped_older", {{"host", spec_.host}, {"older", *reply.stopped_attempt}});
     env_.note("attempt " + std::to_string(*reply.stopped_attempt) + " was still running on " + spec_.host +
-              "; stopped it before starting attempt " + std::to_string(spec_.attempt));
+              "; stopped it before starting attempt " + std::to_string(spec_.id.attempt));
   }
   const protocol::JobRecord& rec = reply.record;
-  nlohmann::json launched = {{"host", spec_.host}, {"pid", rec.pid}, {"attempt", spec_.attempt}};
+  nlohmann::json launched = {{"host", spec_.host}, {"pid", rec.pid}, {"attempt", spec_.id.attempt}};
   // Whether a cancel or a newer attempt reaches what the job starts with setsid
   // (a cgroup) or only its process group, and why (review F6). The Slurm job id
   // goes into the store with the first answer, before anything else can fail.
@@ -155,7 +155,7 @@ void CommandStage::fail(const std::string& error) {
 
 void CommandStage::read_log(std::function<void()> then) {
   auto self = shared_from_this();
-  protocol::LogReadArgs args{spec_.job, spec_.attempt, env_.log_size(), kLogChunk};
+  protocol::LogReadArgs args{spec_.id.job, spec_.id.attempt, env_.log_size(), kLogChunk};
   env_.call_agent(spec_.host, "log.read", args.to_json(), [self, then](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) return self->retry_or_fail(r.status(), "reading log: ", [self] { self->poll(); });
@@ -219,13 +219,13 @@ StageOutcome CommandStage::exit_outcome(const protocol::JobRecord& rec) const {
   if (!rec.cause.empty()) return slurm_outcome(rec, o);
   if (rec.timed_out) {
     o.state = StageOutcome::State::kTimedOut;
-    o.error = "timed out after " + std::to_string(static_cast<int>(spec_.timeout_s)) + "s; process group killed";
+    o.error = "timed out after " + std::to_string(static_cast<int>(spec_.job.timeout_s)) + "s; process group killed";
   } else if (rec.cancelled) {
     o.state = StageOutcome::State::kCancelled;
     o.error = "cancelled";
   } else if (o.exit_code == 0) {
     o.state = StageOutcome::State::kSucceeded;
-    for (const auto& name : spec_.required_outputs) {
+    for (const auto& name : spec_.job.required_outputs) {
       if (!o.outputs.count(name)) {
         o.state = StageOutcome::State::kFailed;
         o.error = "exited 0 but did not write output '" + name + "' to $FERRY_OUTPUT";

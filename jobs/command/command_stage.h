@@ -14,23 +14,18 @@
 
 #include "base/capped_log.h"
 #include "jobs/stage_runner.h"
+#include "jobs/stage_spec.h"
 #include "protocol/ops/job.h"
 
 namespace ferry {
 
+/// What a CommandStage runs: a command as a command stage resolves it (or as another
+/// runner makes one: a direct copy's push, an eval's worker), the attempt it is, where.
 struct CommandSpec {
   std::string host;
-  std::string job;  // unique per run and stage: "<run>.<stage>"
-  int attempt = 1;
-  std::string token;
-  std::string command;  // templates already expanded and quoted
-  std::string shell;    // workflows/shell_choice.h; "" = the default
-  std::map<std::string, std::string> env;
-  std::string cwd;
-  double timeout_s = 0;
-  int64_t log_max = kDefaultLogMaxBytes;      // the job's log on the host keeps its head and tail within this
-  std::vector<std::string> required_outputs;  // must appear in $FERRY_OUTPUT
-  nlohmann::json slurm;                       // sbatch options on a Slurm host (stage_spec.h); null = a detached job
+  AttemptId id;                           // id.job: unique per run and stage, "<run>.<stage>"
+  CommandStageSpec job;                   // the command, its shell, cwd, env, timeout, required outputs, Slurm options
+  int64_t log_max = kDefaultLogMaxBytes;  // the job's log on the host keeps its head and tail within this
 };
 
 class CommandStage : public StageRunner, public std::enable_shared_from_this<CommandStage> {
@@ -39,7 +34,7 @@ class CommandStage : public StageRunner, public std::enable_shared_from_this<Com
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
   /// A detached job's supervisor kills it at the timeout; a Slurm job is cancelled here.
-  bool times_itself() const override { return spec_.slurm.is_null(); }
+  bool times_itself() const override { return spec_.job.slurm.is_null(); }
   /// The job goes on on its host; a start with the same attempt and token follows it.
   static constexpr bool kReattaches = true;
   bool reattaches() const override { return kReattaches; }

@@ -91,14 +91,12 @@ void EvalCapabilityCheck::start(std::function<void(nlohmann::json)> done) {
 }
 
 void EvalCapabilityCheck::run_check(const std::string& worker_dest) {
-  CommandSpec cs;
-  cs.host = host_;
-  cs.job = fresh_job_name();
-  cs.token = cs.job;
-  cs.command = "exec " + shell_quote(worker_dest[0] == '/' ? worker_dest : "./" + worker_dest) + " check";
-  cs.env = env_vars_;
-  cs.timeout_s = kCheckTimeoutS;
-  job_ = std::make_shared<CommandStage>(*env_, std::move(cs));
+  CommandStageSpec check;
+  check.command = "exec " + shell_quote(worker_dest[0] == '/' ? worker_dest : "./" + worker_dest) + " check";
+  check.env = env_vars_;
+  check.timeout_s = kCheckTimeoutS;
+  const std::string job = fresh_job_name();
+  job_ = std::make_shared<CommandStage>(*env_, CommandSpec{host_, AttemptId{job, 1, job}, std::move(check)});
   auto self = shared_from_this();
   job_->start([self](StageOutcome o) {
     // The answer is the job's one JSON line; anything else is the loader's or the worker's error.

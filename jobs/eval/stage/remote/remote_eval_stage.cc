@@ -158,21 +158,17 @@ void RemoteEvalStage::start_job() {
   // coordinator crash, and only its job can stop it (CommandStage cancels once started).
   nlohmann::json engine = spec_.engine;
   engine["result"] = result_path_;
-  CommandSpec cs;
-  cs.host = spec_.host;
-  cs.job = spec_.attempt.job;
-  cs.attempt = spec_.attempt.attempt;
-  cs.token = spec_.attempt.token;
+  CommandStageSpec worker_job;
   const std::string worker = worker_dest_[0] == '/' ? worker_dest_ : "./" + worker_dest_;
-  cs.command = "exec " + shell_quote(worker) + " worker";
-  cs.env = spec_.env;
-  cs.env["FERRY_EVAL_SPEC"] = engine.dump();
-  cs.timeout_s = spec_.timeout_s;
-  cs.log_max = spec_.log_max;
-  cs.slurm = spec_.slurm;
+  worker_job.command = "exec " + shell_quote(worker) + " worker";
+  worker_job.env = spec_.env;
+  worker_job.env["FERRY_EVAL_SPEC"] = engine.dump();
+  worker_job.timeout_s = spec_.timeout_s;
+  worker_job.slurm = spec_.slurm;
   env_.record_event("eval.started", {{"host", spec_.host}, {"spec", engine}});
   // The log's lines: progress for the person watching, the last ones to explain a failure.
   job_env_ = std::make_unique<LogTapEnv>(env_, [this](const std::string& line) { on_line(line); });
+  CommandSpec cs{spec_.host, spec_.attempt, std::move(worker_job), spec_.log_max};
   job_ = std::make_shared<CommandStage>(*job_env_, std::move(cs));
   auto self = shared_from_this();
   job_->start([self](StageOutcome o) { self->on_job_done(std::move(o)); });
