@@ -21,7 +21,8 @@
 // (the old default: weights converted, twice the bytes) and libtorch (BF16 with every
 // matmul left to libtorch's oneDNN, the ferry AVX512-BF16 kernel switched off), as a
 // comma-separated list. --only runs one phase --reps times and prints its medians alone (for
-// a profiler: perf record -e cpu-clock -- eval_bench --only verify --reps 200).
+// a profiler: perf record -e cpu-clock -- eval_bench --only verify --reps 200; --only prefill
+// times the 256-token prefill alone, which a single round measures too briefly to compare).
 // --spin-us sets how long the eval's threads spin between regions (compute_threads.h;
 // 0: they sleep at once, as libgomp's passive threads).
 // Issue 45 (small models): --shape small is an 8-layer hidden-64 Qwen3 (MLP 128, 4 q / 2
@@ -40,7 +41,7 @@
 //
 //   eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32]
 //              [--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5]
-//              [--shape dense|small|hybrid] [--only forward|verify|speculative|threads|sweep]
+//              [--shape dense|small|hybrid] [--only forward|verify|prefill|speculative|threads|sweep]
 //              [--spin-us N] [--split-macs N] [--small-f32 on|off]
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
@@ -80,7 +81,7 @@ using Clock = std::chrono::steady_clock;
 // Far past the last-level cache of any CPU we run on (32 MiB here).
 constexpr int64_t kBandwidthBytes = int64_t{1} << 30;
 constexpr int64_t kPromptTokens = 32;
-constexpr int64_t kVerifyAt = 64;       // cache length for the verify/forward comparison
+constexpr int64_t kVerifyAt = 64;  // cache length for the verify/forward comparison
 constexpr int64_t kPrefillTokens = 256;
 constexpr int64_t kBlock = 16;
 // Forwards of 1 token and of a block, alternating, per round.
@@ -360,11 +361,11 @@ void threads_table(TargetModel* t, const std::vector<int64_t>& capture, const st
   const ForwardCounts c16 = count_calls([&] { out = t->forward(block, capture); });
   t->crop(kVerifyAt);
 
-  std::printf("\n%d rounds, each 1 thread then 2; medians over the rounds [lowest-highest]; the ratio is the median "
-              "of the rounds' own ratios. Forward and verify at a %lld-token cache, capturing the drafter's layers; "
-              "plain decode of %lld tokens after a %lld-token prompt.\n\n",
-              reps, static_cast<long long>(kVerifyAt), static_cast<long long>(tokens),
-              static_cast<long long>(kPromptTokens));
+  std::printf(
+      "\n%d rounds, each 1 thread then 2; medians over the rounds [lowest-highest]; the ratio is the median "
+      "of the rounds' own ratios. Forward and verify at a %lld-token cache, capturing the drafter's layers; "
+      "plain decode of %lld tokens after a %lld-token prompt.\n\n",
+      reps, static_cast<long long>(kVerifyAt), static_cast<long long>(tokens), static_cast<long long>(kPromptTokens));
   std::printf("| figure | 1 thread | 2 threads | 2 threads / 1 |\n| --- | ---: | ---: | ---: |\n");
   auto row_of = [&](const char* name, const char* unit_fmt, auto of) {
     std::vector<double> one_t, two_t, ratio;
@@ -383,8 +384,9 @@ void threads_table(TargetModel* t, const std::vector<int64_t>& capture, const st
   row_of("a layer of the 1-token forward (less the head), us", "%.1f [%.1f-%.1f]",
          [layers](const Sample& s) { return 1e3 * (s.forward - s.head) / static_cast<double>(layers); });
   row_of("the head (lm_head + argmax of 1 row), ms", "%.3f [%.3f-%.3f]", [](const Sample& s) { return s.head; });
-  std::printf("\nper forward (this thread's allocations; ATen calls as RecordFunction sees them, nested ones "
-              "included, the outermost in brackets):\n");
+  std::printf(
+      "\nper forward (this thread's allocations; ATen calls as RecordFunction sees them, nested ones "
+      "included, the outermost in brackets):\n");
   std::printf("  1 token:   %lld ATen calls (%lld outermost), %lld allocations (%.1f KB)\n",
               static_cast<long long>(c1.calls), static_cast<long long>(c1.outer_calls),
               static_cast<long long>(c1.allocations), c1.bytes / 1e3);
@@ -392,20 +394,23 @@ void threads_table(TargetModel* t, const std::vector<int64_t>& capture, const st
   std::printf("  16 tokens: %lld ATen calls (%lld outermost), %lld allocations (%.1f KB)\n",
               static_cast<long long>(c16.calls), static_cast<long long>(c16.outer_calls),
               static_cast<long long>(c16.allocations), c16.bytes / 1e3);
-  std::printf("  ThreadsForWork threshold %lld multiply-adds; this model's 1-token forward about %lld, 16 tokens %lld\n",
-              static_cast<long long>(min_split_macs()), static_cast<long long>(qwen3_forward_macs(c, 1)),
-              static_cast<long long>(qwen3_forward_macs(c, kBlock)));
+  std::printf(
+      "  ThreadsForWork threshold %lld multiply-adds; this model's 1-token forward about %lld, 16 tokens %lld\n",
+      static_cast<long long>(min_split_macs()), static_cast<long long>(qwen3_forward_macs(c, 1)),
+      static_cast<long long>(qwen3_forward_macs(c, kBlock)));
 }
 
 // --only sweep: Qwen3 shapes (8 layers, MLP 2 x hidden, vocab 512) with every forward
 // split, at 1 and 2 threads in turn; prints where 2 threads start to pay.
 int sweep(const testing::ScratchDir& dir, at::ScalarType dtype, int reps) {
   set_min_split_macs(0);
-  std::printf("sweep: %s, 8 layers, MLP 2 x hidden, vocab 512, every forward split (--split-macs 0); "
-              "%d rounds, each 1 thread then 2; medians; ratio = median of the rounds' 2-thread / 1-thread\n\n",
-              dtype == at::kFloat ? "float32" : "bfloat16", reps);
-  std::printf("| hidden | MACs, 1 token | forward 1 / 2 threads, ms | 2 / 1 | MACs, 16 tokens | verify 1 / 2 threads, "
-              "ms | 2 / 1 |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf(
+      "sweep: %s, 8 layers, MLP 2 x hidden, vocab 512, every forward split (--split-macs 0); "
+      "%d rounds, each 1 thread then 2; medians; ratio = median of the rounds' 2-thread / 1-thread\n\n",
+      dtype == at::kFloat ? "float32" : "bfloat16", reps);
+  std::printf(
+      "| hidden | MACs, 1 token | forward 1 / 2 threads, ms | 2 / 1 | MACs, 16 tokens | verify 1 / 2 threads, "
+      "ms | 2 / 1 |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (int64_t h : {64, 128, 192, 256, 384, 512, 768, 1024}) {
     TinyTargetSpec s = testing::random_target_spec();
     s.hidden = h;
@@ -499,7 +504,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: eval_bench [--threads N] [--reps N] [--tokens N] [--dtype auto|bfloat16|float32] "
                    "[--also float32,libtorch] [--layers N] [--arch qwen3|qwen3_5] [--shape dense|small|hybrid] "
-                   "[--only forward|verify|speculative|threads|sweep] [--spin-us N] [--split-macs N] [--small-f32 on|off]\n");
+                   "[--only forward|verify|prefill|speculative|threads|sweep] [--spin-us N] [--split-macs N] "
+                   "[--small-f32 on|off]\n");
       return 2;
     }
   }
@@ -541,7 +547,8 @@ int main(int argc, char** argv) {
     target.linear_key_dim = 128;
     target.linear_value_dim = 128;
     target.layer_types.clear();
-    for (int64_t i = 0; i < layers; ++i) target.layer_types.push_back(i % 4 == 3 ? "full_attention" : "linear_attention");
+    for (int64_t i = 0; i < layers; ++i)
+      target.layer_types.push_back(i % 4 == 3 ? "full_attention" : "linear_attention");
     drafter.heads = 8;
   } else {
     target.hidden = 1024;
@@ -586,13 +593,13 @@ int main(int argc, char** argv) {
   c10::NoGradGuard no_grad;
   double load_avg[3] = {0, 0, 0};
   if (getloadavg(load_avg, 3) < 0) load_avg[0] = -1;
-  std::printf("eval_bench: %s shape hidden %lld, MLP %lld, %lld layers, %lld q / %lld kv heads of %lld, vocab %lld; "
-              "drafter 1 layer; block %lld, %lld new tokens, prompt %lld\n",
-              arch.c_str(), static_cast<long long>(target.hidden), static_cast<long long>(target.intermediate),
-              static_cast<long long>(layers), static_cast<long long>(target.heads),
-              static_cast<long long>(target.kv_heads), static_cast<long long>(target.head_dim),
-              static_cast<long long>(target.vocab), static_cast<long long>(kBlock), static_cast<long long>(tokens),
-              static_cast<long long>(kPromptTokens));
+  std::printf(
+      "eval_bench: %s shape hidden %lld, MLP %lld, %lld layers, %lld q / %lld kv heads of %lld, vocab %lld; "
+      "drafter 1 layer; block %lld, %lld new tokens, prompt %lld\n",
+      arch.c_str(), static_cast<long long>(target.hidden), static_cast<long long>(target.intermediate),
+      static_cast<long long>(layers), static_cast<long long>(target.heads), static_cast<long long>(target.kv_heads),
+      static_cast<long long>(target.head_dim), static_cast<long long>(target.vocab), static_cast<long long>(kBlock),
+      static_cast<long long>(tokens), static_cast<long long>(kPromptTokens));
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   std::printf(
       "runtime: %d threads of %d cores (OMP_WAIT_POLICY %s), %s; BLAS %s%s%s (%s); load average %.1f; "
@@ -659,6 +666,11 @@ int main(int argc, char** argv) {
         for (int i = 0; i < reps; ++i) samples.push_back(forward_once(t, only == "forward" ? 1 : kBlock, capture));
         const ForwardTime f = median_time(samples);
         std::printf("%s: %.2f ms wall, %.2f ms CPU (medians)\n", only.c_str(), f.wall_ms, f.cpu_ms);
+      } else if (only == "prefill") {
+        prefill_tokens_per_s(t, capture);  // warms up; not counted
+        std::vector<double> samples;
+        for (int i = 0; i < reps; ++i) samples.push_back(prefill_tokens_per_s(t, capture));
+        std::printf("prefill: %.0f tokens/s (median of %d)\n", median(samples), reps);
       } else {
         const DecodeFigures d = decode(t, models.proposer.get(), prompt, kBlock, tokens, capture, reps);
         std::printf("speculative: %.3f ms/token; a step: target %.2f ms, drafter %.2f ms (medians)\n", d.tpot_ms,
@@ -726,9 +738,10 @@ int main(int argc, char** argv) {
     header += m.dtype + " | ";
     rule += "---: | ";
   }
-  std::printf("\n%d rounds; each figure is the median of the rounds' own figures, then (in brackets) the "
-              "lowest and highest round.\n",
-              reps);
+  std::printf(
+      "\n%d rounds; each figure is the median of the rounds' own figures, then (in brackets) the "
+      "lowest and highest round.\n",
+      reps);
   std::printf("\n| figure | %sgoal |\n| --- | %s--- |\n", header.c_str(), rule.c_str());
   auto row = [&](const char* figure, const char* goal, auto value) {
     std::string cells;
@@ -773,10 +786,11 @@ int main(int argc, char** argv) {
                }));
   });
   const double buffer_bytes = static_cast<double>(bandwidth_buffer.nbytes());
-  std::printf("\npeak RSS %.1f MB (%.1f MB before loading: libtorch and the 1 GiB bandwidth buffer) for %.1f MB of "
-              "weights: (peak - before) / weights = %.2fx, (peak - the buffer) / weights = %.2fx (goal <= 1.15x, %s)\n",
-              runs[0].peak_rss / 1e6, rss_before / 1e6, weights / 1e6, (runs[0].peak_rss - rss_before) / weights,
-              (runs[0].peak_rss - buffer_bytes) / weights, runs[0].dtype.c_str());
+  std::printf(
+      "\npeak RSS %.1f MB (%.1f MB before loading: libtorch and the 1 GiB bandwidth buffer) for %.1f MB of "
+      "weights: (peak - before) / weights = %.2fx, (peak - the buffer) / weights = %.2fx (goal <= 1.15x, %s)\n",
+      runs[0].peak_rss / 1e6, rss_before / 1e6, weights / 1e6, (runs[0].peak_rss - rss_before) / weights,
+      (runs[0].peak_rss - buffer_bytes) / weights, runs[0].dtype.c_str());
   std::printf("RSS %s (peak so far after each phase of the warm-up round, MB, the 1 GiB buffer included)\n",
               runs[0].rss_trace.c_str());
   return 0;
