@@ -4,11 +4,8 @@
 #include "orchestrator/hosts/ssh/ssh_transport.h"
 
 namespace ferry {
-HostConnection::TransportFactory make_transport_factory(const workflow::Host& host, const std::string& workdir) {
-  if (host.transport == workflow::Transport::kLocal) {
-    std::string agent = agent_binary_path();
-    return [agent, workdir] { return std::make_unique<LocalTransport>(agent, workdir); };
-  }
+
+SshTarget ssh_target_of(const workflow::Host& host, const std::string& workdir) {
   SshTarget target;
   target.name = host.name;
   target.address = host.address;
@@ -20,7 +17,15 @@ HostConnection::TransportFactory make_transport_factory(const workflow::Host& ho
   target.ssh_config = host.ssh_config;
   target.ciphers = host.ciphers;
   target.workdir = workdir;
+  return target;
+}
+
+HostConnection::TransportFactory make_transport_factory(const workflow::Host& host, const std::string& workdir) {
   std::string agent = agent_binary_path();
+  if (host.transport == workflow::Transport::kLocal) {
+    return [agent, workdir] { return std::make_unique<LocalTransport>(agent, workdir); };
+  }
+  SshTarget target = ssh_target_of(host, workdir);
   return [target, agent] { return std::make_unique<SshTransport>(target, agent); };
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "orchestrator/hosts/host_connection.h"
+#include "orchestrator/hosts/ssh/ssh_target.h"
 #include "workflows/model.h"
 
 namespace ferry {
@@ -14,6 +15,10 @@ namespace ferry {
 /// agent works in `workdir` (already resolved). Its data lanes are opened by the
 /// transport itself (AgentTransport::open_lane).
 HostConnection::TransportFactory make_transport_factory(const workflow::Host& host, const std::string& workdir);
+
+/// Where and how to reach an ssh host (its entry's SSH settings), with its agent's
+/// `workdir`: the one place a workflow::Host becomes an SshTarget.
+SshTarget ssh_target_of(const workflow::Host& host, const std::string& workdir);
 
 /// What makes a host's transport factory, with make_transport_factory's arguments: the
 /// scheduler's way in for transports of another kind (tests: agents in the test's process).
