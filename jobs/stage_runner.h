@@ -109,9 +109,21 @@ class StageRunner {
   /// Whether `ferry resume` re-attaches to an attempt of this runner that was running
   /// when its coordinator stopped (the work goes on without it: a job on a host, a
   /// copy), rather than closing it as stopped with the coordinator (a child of it).
-  /// Each runner states it once, as its kReattaches; the resume asks before any runner
-  /// exists, through stage_reattaches (stage_factory.h).
+  /// Each runner states it once, as its StageRunnerBase's kReattaches; the resume asks
+  /// before any runner exists, through stage_reattaches (stage_factory.h).
   virtual bool reattaches() const { return false; }
+};
+
+enum class Reattach { kNo, kYes };
+
+/// A runner kind's base: it states once whether `ferry resume` re-attaches to it, as
+/// kReattaches (read by stage_reattaches before any runner exists), and reattaches()
+/// answers from that.
+template <Reattach R>
+class StageRunnerBase : public StageRunner {
+ public:
+  static constexpr bool kReattaches = R == Reattach::kYes;
+  bool reattaches() const final { return kReattaches; }
 };
 
 }  // namespace ferry

@@ -28,16 +28,15 @@ struct CommandSpec {
   int64_t log_max = kDefaultLogMaxBytes;  // the job's log on the host keeps its head and tail within this
 };
 
-class CommandStage : public StageRunner, public std::enable_shared_from_this<CommandStage> {
+/// Re-attaches (StageRunner::reattaches): the job goes on on its host; a start with the
+/// same attempt and token follows it.
+class CommandStage : public StageRunnerBase<Reattach::kYes>, public std::enable_shared_from_this<CommandStage> {
  public:
   CommandStage(StageEnv& env, CommandSpec spec);
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
   /// A detached job's supervisor kills it at the timeout; a Slurm job is cancelled here.
   bool times_itself() const override { return spec_.job.slurm.is_null(); }
-  /// The job goes on on its host; a start with the same attempt and token follows it.
-  static constexpr bool kReattaches = true;
-  bool reattaches() const override { return kReattaches; }
 
   /// Poll period while the job runs; named so tests and docs agree.
   static constexpr int kPollMs = 200;

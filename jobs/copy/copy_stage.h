@@ -32,16 +32,15 @@ namespace ferry {
 class DirectCopy;
 class RelayCopy;
 
-class CopyStage : public StageRunner, public std::enable_shared_from_this<CopyStage> {
+/// Re-attaches (StageRunner::reattaches): a direct copy's push is a job on the source
+/// host, followed again (find_push); a relay goes on from what the receiver has
+/// journaled.
+class CopyStage : public StageRunnerBase<Reattach::kYes>, public std::enable_shared_from_this<CopyStage> {
  public:
   CopyStage(StageEnv& env, CopySpec spec);
   ~CopyStage() override;
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
-  /// A direct copy's push is a job on the source host, followed again (find_push); a
-  /// relay goes on from what the receiver has journaled.
-  static constexpr bool kReattaches = true;
-  bool reattaches() const override { return kReattaches; }
 
   static constexpr int kProgressEveryMs = 500;
   static constexpr int kProbeTimeoutMs = 3000;

@@ -17,15 +17,14 @@
 
 namespace ferry {
 
-class EvalMergeStage : public StageRunner {
+/// Does not re-attach (StageRunner::reattaches): it ends at once, in the coordinator,
+/// and nothing of it runs on to re-attach to.
+class EvalMergeStage : public StageRunnerBase<Reattach::kNo> {
  public:
   EvalMergeStage(StageEnv& env, std::vector<std::string> shards, std::optional<double> min_tau,
                  std::optional<double> min_ratio_to_reference);
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool) override {}
-  /// It ends at once, in the coordinator: nothing of it runs on to re-attach to.
-  static constexpr bool kReattaches = false;
-  bool reattaches() const override { return kReattaches; }
 
   /// The merged result as the engine writes one (jobs/eval/run/eval_plugin_api.h), or an
   /// error result naming the shard; what start() hands to eval_outcome.

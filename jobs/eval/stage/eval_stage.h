@@ -21,7 +21,9 @@
 
 namespace ferry {
 
-class EvalStage : public StageRunner, public std::enable_shared_from_this<EvalStage> {
+/// Does not re-attach (StageRunner::reattaches): the worker dies with the coordinator,
+/// and a resume closes the attempt as stopped.
+class EvalStage : public StageRunnerBase<Reattach::kNo>, public std::enable_shared_from_this<EvalStage> {
  public:
   /// `spec`: the plugin's spec JSON (eval_plugin_api.h), paths already resolved;
   /// `worker`: the ferry-eval binary to run (local_eval_worker_path()).
@@ -29,9 +31,6 @@ class EvalStage : public StageRunner, public std::enable_shared_from_this<EvalSt
   ~EvalStage() override;
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
-  /// The worker dies with the coordinator: a resume closes the attempt as stopped.
-  static constexpr bool kReattaches = false;
-  bool reattaches() const override { return kReattaches; }
 
  private:
   struct Worker;  // the child, shared with the reading thread

@@ -62,7 +62,9 @@ inline constexpr const char* kInstalledWorkerVar = "FERRY_EVAL_WORKER";
 /// The libtorch the worker was built against (Debian 12's libtorch1.13).
 inline constexpr const char* kEvalLibtorchVersion = "1.13";
 
-class RemoteEvalStage : public StageRunner, public std::enable_shared_from_this<RemoteEvalStage> {
+/// Re-attaches (StageRunner::reattaches): the worker is a job on the host; a start with
+/// the same attempt and token follows it.
+class RemoteEvalStage : public StageRunnerBase<Reattach::kYes>, public std::enable_shared_from_this<RemoteEvalStage> {
  public:
   RemoteEvalStage(StageEnv& env, RemoteEvalSpec spec);
   ~RemoteEvalStage() override;
@@ -70,9 +72,6 @@ class RemoteEvalStage : public StageRunner, public std::enable_shared_from_this<
   void cancel(bool hard) override;
   /// The worker is a detached job (its supervisor kills it at the timeout) but on Slurm.
   bool times_itself() const override { return spec_.slurm.is_null(); }
-  /// The worker is a job on the host; a start with the same attempt and token follows it.
-  static constexpr bool kReattaches = true;
-  bool reattaches() const override { return kReattaches; }
 
   static constexpr int kRetryMs = 1000;
   static constexpr size_t kLogTailLines = 20;

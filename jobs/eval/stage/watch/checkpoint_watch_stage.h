@@ -61,7 +61,11 @@ inline constexpr const char* kWatchBaselineStore = ".ferry/eval-baselines";
 /// (agents/job_journal.cc takes no other job names).
 std::string checkpoint_key(const std::string& name);
 
-class CheckpointWatchStage : public StageRunner, public std::enable_shared_from_this<CheckpointWatchStage> {
+/// Re-attaches (StageRunner::reattaches): each checkpoint's copy and eval are jobs of
+/// this attempt on the hosts, and what it has done is in its recorded events: a resumed
+/// attempt goes on from there.
+class CheckpointWatchStage : public StageRunnerBase<Reattach::kYes>,
+                             public std::enable_shared_from_this<CheckpointWatchStage> {
  public:
   /// `eval`: the eval stage's resolved spec, its `watch` set; `host`: where the evals run;
   /// `log_max`: the cap of each checkpoint's eval job log there (the stage's).
@@ -69,10 +73,6 @@ class CheckpointWatchStage : public StageRunner, public std::enable_shared_from_
   ~CheckpointWatchStage() override;
   void start(std::function<void(StageOutcome)> done) override;
   void cancel(bool hard) override;
-  /// Each checkpoint's copy and eval are jobs of this attempt on the hosts, and what
-  /// it has done is in its recorded events: a resumed attempt goes on from there.
-  static constexpr bool kReattaches = true;
-  bool reattaches() const override { return kReattaches; }
 
  private:
   class CheckpointEnv;
