@@ -99,6 +99,12 @@ Status write_decoding_models(const std::string& dir) {
   return write_tiny_drafter(dir + "/hybrid-disagree", hybrid_oracle_drafter_spec("disagree"), {});
 }
 
+Status write_oracle_models(const std::string& dir, int64_t period) {
+  FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/target", oracle_target_spec(period), {}));
+  FERRY_RETURN_IF_ERROR(write_tiny_drafter(dir + "/agree", oracle_drafter_spec("agree", 8), {}));
+  return write_tiny_drafter(dir + "/disagree", oracle_drafter_spec("disagree", 8), {});
+}
+
 Status write_oracle_eval_models(const std::string& dir) {
   FERRY_RETURN_IF_ERROR(write_tiny_target(dir + "/target", oracle_target_spec(3), {}));
   FERRY_RETURN_IF_ERROR(write_tiny_drafter(dir + "/drafter", oracle_drafter_spec("agree", 16), {}));

@@ -55,6 +55,10 @@ TinyDrafterSpec hybrid_oracle_drafter_spec(const std::string& kind, int64_t bloc
 /// hybrid-mixed/, hybrid-agree/, hybrid-disagree/).
 Status write_decoding_models(const std::string& dir);
 
+/// The oracle target of `period` in `dir`/target with the agree and disagree drafters of
+/// block 8 in `dir`/agree and `dir`/disagree.
+Status write_oracle_models(const std::string& dir, int64_t period);
+
 /// The models of the sharding tests' eval in `dir`: target/ (the oracle target of
 /// period 3, so τ varies from prompt to prompt), drafter/ (the agreeing drafter) and
 /// reference/ (the disagreeing one), block 16.

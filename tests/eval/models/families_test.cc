@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/model_suite.h"
 
 namespace ferry::eval {
 namespace {
@@ -36,10 +37,9 @@ void edit_config(const std::string& folder, const std::function<void(json&)>& ch
   testing::write_text(folder + "/config.json", j.dump());
 }
 
-class TargetFamiliesTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new ScratchDir("families");
+class TargetFamiliesTest : public testing::ModelSuiteTest<TargetFamiliesTest> {
+ public:
+  static void write_models() {
     TinyWriteSpec vlm;
     vlm.vlm_wrapped = true;
     ASSERT_TRUE(write_tiny_target(*dir_ / "qwen3", testing::random_target_spec(), {}).ok());
@@ -54,10 +54,9 @@ class TargetFamiliesTest : public ::testing::Test {
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "drafter", testing::random_drafter_spec(), {}).ok());
     ASSERT_TRUE(write_tiny_prompts(*dir_ / "prompts.jsonl", 2, 320, 3, 6, 5).ok());
   }
-  static void TearDownTestSuite() { delete dir_; }
-  static ScratchDir* dir_;
+
+ protected:
 };
-ScratchDir* TargetFamiliesTest::dir_ = nullptr;
 
 // Each tiny checkpoint, plain and VLM-wrapped, finds its row; the row's config reader
 // gives the dimensions the loaded model reports, and the model describes itself as it.

@@ -23,6 +23,7 @@
 #include "jobs/eval/run/speculative_decoder.h"
 #include "jobs/eval/io/weight_loader.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/model_suite.h"
 #include "tests/eval/tensor_test_util.h"
 
 namespace ferry::eval {
@@ -173,22 +174,20 @@ struct NaiveModel {
   }
 };
 
-class Qwen35TargetTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class Qwen35TargetTest : public testing::ModelSuiteTest<Qwen35TargetTest> {
+ public:
+  static void write_models() {
     at::set_num_threads(1);
-    dir_ = new ScratchDir("qwen35");
     ASSERT_TRUE(write_tiny_target(*dir_ / "target", testing::hybrid_target_spec(), {}).ok());
   }
-  static void TearDownTestSuite() { delete dir_; }
+
+ protected:
   static std::unique_ptr<Qwen35Target> load(const std::string& folder, LoadReport* report = nullptr) {
     auto t = Qwen35Target::load(folder, {}, report);
     EXPECT_TRUE(t.ok()) << t.status().message();
     return t.ok() ? std::move(*t) : nullptr;
   }
-  static ScratchDir* dir_;
 };
-ScratchDir* Qwen35TargetTest::dir_ = nullptr;
 
 TEST_F(Qwen35TargetTest, MultiTokenForwardsMatchNaiveTokenByTokenReference) {
   auto target = load(*dir_ / "target");

@@ -23,6 +23,7 @@
 #include "jobs/eval/io/safetensors_writer.h"
 #include "jobs/eval/run/speculative_decoder.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/model_suite.h"
 #include "tests/eval/tensor_test_util.h"
 
 namespace ferry::eval {
@@ -139,11 +140,10 @@ std::vector<int64_t> slice(const std::vector<int64_t>& v, size_t b, size_t e) {
   return std::vector<int64_t>(v.begin() + static_cast<long>(b), v.begin() + static_cast<long>(e));
 }
 
-class Qwen3TargetTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class Qwen3TargetTest : public testing::ModelSuiteTest<Qwen3TargetTest> {
+ public:
+  static void write_models() {
     at::set_num_threads(1);
-    dir_ = new ScratchDir("target");
     ASSERT_TRUE(write_tiny_target(*dir_ / "target", testing::random_target_spec(), {}).ok());
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "drafter", testing::random_drafter_spec(), {}).ok());
     // The same weights as a Qwen3.6-style drafter: layer 0 sliding (window 5), layer 1 full.
@@ -152,10 +152,9 @@ class Qwen3TargetTest : public ::testing::Test {
     swa.sliding_window = 5;
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "drafter-swa", swa, {}).ok());
   }
-  static void TearDownTestSuite() { delete dir_; }
-  static ScratchDir* dir_;
+
+ protected:
 };
-ScratchDir* Qwen3TargetTest::dir_ = nullptr;
 
 TEST_F(Qwen3TargetTest, MatchesNaiveReference) {
   LoadReport report;

@@ -15,26 +15,24 @@
 
 #include "jobs/eval/run/eval_runner.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/model_suite.h"
 
 namespace ferry::eval {
 namespace {
 
 using testing::ScratchDir;
 
-class BaselineStoreTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new ScratchDir("baseline-store");
+class BaselineStoreTest : public testing::ModelSuiteTest<BaselineStoreTest> {
+ public:
+  static void write_models() {
     // Period 3: the agree drafters are accepted (the reference, block 4, every time) and the
     // disagree one never, so the runs differ and the counts are not trivial.
-    ASSERT_TRUE(write_tiny_target(*dir_ / "target", testing::oracle_target_spec(3), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "agree", testing::oracle_drafter_spec("agree", 8), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "disagree", testing::oracle_drafter_spec("disagree", 8), {}).ok());
+    ASSERT_TRUE(testing::write_oracle_models(dir_->path(), 3).ok());
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "reference", testing::oracle_drafter_spec("agree", 4), {}).ok());
     ASSERT_TRUE(write_tiny_prompts(*dir_ / "prompts.jsonl", 5, 64, 3, 10, 9).ok());
   }
-  static void TearDownTestSuite() { delete dir_; }
 
+ protected:
   EvalSpec spec(const std::string& drafter) {
     EvalSpec s;
     s.target = *dir_ / "target";
@@ -45,11 +43,6 @@ class BaselineStoreTest : public ::testing::Test {
     s.threads = 1;
     s.baseline_store = store_.path();
     return s;
-  }
-  static EvalReport run(const EvalSpec& s) {
-    auto r = run_eval(s, nullptr, nullptr);
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    return r.ok() ? *r : EvalReport();
   }
   // A run's figures that decoding decides (its timings are the eval's that ran it).
   static nlohmann::json decoded(const std::optional<DecodeRun>& run) {
@@ -65,19 +58,17 @@ class BaselineStoreTest : public ::testing::Test {
   static int64_t forwards(const EvalReport& r) {
     return r.candidate.target_forwards + r.reference_run->target_forwards + r.baseline->target_forwards;
   }
-  static ScratchDir* dir_;
   ScratchDir store_{"store"};
 };
-ScratchDir* BaselineStoreTest::dir_ = nullptr;
 
 TEST_F(BaselineStoreTest, ASecondEvalWithTheSameKeyDecodesOnlyItsCandidateAndReportsWhatAFreshOneWould) {
-  EvalReport first = run(spec("agree"));
+  EvalReport first = eval_ok(spec("agree"));
   EXPECT_FALSE(first.baseline_reused);
   ASSERT_EQ(first.baseline_key.size(), 32u);
   EXPECT_TRUE(std::filesystem::exists(stored_runs_path(store_.path(), first.baseline_key)));
   EXPECT_EQ(first.target_forwards_run, forwards(first));
 
-  EvalReport second = run(spec("disagree"));  // another checkpoint of the same watch
+  EvalReport second = eval_ok(spec("disagree"));  // another checkpoint of the same watch
   EXPECT_TRUE(second.baseline_reused);
   EXPECT_EQ(second.baseline_key, first.baseline_key);
   EXPECT_EQ(second.baseline_computed_by, *dir_ / "agree");
@@ -90,7 +81,7 @@ TEST_F(BaselineStoreTest, ASecondEvalWithTheSameKeyDecodesOnlyItsCandidateAndRep
   // The same eval without a store: every figure that decoding decides is the same.
   EvalSpec fresh_spec = spec("disagree");
   fresh_spec.baseline_store.clear();
-  EvalReport fresh = run(fresh_spec);
+  EvalReport fresh = eval_ok(fresh_spec);
   EXPECT_TRUE(fresh.baseline_key.empty());
   EXPECT_EQ(decoded(second.reference_run), decoded(fresh.reference_run));
   EXPECT_EQ(decoded(second.baseline), decoded(fresh.baseline));
@@ -116,12 +107,12 @@ TEST_F(BaselineStoreTest, ASecondEvalWithTheSameKeyDecodesOnlyItsCandidateAndRep
 }
 
 TEST_F(BaselineStoreTest, WhatTheRunsDependOnMakesAnotherKey) {
-  const std::string key = run(spec("agree")).baseline_key;
-  EXPECT_TRUE(run(spec("disagree")).baseline_reused);
+  const std::string key = eval_ok(spec("agree")).baseline_key;
+  EXPECT_TRUE(eval_ok(spec("disagree")).baseline_reused);
 
   EvalSpec longer = spec("agree");
   longer.max_new_tokens = 16;
-  EvalReport r = run(longer);
+  EvalReport r = eval_ok(longer);
   EXPECT_FALSE(r.baseline_reused);
   EXPECT_NE(r.baseline_key, key);
 
@@ -135,30 +126,30 @@ TEST_F(BaselineStoreTest, WhatTheRunsDependOnMakesAnotherKey) {
   moved.target = other / "target";
   moved.reference = other / "reference";
   moved.prompts = other / "prompts.jsonl";
-  EXPECT_EQ(run(moved).baseline_key, key) << "the key is the content's, not the paths'";
+  EXPECT_EQ(eval_ok(moved).baseline_key, key) << "the key is the content's, not the paths'";
   ASSERT_TRUE(write_tiny_prompts(other / "prompts.jsonl", 5, 64, 3, 10, 10).ok());
-  EvalReport prompts_changed = run(moved);
+  EvalReport prompts_changed = eval_ok(moved);
   EXPECT_FALSE(prompts_changed.baseline_reused);
   EXPECT_NE(prompts_changed.baseline_key, key);
   std::filesystem::remove_all(other / "reference");
   std::filesystem::copy(*dir_ / "disagree", other / "reference");
-  EvalReport reference_changed = run(moved);
+  EvalReport reference_changed = eval_ok(moved);
   EXPECT_FALSE(reference_changed.baseline_reused);
   EXPECT_DOUBLE_EQ(reference_changed.reference_run->tau, 1.0) << "the new reference was decoded";
 }
 
 TEST_F(BaselineStoreTest, AStoreFileCutShortIsSaidAndDecodedAgain) {
-  const std::string key = run(spec("agree")).baseline_key;
+  const std::string key = eval_ok(spec("agree")).baseline_key;
   const std::string file = stored_runs_path(store_.path(), key);
   const std::string whole = testing::read_text(file);
   testing::write_text(file, whole.substr(0, whole.size() / 2));
-  EvalReport r = run(spec("disagree"));
+  EvalReport r = eval_ok(spec("disagree"));
   EXPECT_FALSE(r.baseline_reused);
   ASSERT_FALSE(r.warnings.empty());
   EXPECT_NE(r.warnings.back().find("stored baseline not used: " + file + ": not JSON"), std::string::npos)
       << r.warnings.back();
   EXPECT_EQ(r.target_forwards_run, forwards(r));
-  EXPECT_TRUE(run(spec("agree")).baseline_reused) << "stored again whole";
+  EXPECT_TRUE(eval_ok(spec("agree")).baseline_reused) << "stored again whole";
 }
 
 }  // namespace

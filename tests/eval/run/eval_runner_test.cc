@@ -20,19 +20,17 @@
 #include "jobs/eval/run/eval_command.h"
 #include "jobs/eval/run/eval_flags.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/model_suite.h"
 
 namespace ferry::eval {
 namespace {
 
 using testing::ScratchDir;
 
-class EvalRunnerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new ScratchDir("runner");
-    ASSERT_TRUE(write_tiny_target(*dir_ / "target", testing::oracle_target_spec(1), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "agree", testing::oracle_drafter_spec("agree", 8), {}).ok());
-    ASSERT_TRUE(write_tiny_drafter(*dir_ / "disagree", testing::oracle_drafter_spec("disagree", 8), {}).ok());
+class EvalRunnerTest : public testing::ModelSuiteTest<EvalRunnerTest> {
+ public:
+  static void write_models() {
+    ASSERT_TRUE(testing::write_oracle_models(dir_->path(), 1).ok());
     TinyDrafterSpec other = testing::oracle_drafter_spec("agree", 8);
     other.target_layer_ids = {1, 2};
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "agree-other-layers", other, {}).ok());
@@ -40,8 +38,8 @@ class EvalRunnerTest : public ::testing::Test {
     ASSERT_TRUE(write_tiny_target(*dir_ / "bytes", testing::random_target_spec(), {}).ok());
     ASSERT_TRUE(write_tiny_drafter(*dir_ / "bytes-drafter", testing::random_drafter_spec(), {}).ok());
   }
-  static void TearDownTestSuite() { delete dir_; }
 
+ protected:
   static EvalSpec spec(const std::string& drafter, const std::string& reference = "") {
     EvalSpec s;
     s.target = *dir_ / "target";
@@ -52,9 +50,7 @@ class EvalRunnerTest : public ::testing::Test {
     s.threads = 1;
     return s;
   }
-  static ScratchDir* dir_;
 };
-ScratchDir* EvalRunnerTest::dir_ = nullptr;
 
 TEST_F(EvalRunnerTest, ReportsKnownTauAndPassesGate) {
   EvalSpec s = spec("agree", "disagree");

@@ -11,6 +11,7 @@
 #include "jobs/eval/run/response_text.h"
 #include "jobs/eval/tools/tiny_models.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/model_suite.h"
 #include "tests/support/process.h"
 #include "tests/tokenizer/hf_reference.h"
 
@@ -18,15 +19,13 @@ namespace ferry::eval {
 namespace {
 
 using nlohmann::json;
-using testing::ScratchDir;
 namespace ref = ferry::tokenizer::testing;
 
 constexpr int64_t kQwen3Vocab = 151936;
 
-class PromptTextTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new ScratchDir("prompt-text");
+class PromptTextTest : public testing::ModelSuiteTest<PromptTextTest> {
+ public:
+  static void write_models() {
     TinyTargetSpec t;
     t.vocab = kQwen3Vocab;
     t.hidden = 16;
@@ -49,8 +48,8 @@ class PromptTextTest : public ::testing::Test {
                                  ferry::testing::read_text(ref::qwen3_tokenizer_json()));
     }
   }
-  static void TearDownTestSuite() { delete dir_; }
 
+ protected:
   void SetUp() override { ASSERT_EQ(ref::references_missing(), "") << "these tests need the Qwen3 tokenizer files"; }
 
   static ferry::testing::ProcessResult eval(const std::string& prompts, std::vector<std::string> extra,
@@ -61,9 +60,7 @@ class PromptTextTest : public ::testing::Test {
     return ferry::testing::run_process(argv, {}, 120);
   }
 
-  static ScratchDir* dir_;
 };
-ScratchDir* PromptTextTest::dir_ = nullptr;
 
 TEST_F(PromptTextTest, EveryPromptFormThroughFerryEval) {
   const std::string prompts = *dir_ / "forms.jsonl";

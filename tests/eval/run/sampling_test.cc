@@ -17,11 +17,10 @@
 #include "jobs/eval/run/shard_merge.h"
 #include "jobs/eval/run/speculative_decoder.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/model_suite.h"
 
 namespace ferry::eval {
 namespace {
-
-using testing::ScratchDir;
 
 constexpr int kMaxNew = 20;
 
@@ -63,16 +62,15 @@ std::vector<int64_t> reference_decode(TargetModel* t, const std::vector<int64_t>
   return out;
 }
 
-class SamplingTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class SamplingTest : public testing::ModelSuiteTest<SamplingTest> {
+ public:
+  static void write_models() {
     at::set_num_threads(1);
-    dir_ = new ScratchDir("sampling");
     ASSERT_TRUE(testing::write_decoding_models(dir_->path()).ok());
     ASSERT_TRUE(write_tiny_prompts(*dir_ / "prompts.jsonl", 7, 63, 4, 12, 5).ok());
   }
-  static void TearDownTestSuite() { delete dir_; }
 
+ protected:
   static EvalSpec spec(double temperature, uint64_t seed) {
     EvalSpec s;
     s.target = *dir_ / "oracle-mixed";
@@ -85,14 +83,7 @@ class SamplingTest : public ::testing::Test {
     s.seed = seed;
     return s;
   }
-  static EvalReport eval(const EvalSpec& s) {
-    auto r = run_eval(s, nullptr, nullptr);
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    return r.ok() ? *r : EvalReport{};
-  }
-  static ScratchDir* dir_;
 };
-ScratchDir* SamplingTest::dir_ = nullptr;
 
 std::vector<std::vector<int64_t>> response_ids(const EvalReport& r) {
   std::vector<std::vector<int64_t>> ids;
@@ -157,9 +148,9 @@ TEST_F(SamplingTest, TokensAreTheIndependentRulesPlainAndSpeculativeOnBothFamili
 }
 
 TEST_F(SamplingTest, TheSameSeedGivesTheSameReportAndAnotherSeedOtherTokens) {
-  const EvalReport a = eval(spec(1.0, 7));
-  const EvalReport b = eval(spec(1.0, 7));
-  const EvalReport c = eval(spec(1.0, 8));
+  const EvalReport a = eval_ok(spec(1.0, 7));
+  const EvalReport b = eval_ok(spec(1.0, 7));
+  const EvalReport c = eval_ok(spec(1.0, 8));
   ASSERT_EQ(a.responses.size(), 7u);
   EXPECT_EQ(response_ids(a), response_ids(b));
   EXPECT_EQ(a.candidate.response_taus, b.candidate.response_taus);
@@ -181,21 +172,21 @@ TEST_F(SamplingTest, TheSameSeedGivesTheSameReportAndAnotherSeedOtherTokens) {
   EXPECT_EQ(back->sampling.regime(), "T = 1.0, seed 7");
   EXPECT_NE(a.to_text().find("decoding T = 1.0, seed 7"), std::string::npos);
   // Greedy is what it was: the greedy report's tokens are the sampled rule's argmax, unchanged.
-  const EvalReport g = eval(spec(0, 7));
+  const EvalReport g = eval_ok(spec(0, 7));
   EXPECT_EQ(g.to_json()["sampling"], "greedy");
   EXPECT_FALSE(g.to_json().contains("temperature"));
   EXPECT_NE(response_ids(g), response_ids(a));
-  EXPECT_EQ(response_ids(g), response_ids(eval(spec(0, 12345))));  // the seed does nothing at T = 0
+  EXPECT_EQ(response_ids(g), response_ids(eval_ok(spec(0, 12345))));  // the seed does nothing at T = 0
 }
 
 TEST_F(SamplingTest, ASampledShardedEvalMergesIntoTheWholeOne) {
-  const EvalReport whole = eval(spec(0.7, 3));
+  const EvalReport whole = eval_ok(spec(0.7, 3));
   std::vector<EvalReport> parts;
   for (int k = 0; k < 3; ++k) {
     EvalSpec s = spec(0.7, 3);
     s.shard_index = k;
     s.shard_count = 3;
-    auto back = eval_report_from_json(nlohmann::json::parse(eval(s).to_json().dump()));
+    auto back = eval_report_from_json(nlohmann::json::parse(eval_ok(s).to_json().dump()));
     ASSERT_TRUE(back.ok()) << back.status().message();
     parts.push_back(*back);
   }

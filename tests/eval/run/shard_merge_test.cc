@@ -11,24 +11,24 @@
 #include "jobs/eval/run/eval_report_json.h"
 #include "jobs/eval/run/eval_runner.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/model_suite.h"
 
 namespace ferry::eval {
 namespace {
 
 using testing::ScratchDir;
 
-class ShardMergeTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new ScratchDir("shards");
+class ShardMergeTest : public testing::ModelSuiteTest<ShardMergeTest> {
+ public:
+  static void write_models() {
     // Period 3: τ varies from prompt to prompt (checked below), so a wrong merge shows.
     ASSERT_TRUE(testing::write_oracle_eval_models(dir_->path()).ok());
     ASSERT_TRUE(write_tiny_prompts(*dir_ / "prompts.jsonl", 7, 63, 4, 24, 4).ok());
     ASSERT_TRUE(write_tiny_prompts(*dir_ / "gsm.jsonl", 5, 63, 4, 24, 4).ok());  // two datasets
     ASSERT_TRUE(write_tiny_prompts(*dir_ / "code.jsonl", 4, 63, 4, 24, 9).ok());
   }
-  static void TearDownTestSuite() { delete dir_; }
 
+ protected:
   static EvalSpec spec(int index = 0, int count = 1) {
     EvalSpec s = testing::oracle_eval_spec(dir_->path(), index, count);
     s.prompts = *dir_ / "prompts.jsonl";
@@ -44,9 +44,7 @@ class ShardMergeTest : public ::testing::Test {
   static EvalReport alone(const std::string& file) {
     EvalSpec s = spec();
     s.prompts = *dir_ / file;
-    auto r = run_eval(s, nullptr, nullptr);
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    return r.ok() ? *r : EvalReport{};
+    return eval_ok(s);
   }
   // Through the JSON the coordinator stores and reads back.
   static EvalReport round_trip(const EvalReport& r) {
@@ -54,9 +52,7 @@ class ShardMergeTest : public ::testing::Test {
     EXPECT_TRUE(back.ok()) << back.status().message();
     return back.ok() ? *back : EvalReport{};
   }
-  static ScratchDir* dir_;
 };
-ScratchDir* ShardMergeTest::dir_ = nullptr;
 
 void expect_same_figures(const DecodeRun& merged, const DecodeRun& whole) {
   SCOPED_TRACE(whole.label);

@@ -16,6 +16,7 @@
 #include "jobs/eval/models/dflash_drafter.h"
 #include "jobs/eval/models/qwen3_target.h"
 #include "tests/eval/eval_test_util.h"
+#include "tests/eval/model_suite.h"
 
 namespace ferry::eval {
 namespace {
@@ -72,15 +73,14 @@ class CheatingDrafter : public Drafter {
   int64_t context_rows_ = 0;
 };
 
-class SpeculativeDecoderTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class SpeculativeDecoderTest : public testing::ModelSuiteTest<SpeculativeDecoderTest> {
+ public:
+  static void write_models() {
     at::set_num_threads(1);
-    dir_ = new ScratchDir("spec");
     ASSERT_TRUE(testing::write_decoding_models(dir_->path()).ok());
   }
-  static void TearDownTestSuite() { delete dir_; }
 
+ protected:
   static std::unique_ptr<TargetModel> target(const std::string& name) {
     auto t = load_target(*dir_ / name, {}, nullptr);
     EXPECT_TRUE(t.ok()) << t.status().message();
@@ -91,9 +91,7 @@ class SpeculativeDecoderTest : public ::testing::Test {
     EXPECT_TRUE(d.ok()) << d.status().message();
     return std::move(*d);
   }
-  static ScratchDir* dir_;
 };
-ScratchDir* SpeculativeDecoderTest::dir_ = nullptr;
 
 DecodeResult decode(TargetModel* t, Drafter* d, const std::vector<int64_t>& prompt, int64_t b,
                     const std::vector<int64_t>& capture, bool recompute = false) {
