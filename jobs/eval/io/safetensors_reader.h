@@ -19,6 +19,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -125,6 +126,26 @@ class SafetensorsCheckpoint {
   std::map<std::string, std::shared_ptr<SafetensorsFile>> open_;
   std::set<std::string> read_names_;
 };
+
+/// A model folder as a model's load() opens it: the config its family's reader made of
+/// config.json, and its checkpoint.
+template <typename Config>
+struct ModelFolder {
+  Config config;
+  std::unique_ptr<SafetensorsCheckpoint> checkpoint;
+};
+
+/// Reads `folder`'s config with `read_config` (load_qwen3_config...), then opens its
+/// checkpoint; the first error of either.
+template <typename Config>
+Result<ModelFolder<Config>> open_model_folder(const std::string& folder,
+                                              Result<Config> (*read_config)(const std::string&)) {
+  auto config = read_config(folder);
+  if (!config.ok()) return config.status();
+  auto checkpoint = SafetensorsCheckpoint::open(folder);
+  if (!checkpoint.ok()) return checkpoint.status();
+  return ModelFolder<Config>{std::move(*config), std::move(*checkpoint)};
+}
 
 /// bf16/f16 bit patterns to float (exact).
 float bf16_to_float(uint16_t bits);

@@ -9,16 +9,14 @@ namespace ferry::eval {
 Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& folder, int64_t target_hidden_size,
                                                            const ComputeOptions& options, LoadReport* report,
                                                            const std::string& what) {
-  auto config = load_dflash_config(folder);
-  if (!config.ok()) return config.status();
-  auto checkpoint = SafetensorsCheckpoint::open(folder);
-  if (!checkpoint.ok()) return checkpoint.status();
-  SafetensorsCheckpoint& ckpt = **checkpoint;
+  auto model = open_model_folder(folder, load_dflash_config);
+  if (!model.ok()) return model.status();
+  SafetensorsCheckpoint& ckpt = *model->checkpoint;
   // z-lab writes unprefixed names; some converters keep the `model.` prefix.
   const std::string prefix = !ckpt.contains("fc.weight") && ckpt.contains("model.fc.weight") ? "model." : "";
 
   std::unique_ptr<DFlashDrafter> d(new DFlashDrafter());
-  d->config_ = *config;
+  d->config_ = std::move(model->config);
   d->options_ = options;
   const DecoderConfig& c = d->config_.model;
   const int64_t h = c.hidden_size, hd = c.head_dim;

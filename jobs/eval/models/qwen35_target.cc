@@ -116,17 +116,15 @@ GdnDims gdn_dims_of(const Qwen35Config& config) {
 
 Result<std::unique_ptr<Qwen35Target>> Qwen35Target::load(const std::string& folder, const ComputeOptions& options,
                                                          LoadReport* report) {
-  auto config = load_qwen35_config(folder);
-  if (!config.ok()) return config.status();
-  auto checkpoint = SafetensorsCheckpoint::open(folder);
-  if (!checkpoint.ok()) return checkpoint.status();
-  SafetensorsCheckpoint& ckpt = **checkpoint;
+  auto model = open_model_folder(folder, load_qwen35_config);
+  if (!model.ok()) return model.status();
+  SafetensorsCheckpoint& ckpt = *model->checkpoint;
   const std::string prefix =
       ckpt.contains("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
   const std::vector<std::string> skip = {"model.visual.", "visual.", "mtp.", "model.mtp."};
 
   std::unique_ptr<Qwen35Target> t(new Qwen35Target());
-  t->config_ = *config;
+  t->config_ = std::move(model->config);
   t->options_ = options;
   const Qwen35Config& c = t->config_;
   const DecoderConfig& tc = c.text;

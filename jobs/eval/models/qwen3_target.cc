@@ -8,11 +8,9 @@ namespace ferry::eval {
 
 Result<std::unique_ptr<Qwen3Target>> Qwen3Target::load(const std::string& folder, const ComputeOptions& options,
                                                        LoadReport* report) {
-  auto config = load_qwen3_config(folder);
-  if (!config.ok()) return config.status();
-  auto checkpoint = SafetensorsCheckpoint::open(folder);
-  if (!checkpoint.ok()) return checkpoint.status();
-  SafetensorsCheckpoint& ckpt = **checkpoint;
+  auto model = open_model_folder(folder, load_qwen3_config);
+  if (!model.ok()) return model.status();
+  SafetensorsCheckpoint& ckpt = *model->checkpoint;
 
   // Name scheme: a VLM wrapper nests the text model under model.language_model.
   std::string prefix = "model.";
@@ -21,13 +19,13 @@ Result<std::unique_ptr<Qwen3Target>> Qwen3Target::load(const std::string& folder
     prefix = "model.language_model.";
     skip.push_back("model.visual.");
     skip.push_back("visual.");
-  } else if (config->vlm_wrapped) {
+  } else if (model->config.vlm_wrapped) {
     skip.push_back("model.visual.");
     skip.push_back("visual.");
   }
 
   std::unique_ptr<Qwen3Target> t(new Qwen3Target());
-  t->config_ = *config;
+  t->config_ = std::move(model->config);
   t->options_ = options;
   const DecoderConfig& c = t->config_;
   const int64_t h = c.hidden_size, v = c.vocab_size, hd = c.head_dim;
