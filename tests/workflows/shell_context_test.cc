@@ -178,14 +178,12 @@ TEST(ShellContextTest, ValidateRefusesATemplateInArithmeticAtItsPlaceAndSaysHowT
   std::string text = diagnostics(
       "name: q\nparams:\n  n: '4'\nstages:\n  s:\n    run: |\n      echo half $(( ${{ params.n }} / 2 ))\n"
       "      echo \\${{ params.n }}\n");
-  EXPECT_NE(text.find("wf.yaml:7:21: stage 's' run: ${{ params.n }} stands inside arithmetic"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("write ${{ int(params.n) }}, which fails the stage unless the value is an integer"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("env: and use \"$N\""), std::string::npos) << text;
-  EXPECT_NE(text.find("wf.yaml:8:13: stage 's' run: ${{ params.n }} stands after a backslash"), std::string::npos)
-      << text;
+  for (const char* says :
+       {"wf.yaml:7:21: stage 's' run: ${{ params.n }} stands inside arithmetic",
+        "write ${{ int(params.n) }}, which fails the stage unless the value is an integer", "env: and use \"$N\"",
+        "wf.yaml:8:13: stage 's' run: ${{ params.n }} stands after a backslash"}) {
+    EXPECT_NE(text.find(says), std::string::npos) << says << "\nnot in\n" << text;
+  }
   EXPECT_EQ(diagnostics("name: q\nparams:\n  n: '4'\nstages:\n  s:\n    run: echo $(( ${{ int(params.n) }} / 2 ))\n"),
             "");
 }
