@@ -19,7 +19,6 @@
 #include "base/file_hash.h"
 #include "base/file_util.h"
 #include "base/terminal_text.h"
-#include "jobs/immediate_stage.h"
 #include "jobs/stage_factory.h"
 #include "orchestrator/attempt_env.h"
 #include "orchestrator/hosts/transport_factory.h"
