@@ -32,8 +32,8 @@ struct Rope {
 };
 
 Rope rope_table(const Dims& d) {
-  at::Tensor inv =
-      at::pow(d.rope_theta, at::arange(0, d.head_dim, 2, at::kDouble) / static_cast<double>(d.head_dim)).reciprocal();
+  at::Tensor inv = at::pow(d.theta, at::arange(0, d.head_dim, 2, at::kDouble) / static_cast<double>(d.head_dim))
+                       .reciprocal();
   at::Tensor freqs = at::outer(at::arange(d.max_positions, at::kDouble), inv);
   at::Tensor emb = at::cat({freqs, freqs}, -1);
   return {emb.cos().to(at::kFloat), emb.sin().to(at::kFloat)};
@@ -106,7 +106,7 @@ json dims_json(const Dims& d) {
               {"num_key_value_heads", d.kv_heads},
               {"head_dim", d.head_dim},
               {"rms_norm_eps", d.eps},
-              {"rope_theta", d.rope_theta},
+              {"rope_theta", d.theta},
               {"vocab_size", d.vocab},
               {"max_position_embeddings", d.max_positions},
               {"hidden_act", "silu"},
@@ -210,7 +210,7 @@ Result<Target> load_target(const std::string& folder) {
     d.kv_heads = j.at("num_key_value_heads").get<int64_t>();
     d.head_dim = j.at("head_dim").get<int64_t>();
     d.eps = j.at("rms_norm_eps").get<double>();
-    d.rope_theta = j.at("rope_theta").get<double>();
+    d.theta = j.at("rope_theta").get<double>();
     d.max_positions = j.value("max_position_embeddings", d.max_positions);
   } catch (const json::exception& e) {
     return invalid_argument(path + ": " + e.what());

@@ -15,16 +15,19 @@
 #include <vector>
 
 #include "base/status.h"
-#include "jobs/eval/tools/tiny_models.h"
 
 namespace ferry::dflash_tiny {
 
-/// The widths of jobs/eval's tiny writers (hidden 64, 4 layers, 4 q / 2 kv heads of 16,
-/// θ 1e4) with the example's MLP (192), and what a byte-level model adds to them.
-struct Dims : eval::TinyLayerDims {
-  Dims() { intermediate = 192; }
+struct Dims {
   int64_t vocab = 260;
+  int64_t hidden = 64;
+  int64_t intermediate = 192;
+  int64_t layers = 4;
+  int64_t heads = 4;
+  int64_t kv_heads = 2;
+  int64_t head_dim = 16;
   double eps = 1e-6;
+  double theta = 10000.0;
   int64_t max_positions = 512;
 };
 
