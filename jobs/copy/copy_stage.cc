@@ -15,6 +15,7 @@ namespace ferry {
 using workflow::copy_route_name;
 using workflow::CopyRoute;
 using workflow::Transport;
+using workflow::transport_name;
 
 namespace {
 
@@ -94,9 +95,11 @@ void CopyStage::decide_route() {
   }
   if (!both_ssh(c_->spec.copy)) {
     const CopyStageSpec& copy = c_->spec.copy;
-    const std::string& local = copy.from_transport == Transport::kSsh ? copy.to_host : copy.from_host;
-    if (direct) return c_->fail("route: direct needs both hosts on transport: ssh; '" + local + "' is a local host");
-    return choose(CopyRoute::kRelay, "'" + local + "' is a local host");
+    const bool from_ssh = copy.from_transport == Transport::kSsh;
+    const std::string not_ssh = "'" + (from_ssh ? copy.to_host : copy.from_host) + "' uses transport: " +
+                                transport_name(from_ssh ? copy.to_transport : copy.from_transport);
+    if (direct) return c_->fail("route: direct needs both hosts on transport: ssh; " + not_ssh);
+    return choose(CopyRoute::kRelay, not_ssh);
   }
   ask_hosts();
 }

@@ -3,7 +3,9 @@
 // (tests/support/agent_stage_env.h), so a copy runs in milliseconds and its error
 // paths are reached by answering one call in the agent's place — a link lost in the
 // middle of a write, a chunk that arrives corrupt, a source that refuses a read —
-// and a second copy into the same folder prunes only what the first one wrote.
+// and a second copy into the same folder prunes only what the first one wrote. The
+// route's choice is here too: a host not on SSH makes an auto copy relay, and fails a
+// direct one, named with its transport.
 // The end-to-end copies with real agents are local_copy_test and testbed_copy_test.
 #include <gtest/gtest.h>
 
@@ -34,7 +36,9 @@ class RelayCopyUnitTest : public ::testing::Test {
     spec.copy.from = from.empty() ? dir_.file("src") : from;
     spec.copy.to_host = "b";
     spec.copy.to = dir_.file("dst");
-    spec.copy.route = workflow::CopyRoute::kRelay;
+    spec.copy.route = route_;
+    spec.copy.from_transport = from_transport_;
+    spec.copy.to_transport = to_transport_;
     spec.id = {"run.copy", ++attempt_, "token" + std::to_string(attempt_)};
     auto stage = std::make_shared<CopyStage>(env_, spec);
     StageOutcome out;
@@ -50,6 +54,9 @@ class RelayCopyUnitTest : public ::testing::Test {
   }
   testing::TempDir dir_;
   testing::AgentStageEnv env_;
+  workflow::CopyRoute route_ = workflow::CopyRoute::kRelay;
+  workflow::Transport from_transport_ = workflow::Transport::kLocal;
+  workflow::Transport to_transport_ = workflow::Transport::kLocal;
   int attempt_ = 0;
   int64_t chunks_ = 0;  // of the source, counted from its files
 };
@@ -63,6 +70,28 @@ TEST_F(RelayCopyUnitTest, CopiesAFolderThroughTheCoordinator) {
   EXPECT_EQ(env_.calls["recv.write"], chunks_);
   ASSERT_EQ(env_.events_of("copy.started").size(), 1u);
   EXPECT_EQ(env_.events_of("copy.started")[0]["route"], "relay");
+}
+
+// Direct needs SSH at both ends; with the destination local, auto relays and says why.
+TEST_F(RelayCopyUnitTest, AnAutoCopyToAHostNotOnSshRelaysNamingItsTransport) {
+  route_ = workflow::CopyRoute::kAuto;
+  from_transport_ = workflow::Transport::kSsh;
+  StageOutcome o = copy();
+  ASSERT_EQ(o.state, StageOutcome::State::kSucceeded) << o.error;
+  ASSERT_EQ(env_.events_of("copy.started").size(), 1u);
+  EXPECT_EQ(env_.events_of("copy.started")[0]["route"], "relay");
+  EXPECT_EQ(env_.events_of("copy.started")[0]["reason"], "'b' uses transport: local");
+}
+
+TEST_F(RelayCopyUnitTest, ADirectCopyFromAHostNotOnSshFailsNamingItsTransport) {
+  route_ = workflow::CopyRoute::kDirect;
+  to_transport_ = workflow::Transport::kSsh;
+  StageOutcome o = copy();
+  EXPECT_EQ(o.state, StageOutcome::State::kFailed);
+  EXPECT_NE(o.error.find("route: direct needs both hosts on transport: ssh; 'a' uses transport: local"),
+            std::string::npos)
+      << o.error;
+  EXPECT_TRUE(env_.events_of("copy.started").empty());
 }
 
 // The destination's link drops on the second write: that lane waits for it and the
