@@ -5,7 +5,10 @@
 // of the same lists, so each key is written in one place. Header-only; any thread.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -34,6 +37,12 @@ class JsonFieldWriter {
   void operator()(const char* key, const nlohmann::json& value) {
     if (!value.is_null()) j_[key] = value;
   }
+  /// Indices as the names of an object ({"0": ..., "7": ...}), as JSON names must be strings.
+  void operator()(const char* key, const std::map<int64_t, std::string>& value) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& [i, v] : value) o[std::to_string(i)] = v;
+    j_[key] = std::move(o);
+  }
   template <typename T>
   void operator()(const char* key, const T& value, Required) {
     (*this)(key, value);
@@ -41,6 +50,10 @@ class JsonFieldWriter {
   template <typename E, size_t N>
   void named(const char* key, E value, const EnumName<E> (&table)[N]) {
     j_[key] = enum_name(table, value);
+  }
+  template <typename E, size_t N>
+  void named(const char* key, E value, const EnumName<E> (&table)[N], Required) {
+    named(key, value, table);
   }
   void nonempty(const char* key, const std::string& value) {
     if (!value.empty()) j_[key] = value;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -127,6 +128,30 @@ class JsonFields {
       *error_ = join(key) + " is '" + name + "', not one of " + enum_names(table);
     }
   }
+  /// The same, and absent (or null) it is named as missing.
+  template <typename E, size_t N>
+  void named(const char* key, E& out, const EnumName<E> (&table)[N], Required) {
+    if (!present(key) && !failed()) {
+      read_.push_back(key);
+      *error_ = join(key) + " is missing";
+      return;
+    }
+    named(key, out, table);
+  }
+  /// An index → string object (a file's chunk hashes), each name a decimal index.
+  void index_map(const char* key, std::map<int64_t, std::string>* out) {
+    const nlohmann::json* v = field(key, "an object", [](const nlohmann::json& x) { return x.is_object(); });
+    if (v == nullptr || too_many(key, *v)) return;
+    for (auto it = v->begin(); it != v->end() && !failed(); ++it) {
+      const std::string& k = it.key();
+      if (k.empty() || k.size() > 15 || k.find_first_not_of("0123456789") != std::string::npos) {
+        *error_ = join(key) + " names '" + k.substr(0, 40) + "', not an index";
+        return;
+      }
+      if (!it->is_string()) return fail(join(key) + "." + k, *it, "a string");
+      (*out)[std::stoll(k)] = it->get<std::string>();
+    }
+  }
   /// A string the writing side leaves out when empty; read as any string.
   void nonempty(const char* key, std::string& out) { str(key, &out); }
   bool failed() const { return !error_->empty(); }
@@ -159,6 +184,7 @@ class JsonFields {
     list(key, &out);
   }
   void operator()(const char* key, std::map<std::string, std::string>& out) { str_map(key, &out); }
+  void operator()(const char* key, std::map<int64_t, std::string>& out) { index_map(key, &out); }
   void operator()(const char* key, nlohmann::json& out) { json_object(key, &out); }
   template <typename T>
   void operator()(const char* key, std::optional<T>& out) {

@@ -25,6 +25,15 @@ Result<T> reply_from_json(const nlohmann::json& header, const std::string& what,
   return exact_fields_from_json<T>(header, what, fields);
 }
 
+/// A reply read as reply_from_json does, except that a field the list does not name
+/// is skipped: for the replies that describe a host (host.info, slurm.info), which
+/// coordinators have always read whatever else the agent says, so an agent of
+/// another build that says more of its host is still read.
+template <typename T, typename Fields>
+Result<T> open_reply_from_json(const nlohmann::json& header, const std::string& what, Fields fields) {
+  return fields_from_json<T>(header, what, fields);
+}
+
 }  // namespace ferry::protocol
 
 /// Defines T::to_json() and T::from_json() of request T over its field list; errors
@@ -40,4 +49,11 @@ Result<T> reply_from_json(const nlohmann::json& header, const std::string& what,
   nlohmann::json T::to_json() const { return ::ferry::fields_json(*this, fields); } \
   ::ferry::Result<T> T::from_json(const nlohmann::json& j) {                        \
     return ::ferry::protocol::reply_from_json<T>(j, what, fields);                  \
+  }
+
+/// The same for a reply read with open_reply_from_json (unknown fields skipped).
+#define FERRY_OPEN_REPLY_JSON(T, what, fields)                                      \
+  nlohmann::json T::to_json() const { return ::ferry::fields_json(*this, fields); } \
+  ::ferry::Result<T> T::from_json(const nlohmann::json& j) {                        \
+    return ::ferry::protocol::open_reply_from_json<T>(j, what, fields);             \
   }

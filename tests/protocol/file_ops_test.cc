@@ -1,7 +1,9 @@
-// The file ops' requests (protocol/ops/fs.h, recv.h): read back as written, with the
-// wire keys the agent has always taken, and refused by name when a field is unknown,
-// mistyped or a required one is missing.
+// The file ops' requests and replies (protocol/ops/fs.h, recv.h): read back as
+// written, with the wire keys the agent has always used, and refused by name when a
+// field is unknown, mistyped or a required one is missing.
 #include <gtest/gtest.h>
+
+#include <utility>
 
 #include "protocol/ops/fs.h"
 #include "protocol/ops/recv.h"
@@ -54,6 +56,98 @@ TEST(FileOpsTest, UnknownMistypedAndMissingFieldsAreNamed) {
   auto missing = FsScanArgs::from_json({{"path", "ckpts"}});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(), "the fs.scan request's pattern is missing");
+}
+
+TEST(FileOpsTest, RepliesReadBackWithTheirWireKeys) {
+  FsStatReply st{true, "/w/a.bin", FsType::kFile, 9, 1, 1000001, 42};
+  EXPECT_EQ(st.to_json(), nlohmann::json::parse(R"({"exists":true,"path":"/w/a.bin","type":"file","size":9,
+                                                    "mtime_ms":1,"mtime_ns":1000001,"ino":42})"));
+  auto stb = FsStatReply::from_json(st.to_json());
+  ASSERT_TRUE(stb.ok()) << stb.status().message();
+  EXPECT_EQ(stb->mtime_ns, 1000001);
+  EXPECT_EQ(stb->ino, 42);
+  // Nothing there: only exists and path are said, and that reads back.
+  const FsStatReply gone{false, "/w/none"};
+  EXPECT_EQ(gone.to_json(), nlohmann::json::parse(R"({"exists":false,"path":"/w/none"})"));
+  ASSERT_TRUE(FsStatReply::from_json(gone.to_json()).ok());
+
+  FsListReply page{FsType::kDir, {{"a/b.bin", 9, 0600, 5, 7}, {"c", 0, 0644, 6, 8}}, true};
+  EXPECT_EQ(page.to_json(), nlohmann::json::parse(R"({"type":"dir","more":true,"files":[
+      {"path":"a/b.bin","size":9,"mode":384,"mtime_ns":5,"ino":7},{"path":"c","size":0,"mode":420,"mtime_ns":6,"ino":8}]})"));
+  auto pb = FsListReply::from_json(page.to_json());
+  ASSERT_TRUE(pb.ok()) << pb.status().message();
+  EXPECT_EQ(pb->type, FsType::kDir);
+  ASSERT_EQ(pb->files.size(), 2u);
+  EXPECT_EQ(pb->files[0].mode, 0600);
+  EXPECT_EQ(pb->files[1].ino, 8);
+  EXPECT_TRUE(pb->more);
+
+  FsScanReply scan{77, {{"checkpoint-5", 3, {{"config.json", 10, 2}}, true}, {"checkpoint-6", 4, {}, false}}, "x"};
+  EXPECT_EQ(scan.to_json(), nlohmann::json::parse(R"({"now_ns":77,"next":"x","folders":[
+      {"name":"checkpoint-5","mtime_ns":3,"files":[{"path":"config.json","size":10,"mtime_ns":2}],"truncated":true},
+      {"name":"checkpoint-6","mtime_ns":4,"files":[]}]})"));
+  auto sb = FsScanReply::from_json(scan.to_json());
+  ASSERT_TRUE(sb.ok()) << sb.status().message();
+  ASSERT_EQ(sb->folders.size(), 2u);
+  EXPECT_TRUE(sb->folders[0].truncated);
+  EXPECT_FALSE(sb->folders[1].truncated);
+  EXPECT_EQ(sb->folders[0].files[0].size, 10);
+
+  const FsReadReply read{"00ff", 4};
+  EXPECT_EQ(read.to_json(), nlohmann::json::parse(R"({"hash":"00ff","length":4})"));
+  ASSERT_TRUE(FsReadReply::from_json(read.to_json()).ok());
+
+  FsHashReply hashes{{{0, "h0"}, {12, "h12"}}};
+  EXPECT_EQ(hashes.to_json(), nlohmann::json::parse(R"({"chunks":{"0":"h0","12":"h12"}})"));
+  auto hb = FsHashReply::from_json(hashes.to_json());
+  ASSERT_TRUE(hb.ok()) << hb.status().message();
+  EXPECT_EQ(hb->chunks, hashes.chunks);
+}
+
+TEST(FileOpsTest, RepliesWithUnknownMistypedOrMissingFieldsAreRefusedByName) {
+  const std::pair<nlohmann::json (*)(), std::string> cases[] = {
+      {[] {
+         return nlohmann::json{{"exists", true}, {"type", "file"}, {"size", "9"}};
+       },
+       "the fs.stat reply's size is a string, not an integer"},
+      {[] {
+         return nlohmann::json{{"exists", true}, {"type", "fifo"}, {"size", 9}};
+       },
+       "the fs.stat reply's type is 'fifo', not one of file, dir, other"},
+      {[] {
+         return nlohmann::json{{"path", "/x"}};
+       },
+       "the fs.stat reply's exists is missing"},
+      {[] {
+         return nlohmann::json{{"exists", false}, {"path", "/x"}, {"sise", 3}};
+       },
+       "the fs.stat reply's sise is not a known field"},
+  };
+  for (const auto& [reply, message] : cases) {
+    auto r = FsStatReply::from_json(reply());
+    ASSERT_FALSE(r.ok()) << reply().dump();
+    EXPECT_EQ(r.status().message(), message);
+  }
+  auto list =
+      FsListReply::from_json(nlohmann::json::parse(R"({"type":"dir","files":[{"path":"a","size":1,"uid":0}]})"));
+  ASSERT_FALSE(list.ok());
+  EXPECT_EQ(list.status().message(), "the fs.list reply's files[0].uid is not a known field");
+  auto untyped = FsListReply::from_json(nlohmann::json::parse(R"({"files":[]})"));
+  ASSERT_FALSE(untyped.ok());
+  EXPECT_EQ(untyped.status().message(), "the fs.list reply's type is missing");
+  auto scan =
+      FsScanReply::from_json(nlohmann::json::parse(R"({"now_ns":1,"folders":[{"name":"c","files":[{"size":1}]}]})"));
+  ASSERT_FALSE(scan.ok());
+  EXPECT_EQ(scan.status().message(), "the fs.scan reply's folders[0].files[0].path is missing");
+  auto read = FsReadReply::from_json({{"hash", "ab"}});
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().message(), "the fs.read reply's length is missing");
+  auto index = FsHashReply::from_json(nlohmann::json::parse(R"({"chunks":{"0":"h0","-1":"h"}})"));
+  ASSERT_FALSE(index.ok());
+  EXPECT_EQ(index.status().message(), "the fs.hash reply's chunks names '-1', not an index");
+  auto hash = FsHashReply::from_json(nlohmann::json::parse(R"({"chunks":{"0":7}})"));
+  ASSERT_FALSE(hash.ok());
+  EXPECT_EQ(hash.status().message(), "the fs.hash reply's chunks.0 is a number, not a string");
 }
 
 }  // namespace
