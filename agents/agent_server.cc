@@ -51,18 +51,23 @@ constexpr char kSharedKeyAdvice[] =
     "Another state database or coordinator is driving a run with the same job key: run it from one "
     "coordinator, or start a new run (new runs get unique job keys); remove that folder only if its run is gone";
 
+// An op's reply as its header: a typed one (protocol/ops/) through its to_json().
+template <typename Reply>
+Result<nlohmann::json> reply_json(Result<Reply> reply) {
+  if (!reply.ok()) return reply.status();
+  if constexpr (std::is_same_v<Reply, nlohmann::json>) {
+    return std::move(reply).value();
+  } else {
+    return reply->to_json();
+  }
+}
+
 // An op's typed handler (protocol/ops/): its request read exactly, its reply written.
 template <typename Args, typename Handler>
 Result<nlohmann::json> typed(const nlohmann::json& header, Handler handler) {
   auto args = Args::from_json(header);
   if (!args.ok()) return args.status();
-  auto reply = handler(*args);
-  if (!reply.ok()) return reply.status();
-  if constexpr (std::is_same_v<std::decay_t<decltype(*reply)>, nlohmann::json>) {
-    return std::move(reply).value();
-  } else {
-    return reply->to_json();
-  }
+  return reply_json(handler(*args));
 }
 
 // A reply whose list grows with the data (files, chunks): the list rides in the
@@ -140,8 +145,8 @@ protocol::Frame AgentServer::dispatch(const protocol::Frame& request) {
   else if (op == "job.cancel") r = typed<protocol::JobCancelArgs>(h, [&](auto& a) { return job_cancel(a); });
   else if (op == "log.read") r = typed<protocol::LogReadArgs>(h, [&](auto& a) { return log_read(a, &body); });
   else if (op == "fs.stat") r = typed<protocol::FsStatArgs>(h, [&](auto& a) { return fs_stat(a); });
-  else if (op == "host.info") r = host_info(workdir_);
-  else if (op == "slurm.info") r = slurm_info();
+  else if (op == "host.info") r = host_info(workdir_).to_json();
+  else if (op == "slurm.info") r = reply_json(slurm_info());
   else if (op == "net.probe") r = typed<protocol::NetProbeArgs>(h, [&](auto& a) { return net_probe(a); });
   else if (op == "fs.list") r = typed<protocol::FsListArgs>(h, [&](auto& a) { return fs_list(a, &body); });
   else if (op == "fs.scan") r = typed<protocol::FsScanArgs>(h, [&](auto& a) { return fs_scan(a, &body); });
@@ -450,7 +455,7 @@ Result<nlohmann::json> AgentServer::fs_list(const protocol::FsListArgs& a, std::
   if (!source.ok()) return source.status();
   auto listing = list_source_page(source->get(), *path, a.after, a.limit.value_or(kListPageFiles));
   if (!listing.ok()) return listing.status();
-  return in_body(std::move(listing).value(), "files", "the listing of " + *path, body);
+  return in_body(listing->to_json(), "files", "the listing of " + *path, body);
 }
 
 Result<nlohmann::json> AgentServer::fs_scan(const protocol::FsScanArgs& a, std::string* body) {
@@ -458,10 +463,10 @@ Result<nlohmann::json> AgentServer::fs_scan(const protocol::FsScanArgs& a, std::
   if (!path.ok()) return path.status();
   auto listing = list_checkpoints(workdir_, a.path, a.pattern, a.after, a.max_entries.value_or(kMaxScanPageEntries));
   if (!listing.ok()) return listing.status();
-  return in_body(std::move(listing).value(), "folders", "the checkpoint listing of " + *path, body);
+  return in_body(listing->to_json(), "folders", "the checkpoint listing of " + *path, body);
 }
 
-Result<nlohmann::json> AgentServer::fs_read(const protocol::FsReadArgs& a, std::string* body) {
+Result<protocol::FsReadReply> AgentServer::fs_read(const protocol::FsReadArgs& a, std::string* body) {
   auto path = data_path(a.path);
   if (!path.ok()) return path.status();
   auto file = open_data(a.path, O_RDONLY);
@@ -470,7 +475,7 @@ Result<nlohmann::json> AgentServer::fs_read(const protocol::FsReadArgs& a, std::
   auto data = read_chunk(file->get(), *path, a.offset, a.length, &hash);
   if (!data.ok()) return data.status();
   *body = std::move(data).value();
-  return nlohmann::json{{"hash", hash}, {"length", static_cast<int64_t>(body->size())}};
+  return protocol::FsReadReply{hash, static_cast<int64_t>(body->size())};
 }
 
 Result<nlohmann::json> AgentServer::fs_hash(const protocol::FsHashArgs& a, std::string* body) {
@@ -480,9 +485,8 @@ Result<nlohmann::json> AgentServer::fs_hash(const protocol::FsHashArgs& a, std::
   if (!file.ok()) return file.status();
   auto hashes = hash_chunks(file->get(), *path, a.chunk_size, a.indices);
   if (!hashes.ok()) return hashes.status();
-  nlohmann::json out = nlohmann::json::object();
-  for (auto& [i, h] : *hashes) out.emplace(std::to_string(i), h);
-  return in_body(nlohmann::json{{"chunks", out}}, "chunks", "the chunk hashes of " + *path, body);
+  return in_body(protocol::FsHashReply{std::move(hashes).value()}.to_json(), "chunks", "the chunk hashes of " + *path,
+                 body);
 }
 
 Result<nlohmann::json> AgentServer::recv_prepare_dir(const protocol::RecvPrepareDirArgs& a, const std::string& files) {
@@ -555,7 +559,7 @@ Result<protocol::NetProbeReply> AgentServer::net_probe(const protocol::NetProbeA
   return probe_tcp(args.address, args.port, std::clamp(args.timeout_ms, 1, 10000));
 }
 
-Result<nlohmann::json> AgentServer::fs_stat(const protocol::FsStatArgs& args) {
+Result<protocol::FsStatReply> AgentServer::fs_stat(const protocol::FsStatArgs& args) {
   auto path = data_path(args.path);
   if (!path.ok()) return path.status();
   return stat_reply(*path);

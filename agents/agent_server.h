@@ -8,8 +8,8 @@
 // frame gets an error frame and the connection is closed: the agent never
 // crashes on input. Requests are handled on the calling thread only.
 //
-// Ops (header "op"; results in the reply header). The job ops' messages are
-// structs in protocol/ops/job.h, read exactly (an unknown or mistyped field is
+// Ops (header "op"; results in the reply header). Their messages are structs in
+// protocol/ops/, read exactly (an unknown or mistyped field is
 // refused by name):
 //   hello      {}                                   → {protocol, version, pid, workdir, hostname}
 //   ping       {}                                   → {now_ms}
@@ -18,10 +18,10 @@
 //   job.status JobRef                               → JobRecord
 //   job.cancel JobCancelArgs                        → JobRecord
 //   log.read   LogReadArgs                          → LogReadReply, body = bytes
-//   host.info  {}                                   → cores, memory, free disk, GPUs
-//   slurm.info {}                                   → {partitions: [...]} from sinfo (slurm_job.h)
+//   host.info  {}                                   → HostInfoReply: cores, memory, free disk, GPUs
+//   slurm.info {}                                   → SlurmInfoReply from sinfo (slurm_job.h)
 //   net.probe  NetProbeArgs                         → NetProbeReply (protocol/ops/host.h)
-//   fs.stat, fs.list, fs.scan, fs.read, fs.hash     protocol/ops/fs.h: a host's files read
+//   fs.stat, fs.list, fs.scan, fs.read, fs.hash     protocol/ops/fs.h: a host's files read (requests and replies)
 //   recv.begin, recv.write, recv.commit, recv.prepare_dir, recv.finish_dir
 //                                                   protocol/ops/recv.h: a copy's receiving side
 // (see chunk_files.h for the receiver's guarantees). A relative path is taken beneath the
@@ -96,10 +96,10 @@ class AgentServer {
   Result<protocol::LogReadReply> log_read(const protocol::LogReadArgs& args, std::string* body);
   Result<protocol::NetProbeReply> net_probe(const protocol::NetProbeArgs& args);
   // The file ops (protocol/ops/fs.h, recv.h), served by transfer/chunk_files.h.
-  Result<nlohmann::json> fs_stat(const protocol::FsStatArgs& args);
+  Result<protocol::FsStatReply> fs_stat(const protocol::FsStatArgs& args);
   Result<nlohmann::json> fs_list(const protocol::FsListArgs& args, std::string* body);
   Result<nlohmann::json> fs_scan(const protocol::FsScanArgs& args, std::string* body);
-  Result<nlohmann::json> fs_read(const protocol::FsReadArgs& args, std::string* body);
+  Result<protocol::FsReadReply> fs_read(const protocol::FsReadArgs& args, std::string* body);
   Result<nlohmann::json> fs_hash(const protocol::FsHashArgs& args, std::string* body);
   Result<nlohmann::json> recv_begin(const protocol::RecvBeginArgs& args, std::string* body);
   Result<nlohmann::json> recv_write(const protocol::RecvWriteArgs& args, const std::string& chunk);

@@ -41,7 +41,7 @@ UniqueFd open_sub(int dir, const std::string& name) {
 
 // Adds the regular files under the folder open at `dir` (`rel` in the listing,
 // `levels` deep) to `files`, at most `room` entries. Returns false when it stopped for room.
-bool add_files(int dir, const std::string& rel, int levels, size_t room, nlohmann::json& files) {
+bool add_files(int dir, const std::string& rel, int levels, size_t room, std::vector<protocol::ScannedFile>& files) {
   auto names = names_in(dir);
   if (!names.ok()) return true;  // gone meanwhile: it has nothing left to list
   for (const auto& n : *names) {
@@ -57,17 +57,16 @@ bool add_files(int dir, const std::string& rel, int levels, size_t room, nlohman
       if (sub.ok() && !add_files(sub.get(), r, levels - 1, room, files)) return false;
       continue;
     }
-    files.push_back({{"path", is_dir ? r + "/" : r},
-                     {"size", is_dir ? int64_t{-1} : static_cast<int64_t>(st.st_size)},
-                     {"mtime_ns", file_mtime_ns(st)}});
+    files.push_back({is_dir ? r + "/" : r, is_dir ? int64_t{-1} : static_cast<int64_t>(st.st_size), file_mtime_ns(st)});
   }
   return true;
 }
 
 }  // namespace
 
-Result<nlohmann::json> list_checkpoints(const std::string& workdir, const std::string& path, const std::string& pattern,
-                                        const std::string& after, int64_t max_entries) {
+Result<protocol::FsScanReply> list_checkpoints(const std::string& workdir, const std::string& path,
+                                               const std::string& pattern, const std::string& after,
+                                               int64_t max_entries) {
   max_entries = std::clamp<int64_t>(max_entries, 1, kMaxScanPageEntries);
   // Beneath the workdir like every other op (review-4 P10): a link on the way is refused by name.
   auto from = open_data_path(workdir, path, O_RDONLY | O_DIRECTORY);
@@ -76,8 +75,9 @@ Result<nlohmann::json> list_checkpoints(const std::string& workdir, const std::s
   if (!names.ok()) return names.status().with_context(path);
   timespec now;
   ::clock_gettime(CLOCK_REALTIME, &now);
-  nlohmann::json folders = nlohmann::json::array();
-  std::string next;
+  protocol::FsScanReply reply;
+  reply.now_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+  auto& folders = reply.folders;
   int64_t entries = 0;
   for (const auto& n : *names) {
     if (!after.empty() && n <= after) continue;
@@ -88,19 +88,15 @@ Result<nlohmann::json> list_checkpoints(const std::string& workdir, const std::s
     UniqueFd sub = open_sub(from->get(), n);
     if (!sub.ok()) continue;
     if (entries >= max_entries) {  // this page is full; the next starts after the last folder in it
-      next = folders.back()["name"];
+      reply.next = folders.back().name;
       break;
     }
-    nlohmann::json files = nlohmann::json::array();
-    const bool whole = add_files(sub.get(), "", 2, static_cast<size_t>(max_entries), files);
-    entries += 1 + static_cast<int64_t>(files.size());
-    nlohmann::json f = {{"name", n}, {"mtime_ns", file_mtime_ns(st)}, {"files", std::move(files)}};
-    if (!whole) f["truncated"] = true;
+    protocol::ScannedFolder f{n, file_mtime_ns(st), {}, false};
+    f.truncated = !add_files(sub.get(), "", 2, static_cast<size_t>(max_entries), f.files);
+    entries += 1 + static_cast<int64_t>(f.files.size());
     folders.push_back(std::move(f));
   }
-  return nlohmann::json{{"now_ns", int64_t{now.tv_sec} * 1000000000 + now.tv_nsec},
-                        {"folders", std::move(folders)},
-                        {"next", next}};
+  return reply;
 }
 
 }  // namespace ferry

@@ -8,16 +8,14 @@
 // rotation) is left out. Shallow on purpose: a DeepSpeed tree of 250k shards is not
 // lstat-ed twice a second, and a page stops after about `max_entries` entries (the
 // next page starts after `next`), so no reply nears the frame cap.
-// Reply: {now_ns, folders: [{name, mtime_ns, files: [{path, size, mtime_ns}],
-// truncated?, error?}], next}. Plain function over files; any thread.
+// Reply: protocol::FsScanReply (protocol/ops/fs.h). Plain function over files; any thread.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
+#include "protocol/ops/fs.h"
 
 namespace ferry {
 
@@ -26,7 +24,8 @@ inline constexpr int64_t kMaxScanPageEntries = 100000;
 /// Lists `path`: a relative one beneath `workdir`, opened without following a
 /// symlink on the way (a link is refused, naming it: base/beneath.h); an absolute
 /// one as named. Below it, the walk opens each folder from the one before, O_NOFOLLOW.
-Result<nlohmann::json> list_checkpoints(const std::string& workdir, const std::string& path, const std::string& pattern,
-                                        const std::string& after, int64_t max_entries);
+Result<protocol::FsScanReply> list_checkpoints(const std::string& workdir, const std::string& path,
+                                               const std::string& pattern, const std::string& after,
+                                               int64_t max_entries);
 
 }  // namespace ferry

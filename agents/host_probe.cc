@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace ferry {
 namespace {
@@ -32,8 +33,8 @@ int64_t meminfo_bytes(const std::string& key) {
   return 0;
 }
 
-nlohmann::json gpus() {
-  nlohmann::json out = nlohmann::json::array();
+std::vector<protocol::GpuInfo> gpus() {
+  std::vector<protocol::GpuInfo> out;
   if (::access("/usr/bin/nvidia-smi", X_OK) != 0 && ::access("/usr/local/bin/nvidia-smi", X_OK) != 0) return out;
   FILE* p = ::popen("nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null", "r");
   if (!p) return out;
@@ -42,7 +43,7 @@ nlohmann::json gpus() {
     std::string l = line;
     while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
     size_t comma = l.find(',');
-    out.push_back({{"name", l.substr(0, comma)}, {"memory", comma == std::string::npos ? "" : l.substr(comma + 2)}});
+    out.push_back({l.substr(0, comma), comma == std::string::npos ? "" : l.substr(comma + 2)});
   }
   ::pclose(p);
   return out;
@@ -50,21 +51,21 @@ nlohmann::json gpus() {
 
 }  // namespace
 
-nlohmann::json host_info(const std::string& workdir) {
+protocol::HostInfoReply host_info(const std::string& workdir) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   struct statvfs vfs;
   int64_t disk_free = 0;
   if (::statvfs(workdir.c_str(), &vfs) == 0) disk_free = static_cast<int64_t>(vfs.f_bavail) * vfs.f_frsize;
   const char* conn = std::getenv("SSH_CONNECTION");
-  return {{"hostname", host},
-          {"cores", ::sysconf(_SC_NPROCESSORS_ONLN)},
-          {"mem_total_bytes", meminfo_bytes("MemTotal")},
-          {"mem_available_bytes", meminfo_bytes("MemAvailable")},
-          {"disk_free_bytes", disk_free},
-          {"workdir", workdir},
-          {"gpus", gpus()},
-          {"ssh_connection", conn ? conn : ""}};
+  return {host,
+          ::sysconf(_SC_NPROCESSORS_ONLN),
+          meminfo_bytes("MemTotal"),
+          meminfo_bytes("MemAvailable"),
+          disk_free,
+          workdir,
+          gpus(),
+          conn ? conn : ""};
 }
 
 protocol::NetProbeReply probe_tcp(const std::string& address, int port, int timeout_ms) {

@@ -4,18 +4,15 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
 #include "protocol/ops/host.h"
 
 namespace ferry {
 
-/// {hostname, cores, mem_total_bytes, mem_available_bytes, disk_free_bytes (of
-/// `workdir`), gpus: [{name, memory}], ssh_connection}
-nlohmann::json host_info(const std::string& workdir);
+/// host.info's answer; the free disk is `workdir`'s.
+protocol::HostInfoReply host_info(const std::string& workdir);
 
-/// TCP connect to address:port within timeout_ms: {reachable, ms, error}.
+/// TCP connect to address:port within timeout_ms.
 protocol::NetProbeReply probe_tcp(const std::string& address, int port, int timeout_ms);
 
 }  // namespace ferry

@@ -81,7 +81,10 @@ struct Item {
 class Pusher {
  public:
   Pusher(const PushSpec& spec, std::FILE* log, std::function<std::string()> superseded)
-      : spec_(spec), log_(log), superseded_(std::move(superseded)), rng_(std::random_device{}()) {}
+      : spec_(spec),
+        log_(log),
+        superseded_(std::move(superseded)),
+        rng_(std::random_device{}()) {}
 
   Result<PushResult> run();
 
@@ -250,8 +253,8 @@ Status Pusher::prepare(AgentPeer& peer) {
     // The copy's files are recorded as ferry's before any is written (transfer/copied_files.h).
     std::string incoming;
     for (const auto& f : plan_.files) append_keep_entry(&incoming, f.rel);
-    auto r = peer.call("recv.prepare_dir", protocol::RecvPrepareDirArgs{spec_.to, true}.to_json(), kCallTimeoutMs,
-                       incoming);
+    auto r =
+        peer.call("recv.prepare_dir", protocol::RecvPrepareDirArgs{spec_.to, true}.to_json(), kCallTimeoutMs, incoming);
     if (!r.ok()) return on_dest(r.status());
   }
   for (size_t i = 0; i < plan_.files.size(); ++i) FERRY_RETURN_IF_ERROR(begin_file(peer, i));
@@ -268,7 +271,9 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
   if (f.size > 0) {
     auto st = peer.call("fs.stat", protocol::FsStatArgs{f.dest()}.to_json(), kCallTimeoutMs);
     if (!st.ok()) return on_dest(st.status());
-    if (dest_may_hold(st->header, f.size)) {
+    auto dest = protocol::FsStatReply::from_json(st->header);
+    if (!dest.ok()) return data_loss(dest_name() + ": " + dest.status().message());
+    if (dest_may_hold(*dest, f.size)) {
       auto src = open_source(f);
       if (!src.ok()) return src.status();
       auto h = hash_chunks(src->get(), f.src(), spec_.chunk_size, {});
@@ -297,8 +302,11 @@ void Pusher::queue_work() {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t fi = 0; fi < plan_.files.size(); ++fi) {
     CopyFile& f = plan_.files[fi];
-    int64_t there = queue_missing_chunks(&f, spec_.chunk_size, [&f](int64_t c) { return !f.dest_have.count(c); },
-                                         [this, fi](int64_t c) { queue_.push_back({fi, c}); });
+    int64_t there = queue_missing_chunks(
+        &f, spec_.chunk_size, [&f](int64_t c) { return !f.dest_have.count(c); },
+        [this, fi](int64_t c) {
+          queue_.push_back({fi, c});
+        });
     bytes_skipped_ += there;
     bytes_done_ += there;
     if (f.remaining > 0) continue;
@@ -329,7 +337,8 @@ Status Pusher::send_item(AgentPeer& peer, const Item& item, Pending* p) {
     std::string change = f.dest_complete ? "" : source_change(stat_reply(f.src()), f);
     if (!change.empty()) {
       return failed_precondition("the source " + spec_.from_host + ":" + f.src() + " changed during the copy (" +
-                                 change + "); nothing of it was committed: copy it again once it is no longer being "
+                                 change +
+                                 "); nothing of it was committed: copy it again once it is no longer being "
                                  "written");
     }
     Result<nlohmann::json> args = nlohmann::json();
@@ -562,9 +571,8 @@ Result<PushResult> Pusher::run() {
     std::vector<std::string> keep;
     for (const auto& f : plan_.files) keep.push_back(f.rel);
     s = with_peer(0, [this, &result, &keep](AgentPeer& peer) {
-      auto r =
-          peer.call("recv.finish_dir", protocol::RecvFinishDirArgs{spec_.to, result.manifest_hash, true}.to_json(),
-                    kCallTimeoutMs, encode_keep_list(keep));
+      auto r = peer.call("recv.finish_dir", protocol::RecvFinishDirArgs{spec_.to, result.manifest_hash, true}.to_json(),
+                         kCallTimeoutMs, encode_keep_list(keep));
       if (!r.ok()) return on_dest(r.status());
       for (const auto& line : prune_report_lines(dest_name(), prune_report_from_json(r->header))) {
         say("ferry-push: " + line);

@@ -478,23 +478,18 @@ Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue) {
   return r;
 }
 
-Result<nlohmann::json> slurm_info() {
+Result<protocol::SlurmInfoReply> slurm_info() {
   auto run = run_tool({"sinfo", "-h", "-o", "%P|%a|%l|%D|%G"}, SlurmQueue::kToolTimeoutS);
   if (!run.ok()) return run.status();
   if (run->rc != 0) return unavailable("sinfo: " + (run->err.empty() ? "exit " + std::to_string(run->rc) : run->err));
-  nlohmann::json parts = nlohmann::json::array();
+  protocol::SlurmInfoReply info;
   for (auto f : table(run->out)) {
     if (f.size() != 5 || f[0].empty()) continue;
     bool is_default = f[0].back() == '*';
     if (is_default) f[0].pop_back();
-    parts.push_back({{"name", f[0]},
-                     {"default", is_default},
-                     {"available", f[1]},
-                     {"time_limit", f[2]},
-                     {"nodes", std::atoi(f[3].c_str())},
-                     {"gres", f[4]}});
+    info.partitions.push_back({f[0], is_default, f[1], f[2], std::atoi(f[3].c_str()), f[4]});
   }
-  return nlohmann::json{{"partitions", parts}};
+  return info;
 }
 
 Status cancel_slurm_job(const JobPaths& paths, bool hard) {

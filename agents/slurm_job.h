@@ -33,6 +33,7 @@
 #include "agents/detached_job.h"
 #include "agents/job_journal.h"
 #include "base/status.h"
+#include "protocol/ops/host.h"
 
 namespace ferry {
 
@@ -121,9 +122,8 @@ Result<std::string> adopt_slurm_job(const JobPaths& paths);
 /// slurm_reason), kExited (exit code from exit.json; cause from Slurm), or kLost.
 Result<JobRecord> read_slurm_record(const JobPaths& paths, SlurmQueue& queue);
 
-/// For `ferry hosts check`: sinfo's partitions
-/// {partitions: [{name, default, available, time_limit, nodes, gres}]}; an error when Slurm cannot be asked.
-Result<nlohmann::json> slurm_info();
+/// For `ferry hosts check`: sinfo's partitions; an error when Slurm cannot be asked.
+Result<protocol::SlurmInfoReply> slurm_info();
 
 /// Marks the attempt cancelled and runs scancel on the recorded id, only if it is still
 /// our job of that name (hard or not: Slurm escalates to KILL after its KillWait).

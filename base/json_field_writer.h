@@ -79,6 +79,10 @@ class JsonFieldWriter {
     for (const T& x : items) a.push_back(to_json([&](JsonFieldWriter& w) { fields(w, x); }));
     j_[key] = std::move(a);
   }
+  template <typename T, typename Fields>
+  void objects(const char* key, const std::vector<T>& items, Fields fields, Required) {
+    objects(key, items, fields);
+  }
 
   /// The object `fn(writer)` writes.
   template <typename Fn>

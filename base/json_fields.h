@@ -131,12 +131,7 @@ class JsonFields {
   /// The same, and absent (or null) it is named as missing.
   template <typename E, size_t N>
   void named(const char* key, E& out, const EnumName<E> (&table)[N], Required) {
-    if (!present(key) && !failed()) {
-      read_.push_back(key);
-      *error_ = join(key) + " is missing";
-      return;
-    }
-    named(key, out, table);
+    if (!missing(key)) named(key, out, table);
   }
   /// An index → string object (a file's chunk hashes), each name a decimal index.
   void index_map(const char* key, std::map<int64_t, std::string>* out) {
@@ -196,12 +191,7 @@ class JsonFields {
   /// A field that must be there: absent (or null), it is named as missing.
   template <typename T>
   void operator()(const char* key, T& out, Required) {
-    if (!present(key) && !failed()) {
-      read_.push_back(key);
-      *error_ = join(key) + " is missing";
-      return;
-    }
-    (*this)(key, out);
+    if (!missing(key)) (*this)(key, out);
   }
   /// `fields(reader, *out)` for the object under `key`, when present.
   template <typename T, typename Fields>
@@ -217,12 +207,24 @@ class JsonFields {
   void objects(const char* key, std::vector<T>& out, Fields fields) {
     objects(key, [&](JsonFields& r) { fields(r, out.emplace_back()); });
   }
+  template <typename T, typename Fields>
+  void objects(const char* key, std::vector<T>& out, Fields fields, Required) {
+    if (!missing(key)) objects(key, out, fields);
+  }
 
  private:
   std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
   void fail(const std::string& at, const nlohmann::json& x, const char* want) {
     if (error_->empty()) *error_ = at + " is " + json_type_phrase(x) + ", not " + want;
+  }
+
+  // A required field absent (or null) is named as missing: true then.
+  bool missing(const char* key) {
+    if (present(key) || failed()) return false;
+    read_.push_back(key);
+    *error_ = join(key) + " is missing";
+    return true;
   }
 
   bool present(const char* key) const {

@@ -87,12 +87,9 @@ Result<std::map<int64_t, std::string>> hash_range(int fd, const std::string& pat
 // A listed file with its version (inode, mtime in ns): the copy checks the source
 // still has it before it commits, so a file rewritten meanwhile is never passed
 // off as verified.
-nlohmann::json listing_entry(const std::string& rel, const struct stat& st) {
-  return {{"path", rel},
-          {"size", static_cast<int64_t>(st.st_size)},
-          {"mode", st.st_mode & 0777},
-          {"mtime_ns", file_mtime_ns(st)},
-          {"ino", static_cast<int64_t>(st.st_ino)}};
+protocol::ListedFile listing_entry(const std::string& rel, const struct stat& st) {
+  return {rel, static_cast<int64_t>(st.st_size), static_cast<int>(st.st_mode & 0777), file_mtime_ns(st),
+          static_cast<int64_t>(st.st_ino)};
 }
 
 }  // namespace
@@ -214,7 +211,7 @@ class ListingPage {
 
   const Status& status() const { return status_; }
   bool more() const { return more_; }
-  nlohmann::json take_files() { return std::move(files_); }
+  std::vector<protocol::ListedFile> take_files() { return std::move(files_); }
 
  private:
   // An entry's JSON beside its path (size, mode, mtime_ns, ino and the punctuation).
@@ -224,25 +221,28 @@ class ListingPage {
   int64_t limit_;
   size_t byte_cap_;
   size_t bytes_ = 0;
-  nlohmann::json files_ = nlohmann::json::array();
+  std::vector<protocol::ListedFile> files_;
   bool more_ = false;
   Status status_;
 };
 
-Result<nlohmann::json> list_open_source(int source, const std::string& shown, const std::string& after, int64_t limit,
-                                        size_t byte_cap) {
+Result<protocol::FsListReply> list_open_source(int source, const std::string& shown, const std::string& after,
+                                               int64_t limit, size_t byte_cap) {
   struct stat st;
   if (::fstat(source, &st) != 0) return errno_status("copy source " + shown, errno);
-  nlohmann::json files = nlohmann::json::array();
+  protocol::FsListReply listing;
   if (S_ISREG(st.st_mode)) {
-    if (after.empty()) files.push_back(listing_entry("", st));
-    return nlohmann::json{{"type", "file"}, {"files", std::move(files)}, {"more", false}};
+    if (after.empty()) listing.files.push_back(listing_entry("", st));
+    return listing;
   }
   if (!S_ISDIR(st.st_mode)) return invalid_argument("copy source " + shown + " is not a file or folder");
   ListingPage page(shown, after, limit, byte_cap);
   page.walk(source, "", 0, /*on_after_path=*/!after.empty());
   if (!page.status().ok()) return page.status();
-  return nlohmann::json{{"type", "dir"}, {"files", page.take_files()}, {"more", page.more()}};
+  listing.type = protocol::FsType::kDir;
+  listing.files = page.take_files();
+  listing.more = page.more();
+  return listing;
 }
 
 }  // namespace
@@ -251,33 +251,37 @@ int64_t file_mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
-nlohmann::json stat_reply(const std::string& path) {
+protocol::FsStatReply stat_reply(const std::string& path) {
+  protocol::FsStatReply reply;
+  reply.path = path;
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return nlohmann::json{{"exists", false}, {"path", path}};
-  std::string type = S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : "other";
-  return nlohmann::json{{"exists", true},
-                        {"path", path},
-                        {"type", type},
-                        {"size", static_cast<int64_t>(st.st_size)},
-                        {"mtime_ms", static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000},
-                        {"mtime_ns", file_mtime_ns(st)},
-                        {"ino", static_cast<int64_t>(st.st_ino)}};
+  if (::stat(path.c_str(), &st) != 0) return reply;
+  reply.exists = true;
+  reply.type = S_ISDIR(st.st_mode)   ? protocol::FsType::kDir
+               : S_ISREG(st.st_mode) ? protocol::FsType::kFile
+                                     : protocol::FsType::kOther;
+  reply.size = static_cast<int64_t>(st.st_size);
+  reply.mtime_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+  reply.mtime_ns = file_mtime_ns(st);
+  reply.ino = static_cast<int64_t>(st.st_ino);
+  return reply;
 }
 
 bool listing_order(const std::string& a, const std::string& b) { return path_components(a) < path_components(b); }
 
-Result<nlohmann::json> list_source_page(int source, const std::string& shown, const std::string& after, int64_t limit) {
+Result<protocol::FsListReply> list_source_page(int source, const std::string& shown, const std::string& after,
+                                               int64_t limit) {
   return list_open_source(source, shown, after, std::clamp<int64_t>(limit, 1, kMaxListPageFiles), kMaxListPageBytes);
 }
 
-Result<nlohmann::json> list_source(const std::string& path) {
+Result<protocol::FsListReply> list_source(const std::string& path) {
   // Non-blocking: a FIFO named as a source must be refused, not waited on.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd.ok()) return errno_status("copy source " + path, errno);
   return list_source(fd.get(), path);
 }
 
-Result<nlohmann::json> list_source(int source, const std::string& shown) {
+Result<protocol::FsListReply> list_source(int source, const std::string& shown) {
   return list_open_source(source, shown, "", INT64_MAX, SIZE_MAX);
 }
 

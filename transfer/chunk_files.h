@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "protocol/ops/fs.h"
 #include "transfer/copied_files.h"
 #include "transfer/copy_bookkeeping.h"
 #include "transfer/dest_folder.h"
@@ -46,18 +47,17 @@ bool is_utf8(const std::string& s);
 /// A file's modification time in nanoseconds (with its inode, its version).
 int64_t file_mtime_ns(const struct stat& st);
 
-/// What fs.stat says of `path`: {exists, path, type: "file"|"dir"|"other", size,
-/// mtime_ms, mtime_ns, ino} ({exists: false, path} when there is nothing).
-nlohmann::json stat_reply(const std::string& path);
+/// What fs.stat says of `path` (only exists = false and the path when there is nothing).
+protocol::FsStatReply stat_reply(const std::string& path);
 
-/// What a source path holds: {type: "file"|"dir", files: [{path, size, mode,
-/// mtime_ns, ino}], more: false} (`path` relative to the source; "" for a single
-/// file). Only regular files; symlinks and specials are refused with their name,
-/// and no folder is entered through a symlink. All of it at once: for the push,
-/// which lists its own host's source in-process.
-Result<nlohmann::json> list_source(const std::string& path);
+/// What a source path holds: a file, or a folder's files (each path relative to
+/// the source; "" for a single file), with more = false. Only regular files;
+/// symlinks and specials are refused with their name, and no folder is entered
+/// through a symlink. All of it at once: for the push, which lists its own host's
+/// source in-process.
+Result<protocol::FsListReply> list_source(const std::string& path);
 /// The same of the source open at `source` (named `shown` in errors).
-Result<nlohmann::json> list_source(int source, const std::string& shown);
+Result<protocol::FsListReply> list_source(int source, const std::string& shown);
 
 /// fs.list answers in pages, so a folder of 200,000 shards meets no frame cap
 /// and no reply grows with the folder: a page holds at most `limit` files
@@ -69,7 +69,8 @@ inline constexpr size_t kMaxListPageBytes = 4 << 20;
 /// One page of the source open at `source` (named `shown` in errors): the files
 /// that come after `after` in listing_order ("" from the start), and `more` true
 /// when others remain (the next page is asked for after this one's last path).
-Result<nlohmann::json> list_source_page(int source, const std::string& shown, const std::string& after, int64_t limit);
+Result<protocol::FsListReply> list_source_page(int source, const std::string& shown, const std::string& after,
+                                               int64_t limit);
 /// The order of a listing: component by component ("a/b" before "a-c"), as the
 /// walk visits folders; pages come in this order, strictly increasing.
 bool listing_order(const std::string& a, const std::string& b);
@@ -89,7 +90,7 @@ Result<std::map<int64_t, std::string>> hash_chunks(int fd, const std::string& pa
 std::string file_hash_of(const std::vector<std::string>& chunk_hashes);
 
 struct ReceiveState {
-  bool complete = false;  // dest already holds exactly these bytes
+  bool complete = false;                // dest already holds exactly these bytes
   std::map<int64_t, std::string> have;  // verified chunks in the part file
 };
 

@@ -4,7 +4,6 @@
 #include <limits>
 #include <set>
 
-#include "base/peer_json.h"
 #include "protocol/frame.h"
 #include "protocol/ops/fs.h"
 #include "protocol/ops/recv.h"
@@ -59,54 +58,40 @@ const std::string& CopyFile::owner() const {
   return roots ? roots->owner : kNone;
 }
 
-Result<CopyListing> plan_copy(nlohmann::json listing, const std::string& from, const std::string& to,
+Result<CopyListing> plan_copy(protocol::FsListReply listing, const std::string& from, const std::string& to,
                               int64_t chunk_size, const std::string& owner) {
   CopyListing out;
   std::vector<CopyFile> files;
-  if (listing.is_object() && listing.contains("files") && listing["files"].is_array()) {
-    files.reserve(listing["files"].size());
-  }
+  files.reserve(listing.files.size());
   FERRY_RETURN_IF_ERROR(plan_copy_each(std::move(listing), from, to, chunk_size, owner, &out,
                                        [&files](CopyFile&& f) { files.push_back(std::move(f)); }));
   out.files = std::move(files);
   return out;
 }
 
-Status plan_copy_each(nlohmann::json listing, const std::string& from, const std::string& to,
-                      int64_t chunk_size, const std::string& owner, CopyListing* listed,
-                      const std::function<void(CopyFile&&)>& take) {
-  // The listing comes from the source host's agent: nothing in it is trusted.
+Status plan_copy_each(protocol::FsListReply listing, const std::string& from, const std::string& to, int64_t chunk_size,
+                      const std::string& owner, CopyListing* listed, const std::function<void(CopyFile&&)>& take) {
+  // The listing comes from the source host's agent: its shape was read exactly
+  // (FsListReply::from_json), its values are still not trusted.
   auto bad = [&](const std::string& why) { return data_loss("listing of " + from + ": " + why); };
-  if (!listing.is_object() || !listing.contains("type") || !listing["type"].is_string()) {
-    return bad("no 'type' in the agent's reply");
-  }
-  if (!listing.contains("files") || !listing["files"].is_array()) return bad("no 'files' in the agent's reply");
   if (chunk_size <= 0) return bad("chunk size " + std::to_string(chunk_size));
   CopyListing& out = *listed;
   int64_t chunks_total = 0;
-  out.is_dir = listing["type"] == "dir";
-  if (!out.is_dir && listing["type"] != "file") return bad("unknown type " + listing["type"].dump());
-  if (!out.is_dir && listing["files"].size() != 1) return bad("a file listing must name exactly one file");
+  out.is_dir = listing.type == protocol::FsType::kDir;
+  if (!out.is_dir && listing.type != protocol::FsType::kFile) return bad("a source that is not a file or folder");
+  if (!out.is_dir && listing.files.size() != 1) return bad("a file listing must name exactly one file");
   auto roots = std::make_shared<CopyRoots>(CopyRoots{from, to, out.is_dir, owner});
-  for (auto& f : listing["files"]) {
-    if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("size") ||
-        !f["size"].is_number_integer()) {
-      return bad("an entry without a string 'path' and an integer 'size': " + f.dump().substr(0, 200));
-    }
+  for (auto& f : listing.files) {
     CopyFile file;
-    file.rel = std::move(f["path"].get_ref<std::string&>());
-    file.size = f["size"].get<int64_t>();
+    file.rel = std::move(f.path);
+    file.size = f.size;
     if (file.size < 0 || file.size > kMaxCopyFileBytes) {
       return bad("'" + file.rel + "' has an impossible size " + std::to_string(file.size));
     }
-    if (f.contains("mode")) {
-      if (!f["mode"].is_number_integer() || f["mode"].get<int64_t>() < 0 || f["mode"].get<int64_t>() > 07777) {
-        return bad("'" + file.rel + "' has a bad mode " + f["mode"].dump());
-      }
-      file.mode = f["mode"].get<int>();
-    }
-    if (f.contains("mtime_ns") && f["mtime_ns"].is_number_integer()) file.mtime_ns = f["mtime_ns"].get<int64_t>();
-    if (f.contains("ino") && f["ino"].is_number_integer()) file.ino = f["ino"].get<int64_t>();
+    if (f.mode < 0 || f.mode > 07777) return bad("'" + file.rel + "' has a bad mode " + std::to_string(f.mode));
+    file.mode = f.mode;
+    file.mtime_ns = f.mtime_ns;
+    file.ino = f.ino;
     if (out.is_dir) {
       Status rel_ok = check_copy_rel(file.rel);
       if (!rel_ok.ok()) return bad(rel_ok.message());
@@ -121,18 +106,18 @@ Status plan_copy_each(nlohmann::json listing, const std::string& from, const std
     file.hashes.resize(static_cast<size_t>(file.chunks));
     out.bytes_total += file.size;
     take(std::move(file));
-    f = nullptr;  // the listing shrinks as the files are planned: the two are never both whole
+    f = {};  // the listing shrinks as the files are planned: the two are never both whole
   }
   return Status();
 }
 
-Status take_chunk_hashes(const nlohmann::json& chunks, CopyFile* f) {
-  if (!chunks.is_object() || static_cast<int64_t>(chunks.size()) != f->chunks) {
+Status take_chunk_hashes(const std::map<int64_t, std::string>& chunks, CopyFile* f) {
+  if (static_cast<int64_t>(chunks.size()) != f->chunks) {
     return data_loss("the source's hashes of " + f->src() + " do not cover its " + std::to_string(f->chunks) +
                      " chunks (did it change during the copy?)");
   }
-  for (const auto& [index, hash] : chunk_map_from_json(chunks)) {
-    if (index >= f->chunks) break;
+  for (const auto& [index, hash] : chunks) {
+    if (index < 0 || index >= f->chunks) break;
     f->hashes[static_cast<size_t>(index)] = hash;
   }
   for (const auto& h : f->hashes) {
@@ -152,29 +137,18 @@ std::string copy_owner(const std::string& job, int attempt, const std::string& t
   return job + " " + std::to_string(attempt) + " " + token;
 }
 
-std::string source_change(const nlohmann::json& stat_reply, const CopyFile& f) {
+std::string source_change(const protocol::FsStatReply& now, const CopyFile& f) {
   if (f.mtime_ns < 0) return "";  // an agent that does not say its files' versions
-  auto num = [&](const char* k) {
-    return stat_reply.is_object() && stat_reply.contains(k) && stat_reply[k].is_number_integer()
-               ? stat_reply[k].get<int64_t>()
-               : int64_t{-1};
-  };
-  if (!stat_reply.is_object() || !stat_reply.contains("exists") || stat_reply["exists"] != true) return "it is gone";
+  if (!now.exists) return "it is gone";
   std::string what;
-  if (num("size") != f.size) what += "size " + std::to_string(f.size) + " → " + std::to_string(num("size"));
-  if (num("mtime_ns") != f.mtime_ns) what += std::string(what.empty() ? "" : ", ") + "modified";
-  if (f.ino >= 0 && num("ino") != f.ino) what += std::string(what.empty() ? "" : ", ") + "replaced (another inode)";
+  if (now.size != f.size) what += "size " + std::to_string(f.size) + " → " + std::to_string(now.size);
+  if (now.mtime_ns != f.mtime_ns) what += std::string(what.empty() ? "" : ", ") + "modified";
+  if (f.ino >= 0 && now.ino != f.ino) what += std::string(what.empty() ? "" : ", ") + "replaced (another inode)";
   return what;
 }
 
-bool dest_may_hold(const nlohmann::json& stat_reply, int64_t size) {
-  // The agent's word: a field of another type is no match, never an exception.
-  static const nlohmann::json absent;
-  auto field = [&](const char* key) -> const nlohmann::json& {
-    return stat_reply.is_object() && stat_reply.contains(key) ? stat_reply[key] : absent;
-  };
-  return field("exists") == true && field("type") == "file" && field("size").is_number_integer() &&
-         field("size") == size;
+bool dest_may_hold(const protocol::FsStatReply& dest, int64_t size) {
+  return dest.exists && dest.type == protocol::FsType::kFile && dest.size == size;
 }
 
 void drop_stale_chunks(std::map<int64_t, std::string>* have, const std::map<int64_t, std::string>& source) {
@@ -213,10 +187,10 @@ int64_t queue_missing_chunks(CopyFile* f, int64_t chunk_size, const std::functio
   return there;
 }
 
-int64_t listed_bytes(const nlohmann::json& reply) {
+int64_t listed_bytes(const protocol::FsListReply& listing) {
   int64_t total = 0;
-  for (const auto& f : arr_field(reply, "files")) {
-    const int64_t size = std::max<int64_t>(0, int_field(f, "size"));
+  for (const auto& f : listing.files) {
+    const int64_t size = std::max<int64_t>(0, f.size);
     total = size > std::numeric_limits<int64_t>::max() - total ? std::numeric_limits<int64_t>::max() : total + size;
   }
   return total;

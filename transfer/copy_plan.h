@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "protocol/ops/fs.h"
 
 namespace ferry {
 
@@ -35,7 +36,7 @@ struct CopyRoots {
 /// One file of a copy, as a sender tracks it.
 struct CopyFile {
   std::shared_ptr<const CopyRoots> roots;  // the copy's; set by plan_copy
-  std::string rel;        // relative to the copied folder; "" for a single file
+  std::string rel;                         // relative to the copied folder; "" for a single file
   // Full paths as the source and the destination agents resolve them, made when
   // asked: a folder of 100,000 files does not hold 200,000 more paths.
   std::string src() const;
@@ -58,10 +59,10 @@ std::string copy_owner(const std::string& job, int attempt, const std::string& t
 
 /// How the source's file differs now (an fs.stat reply) from when it was listed:
 /// "" when it is the same version (size, mtime to the ns, inode).
-std::string source_change(const nlohmann::json& stat_reply, const CopyFile& f);
+std::string source_change(const protocol::FsStatReply& now, const CopyFile& f);
 
-/// A copy's files from the source's listing ({type, files: [{path, size, mode}]},
-/// as list_source() and the agent's fs.list give it).
+/// A copy's files from the source's listing (as list_source() and the agent's
+/// fs.list, all its pages, give it).
 struct CopyListing {
   bool is_dir = false;
   std::vector<CopyFile> files;
@@ -71,13 +72,12 @@ struct CopyListing {
 /// impossible, or whose folder entries are not plain relative paths inside the copy:
 /// the listing is the source host's word, and a path from it becomes a path to write.
 /// The listing is taken by value: moved in, it is emptied as its files are planned.
-Result<CopyListing> plan_copy(nlohmann::json listing, const std::string& from, const std::string& to,
+Result<CopyListing> plan_copy(protocol::FsListReply listing, const std::string& from, const std::string& to,
                               int64_t chunk_size, const std::string& owner = "");
 /// plan_copy handing each file to `take` as it is planned instead of holding them
 /// (*out gets the rest): the caller's own file list is the only one.
-Status plan_copy_each(nlohmann::json listing, const std::string& from, const std::string& to,
-                      int64_t chunk_size, const std::string& owner, CopyListing* out,
-                      const std::function<void(CopyFile&&)>& take);
+Status plan_copy_each(protocol::FsListReply listing, const std::string& from, const std::string& to, int64_t chunk_size,
+                      const std::string& owner, CopyListing* out, const std::function<void(CopyFile&&)>& take);
 /// A file of a copy larger than this (1 PiB) is a faulty listing, not a file.
 inline constexpr int64_t kMaxCopyFileBytes = int64_t{1} << 50;
 /// The most chunks one copy may need (8 TiB at 2 MiB chunks): the coordinator holds
@@ -85,9 +85,9 @@ inline constexpr int64_t kMaxCopyFileBytes = int64_t{1} << 50;
 inline constexpr int64_t kMaxCopyChunks = int64_t{1} << 22;
 /// OK when `rel` is non-empty, relative, and has no empty, "." or ".." component.
 Status check_copy_rel(const std::string& rel);
-/// Takes the source's fs.hash reply ({index: hash} for every chunk) into f->hashes;
+/// Takes the source's fs.hash reply (a hash for every chunk) into f->hashes;
 /// refuses one that does not name exactly the file's chunks.
-Status take_chunk_hashes(const nlohmann::json& chunks, CopyFile* f);
+Status take_chunk_hashes(const std::map<int64_t, std::string>& chunks, CopyFile* f);
 
 /// Where `rel` of a copy from `from` lands under `to` (a folder copy keeps its
 /// layout; a single file copied to "DIR/" keeps its name).
@@ -103,7 +103,7 @@ std::string copy_manifest_hash(const std::vector<CopyFile>& files);
 /// Whether an fs.stat reply of the destination says a file of `size` bytes is
 /// already there under its final name — then the source is hashed up front so
 /// an identical file can be skipped whole.
-bool dest_may_hold(const nlohmann::json& stat_reply, int64_t size);
+bool dest_may_hold(const protocol::FsStatReply& dest, int64_t size);
 
 /// Drops chunks from `have` whose hash differs from the source's (`source`
 /// holds the source's hashes of some indices): a chunk held from an earlier
@@ -126,11 +126,11 @@ std::vector<int64_t> held_indices(std::initializer_list<const std::map<int64_t, 
 int64_t queue_missing_chunks(CopyFile* f, int64_t chunk_size, const std::function<bool(int64_t)>& lacks,
                              const std::function<void(int64_t)>& queue);
 
-/// The bytes the files of an fs.list reply hold, read defensively (a host's word):
-/// sizes that are not non-negative integers count 0, and the sum saturates.
-int64_t listed_bytes(const nlohmann::json& reply);
+/// The bytes the files of a listing hold, read defensively (a host's word):
+/// negative sizes count 0, and the sum saturates.
+int64_t listed_bytes(const protocol::FsListReply& listing);
 
-/// {index: hash} as the agent's replies carry it (fs.hash "chunks", recv.begin "have").
+/// {index: hash} as recv.begin's reply carries it ("have"): what is not a chunk is skipped.
 std::map<int64_t, std::string> chunk_map_from_json(const nlohmann::json& j);
 nlohmann::json chunk_map_to_json(const std::map<int64_t, std::string>& m);
 

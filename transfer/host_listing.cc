@@ -30,40 +30,30 @@ class PagedListing : public std::enable_shared_from_this<PagedListing> {
   void take(Result<protocol::Frame> r) {
     if (!r.ok()) return done_(r.status());
     if (pages_) ++*pages_;
-    nlohmann::json& page = r->header;
-    auto files = page.find("files");
-    auto type = page.find("type");
-    if (!page.is_object() || files == page.end() || !files->is_array() || type == page.end() || !type->is_string()) {
-      return done_(data_loss("a page of the listing of " + what_ + " is malformed (no type or files)"));
-    }
-    if (listing_.is_null()) {
-      listing_ = {{"type", *type}, {"files", nlohmann::json::array()}};
-    } else if (listing_["type"] != *type) {
+    auto page = protocol::FsListReply::from_json(r->header);
+    if (!page.ok()) return done_(data_loss("listing " + what_ + ": " + page.status().message()));
+    if (pages_taken_++ == 0) {
+      listing_.type = page->type;
+    } else if (listing_.type != page->type) {
       return done_(data_loss("the listing of " + what_ + " changed type between pages"));
     }
-    if (listing_["files"].size() + files->size() > static_cast<size_t>(kMaxListedFiles)) {
+    if (listing_.files.size() + page->files.size() > static_cast<size_t>(kMaxListedFiles)) {
       return done_(invalid_argument(what_ + " holds more than " + std::to_string(kMaxListedFiles) +
                                     " files: too many for one copy; copy its subfolders apart"));
     }
-    const bool more = page.value("more", false) == true;
-    for (auto& f : *files) {
-      const auto p = f.is_object() ? f.find("path") : f.end();
-      if (p == f.end() || !p->is_string()) {
-        return done_(data_loss("an entry of the listing of " + what_ + " has no path"));
-      }
+    for (auto& f : page->files) {
       // Strictly after the last one: pages never repeat or go back, so the loop ends.
-      if (more || !after_.empty()) {
-        const std::string& path = p->get_ref<const std::string&>();
-        if (!after_.empty() && !listing_order(after_, path)) {
+      if (page->more || !after_.empty()) {
+        if (!after_.empty() && !listing_order(after_, f.path)) {
           return done_(
-              data_loss("the listing of " + what_ + " is out of order at '" + path + "' (after '" + after_ + "')"));
+              data_loss("the listing of " + what_ + " is out of order at '" + f.path + "' (after '" + after_ + "')"));
         }
-        after_ = path;
+        after_ = f.path;
       }
-      listing_["files"].push_back(std::move(f));
+      listing_.files.push_back(std::move(f));
     }
-    if (!more) return done_(std::move(listing_));
-    if (files->empty()) return done_(data_loss("a page of the listing of " + what_ + " was empty but said more"));
+    if (!page->more) return done_(std::move(listing_));
+    if (page->files.empty()) return done_(data_loss("a page of the listing of " + what_ + " was empty but said more"));
     next();
   }
 
@@ -73,7 +63,8 @@ class PagedListing : public std::enable_shared_from_this<PagedListing> {
   int64_t page_files_;
   int* pages_;
   std::string after_;  // the last path so far: the next page starts after it
-  nlohmann::json listing_;
+  int pages_taken_ = 0;
+  protocol::FsListReply listing_;  // every page's files so far
 };
 
 }  // namespace

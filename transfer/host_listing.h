@@ -3,10 +3,11 @@
 // The agent answers fs.list in pages (transfer/chunk_files.h: at most a few
 // thousand files, a few MiB, each), so a checkpoint folder of 200,000 shards meets
 // no frame cap. This asks for page after page, each after the last path of the one
-// before, until the agent says none remain, and hands the caller one listing as a
-// single reply used to look ({type, files}). A page is the host's word: one whose
-// shape is wrong, whose paths do not come strictly after the last page's, or a
-// listing past kMaxListedFiles ends it with kDataLoss naming `what`.
+// before, until the agent says none remain, and hands the caller one listing, all
+// pages' files in one FsListReply. A page is the host's word: one whose shape is
+// wrong (FsListReply::from_json names the field), whose paths do not come strictly
+// after the last page's, or a listing past kMaxListedFiles ends it with an error
+// naming `what`.
 //
 // Every caller of fs.list goes through it (the copy, the remote eval's memory
 // check, `ferry hosts check`). Runs on the thread the `call` replies on (the io
@@ -21,6 +22,7 @@
 
 #include "base/status.h"
 #include "protocol/frame.h"
+#include "protocol/ops/fs.h"
 
 namespace ferry {
 
@@ -30,7 +32,7 @@ inline constexpr int64_t kMaxListedFiles = 2'000'000;
 
 /// Sends one request (op fs.list, these args) to the host's agent.
 using ListCall = std::function<void(nlohmann::json args, std::function<void(Result<protocol::Frame>)> reply)>;
-using ListDone = std::function<void(Result<nlohmann::json> listing)>;
+using ListDone = std::function<void(Result<protocol::FsListReply> listing)>;
 
 /// Lists `path` on a host through `call`, all pages; `what` ("host:path") names it
 /// in errors. `page_files` is the page size asked for (0: the agent's default).

@@ -57,7 +57,7 @@ void CopyStage::list_source() {
   ListCall call = [self, host](nlohmann::json args, ReplyFn fn) {
     self->c_->env.call_agent(host, "fs.list", std::move(args), std::move(fn));
   };
-  list_host_path(call, c_->spec.copy.from, host + ":" + c_->spec.copy.from, [self](Result<nlohmann::json> r) {
+  list_host_path(call, c_->spec.copy.from, host + ":" + c_->spec.copy.from, [self](Result<protocol::FsListReply> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->list_source(); });
@@ -67,7 +67,7 @@ void CopyStage::list_source() {
     const CopySpec& spec = self->c_->spec;
     const CopyStageSpec& copy = spec.copy;
     auto& files = self->c_->files;
-    if (r->contains("files") && (*r)["files"].is_array()) files.reserve((*r)["files"].size());
+    files.reserve(r->files.size());
     CopyListing plan;
     const std::string owner = copy_owner(spec.id.job, spec.id.attempt, spec.id.token);
     Status planned =

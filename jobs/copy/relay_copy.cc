@@ -37,14 +37,15 @@ void RelayCopy::start_relay() {
   nlohmann::json args = protocol::RecvPrepareDirArgs{c_->spec.copy.to, true}.to_json();
   c_->env.call_agent_lane(c_->spec.copy.to_host, 0, "recv.prepare_dir", args, encode_keep_list(rels),
                           [self, begin](Result<protocol::Frame> r) {
-    if (self->c_->finished) return;
-    if (!r.ok()) {
-      if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->start_relay(); });
-      return self->c_->fail("preparing " + self->c_->spec.copy.to_host + ":" + self->c_->spec.copy.to + ": " +
-                            r.status().message());
-    }
-    begin();
-  });
+                            if (self->c_->finished) return;
+                            if (!r.ok()) {
+                              if (CopyContext::transient(r.status()))
+                                return self->c_->retry_later([self] { self->start_relay(); });
+                              return self->c_->fail("preparing " + self->c_->spec.copy.to_host + ":" +
+                                                    self->c_->spec.copy.to + ": " + r.status().message());
+                            }
+                            begin();
+                          });
 }
 
 // Files are begun a few per lane at once, each on a lane of its own (the lanes
@@ -83,8 +84,7 @@ void RelayCopy::all_begun() {
   if (c_->bytes.skipped > 0) {
     int64_t whole = 0;
     for (const auto& f : c_->files) whole += f.dest_complete && (f.local.empty() || f.local_complete);
-    c_->env.record_event("copy.resumed",
-                         {{"bytes_already_there", c_->bytes.skipped}, {"files_already_there", whole}});
+    c_->env.record_event("copy.resumed", {{"bytes_already_there", c_->bytes.skipped}, {"files_already_there", whole}});
   }
   bool any = false;
   for (size_t fi = 0; fi < c_->files.size(); ++fi) {
@@ -103,36 +103,45 @@ void RelayCopy::begin_file(size_t i) {
   CopyEntry& f = c_->files[i];
   auto self = shared_from_this();
   if (f.size == 0) return begin_receivers(i, "");
-  c_->env.call_agent_lane(c_->spec.copy.to_host, lane_of_file(i), "fs.stat", protocol::FsStatArgs{f.dest()}.to_json(),
-                          {}, [self, i](Result<protocol::Frame> r) {
-    if (self->c_->finished) return;
-    if (!r.ok()) {
-      if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
-      return self->c_->fail(self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
-                            r.status().message());
-    }
-    CopyEntry& f = self->c_->files[i];
-    bool dest_same = dest_may_hold(r->header, f.size);
-    struct stat st;
-    bool local_same =
-        !f.local.empty() && ::stat(f.local.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == f.size;
-    if (!dest_same && !local_same) return self->begin_receivers(i, "");
-    std::string indices;
-    auto hargs = fs_hash_args(f, self->c_->spec.chunk_size, {}, &indices);
-    if (!hargs.ok()) return self->c_->fail(hargs.status().message());
-    self->c_->env.call_agent_lane(self->c_->spec.copy.from_host, 0, "fs.hash", *hargs, std::move(indices),
-                                  [self, i](Result<protocol::Frame> h) {
-      if (self->c_->finished) return;
-      if (!h.ok()) {
-        if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
-        return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
-      }
-      CopyEntry& f = self->c_->files[i];
-      Status taken = take_chunk_hashes(h->header.contains("chunks") ? h->header["chunks"] : nlohmann::json(), &f);
-      if (!taken.ok()) return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + taken.message());
-      self->begin_receivers(i, file_hash_of(f.hashes));
-    });
-  });
+  c_->env.call_agent_lane(
+      c_->spec.copy.to_host, lane_of_file(i), "fs.stat", protocol::FsStatArgs{f.dest()}.to_json(), {},
+      [self, i](Result<protocol::Frame> r) {
+        if (self->c_->finished) return;
+        if (!r.ok()) {
+          if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
+          return self->c_->fail(self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
+                                r.status().message());
+        }
+        CopyEntry& f = self->c_->files[i];
+        auto dest = protocol::FsStatReply::from_json(r->header);
+        if (!dest.ok()) {
+          return self->c_->fail("destination host " + self->c_->spec.copy.to_host + ": " + dest.status().message());
+        }
+        bool dest_same = dest_may_hold(*dest, f.size);
+        struct stat st;
+        bool local_same =
+            !f.local.empty() && ::stat(f.local.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == f.size;
+        if (!dest_same && !local_same) return self->begin_receivers(i, "");
+        std::string indices;
+        auto hargs = fs_hash_args(f, self->c_->spec.chunk_size, {}, &indices);
+        if (!hargs.ok()) return self->c_->fail(hargs.status().message());
+        self->c_->env.call_agent_lane(
+            self->c_->spec.copy.from_host, 0, "fs.hash", *hargs, std::move(indices),
+            [self, i](Result<protocol::Frame> h) {
+              if (self->c_->finished) return;
+              if (!h.ok()) {
+                if (CopyContext::transient(h.status()))
+                  return self->c_->retry_later([self, i] { self->begin_file(i); });
+                return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
+              }
+              CopyEntry& f = self->c_->files[i];
+              auto hashes = protocol::FsHashReply::from_json(h->header);
+              Status taken = hashes.ok() ? take_chunk_hashes(hashes->chunks, &f) : hashes.status();
+              if (!taken.ok())
+                return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + taken.message());
+              self->begin_receivers(i, file_hash_of(f.hashes));
+            });
+      });
 }
 
 void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
@@ -151,8 +160,7 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
         if (self->c_->finished) return;
         if (!r.ok()) {
           if (CopyContext::transient(r.status())) {
-            if (r.status().message().find(kDestBusy) != std::string::npos &&
-                !self->said_waiting_) {
+            if (r.status().message().find(kDestBusy) != std::string::npos && !self->said_waiting_) {
               self->said_waiting_ = true;
               self->c_->env.note("waiting: " + r.status().message());
               self->c_->env.record_event("copy.waiting_for_destination", {{"why", r.status().message()}});
@@ -186,16 +194,21 @@ void RelayCopy::check_held(size_t i, bool hashes_known) {
   std::string indices;
   auto hargs = fs_hash_args(f, c_->spec.chunk_size, held, &indices);
   if (!hargs.ok()) return c_->fail(hargs.status().message());
-  c_->env.call_agent_lane(c_->spec.copy.from_host, 0, "fs.hash", *hargs, std::move(indices),
-                          [self, i, drop_stale](Result<protocol::Frame> h) {
-    if (self->c_->finished) return;
-    if (!h.ok()) {
-      if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
-      return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
-    }
-    drop_stale(chunk_map_from_json(h->header["chunks"]));
-    self->file_begun();
-  });
+  c_->env.call_agent_lane(
+      c_->spec.copy.from_host, 0, "fs.hash", *hargs, std::move(indices),
+      [self, i, drop_stale](Result<protocol::Frame> h) {
+        if (self->c_->finished) return;
+        if (!h.ok()) {
+          if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
+          return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
+        }
+        auto hashes = protocol::FsHashReply::from_json(h->header);
+        if (!hashes.ok()) {
+          return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + hashes.status().message());
+        }
+        drop_stale(hashes->chunks);
+        self->file_begun();
+      });
 }
 
 // Per lane: up to kChunksPerLane chunks held at once — fs.read requests in flight
@@ -212,8 +225,7 @@ void RelayCopy::lane_loop(int lane) {
     ++l.reads;
     const CopyEntry& f = c_->files[c.file];
     auto self = shared_from_this();
-    nlohmann::json args =
-        protocol::FsReadArgs{f.src(), c.index * c_->spec.chunk_size, chunk_len(f, c.index)}.to_json();
+    nlohmann::json args = protocol::FsReadArgs{f.src(), c.index * c_->spec.chunk_size, chunk_len(f, c.index)}.to_json();
     const std::string& from_host = c_->spec.copy.from_host;
     c_->env.call_agent_lane(from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
       if (self->c_->finished) return;
@@ -238,7 +250,11 @@ void RelayCopy::lane_loop(int lane) {
         self->queue_.push_front(c);
         return self->wake_other_lanes(lane);
       }
-      l.ready.push_back({c, std::move(r->body), r->header.value("hash", std::string())});
+      auto read = protocol::FsReadReply::from_json(r->header);
+      if (!read.ok()) {
+        return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + read.status().message());
+      }
+      l.ready.push_back({c, std::move(r->body), std::move(read->hash)});
       self->pump_writes(lane);
     });
   }
@@ -356,7 +372,11 @@ void RelayCopy::commit_file(size_t i) {
       return self->c_->fail("checking the source " + self->c_->spec.copy.from_host + ":" + self->c_->files[i].src() +
                             ": " + r.status().message());
     }
-    std::string change = source_change(r->header, self->c_->files[i]);
+    auto now = protocol::FsStatReply::from_json(r->header);
+    if (!now.ok()) {
+      return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + now.status().message());
+    }
+    std::string change = source_change(*now, self->c_->files[i]);
     if (!change.empty()) {
       return self->c_->fail("the source " + self->c_->spec.copy.from_host + ":" + self->c_->files[i].src() +
                             " changed during the copy (" + change +
@@ -394,30 +414,31 @@ void RelayCopy::commit_checked(size_t i) {
   // agent serves one request at a time, so a folder of 100,000 small files would
   // otherwise commit one file after another (the file system batches concurrent
   // fsyncs from several agents into one journal commit).
-  c_->env.call_agent_lane(c_->spec.copy.to_host, lane_of_file(i), "recv.commit", *args, std::move(hashes),
-                          [self, i](Result<protocol::Frame> r) {
-    if (self->c_->finished) return;
-    if (!r.ok()) {
-      if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
-      return self->c_->fail("committing " + self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
-                            r.status().message());
-    }
-    CopyEntry& f = self->c_->files[i];
-    std::vector<int64_t> bad = recv_commit_bad(r->header, f);
-    if (!bad.empty()) {
-      // Bytes went bad on the destination's disk after they were verified: send them again.
-      self->c_->env.record_event("copy.chunks_failed_on_disk", {{"file", f.rel}, {"chunks", bad}});
-      for (int64_t b : bad) {
-        f.dest_have.erase(b);
-        self->queue_.push_back({i, b});
-        ++f.remaining;
-        self->c_->bytes.done -= self->chunk_len(f, b);
-      }
-      for (int lane = 1; lane <= self->c_->lanes; ++lane) self->lane_loop(lane);
-      return;
-    }
-    self->file_committed(i);
-  });
+  c_->env.call_agent_lane(
+      c_->spec.copy.to_host, lane_of_file(i), "recv.commit", *args, std::move(hashes),
+      [self, i](Result<protocol::Frame> r) {
+        if (self->c_->finished) return;
+        if (!r.ok()) {
+          if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
+          return self->c_->fail("committing " + self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
+                                r.status().message());
+        }
+        CopyEntry& f = self->c_->files[i];
+        std::vector<int64_t> bad = recv_commit_bad(r->header, f);
+        if (!bad.empty()) {
+          // Bytes went bad on the destination's disk after they were verified: send them again.
+          self->c_->env.record_event("copy.chunks_failed_on_disk", {{"file", f.rel}, {"chunks", bad}});
+          for (int64_t b : bad) {
+            f.dest_have.erase(b);
+            self->queue_.push_back({i, b});
+            ++f.remaining;
+            self->c_->bytes.done -= self->chunk_len(f, b);
+          }
+          for (int lane = 1; lane <= self->c_->lanes; ++lane) self->lane_loop(lane);
+          return;
+        }
+        self->file_committed(i);
+      });
 }
 
 // A committed file keeps only what the manifest and the folder's keep list need:

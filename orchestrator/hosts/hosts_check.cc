@@ -12,6 +12,7 @@
 #include "orchestrator/hosts/host_connection.h"
 #include "orchestrator/hosts/transport_factory.h"
 #include "orchestrator/workflow_paths.h"
+#include "protocol/ops/host.h"
 #include "transfer/copy_plan.h"
 #include "transfer/host_listing.h"
 #include "workflows/slurm_options.h"
@@ -112,19 +113,21 @@ std::string render_slurm_row(const nlohmann::json& s) {
 
 nlohmann::json slurm_check_row(const nlohmann::json& reply,
                                const std::vector<std::pair<std::string, std::string>>& wanted) {
-  // Read typed: a reply of another shape is fewer partitions, not a throw that ends the whole check (review-4 P9).
+  // Read typed: a reply of another shape is an error row naming the field, not a throw that ends the whole
+  // check (review-4 P9).
+  auto info = protocol::SlurmInfoReply::from_json(reply);
+  if (!info.ok()) return {{"ok", false}, {"error", info.status().message()}};
   nlohmann::json parts = nlohmann::json::array();
   std::set<std::string> known;
-  for (const auto& p : arr_field(reply, "partitions")) {
-    const std::string name = str_field(p, "name");
-    if (name.empty()) continue;
-    known.insert(name);
-    parts.push_back({{"name", name},
-                     {"default", bool_field(p, "default")},
-                     {"available", str_field(p, "available")},
-                     {"time_limit", str_field(p, "time_limit")},
-                     {"nodes", int_field(p, "nodes")},
-                     {"gres", str_field(p, "gres")}});
+  for (const auto& p : info->partitions) {
+    if (p.name.empty()) continue;
+    known.insert(p.name);
+    parts.push_back({{"name", p.name},
+                     {"default", p.is_default},
+                     {"available", p.available},
+                     {"time_limit", p.time_limit},
+                     {"nodes", p.nodes},
+                     {"gres", p.gres}});
   }
   nlohmann::json unknown = nlohmann::json::array();
   for (const auto& [stage, partition] : wanted) {
@@ -197,15 +200,18 @@ class HostsCheck {
     conns_.push_back(conn);
     ++pending_;
     conn->call("host.info", nlohmann::json::object(), [this, i](Result<protocol::Frame> r) {
+      auto info = r.ok() ? protocol::HostInfoReply::from_json(r->header) : Result<protocol::HostInfoReply>(r.status());
       if (r.ok()) {
         hosts_[i]["connected"] = true;
-        hosts_[i]["info"] = r->header;
         hosts_[i]["agent"] = conns_[i]->hello();
+      }
+      if (info.ok()) {
+        hosts_[i]["info"] = info->to_json();
         check_evals(i);
         size_eval_models(i);
         if (wf_.hosts[i].scheduler == workflow::Scheduler::kSlurm) check_slurm(i);
-      } else if (!hosts_[i].contains("error")) {
-        hosts_[i]["error"] = r.status().message();
+      } else if (r.ok() || !hosts_[i].contains("error")) {
+        hosts_[i]["error"] = info.status().message();
       }
       done_one();
     });
@@ -233,7 +239,7 @@ class HostsCheck {
       ListCall call = [conn = conns_[i]](nlohmann::json args, ReplyFn fn) {
         conn->call("fs.list", std::move(args), std::move(fn));
       };
-      list_host_path(call, target, h.name + ":" + target, [this, i, target](Result<nlohmann::json> r) {
+      list_host_path(call, target, h.name + ":" + target, [this, i, target](Result<protocol::FsListReply> r) {
         if (r.ok()) hosts_[i]["eval_models"].push_back({{"path", target}, {"bytes", listed_bytes(*r)}});
         done_one();
       });
@@ -260,12 +266,13 @@ class HostsCheck {
     std::string from_name = wf_.hosts[i].name;
     conns_[i]->call("net.probe", args, [this, from_name, to_name = to.name](Result<protocol::Frame> r) {
       nlohmann::json row = {{"from", from_name}, {"to", to_name}};
-      if (r.ok()) {
-        row["reachable"] = bool_field(r->header, "reachable");
-        if (r->header.contains("error")) row["error"] = r->header["error"];
+      auto probe = r.ok() ? protocol::NetProbeReply::from_json(r->header) : Result<protocol::NetProbeReply>(r.status());
+      if (probe.ok()) {
+        row["reachable"] = probe->reachable;
+        if (!probe->error.empty()) row["error"] = probe->error;
       } else {
-        row["reachable"] = nullptr;  // unknown: the source host itself is not reachable
-        row["error"] = r.status().message();
+        row["reachable"] = nullptr;  // unknown: the source host itself is not reachable, or its answer is not
+        row["error"] = probe.status().message();
       }
       report_["reach"].push_back(row);
       done_one();
@@ -310,6 +317,11 @@ std::string render_hosts_check(const nlohmann::json& report) {
       continue;
     }
     const auto& info = obj_field(h, "info");
+    if (info.empty() && !str_field(h, "error").empty()) {  // an agent whose host.info could not be read
+      out << "connected, agent " << shown(obj_field(h, "agent"), "version", "?") << ", but " << shown(h, "error")
+          << "\n";
+      continue;
+    }
     out << "ok, agent " << shown(obj_field(h, "agent"), "version", "?") << " on " << shown(info, "hostname", "?")
         << ", " << int_field(info, "cores") << " cores, " << gib(num_field(info, "mem_available_bytes")) << " of "
         << gib(num_field(info, "mem_total_bytes")) << " memory free, " << gib(num_field(info, "disk_free_bytes"))

@@ -56,7 +56,7 @@ constexpr auto listed_file_fields = [](auto& v, auto& x) {
 
 constexpr auto fs_list_reply_fields = [](auto& v, auto& x) {
   v.named("type", x.type, kFsTypeNames, kRequired);
-  v.objects("files", x.files, listed_file_fields);
+  v.objects("files", x.files, listed_file_fields, kRequired);
   v("more", x.more);
 };
 
@@ -69,13 +69,13 @@ constexpr auto scanned_file_fields = [](auto& v, auto& x) {
 constexpr auto scanned_folder_fields = [](auto& v, auto& x) {
   v("name", x.name, kRequired);
   v("mtime_ns", x.mtime_ns);
-  v.objects("files", x.files, scanned_file_fields);
+  v.objects("files", x.files, scanned_file_fields, kRequired);
   if (kReads<decltype(v)> || x.truncated) v("truncated", x.truncated);
 };
 
 constexpr auto fs_scan_reply_fields = [](auto& v, auto& x) {
   v("now_ns", x.now_ns);
-  v.objects("folders", x.folders, scanned_folder_fields);
+  v.objects("folders", x.folders, scanned_folder_fields, kRequired);
   v("next", x.next);
 };
 

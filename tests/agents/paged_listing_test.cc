@@ -62,13 +62,13 @@ TEST(PagedListingTest, AFolderOf25000FilesComesInOrderedPagesEachWithinItsLimit)
     if (r.ok()) EXPECT_LE(r->header["files"].size(), static_cast<size_t>(kPageFiles));
     reply(std::move(r));
   };
-  Result<nlohmann::json> listing = invalid_argument("never answered");
+  Result<protocol::FsListReply> listing = invalid_argument("never answered");
   list_host_path(
-      call, "ckpt", "a:ckpt", [&](Result<nlohmann::json> r) { listing = std::move(r); }, kPageFiles, &pages);
+      call, "ckpt", "a:ckpt", [&](Result<protocol::FsListReply> r) { listing = std::move(r); }, kPageFiles, &pages);
   ASSERT_TRUE(listing.ok()) << listing.status().message();
-  EXPECT_EQ((*listing)["type"], "dir");
+  EXPECT_EQ(listing->type, protocol::FsType::kDir);
   std::vector<std::string> got;
-  for (const auto& f : (*listing)["files"]) got.push_back(f["path"]);
+  for (const auto& f : listing->files) got.push_back(f.path);
   EXPECT_EQ(got, expected);  // complete, each once, in the walk's order
   EXPECT_EQ(pages, kFiles / kPageFiles);
   // A page of 1000 short names is tens of KiB: far below the 64 MiB frame cap.
@@ -102,12 +102,25 @@ TEST(PagedListingTest, PagesThatDoNotMoveOnEndTheListingWithAnError) {
         1, {{"type", "dir"}, {"files", {{{"path", "a"}, {"size", 1}, {"mode", 0644}}}}, {"more", true}});
     reply(std::move(f));
   };
-  Result<nlohmann::json> listing = nlohmann::json();
+  Result<protocol::FsListReply> listing = protocol::FsListReply();
   list_host_path(
-      call, "ckpt", "a:ckpt", [&](Result<nlohmann::json> r) { listing = std::move(r); }, 0, &pages);
+      call, "ckpt", "a:ckpt", [&](Result<protocol::FsListReply> r) { listing = std::move(r); }, 0, &pages);
   ASSERT_FALSE(listing.ok());
   EXPECT_NE(listing.status().message().find("out of order at 'a'"), std::string::npos) << listing.status().message();
   EXPECT_EQ(pages, 2);
+}
+
+// A page the coordinator cannot read (a key renamed on one side) ends the listing
+// naming the op and the field.
+TEST(PagedListingTest, APageWithAnUnknownFieldEndsTheListingNamingIt) {
+  ListCall call = [&](nlohmann::json, std::function<void(Result<protocol::Frame>)> reply) {
+    reply(protocol::make_reply(1, {{"type", "dir"}, {"files", {{{"path", "a"}, {"bytes", 1}}}}}));
+  };
+  Result<protocol::FsListReply> listing = protocol::FsListReply();
+  list_host_path(call, "ckpt", "a:ckpt", [&](Result<protocol::FsListReply> r) { listing = std::move(r); });
+  ASSERT_FALSE(listing.ok());
+  EXPECT_EQ(listing.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(listing.status().message(), "listing a:ckpt: the fs.list reply's files[0].size is missing");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// The coordinator's side of the wire on mutated agent replies: the validators the
-// copy stages run on every reply (transfer/copy_plan.h) and the host connection's
+// The coordinator's side of the wire on mutated agent replies: the readers and
+// validators the copy stages run on every reply (protocol/ops/fs.h's from_json,
+// transfer/copy_plan.h) and the host connection's
 // reader (orchestrator/hosts/host_connection.h) behind a transport that answers with
 // mutated frames. Every reply is taken or refused with a Status, never an exception
 // out of a validator, a crash or a call left without its answer.
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "orchestrator/hosts/host_connection.h"
+#include "protocol/ops/fs.h"
 #include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/fuzz/wire_frame.h"
@@ -52,10 +54,22 @@ std::optional<nlohmann::json> mutated_reply(Mutator& m, const std::vector<nlohma
   return std::move((*f)->header);
 }
 
-// Runs the validators on `reply` as each kind of answer a copy reads, checking what
-// each promises of what it accepts.
+// A listing as a sender takes it: read through FsListReply (refused naming a field), then planned.
+Result<CopyListing> plan_reply(const nlohmann::json& listing, const std::string& to, int64_t chunk_size) {
+  auto read = protocol::FsListReply::from_json(listing);
+  if (!read.ok()) {
+    EXPECT_EQ(read.status().message().rfind("the fs.list reply", 0), 0u) << read.status().message();
+    return read.status();
+  }
+  return plan_copy(std::move(read).value(), "/src", to, chunk_size);
+}
+
+// Runs the readers and validators on `reply` as each kind of answer a copy reads,
+// checking what each promises of what it accepts.
 void check_validators(const nlohmann::json& listing, const nlohmann::json& reply, int64_t chunk_size) {
-  auto planned = plan_copy(listing, "/src", "/dst/", chunk_size);
+  auto planned = plan_reply(listing, "/dst/", chunk_size);
+  auto hashes = protocol::FsHashReply::from_json(reply);
+  auto stat = protocol::FsStatReply::from_json(reply);
   protocol::Frame err;
   err.type = protocol::FrameType::kError;
   err.header = reply;
@@ -77,7 +91,7 @@ void check_validators(const nlohmann::json& listing, const nlohmann::json& reply
       EXPECT_TRUE(check_copy_rel(f.rel).ok()) << f.rel;
     }
     total += f.size;
-    Status taken = take_chunk_hashes(reply.contains("chunks") ? reply["chunks"] : nlohmann::json(), &f);
+    Status taken = hashes.ok() ? take_chunk_hashes(hashes->chunks, &f) : hashes.status();
     if (taken.ok()) {
       for (const auto& h : f.hashes) EXPECT_FALSE(h.empty());
     }
@@ -90,8 +104,10 @@ void check_validators(const nlohmann::json& listing, const nlohmann::json& reply
       EXPECT_GE(bad, 0);
       EXPECT_LT(bad, f.chunks);
     }
-    (void)source_change(reply, f);
-    (void)dest_may_hold(reply, f.size);
+    if (stat.ok()) {
+      (void)source_change(*stat, f);
+      (void)dest_may_hold(*stat, f.size);
+    }
     if (taken.ok()) (void)source_hashes(f);
   }
   EXPECT_EQ(total, planned->bytes_total);
@@ -113,7 +129,7 @@ TEST(AgentReplyFuzzTest, MutatedRepliesAreTakenOrRefusedByTheCopyValidators) {
     if (!listing || !reply) return;
     const int64_t chunk_size = m.chance(50) ? (2 << 20) : 4096;
     check_validators(*listing, *reply, chunk_size);
-    plan_copy(*listing, "/src", "/dst", chunk_size).ok() ? ++planned : ++refused;
+    plan_reply(*listing, "/dst", chunk_size).ok() ? ++planned : ++refused;
   });
   expect_outcomes(plan, "listings", {{"planned", planned, 100}, {"refused", refused, 100}});
 }
@@ -122,29 +138,35 @@ TEST(AgentReplyFuzzTest, MutatedRepliesAreTakenOrRefusedByTheCopyValidators) {
 // is refused, not allocated (a 1 PiB "file" at 4 KiB chunks is 2^38 of them).
 TEST(AgentReplyFuzzTest, AListingThatNeedsTooManyChunksIsRefusedNotAllocated) {
   nlohmann::json listing = {{"type", "file"}, {"files", {{{"path", ""}, {"size", int64_t{1} << 50}}}}};
-  auto planned = plan_copy(listing, "/src", "/dst", 4096);
+  auto planned = plan_reply(listing, "/dst", 4096);
   ASSERT_FALSE(planned.ok());
   EXPECT_NE(planned.status().message().find("chunks"), std::string::npos) << planned.status().message();
   // Many large files: the total is bounded too (and never overflows).
   nlohmann::json many = {{"type", "dir"}, {"files", nlohmann::json::array()}};
   for (int i = 0; i < 9000; ++i)
     many["files"].push_back({{"path", "f" + std::to_string(i)}, {"size", int64_t{1} << 50}});
-  EXPECT_FALSE(plan_copy(many, "/src", "/dst", int64_t{1} << 40).ok());
+  EXPECT_FALSE(plan_reply(many, "/dst", int64_t{1} << 40).ok());
 }
 
-// A stat reply whose fields have other types is a file that is not there, not an exception.
-TEST(AgentReplyFuzzTest, AStatReplyOfTheWrongShapeIsNoMatch) {
-  CopyFile f;
-  f.size = 5;
-  f.mtime_ns = 1;
-  for (const nlohmann::json& reply :
-       {nlohmann::json{{"exists", 1}, {"type", "file"}, {"size", 5}},
-        nlohmann::json{{"exists", true}, {"type", 7}, {"size", 5}},
-        nlohmann::json{{"exists", true}, {"type", "file"}, {"size", "5"}}, nlohmann::json::array()}) {
-    EXPECT_FALSE(dest_may_hold(reply, 5));
-    EXPECT_FALSE(source_change(reply, f).empty());
+// A stat reply whose fields have other types is refused naming the field, not an exception
+// and never taken for a file that is there.
+TEST(AgentReplyFuzzTest, AStatReplyOfTheWrongShapeIsRefusedByName) {
+  const std::pair<nlohmann::json, std::string> replies[] = {
+      {{{"exists", 1}, {"type", "file"}, {"size", 5}}, "exists"},
+      {{{"exists", true}, {"type", 7}, {"size", 5}}, "type"},
+      {{{"exists", true}, {"type", "file"}, {"size", "5"}}, "size"},
+      {nlohmann::json::array(), "an array"},
+  };
+  for (const auto& [reply, named] : replies) {
+    auto read = protocol::FsStatReply::from_json(reply);
+    ASSERT_FALSE(read.ok()) << reply.dump();
+    EXPECT_NE(read.status().message().find("the fs.stat reply"), std::string::npos) << read.status().message();
+    EXPECT_NE(read.status().message().find(named), std::string::npos) << read.status().message();
   }
-  EXPECT_TRUE(dest_may_hold({{"exists", true}, {"type", "file"}, {"size", 5}}, 5));
+  auto there = protocol::FsStatReply::from_json({{"exists", true}, {"type", "file"}, {"size", 5}});
+  ASSERT_TRUE(there.ok()) << there.status().message();
+  EXPECT_TRUE(dest_may_hold(*there, 5));
+  EXPECT_FALSE(dest_may_hold(*there, 6));
 }
 
 // An agent behind a scripted byte stream: it answers each request the coordinator
@@ -152,7 +174,8 @@ TEST(AgentReplyFuzzTest, AStatReplyOfTheWrongShapeIsNoMatch) {
 class MutatedAgentTransport : public AgentTransport {
  public:
   MutatedAgentTransport(uint64_t seed, int round, int link, const std::vector<nlohmann::json>* seeds)
-      : m_(seed, round * 16 + link), seeds_(seeds) {}
+      : m_(seed, round * 16 + link),
+        seeds_(seeds) {}
   Status open() override { return m_.chance(5) ? unavailable("scripted open failure") : Status(); }
   Result<size_t> read_some(char* buf, size_t n, int timeout_ms) override {
     if (out_.empty()) {

@@ -42,7 +42,7 @@ TEST(ListSourceTest, OnlyFerrysOwnFilesAreLeftOut) {
   auto listing = list_source(dir.path());
   ASSERT_TRUE(listing.ok()) << listing.status().message();
   std::vector<std::string> names;
-  for (const auto& f : (*listing)["files"]) names.push_back(f["path"].get<std::string>());
+  for (const auto& f : listing->files) names.push_back(f.path);
   EXPECT_EQ(names,
             (std::vector<std::string>{"model.safetensors", "notes.ferry-spec.txt", "weights.ferry-partial.bin"}));
 }
@@ -177,7 +177,8 @@ TEST(ListSourceTest, ANameThatIsNotUtf8FailsTheListingAndIsNamed) {
   testing::write_text(dir.file("src/ok/caf\xc3\xa9"), "fine");  // UTF-8 passes
   auto fine = list_source(dir.file("src"));
   ASSERT_TRUE(fine.ok()) << fine.status().message();
-  EXPECT_EQ((*fine)["files"][0]["path"], "ok/caf\xc3\xa9");
+  ASSERT_EQ(fine->files.size(), 1u);
+  EXPECT_EQ(fine->files[0].path, "ok/caf\xc3\xa9");
   testing::write_text(dir.file("src/w\xff.bin"), "latin-1 name");
   auto listed = list_source(dir.file("src"));
   ASSERT_FALSE(listed.ok());

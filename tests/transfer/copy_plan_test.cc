@@ -1,5 +1,6 @@
 // What a copy sender takes from the other side's replies (review F1, F2): the
-// source's listing and hashes, the receiver's begin and commit replies. Faulty or
+// source's listing and hashes (read as the senders read them, through their
+// protocol/ops/fs.h structs), the receiver's begin and commit replies. Faulty or
 // hostile replies become errors or are ignored, never a path outside the copy,
 // an index outside a file, or an exception.
 #include "transfer/copy_plan.h"
@@ -15,14 +16,28 @@ constexpr int64_t kChunk = 4;
 
 nlohmann::json dir_listing(const nlohmann::json& files) { return {{"type", "dir"}, {"files", files}}; }
 
+// A listing reply as a sender takes it: read through FsListReply, then planned.
+Result<CopyListing> plan_reply(const nlohmann::json& listing) {
+  auto read = protocol::FsListReply::from_json(listing);
+  if (!read.ok()) return read.status();
+  return plan_copy(std::move(read).value(), "/src", "/dst", kChunk);
+}
+
+// An fs.hash reply's chunks as a sender takes them.
+Status take_reply(const nlohmann::json& chunks, CopyFile* f) {
+  auto read = protocol::FsHashReply::from_json({{"chunks", chunks}});
+  if (!read.ok()) return read.status();
+  return take_chunk_hashes(read->chunks, f);
+}
+
 TEST(CopyPlanTest, FolderEntriesMustStayInsideTheCopy) {
-  auto ok = plan_copy(dir_listing({{{"path", "a/b.bin"}, {"size", 9}, {"mode", 0600}}}), "/src", "/dst", kChunk);
+  auto ok = plan_reply(dir_listing({{{"path", "a/b.bin"}, {"size", 9}, {"mode", 0600}}}));
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->files[0].dest(), "/dst/a/b.bin");
   EXPECT_EQ(ok->files[0].chunks, 3);
   EXPECT_EQ(ok->files[0].mode, 0600);
   for (const char* evil : {"../x", "a/../../x", "/etc/passwd", "a//b", "./a", "a/.", "", "a/"}) {
-    auto r = plan_copy(dir_listing({{{"path", evil}, {"size", 0}}}), "/src", "/dst", kChunk);
+    auto r = plan_reply(dir_listing({{{"path", evil}, {"size", 0}}}));
     EXPECT_FALSE(r.ok()) << "'" << evil << "' was taken";
     if (!r.ok()) {
       EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
@@ -46,15 +61,15 @@ TEST(CopyPlanTest, ListingsOfTheWrongShapeOrImpossibleSizesAreRefused) {
       {{"type", "file"}, {"files", {{{"path", "f"}, {"size", 1}}, {{"path", "g"}, {"size", 1}}}}},
   };
   for (const auto& listing : bad) {
-    EXPECT_FALSE(plan_copy(listing, "/src", "/dst", kChunk).ok()) << listing.dump();
+    EXPECT_FALSE(plan_reply(listing).ok()) << listing.dump();
   }
 }
 
 TEST(CopyPlanTest, SourceHashesMustNameExactlyTheFilesChunks) {
-  auto plan = plan_copy(dir_listing({{{"path", "f"}, {"size", 9}}}), "/src", "/dst", kChunk);
+  auto plan = plan_reply(dir_listing({{{"path", "f"}, {"size", 9}}}));
   ASSERT_TRUE(plan.ok());
   CopyFile f = plan->files[0];  // 3 chunks
-  EXPECT_TRUE(take_chunk_hashes({{"0", "h0"}, {"1", "h1"}, {"2", "h2"}}, &f).ok());
+  EXPECT_TRUE(take_reply({{"0", "h0"}, {"1", "h1"}, {"2", "h2"}}, &f).ok());
   EXPECT_EQ(f.hashes, (std::vector<std::string>{"h0", "h1", "h2"}));
   const nlohmann::json bad[] = {
       {{"0", "h0"}, {"1", "h1"}},                       // too few
@@ -66,12 +81,12 @@ TEST(CopyPlanTest, SourceHashesMustNameExactlyTheFilesChunks) {
   };
   for (const auto& chunks : bad) {
     CopyFile g = plan->files[0];
-    EXPECT_FALSE(take_chunk_hashes(chunks, &g).ok()) << chunks.dump();
+    EXPECT_FALSE(take_reply(chunks, &g).ok()) << chunks.dump();
   }
 }
 
 TEST(CopyPlanTest, ReceiverRepliesOutsideTheFileAreNotTaken) {
-  auto plan = plan_copy(dir_listing({{{"path", "f"}, {"size", 9}}}), "/src", "/dst", kChunk);
+  auto plan = plan_reply(dir_listing({{{"path", "f"}, {"size", 9}}}));
   ASSERT_TRUE(plan.ok());
   CopyFile f = plan->files[0];
   apply_recv_begin(&f, {{"complete", "yes"}, {"have", {{"1", "h1"}, {"7", "h7"}, {"-2", "x"}, {"a", "y"}}}});

@@ -9,13 +9,14 @@
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
-#include "base/peer_json.h"
 #include "base/shell_quote.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/eval/stage/eval_outcome.h"
 #include "jobs/eval/stage/eval_progress_reader.h"
 #include "jobs/eval/stage/remote/host_file_upload.h"
 #include "jobs/log_tap_env.h"
+#include "protocol/ops/fs.h"
+#include "protocol/ops/host.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_plan.h"
 #include "transfer/host_listing.h"
@@ -112,11 +113,14 @@ void RemoteEvalStage::check_memory() {
     }
     self->ship_prompts();
   };
-  env_.call_agent(spec_.host, "host.info", nlohmann::json::object(),
-                  [host_memory, one_done](Result<protocol::Frame> r) {
-                    if (r.ok()) *host_memory = int_field(r->header, "mem_total_bytes");
-                    one_done();
-                  });
+  env_.call_agent(
+      spec_.host, "host.info", nlohmann::json::object(), [host_memory, one_done](Result<protocol::Frame> r) {
+        // A host.info it cannot read leaves the memory unknown: the check is skipped, not the eval.
+        auto info =
+            r.ok() ? protocol::HostInfoReply::from_json(r->header) : Result<protocol::HostInfoReply>(r.status());
+        if (info.ok()) *host_memory = info->mem_total_bytes;
+        one_done();
+      });
   for (const char* key : {"target", "drafter", "reference"}) {
     std::string path = spec_.engine.value(key, std::string());
     if (path.empty()) continue;
@@ -125,7 +129,7 @@ void RemoteEvalStage::check_memory() {
       self->env_.call_agent(self->spec_.host, "fs.list", std::move(args), std::move(fn));
     };
     list_host_path(call, path, spec_.host + ":" + path,
-                   [total, listed, one_done, key = std::string(key)](Result<nlohmann::json> r) {
+                   [total, listed, one_done, key = std::string(key)](Result<protocol::FsListReply> r) {
                      if (r.ok()) {
                        const int64_t bytes = listed_bytes(*r);
                        *total = std::min(*total, INT64_MAX - bytes) + bytes;  // saturates
@@ -186,27 +190,32 @@ void RemoteEvalStage::on_job_done(StageOutcome o) {
   if (o.state == StageOutcome::State::kCancelled || o.state == StageOutcome::State::kTimedOut) return finish(o);
   job_outcome_ = std::move(o);
   auto self = shared_from_this();
-  env_.call_agent(spec_.host, "fs.stat", {{"path", result_path_}}, [self](Result<protocol::Frame> r) {
-    if (self->finished_) return;
-    if (!r.ok()) {
-      if (transient(r.status())) {
-        auto timer = std::make_shared<boost::asio::steady_timer>(self->env_.io(), std::chrono::milliseconds(kRetryMs));
-        return timer->async_wait([self, timer](const boost::system::error_code& ec) {
-          if (!ec) self->on_job_done(self->job_outcome_);
-        });
-      }
-      return self->fail("reading the eval result on " + self->spec_.host + ": " + r.status().message());
-    }
-    if (!bool_field(r->header, "exists")) return self->fail(self->cannot_run_reason(self->job_outcome_));
-    const int64_t size = int_field(r->header, "size", -1);
-    if (size < 0) return self->fail("the eval result on " + self->spec_.host + " has no size (a bad fs.stat reply)");
-    if (size > kMaxResultBytes) {
-      return self->fail("the eval result on " + self->spec_.host + " is " + std::to_string(size) +
-                        " bytes, more than the " + std::to_string(kMaxResultBytes >> 20) +
-                        " MiB an eval result may hold (" + self->result_path_ + ")");
-    }
-    self->read_result(size, "");
-  });
+  env_.call_agent(
+      spec_.host, "fs.stat", protocol::FsStatArgs{result_path_}.to_json(), [self](Result<protocol::Frame> r) {
+        if (self->finished_) return;
+        if (!r.ok()) {
+          if (transient(r.status())) {
+            auto timer =
+                std::make_shared<boost::asio::steady_timer>(self->env_.io(), std::chrono::milliseconds(kRetryMs));
+            return timer->async_wait([self, timer](const boost::system::error_code& ec) {
+              if (!ec) self->on_job_done(self->job_outcome_);
+            });
+          }
+          return self->fail("reading the eval result on " + self->spec_.host + ": " + r.status().message());
+        }
+        auto result = protocol::FsStatReply::from_json(r->header);
+        if (!result.ok())
+          return self->fail("the eval result on " + self->spec_.host + ": " + result.status().message());
+        if (!result->exists) return self->fail(self->cannot_run_reason(self->job_outcome_));
+        const int64_t size = result->size;
+        if (size < 0) return self->fail("the eval result on " + self->spec_.host + " has a negative size");
+        if (size > kMaxResultBytes) {
+          return self->fail("the eval result on " + self->spec_.host + " is " + std::to_string(size) +
+                            " bytes, more than the " + std::to_string(kMaxResultBytes >> 20) +
+                            " MiB an eval result may hold (" + self->result_path_ + ")");
+        }
+        self->read_result(size, "");
+      });
 }
 
 void RemoteEvalStage::read_result(int64_t size, std::string sofar) {
@@ -217,7 +226,7 @@ void RemoteEvalStage::read_result(int64_t size, std::string sofar) {
   int64_t offset = static_cast<int64_t>(sofar.size());
   int64_t len = std::min(kResultPiece, size - offset);
   auto self = shared_from_this();
-  nlohmann::json args = {{"path", result_path_}, {"offset", offset}, {"length", len}};
+  nlohmann::json args = protocol::FsReadArgs{result_path_, offset, len}.to_json();
   env_.call_agent(
       spec_.host, "fs.read", args, [self, size, sofar = std::move(sofar)](Result<protocol::Frame> r) mutable {
         if (self->finished_) return;
@@ -239,7 +248,10 @@ void RemoteEvalStage::read_result(int64_t size, std::string sofar) {
                             " bytes at offset " + std::to_string(sofar.size()) + ", got " +
                             std::to_string(r->body.size()) + " (was it truncated while read?)");
         }
-        if (xxh128_hex(r->body.data(), r->body.size()) != str_field(r->header, "hash")) {
+        auto read = protocol::FsReadReply::from_json(r->header);
+        if (!read.ok())
+          return self->fail("reading the eval result on " + self->spec_.host + ": " + read.status().message());
+        if (xxh128_hex(r->body.data(), r->body.size()) != read->hash) {
           return self->fail("the eval result read from " + self->spec_.host + " does not match its hash");
         }
         sofar += r->body;

@@ -27,27 +27,20 @@ std::optional<int64_t> step_of(const std::string& name) {
   return std::stoll(name.substr(begin));
 }
 
-std::vector<CheckpointFolder> checkpoint_folders(const nlohmann::json& folders, const std::string& pattern,
-                                                 const std::string& marker) {
+std::vector<CheckpointFolder> checkpoint_folders(const std::vector<protocol::ScannedFolder>& folders,
+                                                 const std::string& pattern, const std::string& marker) {
   std::vector<CheckpointFolder> out;
-  if (!folders.is_array()) return out;
   for (const auto& f : folders) {
-    if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("files") ||
-        !f["files"].is_array()) {
-      continue;
-    }
     CheckpointFolder c;
-    c.name = f["name"].get<std::string>();
+    c.name = f.name;
     if (!plain_name(c.name, pattern)) continue;
-    if (f.contains("mtime_ns") && f["mtime_ns"].is_number_integer()) c.newest_mtime_ns = f["mtime_ns"].get<int64_t>();
-    c.listed_whole = !f.contains("truncated");
+    c.newest_mtime_ns = f.mtime_ns;
+    c.listed_whole = !f.truncated;
     bool has_config = false, has_safetensors = false;
-    for (const auto& e : f["files"]) {
-      if (!e.is_object() || !e.contains("path") || !e["path"].is_string()) continue;
-      const std::string rest = e["path"].get<std::string>();
-      const int64_t size = e.contains("size") && e["size"].is_number_integer() ? e["size"].get<int64_t>() : 0;
-      const int64_t mtime =
-          e.contains("mtime_ns") && e["mtime_ns"].is_number_integer() ? e["mtime_ns"].get<int64_t>() : 0;
+    for (const auto& e : f.files) {
+      const std::string& rest = e.path;
+      const int64_t size = e.size;
+      const int64_t mtime = e.mtime_ns;
       c.signature += rest + ":" + std::to_string(size) + ":" + std::to_string(mtime) + ";";
       c.newest_mtime_ns = std::max(c.newest_mtime_ns, mtime);
       const bool top = rest.find('/') == std::string::npos;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "protocol/ops/fs.h"
 
 namespace ferry {
 
@@ -39,9 +39,9 @@ std::optional<int64_t> step_of(const std::string& name);
 
 /// The folders of an fs.scan answer (its `folders`, all pages) whose names match
 /// `pattern` (fnmatch) and are one path component, ordered by step, then name.
-/// Entries of the wrong shape (a host's reply is not trusted) are left out.
-std::vector<CheckpointFolder> checkpoint_folders(const nlohmann::json& folders, const std::string& pattern,
-                                                 const std::string& marker);
+/// (The reply's shape was checked as it was read: FsScanReply::from_json.)
+std::vector<CheckpointFolder> checkpoint_folders(const std::vector<protocol::ScannedFolder>& folders,
+                                                 const std::string& pattern, const std::string& marker);
 
 class CheckpointScan {
  public:

@@ -149,16 +149,15 @@ void CheckpointWatchStage::poll() {
   if (polls_since_followed_ended_ < 0 && ended(env_.stage_state(watch_.stage))) {
     polls_since_followed_ended_ = 0;
   }
-  pages_ = nlohmann::json::array();
+  pages_.clear();
   list_page("");
 }
 
 void CheckpointWatchStage::list_page(const std::string& after) {
   auto self = shared_from_this();
-  env_.call_agent(
-      watch_.copy.from_host, "fs.scan",
-      {{"path", watch_.copy.from}, {"pattern", watch_.pattern}, {"after", after}, {"max_entries", kWatchPageEntries}},
-      [self](Result<protocol::Frame> r) { self->on_page(std::move(r)); });
+  env_.call_agent(watch_.copy.from_host, "fs.scan",
+                  protocol::FsScanArgs{watch_.copy.from, watch_.pattern, after, kWatchPageEntries}.to_json(),
+                  [self](Result<protocol::Frame> r) { self->on_page(std::move(r)); });
 }
 
 void CheckpointWatchStage::on_page(Result<protocol::Frame> r) {
@@ -172,19 +171,20 @@ void CheckpointWatchStage::on_page(Result<protocol::Frame> r) {
     return finish(std::move(o));
   }
   if (!r.ok()) return on_listing(pages_);  // not found: the trainer has not made the folder yet
-  const nlohmann::json& h = r->header;
-  if (h.contains("now_ns") && h["now_ns"].is_number_integer()) {
-    host_ahead_ms_ = h["now_ns"].get<int64_t>() / 1000000 - now_ms();
+  auto page = protocol::FsScanReply::from_json(r->header);
+  if (!page.ok()) {
+    StageOutcome o;
+    o.error = "listing " + watch_.copy.from_host + ":" + watch_.copy.from + ": " + page.status().message();
+    return finish(std::move(o));
   }
-  if (h.contains("folders") && h["folders"].is_array()) {
-    for (const auto& f : h["folders"]) pages_.push_back(f);
-  }
-  const std::string next = h.contains("next") && h["next"].is_string() ? h["next"].get<std::string>() : "";
-  if (!next.empty() && h.contains("folders") && !h["folders"].empty()) return list_page(next);
+  if (page->now_ns > 0) host_ahead_ms_ = page->now_ns / 1000000 - now_ms();
+  const bool more = !page->next.empty() && !page->folders.empty();
+  for (auto& f : page->folders) pages_.push_back(std::move(f));
+  if (more) return list_page(page->next);
   on_listing(pages_);
 }
 
-void CheckpointWatchStage::on_listing(const nlohmann::json& folders) {
+void CheckpointWatchStage::on_listing(const std::vector<protocol::ScannedFolder>& folders) {
   if (polls_since_followed_ended_ >= 0) ++polls_since_followed_ended_;
   queue_.clear();
   // Checkpoints older than the followed attempt are an earlier run's: never this one's.

@@ -79,7 +79,7 @@ class CheckpointWatchStage : public StageRunnerBase<Reattach::kYes>,
   void poll();
   void list_page(const std::string& after);
   void on_page(Result<protocol::Frame> r);
-  void on_listing(const nlohmann::json& folders);
+  void on_listing(const std::vector<protocol::ScannedFolder>& folders);
   void skip(const CheckpointFolder& c, const std::string& during, const std::string& cause);
   void work_or_wait();
   void copy_next();
@@ -102,7 +102,7 @@ class CheckpointWatchStage : public StageRunnerBase<Reattach::kYes>,
   std::set<std::string> handled_, handled_names_;
   std::map<std::string, std::string> done_hashes_;  // content hash → the checkpoint evaluated with it
   std::set<std::string> ignored_;                   // folders older than the followed attempt, reported
-  nlohmann::json pages_;                            // the listing's folders so far
+  std::vector<protocol::ScannedFolder> pages_;      // the listing's folders so far
   int64_t host_ahead_ms_ = 0;                       // the trainer host's clock minus ours
   std::vector<CheckpointFolder> queue_;             // complete, not yet done, in step order
   std::shared_ptr<StageRunner> current_;

@@ -18,9 +18,9 @@ namespace {
 
 using testing::write_text;
 
-std::vector<std::string> paths_of(const nlohmann::json& folder) {
+std::vector<std::string> paths_of(const protocol::ScannedFolder& folder) {
   std::vector<std::string> out;
-  for (const auto& f : folder["files"]) out.push_back(f["path"]);
+  for (const auto& f : folder.files) out.push_back(f.path);
   return out;
 }
 
@@ -41,11 +41,11 @@ TEST(CheckpointListingTest, LinksFifosAndSocketsAreSkippedNotRefused) {
   auto r = list_checkpoints("", d.path(), "checkpoint-*", "", kMaxScanPageEntries);
   ::close(sock);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ((*r)["folders"].size(), 1u) << r->dump();
-  EXPECT_EQ((*r)["folders"][0]["name"], "checkpoint-1");
-  EXPECT_EQ(paths_of((*r)["folders"][0]), std::vector<std::string>{"config.json"});
-  EXPECT_EQ((*r)["next"], "");
-  EXPECT_GT((*r)["now_ns"].get<int64_t>(), 0);
+  ASSERT_EQ(r->folders.size(), 1u) << r->to_json().dump();
+  EXPECT_EQ(r->folders[0].name, "checkpoint-1");
+  EXPECT_EQ(paths_of(r->folders[0]), std::vector<std::string>{"config.json"});
+  EXPECT_EQ(r->next, "");
+  EXPECT_GT(r->now_ns, 0);
 }
 
 TEST(CheckpointListingTest, TwoLevelsDeepAndADeeperFolderIsOneEntry) {
@@ -59,10 +59,10 @@ TEST(CheckpointListingTest, TwoLevelsDeepAndADeeperFolderIsOneEntry) {
   write_text(d.file("other/config.json"), "{}");
   auto r = list_checkpoints("", d.path(), "ck-*", "", kMaxScanPageEntries);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ((*r)["folders"].size(), 1u);
-  EXPECT_EQ(paths_of((*r)["folders"][0]),
+  ASSERT_EQ(r->folders.size(), 1u);
+  EXPECT_EQ(paths_of(r->folders[0]),
             (std::vector<std::string>{"config.json", "global_step1/optim.pt", "global_step1/shards/"}));
-  EXPECT_EQ((*r)["folders"][0]["files"][1]["size"], 4);
+  EXPECT_EQ(r->folders[0].files[1].size, 4);
 }
 
 TEST(CheckpointListingTest, PagesStopAtTheirSizeAndJoinUp) {
@@ -79,9 +79,9 @@ TEST(CheckpointListingTest, PagesStopAtTheirSizeAndJoinUp) {
   do {
     auto r = list_checkpoints("", d.path(), "checkpoint-*", after, 5);  // 3 entries a folder
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_LE((*r)["folders"].size(), 2u);
-    for (const auto& f : (*r)["folders"]) seen.push_back(f["name"]);
-    after = (*r)["next"];
+    EXPECT_LE(r->folders.size(), 2u);
+    for (const auto& f : r->folders) seen.push_back(f.name);
+    after = r->next;
     ASSERT_LT(++pages, 10);
   } while (!after.empty());
   EXPECT_EQ(seen,
@@ -100,7 +100,7 @@ TEST(CheckpointListingTest, AFromThroughASymlinkedFolderIsRefusedNamingTheLink) 
   ASSERT_EQ(::symlink(elsewhere.path().c_str(), work.file("runs").c_str()), 0);
   for (const char* from : {"runs", "runs/out"}) {
     auto r = list_checkpoints(work.path(), from, "checkpoint-*", "", 10);
-    ASSERT_FALSE(r.ok()) << from << ": " << r->dump();
+    ASSERT_FALSE(r.ok()) << from << ": " << r->to_json().dump();
     EXPECT_NE(r.status().message().find("'" + std::string(from) + "' passes through a symlink ('runs'"),
               std::string::npos)
         << r.status().message();
@@ -108,7 +108,7 @@ TEST(CheckpointListingTest, AFromThroughASymlinkedFolderIsRefusedNamingTheLink) 
   // Named by its absolute path, the same folder is the user's word and is listed.
   auto r = list_checkpoints(work.path(), elsewhere.file("out"), "checkpoint-*", "", 10);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ((*r)["folders"].size(), 1u) << r->dump();
+  EXPECT_EQ(r->folders.size(), 1u) << r->to_json().dump();
 }
 
 TEST(CheckpointListingTest, AFolderThatIsNotThereIsNotFound) {

@@ -16,6 +16,13 @@ json file(const std::string& path, int64_t size, int64_t mtime = 1) {
 }
 json folder(const std::string& name, json files) { return {{"name", name}, {"mtime_ns", 1}, {"files", files}}; }
 
+// A listing's folders as the watch takes them: read through FsScanReply.
+std::vector<protocol::ScannedFolder> read_folders(const json& l) {
+  auto r = protocol::FsScanReply::from_json({{"folders", l}});
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? r->folders : std::vector<protocol::ScannedFolder>{};
+}
+
 std::vector<std::string> names(const std::vector<CheckpointFolder>& v) {
   std::vector<std::string> out;
   for (const auto& c : v) out.push_back(c.name);
@@ -27,7 +34,7 @@ std::vector<CheckpointFolder> listings(CheckpointScan& scan, const json& l, int 
                                        const std::string& pattern = "checkpoint-*", const std::string& marker = "") {
   std::vector<CheckpointFolder> done;
   for (int i = 0; i < polls; ++i) {
-    done = scan.update(checkpoint_folders(l, pattern, marker), *t);
+    done = scan.update(checkpoint_folders(read_folders(l), pattern, marker), *t);
     *t += kStableMs / (kStablePolls - 1);
   }
   return done;
@@ -56,12 +63,13 @@ TEST(CheckpointScanTest, AnMtimeChangeOrPollsTooCloseTogetherAreNotStable) {
   CheckpointScan scan("");
   json l = {folder("checkpoint-1", {file("config.json", 1, 10), file("model.safetensors", 9, 10)})};
   int64_t t = 0;
-  for (int i = 0; i < 10; ++i) EXPECT_TRUE(scan.update(checkpoint_folders(l, "checkpoint-*", ""), t + i).empty());
+  for (int i = 0; i < 10; ++i)
+    EXPECT_TRUE(scan.update(checkpoint_folders(read_folders(l), "checkpoint-*", ""), t + i).empty());
   t = kStableMs - 1;
-  EXPECT_TRUE(scan.update(checkpoint_folders(l, "checkpoint-*", ""), t).empty()) << "short of the span";
+  EXPECT_TRUE(scan.update(checkpoint_folders(read_folders(l), "checkpoint-*", ""), t).empty()) << "short of the span";
   t += kStableMs;
   l[0]["files"][1] = file("model.safetensors", 9, 11);
-  EXPECT_TRUE(scan.update(checkpoint_folders(l, "checkpoint-*", ""), t).empty()) << "mtime moved";
+  EXPECT_TRUE(scan.update(checkpoint_folders(read_folders(l), "checkpoint-*", ""), t).empty()) << "mtime moved";
   EXPECT_EQ(names(listings(scan, l, kStablePolls, &t)), std::vector<std::string>{"checkpoint-1"});
 }
 
@@ -83,16 +91,27 @@ TEST(CheckpointScanTest, WithAMarkerOnlyTheMarkerDecides) {
       << "a marker is enough at once, weights without it are not";
 }
 
-TEST(CheckpointScanTest, NamesThatAreNotOneMatchingComponentAndBadShapesAreLeftOut) {
-  json l = {folder("..", json::array()),
-            folder("checkpoint-1/../../etc", json::array()),
-            folder("other-2", json::array()),
-            json{{"name", 5}},
-            json("checkpoint-3"),
-            folder("checkpoint-4 (copy)", {json{{"path", 7}}, file("config.json", 1)})};
-  auto c = checkpoint_folders(l, "*", "");
+TEST(CheckpointScanTest, NamesThatAreNotOneMatchingComponentAreLeftOut) {
+  json l = {folder("..", json::array()), folder("checkpoint-1/../../etc", json::array()),
+            folder("other-2", json::array()), folder("checkpoint-4 (copy)", {file("config.json", 1)})};
+  auto c = checkpoint_folders(read_folders(l), "*", "");
   EXPECT_EQ(names(c), (std::vector<std::string>{"other-2", "checkpoint-4 (copy)"}));
-  EXPECT_EQ(checkpoint_folders(l, "checkpoint-*", "").size(), 1u);
+  EXPECT_EQ(checkpoint_folders(read_folders(l), "checkpoint-*", "").size(), 1u);
+}
+
+// A host's reply is not trusted: one of the wrong shape is refused whole, naming the field.
+TEST(CheckpointScanTest, ListingsOfTheWrongShapeAreRefusedByName) {
+  const std::pair<json, std::string> bad[] = {
+      {json::array({json{{"name", 5}}}), "the fs.scan reply's folders[0].name is a number, not a string"},
+      {json::array({json("checkpoint-3")}), "the fs.scan reply's folders[0] is a string, not an object"},
+      {json::array({folder("checkpoint-4", {json{{"path", 7}}})}),
+       "the fs.scan reply's folders[0].files[0].path is a number, not a string"},
+  };
+  for (const auto& [folders, message] : bad) {
+    auto r = protocol::FsScanReply::from_json({{"folders", folders}});
+    ASSERT_FALSE(r.ok()) << folders.dump();
+    EXPECT_EQ(r.status().message(), message);
+  }
 }
 
 TEST(CheckpointScanTest, StepIsTheNumberEndingTheName) {
