@@ -39,7 +39,9 @@ Result<std::string> resolve_text(const ResolveContext& ctx, const workflow::Text
           case K::kHost: {
             const auto* h = ctx.wf.find_host(r.name);
             if (!h) return not_found("unknown host '" + r.name + "'");
-            return r.field == "workdir" ? resolve_host_workdir_of(ctx, *h) : h->address;
+            if (r.field == "workdir") return resolve_host_workdir_of(ctx, *h);
+            const auto* ssh = std::get_if<workflow::SshLink>(&h->link);
+            return ssh ? ssh->address : std::string();
           }
           case K::kStageOutput: {
             const std::map<std::string, std::string>* outputs = ctx.outputs_of(r.name);
@@ -63,13 +65,13 @@ namespace {
 void add_route_facts(const workflow::Workflow& wf, CopyStageSpec* c) {
   const workflow::Host* from = wf.find_host(c->from_host);
   const workflow::Host* to = wf.find_host(c->to_host);
-  c->from_transport = from ? from->transport : workflow::Transport::kLocal;
-  c->to_transport = to ? to->transport : workflow::Transport::kLocal;
-  if (to) {
-    c->to_address = to->address;
-    c->to_port = to->port;
-    c->to_user = to->user;
-    c->to_give_up_s = to->give_up_s;
+  c->from_transport = from ? from->transport() : workflow::Transport::kLocal;
+  c->to_transport = to ? to->transport() : workflow::Transport::kLocal;
+  if (to) c->to_give_up_s = to->give_up_s;
+  if (const auto* ssh = to ? std::get_if<workflow::SshLink>(&to->link) : nullptr) {
+    c->to_address = ssh->address;
+    c->to_port = ssh->port;
+    c->to_user = ssh->user;
   }
 }
 

@@ -21,7 +21,7 @@ std::string resolve_local_path(const std::string& path, const std::string& workf
 
 std::string resolve_host_workdir(const workflow::Host& host, const std::string& expanded,
                                  const std::string& workflow_path, const std::string& ferry_home) {
-  if (host.transport != workflow::Transport::kLocal) return expanded.empty() ? ".ferry/work" : expanded;
+  if (host.transport() != workflow::Transport::kLocal) return expanded.empty() ? ".ferry/work" : expanded;
   if (expanded.empty()) return ferry_home + "/hosts/" + host.name;
   return resolve_local_path(expanded, workflow_path);
 }

@@ -1,5 +1,7 @@
-// The `hosts:` section of a workflow: each host's transport, address, ssh settings,
-// workdir, env and scheduler, checked as the parser checks stages (yaml_reader.h).
+// The `hosts:` section of a workflow: each host's link (its transport, and that
+// transport's own keys read by one reader per link, a key of another transport
+// refused), then its workdir, env and scheduler, checked as the parser checks
+// stages (yaml_reader.h).
 // Part of parsing a workflow (parser.h); one parse, one thread.
 #pragma once
 

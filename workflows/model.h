@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "base/capped_log.h"
@@ -32,7 +33,8 @@ struct Param {
   Location at;
 };
 
-/// How a host's agent is reached (workflows/README.md, `transport`).
+/// How a host's agent is reached (workflows/README.md, `transport`): the kind of its
+/// link, each kind one alternative of HostLink below.
 enum class Transport { kLocal, kSsh };
 /// "local", "ssh": the workflow's word for a transport, also in `ferry hosts check`.
 const char* transport_name(Transport transport);
@@ -54,11 +56,15 @@ struct SlurmOptions {
   bool given = false;
 };
 
-struct Host {
-  std::string name;
-  Location at;
-  Transport transport = Transport::kLocal;
-  std::string address;  // ssh: name or IP; may be an ~/.ssh/config alias
+/// `transport: local`: the agent runs as a subprocess of the coordinator.
+struct LocalLink {
+  static constexpr Transport kTransport = Transport::kLocal;
+};
+
+/// `transport: ssh`: the agent runs over an exec channel of an SSH session.
+struct SshLink {
+  static constexpr Transport kTransport = Transport::kSsh;
+  std::string address;  // name or IP; may be an ~/.ssh/config alias
   int port = 22;
   std::string user;
   std::string identity;     // private key file
@@ -66,6 +72,18 @@ struct Host {
   bool trust_first_use = false;
   std::string ssh_config;  // "" = ~/.ssh/config; a path; "none" = no config
   std::string ciphers;     // "" = the ssh config's Ciphers, else AES-GCM first on AES hardware
+};
+
+/// A host's link: its transport and that transport's own settings, so a setting of
+/// one transport cannot be set on a host of another.
+using HostLink = std::variant<LocalLink, SshLink>;
+
+/// A host: how it is reached (`link`), and what every transport shares. A Slurm
+/// host is a host of either link with `scheduler: slurm`.
+struct Host {
+  std::string name;
+  Location at;
+  HostLink link;
   Text workdir;  // "" = the default for the transport
   std::map<std::string, Text> env;
   double give_up_s = 600;  // stop reconnecting after this long
@@ -75,6 +93,11 @@ struct Host {
   /// `connect: start` (default): reached when the run starts, and a host that cannot
   /// be fails the run at once; `when-needed`: first reached by its first stage.
   bool connect_at_start = true;
+
+  /// The kind of `link`, read off the variant, so no field can disagree with it.
+  Transport transport() const {
+    return std::visit([](const auto& l) { return l.kTransport; }, link);
+  }
 };
 
 enum class StageKind { kCommand, kCopy, kEval };

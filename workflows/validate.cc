@@ -220,9 +220,9 @@ void check_direct_route_is_ssh_to_ssh(const Workflow& wf, const Stage& s, Diagno
   }
   for (const Endpoint* e : {&s.from, &s.to}) {
     const Host* h = wf.find_host(e->host);
-    if (h && h->transport != Transport::kSsh) {
+    if (h && h->transport() != Transport::kSsh) {
       d.error(s.route_at, stage_label(s) + ": route: direct needs both hosts on transport: ssh; '" + h->name +
-                              "' uses transport: " + transport_name(h->transport) + " (use route: relay or auto)");
+                              "' uses transport: " + transport_name(h->transport()) + " (use route: relay or auto)");
     }
   }
 }

@@ -184,9 +184,10 @@ class HostsCheck {
   // says which failed), then its resources; the rest of the checks need an agent.
   void connect(size_t i) {
     const auto& h = wf_.hosts[i];
+    const auto* ssh = std::get_if<workflow::SshLink>(&h.link);
     hosts_[i] = {{"name", h.name},
-                 {"transport", workflow::transport_name(h.transport)},
-                 {"address", h.address},
+                 {"transport", workflow::transport_name(h.transport())},
+                 {"address", ssh ? ssh->address : ""},
                  {"connected", false}};
     ConnectionOptions opts;
     opts.give_up_s = 0;  // a check reports the first failure, it does not wait for the host
@@ -260,9 +261,10 @@ class HostsCheck {
   // Host to host: host i's agent tries host j's address:port, when j is an SSH host.
   void probe_reach(size_t i, size_t j) {
     const auto& to = wf_.hosts[j];
-    if (i == j || to.transport != workflow::Transport::kSsh) return;
+    const auto* ssh = std::get_if<workflow::SshLink>(&to.link);
+    if (i == j || ssh == nullptr) return;
     ++pending_;
-    nlohmann::json args = {{"address", to.address}, {"port", to.port}, {"timeout_ms", kProbeTimeoutMs}};
+    nlohmann::json args = {{"address", ssh->address}, {"port", ssh->port}, {"timeout_ms", kProbeTimeoutMs}};
     std::string from_name = wf_.hosts[i].name;
     conns_[i]->call("net.probe", args, [this, from_name, to_name = to.name](Result<protocol::Frame> r) {
       nlohmann::json row = {{"from", from_name}, {"to", to_name}};

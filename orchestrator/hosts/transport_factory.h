@@ -16,9 +16,9 @@ namespace ferry {
 /// transport itself (AgentTransport::open_lane).
 HostConnection::TransportFactory make_transport_factory(const workflow::Host& host, const std::string& workdir);
 
-/// Where and how to reach an ssh host (its entry's SSH settings), with its agent's
-/// `workdir`: the one place a workflow::Host becomes an SshTarget.
-SshTarget ssh_target_of(const workflow::Host& host, const std::string& workdir);
+/// Where and how to reach ssh host `name` (its entry's SSH link), with its agent's
+/// `workdir`: the one place a workflow::SshLink becomes an SshTarget.
+SshTarget ssh_target_of(const std::string& name, const workflow::SshLink& ssh, const std::string& workdir);
 
 /// What makes a host's transport factory, with make_transport_factory's arguments: the
 /// scheduler's way in for transports of another kind (tests: agents in the test's process).

@@ -144,7 +144,7 @@ Result<std::string> local_checkpoint_path(const json& run, const std::string& st
   }
   if (s->host.empty()) return resolve_local_path(drafter, workflow_path);  // evaluated in the coordinator
   const workflow::Host* h = wf.find_host(s->host);
-  if (h == nullptr || h->transport != workflow::Transport::kLocal) {
+  if (h == nullptr || h->transport() != workflow::Transport::kLocal) {
     return not_found("run " + str_field(run, "id") + ": checkpoint " + drafter + " is on host '" + s->host +
                      "', not on this machine");
   }

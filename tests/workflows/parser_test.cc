@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <variant>
 
 namespace ferry::workflow {
 namespace {
@@ -128,26 +129,28 @@ TEST_F(ParserTest, FullWorkflowHosts) {
   EXPECT_EQ(laptop.name, "laptop");
   EXPECT_EQ(laptop.at.line, 8);
   EXPECT_EQ(laptop.at.column, 3);
-  EXPECT_EQ(laptop.transport, Transport::kLocal);
+  EXPECT_TRUE(std::holds_alternative<LocalLink>(laptop.link));
+  EXPECT_EQ(laptop.transport(), Transport::kLocal);
   EXPECT_EQ(laptop.workdir.value, "runs/${{ params.lr }}");  // expanded at run time
   EXPECT_EQ(laptop.workdir.at.line, 10);
   EXPECT_EQ(laptop.workdir.at.column, 14);
   ASSERT_EQ(laptop.env.count("ROLE"), 1u);
   EXPECT_EQ(laptop.env.at("ROLE").value, "laptop");
   EXPECT_DOUBLE_EQ(laptop.give_up_s, 120);
-  EXPECT_EQ(laptop.port, 22);
 
   const Host& gpu = wf.hosts[1];
   EXPECT_EQ(gpu.name, "gpu");
-  EXPECT_EQ(gpu.transport, Transport::kSsh);
-  EXPECT_EQ(gpu.address, "gpu.example.com");
-  EXPECT_EQ(gpu.port, 2222);
-  EXPECT_EQ(gpu.user, "ferry");
-  EXPECT_EQ(gpu.identity, "~/.ssh/id_ed25519");
-  EXPECT_EQ(gpu.known_hosts, "~/.ssh/ferry_known_hosts");
-  EXPECT_TRUE(gpu.trust_first_use);
-  EXPECT_EQ(gpu.ssh_config, "none");
-  EXPECT_EQ(laptop.ssh_config, "");
+  EXPECT_EQ(gpu.transport(), Transport::kSsh);
+  const auto* ssh = std::get_if<SshLink>(&gpu.link);
+  ASSERT_NE(ssh, nullptr);
+  EXPECT_EQ(ssh->address, "gpu.example.com");
+  EXPECT_EQ(ssh->port, 2222);
+  EXPECT_EQ(ssh->user, "ferry");
+  EXPECT_EQ(ssh->identity, "~/.ssh/id_ed25519");
+  EXPECT_EQ(ssh->known_hosts, "~/.ssh/ferry_known_hosts");
+  EXPECT_TRUE(ssh->trust_first_use);
+  EXPECT_EQ(ssh->ssh_config, "none");
+  EXPECT_EQ(ssh->ciphers, "");
   EXPECT_TRUE(gpu.workdir.empty());
   EXPECT_DOUBLE_EQ(gpu.give_up_s, 600);
   EXPECT_EQ(wf.find_host("gpu"), &wf.hosts[1]);
@@ -315,7 +318,7 @@ TEST_F(ParserTest, ImplicitLocalHostWhenHostsIsAbsent) {
   Workflow wf = parse_ok("name: tiny\nstages:\n  a:\n    run: echo a\n  b:\n    run: echo b\n    needs: a\n");
   ASSERT_EQ(wf.hosts.size(), 1u);
   EXPECT_EQ(wf.hosts[0].name, "local");
-  EXPECT_EQ(wf.hosts[0].transport, Transport::kLocal);
+  EXPECT_EQ(wf.hosts[0].transport(), Transport::kLocal);
   EXPECT_TRUE(wf.hosts[0].workdir.empty());
   EXPECT_EQ(wf.stages[0].host, "local");
   EXPECT_EQ(wf.stages[1].host, "local");
@@ -342,7 +345,7 @@ TEST_F(ParserTest, StagesDefaultToTheOnlyHost) {
 TEST_F(ParserTest, BareHostNameIsALocalHostWithDefaults) {
   Workflow wf = parse_ok("name: two\nhosts:\n  a:\n  b:\nstages:\n  s:\n    host: b\n    run: echo\n");
   ASSERT_EQ(wf.hosts.size(), 2u);
-  EXPECT_EQ(wf.hosts[0].transport, Transport::kLocal);
+  EXPECT_EQ(wf.hosts[0].transport(), Transport::kLocal);
   EXPECT_EQ(wf.hosts[1].name, "b");
   EXPECT_EQ(wf.stages[0].host, "b");
 }

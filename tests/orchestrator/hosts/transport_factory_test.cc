@@ -1,11 +1,12 @@
 // ssh_target_of (orchestrator/hosts/transport_factory.h): every SSH setting of a
-// host entry, as the parser reads it from a workflow file, reaches the SshTarget
-// its transport connects with. Each value differs from its default, so a setting
-// the copy drops fails here.
+// host entry, as the parser reads it from a workflow file into the host's SshLink,
+// reaches the SshTarget its transport connects with. Each value differs from its
+// default, so a setting the copy drops fails here.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "orchestrator/hosts/transport_factory.h"
 #include "workflows/parser.h"
@@ -32,7 +33,9 @@ stages:
     run: make
 )");
   ASSERT_TRUE(wf.ok()) << wf.status().message();
-  SshTarget t = ssh_target_of(wf->hosts.at(0), "runs/work");
+  const auto* ssh = std::get_if<workflow::SshLink>(&wf->hosts.at(0).link);
+  ASSERT_NE(ssh, nullptr);
+  SshTarget t = ssh_target_of(wf->hosts.at(0).name, *ssh, "runs/work");
   const std::pair<std::string, std::string> strings[] = {{t.name, "gpu"},
                                                          {t.address, "gpu.example.com"},
                                                          {t.user, "trainer"},
