@@ -526,9 +526,7 @@ Result<nlohmann::json> AgentServer::recv_begin(const protocol::RecvBeginArgs& a,
   if (!dir.ok()) return dir.status();
   auto st = receive_begin(*dir, name, a.size, a.chunk_size, a.mode, a.file_hash, a.owner);
   if (!st.ok()) return st.status();
-  nlohmann::json have = nlohmann::json::object();
-  for (auto& [i, h] : st->have) have.emplace(std::to_string(i), h);
-  return in_body(nlohmann::json{{"complete", st->complete}, {"have", have}}, "have",
+  return in_body(protocol::RecvBeginReply{st->complete, std::move(st->have)}.to_json(), "have",
                  "the chunks held of " + dir->shown(name), body);
 }
 
@@ -547,11 +545,11 @@ Result<nlohmann::json> AgentServer::recv_commit(const protocol::RecvCommitArgs& 
   std::vector<int64_t> bad;
   Status s = receive_commit(*dir, name, a.chunk_size, a.chunks, &bad, a.owner);
   if (!s.ok() && !bad.empty()) {
-    return in_body(nlohmann::json{{"committed", false}, {"bad", bad}, {"error", s.message()}}, "bad",
+    return in_body(protocol::RecvCommitReply{false, std::move(bad), s.message()}.to_json(), "bad",
                    "the bad chunks of " + dir->shown(name), body);
   }
   if (!s.ok()) return s;
-  return nlohmann::json{{"committed", true}};
+  return protocol::RecvCommitReply{true}.to_json();
 }
 
 Result<protocol::NetProbeReply> AgentServer::net_probe(const protocol::NetProbeArgs& args) {

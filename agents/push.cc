@@ -285,7 +285,9 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
   }
   auto b = peer.call("recv.begin", recv_begin_args(f, spec_.chunk_size, file_hash), kSlowOpTimeoutMs);
   if (!b.ok()) return on_dest(b.status());
-  apply_recv_begin(&f, b->header);
+  auto begun = protocol::RecvBeginReply::from_json(b->header);
+  if (!begun.ok()) return data_loss(dest_name() + ": " + begun.status().message());
+  apply_recv_begin(&f, *begun);
   if (!file_hash.empty()) {
     drop_stale_chunks(&f.dest_have, source_hashes(f));
   } else if (!f.dest_have.empty()) {
@@ -389,7 +391,9 @@ Status Pusher::settle(const Pending& p, const protocol::Frame& reply) {
     return Status();
   }
   if (!err.ok()) return on_dest(err.with_context("committing " + f.dest()));
-  std::vector<int64_t> bad = recv_commit_bad(reply.header, f);
+  auto commit = protocol::RecvCommitReply::from_json(reply.header);
+  if (!commit.ok()) return data_loss(dest_name() + ": " + commit.status().message());
+  std::vector<int64_t> bad = recv_commit_bad(*commit, f);
   if (bad.empty()) {
     f.committed = true;
     ++committed_;

@@ -196,36 +196,15 @@ int64_t listed_bytes(const protocol::FsListReply& listing) {
   return total;
 }
 
-std::map<int64_t, std::string> chunk_map_from_json(const nlohmann::json& j) {
-  std::map<int64_t, std::string> out;
-  if (!j.is_object()) return out;
-  for (const auto& [k, v] : j.items()) {
-    // Keys are decimal chunk indices; anything else (from a faulty agent) is not a chunk.
-    if (!v.is_string() || k.empty() || k.size() > 15 || k.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    out[std::stoll(k)] = v.get<std::string>();
-  }
-  return out;
-}
-
-nlohmann::json chunk_map_to_json(const std::map<int64_t, std::string>& m) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [i, h] : m) out[std::to_string(i)] = h;
-  return out;
-}
-
 nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std::string& file_hash) {
   return protocol::RecvBeginArgs{f.dest(), f.size, chunk_size, f.mode, file_hash, f.owner()}.to_json();
 }
 
-void apply_recv_begin(CopyFile* f, const nlohmann::json& reply) {
-  f->dest_complete = reply.is_object() && reply.contains("complete") && reply["complete"] == true;
+void apply_recv_begin(CopyFile* f, const protocol::RecvBeginReply& reply) {
+  f->dest_complete = reply.complete;
   f->dest_have.clear();
-  if (reply.is_object() && reply.contains("have")) {
-    for (auto& [index, hash] : chunk_map_from_json(reply["have"])) {
-      if (index < f->chunks) f->dest_have[index] = std::move(hash);
-    }
+  for (const auto& [index, hash] : reply.have) {
+    if (index < f->chunks) f->dest_have[index] = hash;
   }
   if (f->dest_complete) {
     for (int64_t c = 0; c < f->chunks; ++c) f->dest_have[c] = f->hashes[static_cast<size_t>(c)];
@@ -259,14 +238,11 @@ Result<nlohmann::json> fs_hash_args(const CopyFile& f, int64_t chunk_size, const
   return with_body(std::move(args), "indices", "the chunk indices of " + f.src(), body);
 }
 
-std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile& f) {
-  if (reply.is_object() && reply.contains("committed") && reply["committed"] == true) return {};
+std::vector<int64_t> recv_commit_bad(const protocol::RecvCommitReply& reply, const CopyFile& f) {
+  if (reply.committed) return {};
   std::vector<int64_t> bad;
-  if (reply.is_object() && reply.contains("bad") && reply["bad"].is_array()) {
-    for (const auto& i : reply["bad"]) {
-      if (i.is_number_integer() && i.get<int64_t>() >= 0 && i.get<int64_t>() < f.chunks)
-        bad.push_back(i.get<int64_t>());
-    }
+  for (int64_t i : reply.bad) {
+    if (i >= 0 && i < f.chunks) bad.push_back(i);
   }
   // Not committed and no chunk of this file named: trust none of it; send every chunk again.
   if (bad.empty()) {

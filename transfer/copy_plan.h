@@ -22,6 +22,7 @@
 
 #include "base/status.h"
 #include "protocol/ops/fs.h"
+#include "protocol/ops/recv.h"
 
 namespace ferry {
 
@@ -130,14 +131,11 @@ int64_t queue_missing_chunks(CopyFile* f, int64_t chunk_size, const std::functio
 /// negative sizes count 0, and the sum saturates.
 int64_t listed_bytes(const protocol::FsListReply& listing);
 
-/// {index: hash} as recv.begin's reply carries it ("have"): what is not a chunk is skipped.
-std::map<int64_t, std::string> chunk_map_from_json(const nlohmann::json& j);
-nlohmann::json chunk_map_to_json(const std::map<int64_t, std::string>& m);
-
 // The receiver protocol (agent_server.h lists the ops).
 nlohmann::json recv_begin_args(const CopyFile& f, int64_t chunk_size, const std::string& file_hash);
-/// Takes a recv.begin reply: dest_complete and dest_have (all chunks when complete).
-void apply_recv_begin(CopyFile* f, const nlohmann::json& reply);
+/// Takes a recv.begin reply: dest_complete and dest_have (all chunks when complete;
+/// an index outside the file is not taken).
+void apply_recv_begin(CopyFile* f, const protocol::RecvBeginReply& reply);
 nlohmann::json recv_write_args(const CopyFile& f, int64_t index, int64_t chunk_size, const std::string& hash);
 /// recv.commit's arguments; the file's chunk hashes go to *body (a 64 GiB file has
 /// 32,768 of them, more than the header may hold: protocol::move_field_to_body).
@@ -147,7 +145,7 @@ Result<nlohmann::json> recv_commit_args(const CopyFile& f, int64_t chunk_size, s
 Result<nlohmann::json> fs_hash_args(const CopyFile& f, int64_t chunk_size, const std::vector<int64_t>& indices,
                                     std::string* body);
 /// The chunks of `f` a recv.commit reply says failed on the destination's disk
-/// (empty: committed; all of them when the reply is not understood).
-std::vector<int64_t> recv_commit_bad(const nlohmann::json& reply, const CopyFile& f);
+/// (empty: committed; all of them when not committed and none of the file's is named).
+std::vector<int64_t> recv_commit_bad(const protocol::RecvCommitReply& reply, const CopyFile& f);
 
 }  // namespace ferry

@@ -171,7 +171,11 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
                                 r.status().message());
         }
         CopyEntry& f = self->c_->files[i];
-        apply_recv_begin(&f, r->header);
+        auto begun = protocol::RecvBeginReply::from_json(r->header);
+        if (!begun.ok()) {
+          return self->c_->fail("destination host " + self->c_->spec.copy.to_host + ": " + begun.status().message());
+        }
+        apply_recv_begin(&f, *begun);
         for (int64_t c = 0; c < f.chunks && f.local_complete; ++c) f.local_have[c] = f.hashes[static_cast<size_t>(c)];
         self->check_held(i, known);
       });
@@ -424,7 +428,11 @@ void RelayCopy::commit_checked(size_t i) {
                                 r.status().message());
         }
         CopyEntry& f = self->c_->files[i];
-        std::vector<int64_t> bad = recv_commit_bad(r->header, f);
+        auto commit = protocol::RecvCommitReply::from_json(r->header);
+        if (!commit.ok()) {
+          return self->c_->fail("destination host " + self->c_->spec.copy.to_host + ": " + commit.status().message());
+        }
+        std::vector<int64_t> bad = recv_commit_bad(*commit, f);
         if (!bad.empty()) {
           // Bytes went bad on the destination's disk after they were verified: send them again.
           self->c_->env.record_event("copy.chunks_failed_on_disk", {{"file", f.rel}, {"chunks", bad}});

@@ -30,6 +30,19 @@ constexpr auto recv_commit_fields = [](auto& v, auto& x) {
   v.nonempty("owner", x.owner);
 };
 
+constexpr auto recv_begin_reply_fields = [](auto& v, auto& x) {
+  v("complete", x.complete, kRequired);
+  v("have", x.have);
+};
+
+constexpr auto recv_commit_reply_fields = [](auto& v, auto& x) {
+  v("committed", x.committed, kRequired);
+  if (!x.committed) {  // read by then, on reading
+    v("bad", x.bad);
+    v.nonempty("error", x.error);
+  }
+};
+
 constexpr auto recv_prepare_dir_fields = [](auto& v, auto& x) {
   v("path", x.path, kRequired);
   v("record", x.record);
@@ -46,6 +59,8 @@ constexpr auto recv_finish_dir_fields = [](auto& v, auto& x) {
 FERRY_REQUEST_JSON(RecvBeginArgs, "recv.begin", recv_begin_fields)
 FERRY_REQUEST_JSON(RecvWriteArgs, "recv.write", recv_write_fields)
 FERRY_REQUEST_JSON(RecvCommitArgs, "recv.commit", recv_commit_fields)
+FERRY_REPLY_JSON(RecvBeginReply, "the recv.begin reply", recv_begin_reply_fields)
+FERRY_REPLY_JSON(RecvCommitReply, "the recv.commit reply", recv_commit_reply_fields)
 FERRY_REQUEST_JSON(RecvPrepareDirArgs, "recv.prepare_dir", recv_prepare_dir_fields)
 FERRY_REQUEST_JSON(RecvFinishDirArgs, "recv.finish_dir", recv_finish_dir_fields)
 

@@ -1,16 +1,17 @@
 // The receiving ops of the agent protocol, a copy's destination side (transfer/
-// chunk_files.h says what the receiver guarantees): their requests, one struct per
-// op with one field list for both directions in recv.cc, read exactly as job.h's
-// are. Plain values; any thread.
+// chunk_files.h says what the receiver guarantees): their requests and replies, one
+// struct per message with one field list for both directions in recv.cc, read
+// exactly as job.h's are. Plain values; any thread.
 //
-//   recv.begin       RecvBeginArgs  → {complete, have: {index: hash}}
+//   recv.begin       RecvBeginArgs  → RecvBeginReply, have in the body
 //   recv.write       RecvWriteArgs, body = the chunk → {}  (kDataLoss if the hash differs)
-//   recv.commit      RecvCommitArgs → {committed, bad?: [index], error?}
+//   recv.commit      RecvCommitArgs → RecvCommitReply, bad in the body
 //   recv.prepare_dir RecvPrepareDirArgs, body = the copy's files → {}
 //   recv.finish_dir  RecvFinishDirArgs, body = the files kept → {} or what the prune removed
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,16 @@ struct RecvBeginArgs {
   static Result<RecvBeginArgs> from_json(const nlohmann::json& j);
 };
 
+/// recv.begin's reply: whether the destination holds exactly these bytes already,
+/// and the verified chunks its part file holds, by index.
+struct RecvBeginReply {
+  bool complete = false;
+  std::map<int64_t, std::string> have;  // rides in the frame's body
+
+  nlohmann::json to_json() const;
+  static Result<RecvBeginReply> from_json(const nlohmann::json& j);
+};
+
 struct RecvWriteArgs {
   std::string dest;
   int64_t index = -1;
@@ -51,6 +62,17 @@ struct RecvCommitArgs {
 
   nlohmann::json to_json() const;
   static Result<RecvCommitArgs> from_json(const nlohmann::json& j);
+};
+
+/// recv.commit's reply: committed, or the chunks found bad on the destination's
+/// disk (sent again by the sender) and why.
+struct RecvCommitReply {
+  bool committed = false;
+  std::vector<int64_t> bad;  // rides in the frame's body
+  std::string error;
+
+  nlohmann::json to_json() const;
+  static Result<RecvCommitReply> from_json(const nlohmann::json& j);
 };
 
 struct RecvPrepareDirArgs {

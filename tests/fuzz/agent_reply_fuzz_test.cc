@@ -14,6 +14,7 @@
 
 #include "orchestrator/hosts/host_connection.h"
 #include "protocol/ops/fs.h"
+#include "protocol/ops/recv.h"
 #include "tests/fuzz/fuzz_rounds.h"
 #include "tests/fuzz/random_input.h"
 #include "tests/fuzz/wire_frame.h"
@@ -74,8 +75,13 @@ void check_validators(const nlohmann::json& listing, const nlohmann::json& reply
   err.type = protocol::FrameType::kError;
   err.header = reply;
   EXPECT_FALSE(protocol::status_from_error_frame(err).ok());
-  for (const auto& [index, hash] : chunk_map_from_json(reply.contains("chunks") ? reply["chunks"] : reply)) {
-    EXPECT_GE(index, 0);
+  auto begun = protocol::RecvBeginReply::from_json(reply);
+  auto commit = protocol::RecvCommitReply::from_json(reply);
+  for (const auto* read : {&hashes.status(), &stat.status(), &begun.status(), &commit.status()}) {
+    if (!read->ok()) EXPECT_EQ(read->message().rfind("the ", 0), 0u) << read->message();  // names the reply
+  }
+  if (hashes.ok()) {
+    for (const auto& [index, hash] : hashes->chunks) EXPECT_GE(index, 0);
   }
   if (!planned.ok()) {
     EXPECT_FALSE(planned.status().message().empty());
@@ -95,12 +101,12 @@ void check_validators(const nlohmann::json& listing, const nlohmann::json& reply
     if (taken.ok()) {
       for (const auto& h : f.hashes) EXPECT_FALSE(h.empty());
     }
-    apply_recv_begin(&f, reply);
+    if (begun.ok()) apply_recv_begin(&f, *begun);
     for (const auto& [index, hash] : f.dest_have) {
       EXPECT_GE(index, 0);
       EXPECT_LT(index, f.chunks);
     }
-    for (int64_t bad : recv_commit_bad(reply, f)) {
+    for (int64_t bad : commit.ok() ? recv_commit_bad(*commit, f) : std::vector<int64_t>{}) {
       EXPECT_GE(bad, 0);
       EXPECT_LT(bad, f.chunks);
     }

@@ -150,5 +150,26 @@ TEST(FileOpsTest, RepliesWithUnknownMistypedOrMissingFieldsAreRefusedByName) {
   EXPECT_EQ(hash.status().message(), "the fs.hash reply's chunks.0 is a number, not a string");
 }
 
+TEST(FileOpsTest, RecvRepliesReadBackAndACommittedOneSaysOnlyThat) {
+  const RecvBeginReply begun{false, {{0, "h0"}, {3, "h3"}}};
+  EXPECT_EQ(begun.to_json(), nlohmann::json::parse(R"({"complete":false,"have":{"0":"h0","3":"h3"}})"));
+  auto bb = RecvBeginReply::from_json(begun.to_json());
+  ASSERT_TRUE(bb.ok()) << bb.status().message();
+  EXPECT_EQ(bb->have, begun.have);
+  EXPECT_EQ(RecvCommitReply{true}.to_json(), nlohmann::json::parse(R"({"committed":true})"));
+  const RecvCommitReply failed{false, {1, 4}, "chunk 1 differs"};
+  EXPECT_EQ(failed.to_json(), nlohmann::json::parse(R"({"committed":false,"bad":[1,4],"error":"chunk 1 differs"})"));
+  auto fb = RecvCommitReply::from_json(failed.to_json());
+  ASSERT_TRUE(fb.ok()) << fb.status().message();
+  EXPECT_EQ(fb->bad, failed.bad);
+  EXPECT_EQ(fb->error, failed.error);
+  auto unknown = RecvCommitReply::from_json({{"committed", true}, {"bytes", 5}});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(), "the recv.commit reply's bytes is not a known field");
+  auto missing = RecvBeginReply::from_json({{"have", nlohmann::json::object()}});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "the recv.begin reply's complete is missing");
+}
+
 }  // namespace
 }  // namespace ferry::protocol

@@ -89,14 +89,20 @@ TEST(CopyPlanTest, ReceiverRepliesOutsideTheFileAreNotTaken) {
   auto plan = plan_reply(dir_listing({{{"path", "f"}, {"size", 9}}}));
   ASSERT_TRUE(plan.ok());
   CopyFile f = plan->files[0];
-  apply_recv_begin(&f, {{"complete", "yes"}, {"have", {{"1", "h1"}, {"7", "h7"}, {"-2", "x"}, {"a", "y"}}}});
+  apply_recv_begin(&f, protocol::RecvBeginReply{false, {{1, "h1"}, {7, "h7"}}});
   EXPECT_FALSE(f.dest_complete);
   EXPECT_EQ(f.dest_have, (std::map<int64_t, std::string>{{1, "h1"}}));
-  EXPECT_TRUE(recv_commit_bad({{"committed", true}}, f).empty());
-  EXPECT_EQ(recv_commit_bad({{"committed", false}, {"bad", {2, 99, -1}}}, f), std::vector<int64_t>{2});
-  // Not committed, and nothing usable said: every chunk is sent again.
-  EXPECT_EQ(recv_commit_bad({{"committed", false}, {"bad", "all"}}, f), (std::vector<int64_t>{0, 1, 2}));
-  EXPECT_EQ(recv_commit_bad(nlohmann::json::array(), f), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_TRUE(recv_commit_bad(protocol::RecvCommitReply{true}, f).empty());
+  EXPECT_EQ(recv_commit_bad(protocol::RecvCommitReply{false, {2, 99, -1}}, f), std::vector<int64_t>{2});
+  // Not committed, and none of the file's chunks named: every chunk is sent again.
+  EXPECT_EQ(recv_commit_bad(protocol::RecvCommitReply{false, {}, "disk"}, f), (std::vector<int64_t>{0, 1, 2}));
+  // A reply of the wrong shape is refused as it is read, naming the field.
+  auto begun = protocol::RecvBeginReply::from_json({{"complete", "yes"}, {"have", {{"1", "h1"}}}});
+  ASSERT_FALSE(begun.ok());
+  EXPECT_EQ(begun.status().message(), "the recv.begin reply's complete is a string, not true or false");
+  auto committed = protocol::RecvCommitReply::from_json({{"committed", false}, {"bad", "all"}});
+  ASSERT_FALSE(committed.ok());
+  EXPECT_EQ(committed.status().message(), "the recv.commit reply's bad is a string, not an array");
 }
 
 TEST(CopyPlanTest, ErrorFramesOfTheWrongShapeBecomeStatusesNotExceptions) {

@@ -4,8 +4,8 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "base/peer_json.h"
 #include "protocol/frame.h"
+#include "protocol/ops/recv.h"
 #include "transfer/chunk_files.h"
 #include "transfer/copy_plan.h"
 
@@ -47,11 +47,8 @@ void HostFileUpload::retry(std::function<void()> fn) {
 }
 
 void HostFileUpload::begin() {
-  nlohmann::json args = {{"dest", file_.dest},
-                         {"size", size_},
-                         {"chunk_size", kChunkBytes},
-                         {"mode", file_.mode},
-                         {"file_hash", file_hash_of(hashes_)}};
+  const nlohmann::json args =
+      protocol::RecvBeginArgs{file_.dest, size_, kChunkBytes, file_.mode, file_hash_of(hashes_), ""}.to_json();
   auto self = shared_from_this();
   env_.call_agent(file_.host, "recv.begin", args, [self](Result<protocol::Frame> r) {
     if (self->abandoned_) return;
@@ -59,9 +56,11 @@ void HostFileUpload::begin() {
       if (transient(r.status())) return self->retry([self] { self->begin(); });
       return self->finish(r.status());
     }
-    if (bool_field(r->header, "complete")) return self->finish(Status());  // already there
-    self->have_.assign(self->hashes_.size(), false);                       // what the host's part file holds now
-    for (auto& [i, h] : chunk_map_from_json(obj_field(r->header, "have"))) {
+    auto begun = protocol::RecvBeginReply::from_json(r->header);
+    if (!begun.ok()) return self->finish(data_loss("uploading " + self->file_.dest + ": " + begun.status().message()));
+    if (begun->complete) return self->finish(Status());  // already there
+    self->have_.assign(self->hashes_.size(), false);     // what the host's part file holds now
+    for (const auto& [i, h] : begun->have) {
       if (i >= 0 && static_cast<size_t>(i) < self->hashes_.size() && h == self->hashes_[i]) self->have_[i] = true;
     }
     self->send(0);
@@ -93,7 +92,7 @@ void HostFileUpload::send(size_t index) {
 }
 
 void HostFileUpload::commit() {
-  nlohmann::json args = {{"dest", file_.dest}, {"chunk_size", kChunkBytes}, {"chunks", hashes_}};
+  nlohmann::json args = protocol::RecvCommitArgs{file_.dest, kChunkBytes, hashes_, ""}.to_json();
   // The hashes ride in the body: a large model file has more than a header holds.
   auto hashes = protocol::move_field_to_body(&args, "chunks", "the chunk hashes of " + file_.dest);
   if (!hashes.ok()) return finish(hashes.status());
@@ -105,14 +104,17 @@ void HostFileUpload::commit() {
           if (transient(r.status())) return self->retry([self] { self->begin(); });
           return self->begin_again(r.status());
         }
-        if (!bool_field(r->header, "committed")) {
+        auto commit = protocol::RecvCommitReply::from_json(r->header);
+        if (!commit.ok()) {
+          return self->finish(data_loss("uploading " + self->file_.dest + ": " + commit.status().message()));
+        }
+        if (!commit->committed) {
           // Chunks that went bad on the host's disk: send them again, a few times.
           if (++self->recommits_ > kMaxRecommits) {
             return self->finish(data_loss("uploading " + self->file_.dest + ": " +
-                                          str_field(r->header, "error", "chunks failed verification")));
+                                          (commit->error.empty() ? "chunks failed verification" : commit->error)));
           }
-          for (const auto& bad : arr_field(r->header, "bad")) {
-            const int64_t i = bad.is_number_integer() ? bad.get<int64_t>() : -1;
+          for (int64_t i : commit->bad) {
             if (i >= 0 && static_cast<size_t>(i) < self->have_.size()) self->have_[static_cast<size_t>(i)] = false;
           }
           return self->send(0);
