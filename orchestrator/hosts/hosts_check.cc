@@ -264,9 +264,9 @@ class HostsCheck {
     const auto* ssh = std::get_if<workflow::SshLink>(&to.link);
     if (i == j || ssh == nullptr) return;
     ++pending_;
-    nlohmann::json args = {{"address", ssh->address}, {"port", ssh->port}, {"timeout_ms", kProbeTimeoutMs}};
+    const protocol::NetProbeArgs args{ssh->address, ssh->port, kProbeTimeoutMs};
     std::string from_name = wf_.hosts[i].name;
-    conns_[i]->call("net.probe", args, [this, from_name, to_name = to.name](Result<protocol::Frame> r) {
+    conns_[i]->call("net.probe", args.to_json(), [this, from_name, to_name = to.name](Result<protocol::Frame> r) {
       nlohmann::json row = {{"from", from_name}, {"to", to_name}};
       auto probe = r.ok() ? protocol::NetProbeReply::from_json(r->header) : Result<protocol::NetProbeReply>(r.status());
       if (probe.ok()) {
