@@ -12,6 +12,10 @@ StageState stage_state_of(StageOutcome::State s) {
   return StageState::kFailed;
 }
 
+bool transient_link_failure(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kCancelled;
+}
+
 const char* outcome_state_name(StageOutcome::State state) { return state_name(stage_state_of(state)); }
 
 }  // namespace ferry

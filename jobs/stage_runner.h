@@ -43,6 +43,11 @@ const char* outcome_state_name(StageOutcome::State state);
 
 using ReplyFn = std::function<void(Result<protocol::Frame>)>;
 
+/// A call that failed for its link, not for what it asked: the host is not connected
+/// now (kUnavailable), or the lane carrying the call closed under it (kCancelled).
+/// The same call may succeed once the link is back, so runners retry it.
+bool transient_link_failure(const Status& s);
+
 /// Who an attempt is on a host, for runners that start detached jobs there (a
 /// command; a direct copy's push): the agent re-attaches to the same job, attempt
 /// and token, and refuses an older token.

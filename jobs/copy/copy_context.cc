@@ -35,8 +35,4 @@ void CopyContext::retry_later(std::function<void()> fn) {
   });
 }
 
-bool CopyContext::transient(const Status& s) {
-  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kCancelled;
-}
-
 }  // namespace ferry

@@ -72,8 +72,6 @@ class CopyContext : public std::enable_shared_from_this<CopyContext> {
   void fail(const std::string& why);
   /// `fn` again in kRetryMs, unless the copy finished meanwhile.
   void retry_later(std::function<void()> fn);
-  /// A link that dropped or is not up yet: try again rather than fail.
-  static bool transient(const Status& s);
 };
 
 }  // namespace ferry

@@ -60,7 +60,7 @@ void CopyStage::list_source() {
   list_host_path(call, c_->spec.copy.from, host + ":" + c_->spec.copy.from, [self](Result<protocol::FsListReply> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
-      if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->list_source(); });
+      if (transient_link_failure(r.status())) return self->c_->retry_later([self] { self->list_source(); });
       return self->c_->fail("listing " + self->c_->spec.copy.from_host + ":" + self->c_->spec.copy.from + ": " +
                             r.status().message());
     }
@@ -126,7 +126,7 @@ void CopyStage::say_hello(const std::string& host, std::function<void(std::strin
   c_->env.call_agent(host, "hello", nlohmann::json::object(), [self, host, then](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
-      if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->ask_hosts(); });
+      if (transient_link_failure(r.status())) return self->c_->retry_later([self] { self->ask_hosts(); });
       return self->c_->fail("reaching " + host + ": " + r.status().message());
     }
     then(r->header.value("exe", std::string()), r->header.value("workdir", std::string()));
@@ -157,7 +157,7 @@ void CopyStage::find_push() {
       return self->direct_->start(true);
     }
     if (r.status().code() == StatusCode::kNotFound) return self->probe_route();
-    if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->find_push(); });
+    if (transient_link_failure(r.status())) return self->c_->retry_later([self] { self->find_push(); });
     self->c_->fail("looking for this attempt's push on " + self->c_->spec.copy.from_host + ": " + r.status().message());
   });
 }
@@ -175,7 +175,7 @@ void CopyStage::probe_route() {
     if (self->c_->finished) return;
     const CopyStageSpec& s = self->c_->spec.copy;
     if (!r.ok()) {
-      if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->probe_route(); });
+      if (transient_link_failure(r.status())) return self->c_->retry_later([self] { self->probe_route(); });
       return self->c_->fail("probing " + target + " from " + s.from_host + ": " + r.status().message());
     }
     auto probe = protocol::NetProbeReply::from_json(r->header);

@@ -39,7 +39,7 @@ void RelayCopy::start_relay() {
                           [self, begin](Result<protocol::Frame> r) {
                             if (self->c_->finished) return;
                             if (!r.ok()) {
-                              if (CopyContext::transient(r.status()))
+                              if (transient_link_failure(r.status()))
                                 return self->c_->retry_later([self] { self->start_relay(); });
                               return self->c_->fail("preparing " + self->c_->spec.copy.to_host + ":" +
                                                     self->c_->spec.copy.to + ": " + r.status().message());
@@ -108,7 +108,7 @@ void RelayCopy::begin_file(size_t i) {
       [self, i](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
-          if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
+          if (transient_link_failure(r.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
           return self->c_->fail(self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
                                 r.status().message());
         }
@@ -130,7 +130,7 @@ void RelayCopy::begin_file(size_t i) {
             [self, i](Result<protocol::Frame> h) {
               if (self->c_->finished) return;
               if (!h.ok()) {
-                if (CopyContext::transient(h.status()))
+                if (transient_link_failure(h.status()))
                   return self->c_->retry_later([self, i] { self->begin_file(i); });
                 return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
               }
@@ -159,7 +159,7 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
       [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
-          if (CopyContext::transient(r.status())) {
+          if (transient_link_failure(r.status())) {
             if (r.status().message().find(kDestBusy) != std::string::npos && !self->said_waiting_) {
               self->said_waiting_ = true;
               self->c_->env.note("waiting: " + r.status().message());
@@ -203,7 +203,7 @@ void RelayCopy::check_held(size_t i, bool hashes_known) {
       [self, i, drop_stale](Result<protocol::Frame> h) {
         if (self->c_->finished) return;
         if (!h.ok()) {
-          if (CopyContext::transient(h.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
+          if (transient_link_failure(h.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
           return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
         }
         auto hashes = protocol::FsHashReply::from_json(h->header);
@@ -237,7 +237,7 @@ void RelayCopy::lane_loop(int lane) {
       --l.reads;
       if (!r.ok()) {
         self->queue_.push_front(c);
-        if (!CopyContext::transient(r.status())) {
+        if (!transient_link_failure(r.status())) {
           return self->c_->fail("reading " + self->c_->files[c.file].src() + ": " + r.status().message());
         }
         // Source link lost: read nothing more on this lane until a retry; its chunks go to other lanes.
@@ -305,7 +305,7 @@ void RelayCopy::write_chunk(int lane, Chunk c, std::string data, std::string has
                                 self->queue_.push_front(c);
                                 return self->lane_loop(lane);
                               }
-                              if (CopyContext::transient(r.status())) {
+                              if (transient_link_failure(r.status())) {
                                 // Link lost: this lane writes again only once it reaches the destination, so
                                 // an outage costs the one chunk that was in flight, not one per retry. It gives
                                 // back every chunk it holds (those read but not sent never crossed) for the
@@ -337,7 +337,7 @@ void RelayCopy::await_dest_lane(int lane) {
                               self->lane_state(lane).dest_paused = false;
                               return self->lane_loop(lane);
                             }
-                            if (CopyContext::transient(r.status()))
+                            if (transient_link_failure(r.status()))
                               return self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
                             self->c_->fail("reaching " + self->c_->spec.copy.to_host + ": " + r.status().message());
                           });
@@ -372,7 +372,7 @@ void RelayCopy::commit_file(size_t i) {
   c_->env.call_agent(c_->spec.copy.from_host, "fs.stat", stat, [self, i](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (!r.ok()) {
-      if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
+      if (transient_link_failure(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
       return self->c_->fail("checking the source " + self->c_->spec.copy.from_host + ":" + self->c_->files[i].src() +
                             ": " + r.status().message());
     }
@@ -423,7 +423,7 @@ void RelayCopy::commit_checked(size_t i) {
       [self, i](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
-          if (CopyContext::transient(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
+          if (transient_link_failure(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
           return self->c_->fail("committing " + self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
                                 r.status().message());
         }
@@ -494,7 +494,7 @@ void RelayCopy::finish_folder() {
       [self, done](Result<protocol::Frame> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
-          if (CopyContext::transient(r.status())) return self->c_->retry_later([self] { self->finish_folder(); });
+          if (transient_link_failure(r.status())) return self->c_->retry_later([self] { self->finish_folder(); });
           return self->c_->fail("marking " + self->c_->spec.copy.to + " complete: " + r.status().message());
         }
         self->note_pruned(self->c_->spec.copy.to_host + ":" + self->c_->spec.copy.to,

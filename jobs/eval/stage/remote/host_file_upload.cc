@@ -12,8 +12,6 @@
 namespace ferry {
 namespace {
 
-bool transient(const Status& s) { return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kCancelled; }
-
 }  // namespace
 
 Result<std::string> HostFileUpload::file_hash(const std::string& local) {
@@ -53,7 +51,7 @@ void HostFileUpload::begin() {
   env_.call_agent(file_.host, "recv.begin", args, [self](Result<protocol::Frame> r) {
     if (self->abandoned_) return;
     if (!r.ok()) {
-      if (transient(r.status())) return self->retry([self] { self->begin(); });
+      if (transient_link_failure(r.status())) return self->retry([self] { self->begin(); });
       return self->finish(r.status());
     }
     auto begun = protocol::RecvBeginReply::from_json(r->header);
@@ -82,7 +80,7 @@ void HostFileUpload::send(size_t index) {
                        [self, index, len](Result<protocol::Frame> r) {
                          if (self->abandoned_) return;
                          if (!r.ok()) {
-                           if (transient(r.status())) return self->retry([self] { self->begin(); });
+                           if (transient_link_failure(r.status())) return self->retry([self] { self->begin(); });
                            return self->begin_again(r.status());
                          }
                          self->have_[index] = true;
@@ -101,7 +99,7 @@ void HostFileUpload::commit() {
       file_.host, 0, "recv.commit", args, std::move(hashes).value(), [self](Result<protocol::Frame> r) {
         if (self->abandoned_) return;
         if (!r.ok()) {
-          if (transient(r.status())) return self->retry([self] { self->begin(); });
+          if (transient_link_failure(r.status())) return self->retry([self] { self->begin(); });
           return self->begin_again(r.status());
         }
         auto commit = protocol::RecvCommitReply::from_json(r->header);

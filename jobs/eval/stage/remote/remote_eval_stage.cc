@@ -32,8 +32,6 @@ std::string gib_text(int64_t bytes) {
   return buf;
 }
 
-bool transient(const Status& s) { return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kCancelled; }
-
 std::string base_name(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -194,7 +192,7 @@ void RemoteEvalStage::on_job_done(StageOutcome o) {
       spec_.host, "fs.stat", protocol::FsStatArgs{result_path_}.to_json(), [self](Result<protocol::Frame> r) {
         if (self->finished_) return;
         if (!r.ok()) {
-          if (transient(r.status())) {
+          if (transient_link_failure(r.status())) {
             auto timer =
                 std::make_shared<boost::asio::steady_timer>(self->env_.io(), std::chrono::milliseconds(kRetryMs));
             return timer->async_wait([self, timer](const boost::system::error_code& ec) {
@@ -231,7 +229,7 @@ void RemoteEvalStage::read_result(int64_t size, std::string sofar) {
       spec_.host, "fs.read", args, [self, size, sofar = std::move(sofar)](Result<protocol::Frame> r) mutable {
         if (self->finished_) return;
         if (!r.ok()) {
-          if (transient(r.status())) {
+          if (transient_link_failure(r.status())) {
             auto timer =
                 std::make_shared<boost::asio::steady_timer>(self->env_.io(), std::chrono::milliseconds(kRetryMs));
             return timer->async_wait([self, timer, size, sofar](const boost::system::error_code& ec) {
