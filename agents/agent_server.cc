@@ -140,25 +140,35 @@ protocol::Frame AgentServer::dispatch(const protocol::Frame& request) {
   Result<nlohmann::json> r = invalid_argument("unknown op '" + op + "'");
   if (op == "hello") r = hello();
   else if (op == "ping") r = nlohmann::json{{"now_ms", now_ms()}};
-  else if (op == "job.start") r = typed<protocol::JobStartArgs>(h, [&](auto& a) { return job_start(a); });
-  else if (op == "job.status") r = typed<protocol::JobRef>(h, [&](auto& a) { return job_status(a); });
-  else if (op == "job.cancel") r = typed<protocol::JobCancelArgs>(h, [&](auto& a) { return job_cancel(a); });
-  else if (op == "log.read") r = typed<protocol::LogReadArgs>(h, [&](auto& a) { return log_read(a, &body); });
-  else if (op == "fs.stat") r = typed<protocol::FsStatArgs>(h, [&](auto& a) { return fs_stat(a); });
+  else if (op == protocol::JobStartArgs::kOp)
+    r = typed<protocol::JobStartArgs>(h, [&](auto& a) { return job_start(a); });
+  else if (op == protocol::JobRef::kOp) r = typed<protocol::JobRef>(h, [&](auto& a) { return job_status(a); });
+  else if (op == protocol::JobCancelArgs::kOp)
+    r = typed<protocol::JobCancelArgs>(h, [&](auto& a) { return job_cancel(a); });
+  else if (op == protocol::LogReadArgs::kOp)
+    r = typed<protocol::LogReadArgs>(h, [&](auto& a) { return log_read(a, &body); });
+  else if (op == protocol::FsStatArgs::kOp) r = typed<protocol::FsStatArgs>(h, [&](auto& a) { return fs_stat(a); });
   else if (op == "host.info") r = host_info(workdir_).to_json();
   else if (op == "slurm.info") r = reply_json(slurm_info());
-  else if (op == "net.probe") r = typed<protocol::NetProbeArgs>(h, [&](auto& a) { return net_probe(a); });
-  else if (op == "fs.list") r = typed<protocol::FsListArgs>(h, [&](auto& a) { return fs_list(a, &body); });
-  else if (op == "fs.scan") r = typed<protocol::FsScanArgs>(h, [&](auto& a) { return fs_scan(a, &body); });
-  else if (op == "fs.read") r = typed<protocol::FsReadArgs>(h, [&](auto& a) { return fs_read(a, &body); });
-  else if (op == "fs.hash") r = typed<protocol::FsHashArgs>(h, [&](auto& a) { return fs_hash(a, &body); });
-  else if (op == "recv.begin") r = typed<protocol::RecvBeginArgs>(h, [&](auto& a) { return recv_begin(a, &body); });
-  else if (op == "recv.write")
+  else if (op == protocol::NetProbeArgs::kOp)
+    r = typed<protocol::NetProbeArgs>(h, [&](auto& a) { return net_probe(a); });
+  else if (op == protocol::FsListArgs::kOp)
+    r = typed<protocol::FsListArgs>(h, [&](auto& a) { return fs_list(a, &body); });
+  else if (op == protocol::FsScanArgs::kOp)
+    r = typed<protocol::FsScanArgs>(h, [&](auto& a) { return fs_scan(a, &body); });
+  else if (op == protocol::FsReadArgs::kOp)
+    r = typed<protocol::FsReadArgs>(h, [&](auto& a) { return fs_read(a, &body); });
+  else if (op == protocol::FsHashArgs::kOp)
+    r = typed<protocol::FsHashArgs>(h, [&](auto& a) { return fs_hash(a, &body); });
+  else if (op == protocol::RecvBeginArgs::kOp)
+    r = typed<protocol::RecvBeginArgs>(h, [&](auto& a) { return recv_begin(a, &body); });
+  else if (op == protocol::RecvWriteArgs::kOp)
     r = typed<protocol::RecvWriteArgs>(h, [&](auto& a) { return recv_write(a, request.body); });
-  else if (op == "recv.commit") r = typed<protocol::RecvCommitArgs>(h, [&](auto& a) { return recv_commit(a, &body); });
-  else if (op == "recv.prepare_dir")
+  else if (op == protocol::RecvCommitArgs::kOp)
+    r = typed<protocol::RecvCommitArgs>(h, [&](auto& a) { return recv_commit(a, &body); });
+  else if (op == protocol::RecvPrepareDirArgs::kOp)
     r = typed<protocol::RecvPrepareDirArgs>(h, [&](auto& a) { return recv_prepare_dir(a, request.body); });
-  else if (op == "recv.finish_dir")
+  else if (op == protocol::RecvFinishDirArgs::kOp)
     r = typed<protocol::RecvFinishDirArgs>(h, [&](auto& a) { return recv_finish_dir(a, request.body); });
   if (!r.ok()) return protocol::make_error(request.request_id, r.status());
   return protocol::make_reply(request.request_id, std::move(r).value(), std::move(body));
@@ -549,7 +559,7 @@ Result<nlohmann::json> AgentServer::recv_commit(const protocol::RecvCommitArgs& 
                    "the bad chunks of " + dir->shown(name), body);
   }
   if (!s.ok()) return s;
-  return protocol::RecvCommitReply{true}.to_json();
+  return protocol::RecvCommitReply{true, {}, ""}.to_json();
 }
 
 Result<protocol::NetProbeReply> AgentServer::net_probe(const protocol::NetProbeArgs& args) {

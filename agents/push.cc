@@ -253,8 +253,8 @@ Status Pusher::prepare(AgentPeer& peer) {
     // The copy's files are recorded as ferry's before any is written (transfer/copied_files.h).
     std::string incoming;
     for (const auto& f : plan_.files) append_keep_entry(&incoming, f.rel);
-    auto r =
-        peer.call("recv.prepare_dir", protocol::RecvPrepareDirArgs{spec_.to, true}.to_json(), kCallTimeoutMs, incoming);
+    auto r = peer.call(protocol::RecvPrepareDirArgs::kOp, protocol::RecvPrepareDirArgs{spec_.to, true}.to_json(),
+                       kCallTimeoutMs, incoming);
     if (!r.ok()) return on_dest(r.status());
   }
   for (size_t i = 0; i < plan_.files.size(); ++i) FERRY_RETURN_IF_ERROR(begin_file(peer, i));
@@ -269,7 +269,7 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
   CopyFile& f = plan_.files[i];
   std::string file_hash;
   if (f.size > 0) {
-    auto st = peer.call("fs.stat", protocol::FsStatArgs{f.dest()}.to_json(), kCallTimeoutMs);
+    auto st = peer.call(protocol::FsStatArgs::kOp, protocol::FsStatArgs{f.dest()}.to_json(), kCallTimeoutMs);
     if (!st.ok()) return on_dest(st.status());
     auto dest = protocol::FsStatReply::from_json(st->header);
     if (!dest.ok()) return data_loss(dest_name() + ": " + dest.status().message());
@@ -283,7 +283,7 @@ Status Pusher::begin_file(AgentPeer& peer, size_t i) {
       file_hash = file_hash_of(f.hashes);
     }
   }
-  auto b = peer.call("recv.begin", recv_begin_args(f, spec_.chunk_size, file_hash), kSlowOpTimeoutMs);
+  auto b = peer.call(protocol::RecvBeginArgs::kOp, recv_begin_args(f, spec_.chunk_size, file_hash), kSlowOpTimeoutMs);
   if (!b.ok()) return on_dest(b.status());
   auto begun = protocol::RecvBeginReply::from_json(b->header);
   if (!begun.ok()) return data_loss(dest_name() + ": " + begun.status().message());
@@ -575,8 +575,9 @@ Result<PushResult> Pusher::run() {
     std::vector<std::string> keep;
     for (const auto& f : plan_.files) keep.push_back(f.rel);
     s = with_peer(0, [this, &result, &keep](AgentPeer& peer) {
-      auto r = peer.call("recv.finish_dir", protocol::RecvFinishDirArgs{spec_.to, result.manifest_hash, true}.to_json(),
-                         kCallTimeoutMs, encode_keep_list(keep));
+      auto r = peer.call(protocol::RecvFinishDirArgs::kOp,
+                         protocol::RecvFinishDirArgs{spec_.to, result.manifest_hash, true}.to_json(), kCallTimeoutMs,
+                         encode_keep_list(keep));
       if (!r.ok()) return on_dest(r.status());
       for (const auto& line : prune_report_lines(dest_name(), prune_report_from_json(r->header))) {
         say("ferry-push: " + line);

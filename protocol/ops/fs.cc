@@ -88,11 +88,11 @@ constexpr auto fs_hash_reply_fields = [](auto& v, auto& x) { v("chunks", x.chunk
 
 }  // namespace
 
-FERRY_REQUEST_JSON(FsStatArgs, "fs.stat", fs_stat_fields)
-FERRY_REQUEST_JSON(FsListArgs, "fs.list", fs_list_fields)
-FERRY_REQUEST_JSON(FsScanArgs, "fs.scan", fs_scan_fields)
-FERRY_REQUEST_JSON(FsReadArgs, "fs.read", fs_read_fields)
-FERRY_REQUEST_JSON(FsHashArgs, "fs.hash", fs_hash_fields)
+FERRY_REQUEST_JSON(FsStatArgs, fs_stat_fields)
+FERRY_REQUEST_JSON(FsListArgs, fs_list_fields)
+FERRY_REQUEST_JSON(FsScanArgs, fs_scan_fields)
+FERRY_REQUEST_JSON(FsReadArgs, fs_read_fields)
+FERRY_REQUEST_JSON(FsHashArgs, fs_hash_fields)
 FERRY_REPLY_JSON(FsStatReply, "the fs.stat reply", fs_stat_reply_fields)
 FERRY_REPLY_JSON(FsListReply, "the fs.list reply", fs_list_reply_fields)
 FERRY_REPLY_JSON(FsScanReply, "the fs.scan reply", fs_scan_reply_fields)

@@ -26,7 +26,16 @@
 
 namespace ferry::protocol {
 
+// The replies, named by their requests (Args::Reply) before they are defined.
+struct FsStatReply;
+struct FsListReply;
+struct FsScanReply;
+struct FsReadReply;
+struct FsHashReply;
+
 struct FsStatArgs {
+  static constexpr const char* kOp = "fs.stat";
+  using Reply = FsStatReply;
   std::string path;
 
   nlohmann::json to_json() const;
@@ -36,6 +45,8 @@ struct FsStatArgs {
 /// One page of a file or folder's files: those after `after`, at most `limit`
 /// (none: the agent's page size).
 struct FsListArgs {
+  static constexpr const char* kOp = "fs.list";
+  using Reply = FsListReply;
   std::string path;
   std::string after;
   std::optional<int64_t> limit;
@@ -46,6 +57,8 @@ struct FsListArgs {
 
 /// A checkpoint watch's shallow, paged listing of `path`'s folders matching `pattern`.
 struct FsScanArgs {
+  static constexpr const char* kOp = "fs.scan";
+  using Reply = FsScanReply;
   std::string path;
   std::string pattern;
   std::string after;
@@ -56,6 +69,8 @@ struct FsScanArgs {
 };
 
 struct FsReadArgs {
+  static constexpr const char* kOp = "fs.read";
+  using Reply = FsReadReply;
   std::string path;
   int64_t offset = -1;
   int64_t length = -1;
@@ -66,6 +81,8 @@ struct FsReadArgs {
 
 /// The hashes of a file's chunks: those of `indices`, or all of them.
 struct FsHashArgs {
+  static constexpr const char* kOp = "fs.hash";
+  using Reply = FsHashReply;
   std::string path;
   int64_t chunk_size = 0;
   std::vector<int64_t> indices;  // rides in the frame's body (frame.h: move_field_to_body)

@@ -49,7 +49,7 @@ constexpr auto slurm_info_reply_fields = [](auto& v, auto& x) {
 
 }  // namespace
 
-FERRY_REQUEST_JSON(NetProbeArgs, "net.probe", net_probe_fields)
+FERRY_REQUEST_JSON(NetProbeArgs, net_probe_fields)
 FERRY_REPLY_JSON(NetProbeReply, "the net.probe reply", net_probe_reply_fields)
 FERRY_OPEN_REPLY_JSON(HostInfoReply, "the host.info reply", host_info_reply_fields)
 FERRY_OPEN_REPLY_JSON(SlurmInfoReply, "the slurm.info reply", slurm_info_reply_fields)

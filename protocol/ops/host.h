@@ -22,8 +22,13 @@
 
 namespace ferry::protocol {
 
+// The replies, named by their requests (Args::Reply) before they are defined.
+struct NetProbeReply;
+
 /// A TCP connect from the agent's host to `address`:`port`, within `timeout_ms`.
 struct NetProbeArgs {
+  static constexpr const char* kOp = "net.probe";
+  using Reply = NetProbeReply;
   std::string address;
   int port = 0;
   int timeout_ms = 2000;

@@ -87,13 +87,13 @@ constexpr auto log_read_reply_fields = [](auto& v, auto& x) {
 
 }  // namespace
 
-FERRY_REQUEST_JSON(JobRef, "job.status", job_ref_fields)
+FERRY_REQUEST_JSON(JobRef, job_ref_fields)
 FERRY_REPLY_JSON(SlurmSubmit, "the sbatch options", slurm_submit_fields)
-FERRY_REQUEST_JSON(JobStartArgs, "job.start", job_start_fields)
+FERRY_REQUEST_JSON(JobStartArgs, job_start_fields)
 FERRY_REPLY_JSON(JobRecord, "the job record", job_record_fields)
 FERRY_REPLY_JSON(JobStartReply, "the job.start reply", job_start_reply_fields)
-FERRY_REQUEST_JSON(JobCancelArgs, "job.cancel", job_cancel_fields)
-FERRY_REQUEST_JSON(LogReadArgs, "log.read", log_read_fields)
+FERRY_REQUEST_JSON(JobCancelArgs, job_cancel_fields)
+FERRY_REQUEST_JSON(LogReadArgs, log_read_fields)
 FERRY_REPLY_JSON(LogReadReply, "the log.read reply", log_read_reply_fields)
 
 }  // namespace ferry::protocol

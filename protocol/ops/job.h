@@ -25,6 +25,11 @@
 
 namespace ferry::protocol {
 
+// The replies, named by their requests (Args::Reply) before they are defined.
+struct JobRecord;
+struct JobStartReply;
+struct LogReadReply;
+
 /// Where a job attempt stands on its host.
 enum class JobState {
   kRunning,
@@ -37,6 +42,8 @@ inline constexpr EnumName<JobState> kJobStateNames[] = {
 /// One attempt of a job on a host. The token is the starting coordinator's: a
 /// request with another is refused ("stale attempt token"). job.status's arguments.
 struct JobRef {
+  static constexpr const char* kOp = "job.status";
+  using Reply = JobRecord;
   std::string job;  // "<run>.<uid>.<stage>": a folder name under the agent's .ferry/jobs
   int attempt = 0;  // 1, 2, ...
   std::string token;
@@ -60,6 +67,8 @@ struct SlurmSubmit {
 /// job.start: a shell command run detached (agents/detached_job.h), or with
 /// `slurm` as a Slurm batch job (agents/slurm_job.h).
 struct JobStartArgs {
+  static constexpr const char* kOp = "job.start";
+  using Reply = JobStartReply;
   JobRef ref;
   std::string command;
   std::string shell;  // "" (sh), "sh", "bash" or a template with {0} (agents/job_shell.h)
@@ -111,6 +120,8 @@ struct JobStartReply {
 };
 
 struct JobCancelArgs {
+  static constexpr const char* kOp = "job.cancel";
+  using Reply = JobRecord;
   JobRef ref;
   bool hard = false;  // SIGKILL (scancel --signal=KILL) at once, not TERM first
 
@@ -124,6 +135,8 @@ inline constexpr int64_t kMaxLogRead = 1 << 20;
 /// log.read: the job's log from `offset`, which counts every byte the job wrote,
 /// so it holds across the log's rotation (base/capped_log.h).
 struct LogReadArgs {
+  static constexpr const char* kOp = "log.read";
+  using Reply = LogReadReply;
   std::string job;
   int attempt = 0;
   int64_t offset = 0;

@@ -37,11 +37,11 @@ Result<T> open_reply_from_json(const nlohmann::json& header, const std::string& 
 }  // namespace ferry::protocol
 
 /// Defines T::to_json() and T::from_json() of request T over its field list; errors
-/// name "the <op> request".
-#define FERRY_REQUEST_JSON(T, op, fields)                                           \
+/// name "the <op> request" (T::kOp).
+#define FERRY_REQUEST_JSON(T, fields)                                               \
   nlohmann::json T::to_json() const { return ::ferry::fields_json(*this, fields); } \
   ::ferry::Result<T> T::from_json(const nlohmann::json& j) {                        \
-    return ::ferry::protocol::request_from_json<T>(j, op, fields);                  \
+    return ::ferry::protocol::request_from_json<T>(j, T::kOp, fields);              \
   }
 
 /// The same for reply (or record) T; `what` names it in errors ("the job.start reply").

@@ -56,12 +56,12 @@ constexpr auto recv_finish_dir_fields = [](auto& v, auto& x) {
 
 }  // namespace
 
-FERRY_REQUEST_JSON(RecvBeginArgs, "recv.begin", recv_begin_fields)
-FERRY_REQUEST_JSON(RecvWriteArgs, "recv.write", recv_write_fields)
-FERRY_REQUEST_JSON(RecvCommitArgs, "recv.commit", recv_commit_fields)
+FERRY_REQUEST_JSON(RecvBeginArgs, recv_begin_fields)
+FERRY_REQUEST_JSON(RecvWriteArgs, recv_write_fields)
+FERRY_REQUEST_JSON(RecvCommitArgs, recv_commit_fields)
 FERRY_REPLY_JSON(RecvBeginReply, "the recv.begin reply", recv_begin_reply_fields)
 FERRY_REPLY_JSON(RecvCommitReply, "the recv.commit reply", recv_commit_reply_fields)
-FERRY_REQUEST_JSON(RecvPrepareDirArgs, "recv.prepare_dir", recv_prepare_dir_fields)
-FERRY_REQUEST_JSON(RecvFinishDirArgs, "recv.finish_dir", recv_finish_dir_fields)
+FERRY_REQUEST_JSON(RecvPrepareDirArgs, recv_prepare_dir_fields)
+FERRY_REQUEST_JSON(RecvFinishDirArgs, recv_finish_dir_fields)
 
 }  // namespace ferry::protocol

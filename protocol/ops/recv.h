@@ -21,7 +21,13 @@
 
 namespace ferry::protocol {
 
+// The replies, named by their requests (Args::Reply) before they are defined.
+struct RecvBeginReply;
+struct RecvCommitReply;
+
 struct RecvBeginArgs {
+  static constexpr const char* kOp = "recv.begin";
+  using Reply = RecvBeginReply;
   std::string dest;
   int64_t size = -1;
   int64_t chunk_size = 0;
@@ -44,6 +50,7 @@ struct RecvBeginReply {
 };
 
 struct RecvWriteArgs {
+  static constexpr const char* kOp = "recv.write";
   std::string dest;
   int64_t index = -1;
   int64_t chunk_size = 0;
@@ -55,6 +62,8 @@ struct RecvWriteArgs {
 };
 
 struct RecvCommitArgs {
+  static constexpr const char* kOp = "recv.commit";
+  using Reply = RecvCommitReply;
   std::string dest;
   int64_t chunk_size = 0;
   std::vector<std::string> chunks;  // every chunk's hash; rides in the frame's body
@@ -76,6 +85,7 @@ struct RecvCommitReply {
 };
 
 struct RecvPrepareDirArgs {
+  static constexpr const char* kOp = "recv.prepare_dir";
   std::string path;
   bool record = false;  // the body's files are recorded as the copy's before any is written
 
@@ -84,6 +94,7 @@ struct RecvPrepareDirArgs {
 };
 
 struct RecvFinishDirArgs {
+  static constexpr const char* kOp = "recv.finish_dir";
   std::string path;
   std::string manifest_hash;
   bool prune = false;  // what the copy did not send goes (the body lists what stays)

@@ -78,7 +78,9 @@ void check_validators(const nlohmann::json& listing, const nlohmann::json& reply
   auto begun = protocol::RecvBeginReply::from_json(reply);
   auto commit = protocol::RecvCommitReply::from_json(reply);
   for (const auto* read : {&hashes.status(), &stat.status(), &begun.status(), &commit.status()}) {
-    if (!read->ok()) EXPECT_EQ(read->message().rfind("the ", 0), 0u) << read->message();  // names the reply
+    if (!read->ok()) {
+      EXPECT_EQ(read->message().rfind("the ", 0), 0u) << read->message();  // names the reply
+    }
   }
   if (hashes.ok()) {
     for (const auto& [index, hash] : hashes->chunks) EXPECT_GE(index, 0);

@@ -156,7 +156,7 @@ TEST(FileOpsTest, RecvRepliesReadBackAndACommittedOneSaysOnlyThat) {
   auto bb = RecvBeginReply::from_json(begun.to_json());
   ASSERT_TRUE(bb.ok()) << bb.status().message();
   EXPECT_EQ(bb->have, begun.have);
-  EXPECT_EQ(RecvCommitReply{true}.to_json(), nlohmann::json::parse(R"({"committed":true})"));
+  EXPECT_EQ((RecvCommitReply{true, {}, ""}.to_json()), nlohmann::json::parse(R"({"committed":true})"));
   const RecvCommitReply failed{false, {1, 4}, "chunk 1 differs"};
   EXPECT_EQ(failed.to_json(), nlohmann::json::parse(R"({"committed":false,"bad":[1,4],"error":"chunk 1 differs"})"));
   auto fb = RecvCommitReply::from_json(failed.to_json());

@@ -92,8 +92,8 @@ TEST(CopyPlanTest, ReceiverRepliesOutsideTheFileAreNotTaken) {
   apply_recv_begin(&f, protocol::RecvBeginReply{false, {{1, "h1"}, {7, "h7"}}});
   EXPECT_FALSE(f.dest_complete);
   EXPECT_EQ(f.dest_have, (std::map<int64_t, std::string>{{1, "h1"}}));
-  EXPECT_TRUE(recv_commit_bad(protocol::RecvCommitReply{true}, f).empty());
-  EXPECT_EQ(recv_commit_bad(protocol::RecvCommitReply{false, {2, 99, -1}}, f), std::vector<int64_t>{2});
+  EXPECT_TRUE(recv_commit_bad(protocol::RecvCommitReply{true, {}, ""}, f).empty());
+  EXPECT_EQ(recv_commit_bad(protocol::RecvCommitReply{false, {2, 99, -1}, ""}, f), std::vector<int64_t>{2});
   // Not committed, and none of the file's chunks named: every chunk is sent again.
   EXPECT_EQ(recv_commit_bad(protocol::RecvCommitReply{false, {}, "disk"}, f), (std::vector<int64_t>{0, 1, 2}));
   // A reply of the wrong shape is refused as it is read, naming the field.
