@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 
+#include "jobs/agent_call.h"
 #include "protocol/ops/job.h"
 
 namespace ferry {
@@ -82,16 +83,16 @@ void CommandStage::send_start() {
     return;
   }
   // Lane 0 is the link call_agent uses.
-  env_.call_agent_lane(spec_.host, 0, "job.start", args, std::move(body).value(), [self](Result<protocol::Frame> r) {
-    if (self->finished_) return;
-    if (!r.ok()) {
-      const std::string where = self->spec_.job.slurm.is_null() ? "" : "on Slurm host '" + self->spec_.host + "': ";
-      return self->retry_or_fail(r.status(), where, [self] { self->send_start(); });
-    }
-    auto reply = protocol::JobStartReply::from_json(r->header);
-    if (!reply.ok()) return self->fail(reply.status().message());
-    self->on_started(*reply);
-  });
+  env_.call_agent_lane(spec_.host, 0, protocol::JobStartArgs::kOp, args, std::move(body).value(),
+                       read_reply_of<protocol::JobStartArgs>([self](Result<protocol::JobStartReply> reply) {
+                         if (self->finished_) return;
+                         if (!reply.ok()) {
+                           const std::string where =
+                               self->spec_.job.slurm.is_null() ? "" : "on Slurm host '" + self->spec_.host + "': ";
+                           return self->retry_or_fail(reply.status(), where, [self] { self->send_start(); });
+                         }
+                         self->on_started(*reply);
+                       }));
 }
 
 // An answer from the host after it was taken for disconnected: it is back.
@@ -156,7 +157,7 @@ void CommandStage::fail(const std::string& error) {
 void CommandStage::read_log(std::function<void()> then) {
   auto self = shared_from_this();
   protocol::LogReadArgs args{spec_.id.job, spec_.id.attempt, env_.log_size(), kLogChunk};
-  env_.call_agent(spec_.host, "log.read", args.to_json(), [self, then](Result<protocol::Frame> r) {
+  env_.call_agent(spec_.host, protocol::LogReadArgs::kOp, args.to_json(), [self, then](Result<protocol::Frame> r) {
     if (self->finished_) return;
     if (!r.ok()) return self->retry_or_fail(r.status(), "reading log: ", [self] { self->poll(); });
     // Only take bytes that start where our copy ends, or past bytes the host's log
@@ -179,12 +180,10 @@ void CommandStage::read_log(std::function<void()> then) {
 void CommandStage::poll() {
   auto self = shared_from_this();
   read_log([self] {
-    self->env_.call_agent(self->spec_.host, "job.status", self->job_ref().to_json(), [self](Result<protocol::Frame> r) {
+    call_op(self->env_, self->spec_.host, self->job_ref(), [self](Result<protocol::JobRecord> rec) {
       if (self->finished_) return;
-      if (!r.ok()) return self->retry_or_fail(r.status(), "job status: ", [self] { self->poll(); });
+      if (!rec.ok()) return self->retry_or_fail(rec.status(), "job status: ", [self] { self->poll(); });
       self->on_answer();
-      auto rec = protocol::JobRecord::from_json(r->header);
-      if (!rec.ok()) return self->fail(rec.status().message());
       self->on_status(*rec);
     });
   });
@@ -293,7 +292,7 @@ void CommandStage::cancel(bool hard) {
   cancel_hard_ = cancel_hard_ || hard;
   if (!started_ || finished_) return;  // sent once the start is confirmed
   protocol::JobCancelArgs args{job_ref(), hard};
-  env_.call_agent(spec_.host, "job.cancel", args.to_json(), [](Result<protocol::Frame>) {});
+  env_.call_agent(spec_.host, protocol::JobCancelArgs::kOp, args.to_json(), [](Result<protocol::Frame>) {});
 }
 
 void CommandStage::finish(StageOutcome outcome) {

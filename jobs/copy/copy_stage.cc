@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "base/clock.h"
+#include "jobs/agent_call.h"
 #include "jobs/copy/direct_copy.h"
 #include "jobs/copy/relay_copy.h"
 #include "protocol/ops/host.h"
@@ -55,7 +56,7 @@ void CopyStage::list_source() {
   auto self = shared_from_this();
   const std::string& host = c_->spec.copy.from_host;
   ListCall call = [self, host](nlohmann::json args, ReplyFn fn) {
-    self->c_->env.call_agent(host, "fs.list", std::move(args), std::move(fn));
+    self->c_->env.call_agent(host, protocol::FsListArgs::kOp, std::move(args), std::move(fn));
   };
   list_host_path(call, c_->spec.copy.from, host + ":" + c_->spec.copy.from, [self](Result<protocol::FsListReply> r) {
     if (self->c_->finished) return;
@@ -139,7 +140,7 @@ void CopyStage::find_push() {
   if (c_->spec.id.job.empty()) return probe_route();
   auto self = shared_from_this();
   protocol::JobRef push{c_->spec.id.job, c_->spec.id.attempt, c_->spec.id.token};
-  c_->env.call_agent(c_->spec.copy.from_host, "job.status", push.to_json(), [self](Result<protocol::Frame> r) {
+  c_->env.call_agent(c_->spec.copy.from_host, protocol::JobRef::kOp, push.to_json(), [self](Result<protocol::Frame> r) {
     if (self->c_->finished) return;
     if (r.ok()) {
       auto rec = protocol::JobRecord::from_json(r->header);
@@ -171,16 +172,13 @@ void CopyStage::probe_route() {
   }
   auto self = shared_from_this();
   protocol::NetProbeArgs args{c_->spec.copy.to_address, c_->spec.copy.to_port, kProbeTimeoutMs};
-  c_->env.call_agent(c_->spec.copy.from_host, "net.probe", args.to_json(), [self, target](Result<protocol::Frame> r) {
+  call_op(c_->env, c_->spec.copy.from_host, args, [self, target](Result<protocol::NetProbeReply> probe) {
     if (self->c_->finished) return;
     const CopyStageSpec& s = self->c_->spec.copy;
-    if (!r.ok()) {
-      if (transient_link_failure(r.status())) return self->c_->retry_later([self] { self->probe_route(); });
-      return self->c_->fail("probing " + target + " from " + s.from_host + ": " + r.status().message());
-    }
-    auto probe = protocol::NetProbeReply::from_json(r->header);
-    if (!probe.ok())
+    if (!probe.ok()) {
+      if (transient_link_failure(probe.status())) return self->c_->retry_later([self] { self->probe_route(); });
       return self->c_->fail("probing " + target + " from " + s.from_host + ": " + probe.status().message());
+    }
     const std::string error = probe->error.empty() ? "unreachable" : probe->error;
     if (probe->reachable) {
       return self->choose(CopyRoute::kDirect, s.from_host + " reaches " + s.to_host + " at " + target);

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include "jobs/agent_call.h"
 #include "protocol/ops/fs.h"
 #include "protocol/ops/recv.h"
 #include "transfer/chunk_files.h"
@@ -35,7 +36,7 @@ void RelayCopy::start_relay() {
     if (!s.ok()) return c_->fail("keep_local: " + s.message());
   }
   nlohmann::json args = protocol::RecvPrepareDirArgs{c_->spec.copy.to, true}.to_json();
-  c_->env.call_agent_lane(c_->spec.copy.to_host, 0, "recv.prepare_dir", args, encode_keep_list(rels),
+  c_->env.call_agent_lane(c_->spec.copy.to_host, 0, protocol::RecvPrepareDirArgs::kOp, args, encode_keep_list(rels),
                           [self, begin](Result<protocol::Frame> r) {
                             if (self->c_->finished) return;
                             if (!r.ok()) {
@@ -103,20 +104,16 @@ void RelayCopy::begin_file(size_t i) {
   CopyEntry& f = c_->files[i];
   auto self = shared_from_this();
   if (f.size == 0) return begin_receivers(i, "");
-  c_->env.call_agent_lane(
-      c_->spec.copy.to_host, lane_of_file(i), "fs.stat", protocol::FsStatArgs{f.dest()}.to_json(), {},
-      [self, i](Result<protocol::Frame> r) {
+  call_op_lane(
+      c_->env, c_->spec.copy.to_host, lane_of_file(i), protocol::FsStatArgs{f.dest()}, {},
+      [self, i](Result<protocol::FsStatReply> dest) {
         if (self->c_->finished) return;
-        if (!r.ok()) {
-          if (transient_link_failure(r.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
+        if (!dest.ok()) {
+          if (transient_link_failure(dest.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
           return self->c_->fail(self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
-                                r.status().message());
+                                dest.status().message());
         }
         CopyEntry& f = self->c_->files[i];
-        auto dest = protocol::FsStatReply::from_json(r->header);
-        if (!dest.ok()) {
-          return self->c_->fail("destination host " + self->c_->spec.copy.to_host + ": " + dest.status().message());
-        }
         bool dest_same = dest_may_hold(*dest, f.size);
         struct stat st;
         bool local_same =
@@ -126,21 +123,20 @@ void RelayCopy::begin_file(size_t i) {
         auto hargs = fs_hash_args(f, self->c_->spec.chunk_size, {}, &indices);
         if (!hargs.ok()) return self->c_->fail(hargs.status().message());
         self->c_->env.call_agent_lane(
-            self->c_->spec.copy.from_host, 0, "fs.hash", *hargs, std::move(indices),
-            [self, i](Result<protocol::Frame> h) {
+            self->c_->spec.copy.from_host, 0, protocol::FsHashArgs::kOp, *hargs, std::move(indices),
+            read_reply_of<protocol::FsHashArgs>([self, i](Result<protocol::FsHashReply> hashes) {
               if (self->c_->finished) return;
-              if (!h.ok()) {
-                if (transient_link_failure(h.status()))
+              if (!hashes.ok()) {
+                if (transient_link_failure(hashes.status()))
                   return self->c_->retry_later([self, i] { self->begin_file(i); });
-                return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
+                return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + hashes.status().message());
               }
               CopyEntry& f = self->c_->files[i];
-              auto hashes = protocol::FsHashReply::from_json(h->header);
-              Status taken = hashes.ok() ? take_chunk_hashes(hashes->chunks, &f) : hashes.status();
+              Status taken = take_chunk_hashes(hashes->chunks, &f);
               if (!taken.ok())
                 return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + taken.message());
               self->begin_receivers(i, file_hash_of(f.hashes));
-            });
+            }));
       });
 }
 
@@ -155,8 +151,8 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
   auto self = shared_from_this();
   nlohmann::json args = recv_begin_args(f, c_->spec.chunk_size, file_hash);
   c_->env.call_agent_lane(
-      c_->spec.copy.to_host, lane_of_file(i), "recv.begin", args, {},
-      [self, i, known = !file_hash.empty()](Result<protocol::Frame> r) {
+      c_->spec.copy.to_host, lane_of_file(i), protocol::RecvBeginArgs::kOp, args, {},
+      read_reply_of<protocol::RecvBeginArgs>([self, i, known = !file_hash.empty()](Result<protocol::RecvBeginReply> r) {
         if (self->c_->finished) return;
         if (!r.ok()) {
           if (transient_link_failure(r.status())) {
@@ -171,14 +167,10 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
                                 r.status().message());
         }
         CopyEntry& f = self->c_->files[i];
-        auto begun = protocol::RecvBeginReply::from_json(r->header);
-        if (!begun.ok()) {
-          return self->c_->fail("destination host " + self->c_->spec.copy.to_host + ": " + begun.status().message());
-        }
-        apply_recv_begin(&f, *begun);
+        apply_recv_begin(&f, *r);
         for (int64_t c = 0; c < f.chunks && f.local_complete; ++c) f.local_have[c] = f.hashes[static_cast<size_t>(c)];
         self->check_held(i, known);
-      });
+      }));
 }
 
 void RelayCopy::check_held(size_t i, bool hashes_known) {
@@ -199,20 +191,16 @@ void RelayCopy::check_held(size_t i, bool hashes_known) {
   auto hargs = fs_hash_args(f, c_->spec.chunk_size, held, &indices);
   if (!hargs.ok()) return c_->fail(hargs.status().message());
   c_->env.call_agent_lane(
-      c_->spec.copy.from_host, 0, "fs.hash", *hargs, std::move(indices),
-      [self, i, drop_stale](Result<protocol::Frame> h) {
+      c_->spec.copy.from_host, 0, protocol::FsHashArgs::kOp, *hargs, std::move(indices),
+      read_reply_of<protocol::FsHashArgs>([self, i, drop_stale](Result<protocol::FsHashReply> hashes) {
         if (self->c_->finished) return;
-        if (!h.ok()) {
-          if (transient_link_failure(h.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
-          return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + h.status().message());
-        }
-        auto hashes = protocol::FsHashReply::from_json(h->header);
         if (!hashes.ok()) {
-          return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + hashes.status().message());
+          if (transient_link_failure(hashes.status())) return self->c_->retry_later([self, i] { self->begin_file(i); });
+          return self->c_->fail("hashing source " + self->c_->files[i].src() + ": " + hashes.status().message());
         }
         drop_stale(hashes->chunks);
         self->file_begun();
-      });
+      }));
 }
 
 // Per lane: up to kChunksPerLane chunks held at once — fs.read requests in flight
@@ -231,36 +219,37 @@ void RelayCopy::lane_loop(int lane) {
     auto self = shared_from_this();
     nlohmann::json args = protocol::FsReadArgs{f.src(), c.index * c_->spec.chunk_size, chunk_len(f, c.index)}.to_json();
     const std::string& from_host = c_->spec.copy.from_host;
-    c_->env.call_agent_lane(from_host, lane, "fs.read", args, {}, [self, lane, c](Result<protocol::Frame> r) {
-      if (self->c_->finished) return;
-      Lane& l = self->lane_state(lane);
-      --l.reads;
-      if (!r.ok()) {
-        self->queue_.push_front(c);
-        if (!transient_link_failure(r.status())) {
-          return self->c_->fail("reading " + self->c_->files[c.file].src() + ": " + r.status().message());
-        }
-        // Source link lost: read nothing more on this lane until a retry; its chunks go to other lanes.
-        if (!l.source_paused) {
-          l.source_paused = true;
-          self->c_->retry_later([self, lane] {
-            self->lane_state(lane).source_paused = false;
-            self->lane_loop(lane);
-          });
-        }
-        return self->pump_writes(lane);
-      }
-      if (l.dest_paused) {  // this lane lost its destination meanwhile: another lane takes the chunk
-        self->queue_.push_front(c);
-        return self->wake_other_lanes(lane);
-      }
-      auto read = protocol::FsReadReply::from_json(r->header);
-      if (!read.ok()) {
-        return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + read.status().message());
-      }
-      l.ready.push_back({c, std::move(r->body), std::move(read->hash)});
-      self->pump_writes(lane);
-    });
+    c_->env.call_agent_lane(
+        from_host, lane, protocol::FsReadArgs::kOp, args, {}, [self, lane, c](Result<protocol::Frame> r) {
+          if (self->c_->finished) return;
+          Lane& l = self->lane_state(lane);
+          --l.reads;
+          if (!r.ok()) {
+            self->queue_.push_front(c);
+            if (!transient_link_failure(r.status())) {
+              return self->c_->fail("reading " + self->c_->files[c.file].src() + ": " + r.status().message());
+            }
+            // Source link lost: read nothing more on this lane until a retry; its chunks go to other lanes.
+            if (!l.source_paused) {
+              l.source_paused = true;
+              self->c_->retry_later([self, lane] {
+                self->lane_state(lane).source_paused = false;
+                self->lane_loop(lane);
+              });
+            }
+            return self->pump_writes(lane);
+          }
+          if (l.dest_paused) {  // this lane lost its destination meanwhile: another lane takes the chunk
+            self->queue_.push_front(c);
+            return self->wake_other_lanes(lane);
+          }
+          auto read = protocol::FsReadReply::from_json(r->header);
+          if (!read.ok()) {
+            return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + read.status().message());
+          }
+          l.ready.push_back({c, std::move(r->body), std::move(read->hash)});
+          self->pump_writes(lane);
+        });
   }
   pump_writes(lane);
 }
@@ -290,7 +279,7 @@ void RelayCopy::write_chunk(int lane, Chunk c, std::string data, std::string has
   nlohmann::json args = {{"dest", f.dest()}, {"index", c.index}, {"chunk_size", c_->spec.chunk_size}, {"hash", hash}};
   c_->bytes.sent += len;
   lane_state(lane).writing = true;
-  c_->env.call_agent_lane(c_->spec.copy.to_host, lane, "recv.write", args, std::move(data),
+  c_->env.call_agent_lane(c_->spec.copy.to_host, lane, protocol::RecvWriteArgs::kOp, args, std::move(data),
                           [self, lane, c, hash, len](Result<protocol::Frame> r) {
                             if (self->c_->finished) return;
                             Lane& l = self->lane_state(lane);
@@ -330,17 +319,17 @@ void RelayCopy::await_dest_lane(int lane) {
   if (c_->finished || c_->cancelled) return;
   auto self = shared_from_this();
   // A bodiless request: it proves the lane's connection is back without sending a chunk into the void.
-  c_->env.call_agent_lane(c_->spec.copy.to_host, lane, "fs.stat", protocol::FsStatArgs{"."}.to_json(), {},
-                          [self, lane](Result<protocol::Frame> r) {
-                            if (self->c_->finished) return;
-                            if (r.ok()) {
-                              self->lane_state(lane).dest_paused = false;
-                              return self->lane_loop(lane);
-                            }
-                            if (transient_link_failure(r.status()))
-                              return self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
-                            self->c_->fail("reaching " + self->c_->spec.copy.to_host + ": " + r.status().message());
-                          });
+  call_op_lane(c_->env, c_->spec.copy.to_host, lane, protocol::FsStatArgs{"."}, {},
+               [self, lane](Result<protocol::FsStatReply> r) {
+                 if (self->c_->finished) return;
+                 if (r.ok()) {
+                   self->lane_state(lane).dest_paused = false;
+                   return self->lane_loop(lane);
+                 }
+                 if (transient_link_failure(r.status()))
+                   return self->c_->retry_later([self, lane] { self->await_dest_lane(lane); });
+                 self->c_->fail("reaching " + self->c_->spec.copy.to_host + ": " + r.status().message());
+               });
 }
 
 void RelayCopy::chunk_done(int lane, Chunk c) {
@@ -368,26 +357,23 @@ void RelayCopy::commit_file(size_t i) {
   // rewriting its checkpoint in place) they may come from two versions, each
   // verified, the whole torn. Only the version that was listed is committed.
   auto self = shared_from_this();
-  const nlohmann::json stat = protocol::FsStatArgs{f.src()}.to_json();
-  c_->env.call_agent(c_->spec.copy.from_host, "fs.stat", stat, [self, i](Result<protocol::Frame> r) {
-    if (self->c_->finished) return;
-    if (!r.ok()) {
-      if (transient_link_failure(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
-      return self->c_->fail("checking the source " + self->c_->spec.copy.from_host + ":" + self->c_->files[i].src() +
-                            ": " + r.status().message());
-    }
-    auto now = protocol::FsStatReply::from_json(r->header);
-    if (!now.ok()) {
-      return self->c_->fail("source host " + self->c_->spec.copy.from_host + ": " + now.status().message());
-    }
-    std::string change = source_change(*now, self->c_->files[i]);
-    if (!change.empty()) {
-      return self->c_->fail("the source " + self->c_->spec.copy.from_host + ":" + self->c_->files[i].src() +
-                            " changed during the copy (" + change +
-                            "); nothing of it was committed: copy it again once it is no longer being written");
-    }
-    self->commit_checked(i);
-  });
+  call_op(c_->env, c_->spec.copy.from_host, protocol::FsStatArgs{f.src()},
+          [self, i](Result<protocol::FsStatReply> now) {
+            if (self->c_->finished) return;
+            if (!now.ok()) {
+              if (transient_link_failure(now.status()))
+                return self->c_->retry_later([self, i] { self->commit_file(i); });
+              return self->c_->fail("checking the source " + self->c_->spec.copy.from_host + ":" +
+                                    self->c_->files[i].src() + ": " + now.status().message());
+            }
+            std::string change = source_change(*now, self->c_->files[i]);
+            if (!change.empty()) {
+              return self->c_->fail("the source " + self->c_->spec.copy.from_host + ":" + self->c_->files[i].src() +
+                                    " changed during the copy (" + change +
+                                    "); nothing of it was committed: copy it again once it is no longer being written");
+            }
+            self->commit_checked(i);
+          });
 }
 
 void RelayCopy::commit_checked(size_t i) {
@@ -419,19 +405,16 @@ void RelayCopy::commit_checked(size_t i) {
   // otherwise commit one file after another (the file system batches concurrent
   // fsyncs from several agents into one journal commit).
   c_->env.call_agent_lane(
-      c_->spec.copy.to_host, lane_of_file(i), "recv.commit", *args, std::move(hashes),
-      [self, i](Result<protocol::Frame> r) {
+      c_->spec.copy.to_host, lane_of_file(i), protocol::RecvCommitArgs::kOp, *args, std::move(hashes),
+      read_reply_of<protocol::RecvCommitArgs>([self, i](Result<protocol::RecvCommitReply> commit) {
         if (self->c_->finished) return;
-        if (!r.ok()) {
-          if (transient_link_failure(r.status())) return self->c_->retry_later([self, i] { self->commit_file(i); });
+        if (!commit.ok()) {
+          if (transient_link_failure(commit.status()))
+            return self->c_->retry_later([self, i] { self->commit_file(i); });
           return self->c_->fail("committing " + self->c_->spec.copy.to_host + ":" + self->c_->files[i].dest() + ": " +
-                                r.status().message());
+                                commit.status().message());
         }
         CopyEntry& f = self->c_->files[i];
-        auto commit = protocol::RecvCommitReply::from_json(r->header);
-        if (!commit.ok()) {
-          return self->c_->fail("destination host " + self->c_->spec.copy.to_host + ": " + commit.status().message());
-        }
         std::vector<int64_t> bad = recv_commit_bad(*commit, f);
         if (!bad.empty()) {
           // Bytes went bad on the destination's disk after they were verified: send them again.
@@ -446,7 +429,7 @@ void RelayCopy::commit_checked(size_t i) {
           return;
         }
         self->file_committed(i);
-      });
+      }));
 }
 
 // A committed file keeps only what the manifest and the folder's keep list need:
@@ -489,7 +472,7 @@ void RelayCopy::finish_folder() {
     local_finished_ = true;
   }
   c_->env.call_agent_lane(
-      c_->spec.copy.to_host, 0, "recv.finish_dir",
+      c_->spec.copy.to_host, 0, protocol::RecvFinishDirArgs::kOp,
       protocol::RecvFinishDirArgs{c_->spec.copy.to, manifest_hash, true}.to_json(), std::move(keep_body),
       [self, done](Result<protocol::Frame> r) {
         if (self->c_->finished) return;

@@ -48,7 +48,7 @@ void HostFileUpload::begin() {
   const nlohmann::json args =
       protocol::RecvBeginArgs{file_.dest, size_, kChunkBytes, file_.mode, file_hash_of(hashes_), ""}.to_json();
   auto self = shared_from_this();
-  env_.call_agent(file_.host, "recv.begin", args, [self](Result<protocol::Frame> r) {
+  env_.call_agent(file_.host, protocol::RecvBeginArgs::kOp, args, [self](Result<protocol::Frame> r) {
     if (self->abandoned_) return;
     if (!r.ok()) {
       if (transient_link_failure(r.status())) return self->retry([self] { self->begin(); });
@@ -73,10 +73,11 @@ void HostFileUpload::send(size_t index) {
   auto data = read_chunk(file_.local, static_cast<int64_t>(index) * kChunkBytes, len, &hash);
   if (!data.ok()) return finish(data.status());
   if (hash != hashes_[index]) return finish(data_loss(file_.local + " changed while it was being sent"));
-  nlohmann::json args = {{"dest", file_.dest}, {"index", index}, {"chunk_size", kChunkBytes}, {"hash", hash}};
+  nlohmann::json args =
+      protocol::RecvWriteArgs{file_.dest, static_cast<int64_t>(index), kChunkBytes, hash, ""}.to_json();
   auto self = shared_from_this();
   // Lane 0 is the host's main connection, the one call_agent uses.
-  env_.call_agent_lane(file_.host, 0, "recv.write", args, std::move(data).value(),
+  env_.call_agent_lane(file_.host, 0, protocol::RecvWriteArgs::kOp, args, std::move(data).value(),
                        [self, index, len](Result<protocol::Frame> r) {
                          if (self->abandoned_) return;
                          if (!r.ok()) {
@@ -96,7 +97,7 @@ void HostFileUpload::commit() {
   if (!hashes.ok()) return finish(hashes.status());
   auto self = shared_from_this();
   env_.call_agent_lane(
-      file_.host, 0, "recv.commit", args, std::move(hashes).value(), [self](Result<protocol::Frame> r) {
+      file_.host, 0, protocol::RecvCommitArgs::kOp, args, std::move(hashes).value(), [self](Result<protocol::Frame> r) {
         if (self->abandoned_) return;
         if (!r.ok()) {
           if (transient_link_failure(r.status())) return self->retry([self] { self->begin(); });

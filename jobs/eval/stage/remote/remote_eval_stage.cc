@@ -10,6 +10,7 @@
 #include "base/file_hash.h"
 #include "base/file_util.h"
 #include "base/shell_quote.h"
+#include "jobs/agent_call.h"
 #include "jobs/command/command_stage.h"
 #include "jobs/eval/stage/eval_outcome.h"
 #include "jobs/eval/stage/eval_progress_reader.h"
@@ -124,7 +125,7 @@ void RemoteEvalStage::check_memory() {
     if (path.empty()) continue;
     ++*pending;
     ListCall call = [self](nlohmann::json args, ReplyFn fn) {
-      self->env_.call_agent(self->spec_.host, "fs.list", std::move(args), std::move(fn));
+      self->env_.call_agent(self->spec_.host, protocol::FsListArgs::kOp, std::move(args), std::move(fn));
     };
     list_host_path(call, path, spec_.host + ":" + path,
                    [total, listed, one_done, key = std::string(key)](Result<protocol::FsListReply> r) {
@@ -188,22 +189,19 @@ void RemoteEvalStage::on_job_done(StageOutcome o) {
   if (o.state == StageOutcome::State::kCancelled || o.state == StageOutcome::State::kTimedOut) return finish(o);
   job_outcome_ = std::move(o);
   auto self = shared_from_this();
-  env_.call_agent(
-      spec_.host, "fs.stat", protocol::FsStatArgs{result_path_}.to_json(), [self](Result<protocol::Frame> r) {
+  call_op(
+      env_, spec_.host, protocol::FsStatArgs{result_path_}, [self](Result<protocol::FsStatReply> result) {
         if (self->finished_) return;
-        if (!r.ok()) {
-          if (transient_link_failure(r.status())) {
+        if (!result.ok()) {
+          if (transient_link_failure(result.status())) {
             auto timer =
                 std::make_shared<boost::asio::steady_timer>(self->env_.io(), std::chrono::milliseconds(kRetryMs));
             return timer->async_wait([self, timer](const boost::system::error_code& ec) {
               if (!ec) self->on_job_done(self->job_outcome_);
             });
           }
-          return self->fail("reading the eval result on " + self->spec_.host + ": " + r.status().message());
+          return self->fail("reading the eval result on " + self->spec_.host + ": " + result.status().message());
         }
-        auto result = protocol::FsStatReply::from_json(r->header);
-        if (!result.ok())
-          return self->fail("the eval result on " + self->spec_.host + ": " + result.status().message());
         if (!result->exists) return self->fail(self->cannot_run_reason(self->job_outcome_));
         const int64_t size = result->size;
         if (size < 0) return self->fail("the eval result on " + self->spec_.host + " has a negative size");
@@ -226,7 +224,8 @@ void RemoteEvalStage::read_result(int64_t size, std::string sofar) {
   auto self = shared_from_this();
   nlohmann::json args = protocol::FsReadArgs{result_path_, offset, len}.to_json();
   env_.call_agent(
-      spec_.host, "fs.read", args, [self, size, sofar = std::move(sofar)](Result<protocol::Frame> r) mutable {
+      spec_.host, protocol::FsReadArgs::kOp, args,
+      [self, size, sofar = std::move(sofar)](Result<protocol::Frame> r) mutable {
         if (self->finished_) return;
         if (!r.ok()) {
           if (transient_link_failure(r.status())) {

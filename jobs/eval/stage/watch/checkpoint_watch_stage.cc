@@ -5,6 +5,7 @@
 #include "base/clock.h"
 #include "base/file_hash.h"
 #include "base/peer_json.h"
+#include "jobs/agent_call.h"
 #include "jobs/copy/copy_stage.h"
 #include "jobs/eval/stage/remote/remote_eval_factory.h"
 #include "jobs/eval/stage/watch/last_checkpoint_gate.h"
@@ -155,28 +156,21 @@ void CheckpointWatchStage::poll() {
 
 void CheckpointWatchStage::list_page(const std::string& after) {
   auto self = shared_from_this();
-  env_.call_agent(watch_.copy.from_host, "fs.scan",
-                  protocol::FsScanArgs{watch_.copy.from, watch_.pattern, after, kWatchPageEntries}.to_json(),
-                  [self](Result<protocol::Frame> r) { self->on_page(std::move(r)); });
+  call_op(env_, watch_.copy.from_host, protocol::FsScanArgs{watch_.copy.from, watch_.pattern, after, kWatchPageEntries},
+          [self](Result<protocol::FsScanReply> page) { self->on_page(std::move(page)); });
 }
 
-void CheckpointWatchStage::on_page(Result<protocol::Frame> r) {
+void CheckpointWatchStage::on_page(Result<protocol::FsScanReply> page) {
   if (finished_) return;
-  if (!r.ok() && r.status().code() == StatusCode::kUnavailable) {
+  if (!page.ok() && page.status().code() == StatusCode::kUnavailable) {
     return wait_then_poll();  // the trainer's host is away for now; the scan resumes when it is back
   }
-  if (!r.ok() && r.status().code() != StatusCode::kNotFound) {
-    StageOutcome o;
-    o.error = "listing " + watch_.copy.from_host + ":" + watch_.copy.from + ": " + r.status().message();
-    return finish(std::move(o));
-  }
-  if (!r.ok()) return on_listing(pages_);  // not found: the trainer has not made the folder yet
-  auto page = protocol::FsScanReply::from_json(r->header);
-  if (!page.ok()) {
+  if (!page.ok() && page.status().code() != StatusCode::kNotFound) {
     StageOutcome o;
     o.error = "listing " + watch_.copy.from_host + ":" + watch_.copy.from + ": " + page.status().message();
     return finish(std::move(o));
   }
+  if (!page.ok()) return on_listing(pages_);  // not found: the trainer has not made the folder yet
   if (page->now_ns > 0) host_ahead_ms_ = page->now_ns / 1000000 - now_ms();
   const bool more = !page->next.empty() && !page->folders.empty();
   for (auto& f : page->folders) pages_.push_back(std::move(f));

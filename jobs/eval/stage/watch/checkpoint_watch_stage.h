@@ -78,7 +78,7 @@ class CheckpointWatchStage : public StageRunnerBase<Reattach::kYes>,
   class CheckpointEnv;
   void poll();
   void list_page(const std::string& after);
-  void on_page(Result<protocol::Frame> r);
+  void on_page(Result<protocol::FsScanReply> page);
   void on_listing(const std::vector<protocol::ScannedFolder>& folders);
   void skip(const CheckpointFolder& c, const std::string& during, const std::string& cause);
   void work_or_wait();
