@@ -20,10 +20,7 @@ using ReplyHandler = std::function<void(Result<typename Args::Reply>)>;
 /// The frame handler that reads Args's reply and hands it to `fn`.
 template <typename Args>
 ReplyFn read_reply_of(ReplyHandler<Args> fn) {
-  return [fn = std::move(fn)](Result<protocol::Frame> r) {
-    if (!r.ok()) return fn(r.status());
-    fn(Args::Reply::from_json(r->header));
-  };
+  return [fn = std::move(fn)](Result<protocol::Frame> r) { fn(protocol::reply_of<typename Args::Reply>(r)); };
 }
 
 /// `args`'s op on `host`'s agent, over the connection StageEnv::call_agent uses.

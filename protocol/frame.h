@@ -125,4 +125,12 @@ Frame make_error(uint32_t id, const Status& status);
 /// The Status carried by an error frame (code name + message).
 Status status_from_error_frame(const Frame& frame);
 
+/// A call's answer read as `Reply` (a protocol/ops struct): the call's own failure as
+/// it came, else the reply read from the frame's header through its field list.
+template <typename Reply>
+Result<Reply> reply_of(const Result<Frame>& answer) {
+  if (!answer.ok()) return answer.status();
+  return Reply::from_json(answer->header);
+}
+
 }  // namespace ferry::protocol

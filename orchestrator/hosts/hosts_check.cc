@@ -201,7 +201,7 @@ class HostsCheck {
     conns_.push_back(conn);
     ++pending_;
     conn->call("host.info", nlohmann::json::object(), [this, i](Result<protocol::Frame> r) {
-      auto info = r.ok() ? protocol::HostInfoReply::from_json(r->header) : Result<protocol::HostInfoReply>(r.status());
+      auto info = protocol::reply_of<protocol::HostInfoReply>(r);
       if (r.ok()) {
         hosts_[i]["connected"] = true;
         hosts_[i]["agent"] = conns_[i]->hello();
@@ -266,9 +266,9 @@ class HostsCheck {
     ++pending_;
     const protocol::NetProbeArgs args{ssh->address, ssh->port, kProbeTimeoutMs};
     std::string from_name = wf_.hosts[i].name;
-    conns_[i]->call("net.probe", args.to_json(), [this, from_name, to_name = to.name](Result<protocol::Frame> r) {
+    conns_[i]->call(protocol::NetProbeArgs::kOp, args.to_json(), [this, from_name, to_name = to.name](Result<protocol::Frame> r) {
       nlohmann::json row = {{"from", from_name}, {"to", to_name}};
-      auto probe = r.ok() ? protocol::NetProbeReply::from_json(r->header) : Result<protocol::NetProbeReply>(r.status());
+      auto probe = protocol::reply_of<protocol::NetProbeReply>(r);
       if (probe.ok()) {
         row["reachable"] = probe->reachable;
         if (!probe->error.empty()) row["error"] = probe->error;

@@ -115,8 +115,7 @@ void RemoteEvalStage::check_memory() {
   env_.call_agent(
       spec_.host, "host.info", nlohmann::json::object(), [host_memory, one_done](Result<protocol::Frame> r) {
         // A host.info it cannot read leaves the memory unknown: the check is skipped, not the eval.
-        auto info =
-            r.ok() ? protocol::HostInfoReply::from_json(r->header) : Result<protocol::HostInfoReply>(r.status());
+        auto info = protocol::reply_of<protocol::HostInfoReply>(r);
         if (info.ok()) *host_memory = info->mem_total_bytes;
         one_done();
       });
