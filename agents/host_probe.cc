@@ -58,14 +58,16 @@ protocol::HostInfoReply host_info(const std::string& workdir) {
   int64_t disk_free = 0;
   if (::statvfs(workdir.c_str(), &vfs) == 0) disk_free = static_cast<int64_t>(vfs.f_bavail) * vfs.f_frsize;
   const char* conn = std::getenv("SSH_CONNECTION");
-  return {host,
-          ::sysconf(_SC_NPROCESSORS_ONLN),
-          meminfo_bytes("MemTotal"),
-          meminfo_bytes("MemAvailable"),
-          disk_free,
-          workdir,
-          gpus(),
-          conn ? conn : ""};
+  protocol::HostInfoReply info;  // by name: three byte counts side by side
+  info.hostname = host;
+  info.cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  info.mem_total_bytes = meminfo_bytes("MemTotal");
+  info.mem_available_bytes = meminfo_bytes("MemAvailable");
+  info.disk_free_bytes = disk_free;
+  info.workdir = workdir;
+  info.gpus = gpus();
+  info.ssh_connection = conn ? conn : "";
+  return info;
 }
 
 protocol::NetProbeReply probe_tcp(const std::string& address, int port, int timeout_ms) {

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -58,12 +59,17 @@ class JsonFields {
     if (const nlohmann::json* v = field(key, "a number", [](const nlohmann::json& x) { return x.is_number(); }))
       *out = v->get<double>();
   }
+  /// An integer that `Int` holds: a larger one is refused, not narrowed (a mode of
+  /// 2^32 + 0644 must not read as 0644).
   template <typename Int>
   void integer(const char* key, Int* out) {
-    if (const nlohmann::json* v =
-            field(key, "an integer", [](const nlohmann::json& x) { return x.is_number_integer(); })) {
-      *out = static_cast<Int>(v->get<int64_t>());
+    const nlohmann::json* v = field(key, "an integer", [](const nlohmann::json& x) { return x.is_number_integer(); });
+    if (v == nullptr) return;
+    if (!fits<Int>(*v)) {
+      if (error_->empty()) *error_ = join(key) + " is " + v->dump() + ", out of range";
+      return;
     }
+    *out = v->is_number_unsigned() ? static_cast<Int>(v->get<uint64_t>()) : static_cast<Int>(v->get<int64_t>());
   }
   void boolean(const char* key, bool* out) {
     if (const nlohmann::json* v = field(key, "true or false", [](const nlohmann::json& x) { return x.is_boolean(); })) {
@@ -217,6 +223,18 @@ class JsonFields {
 
   void fail(const std::string& at, const nlohmann::json& x, const char* want) {
     if (error_->empty()) *error_ = at + " is " + json_type_phrase(x) + ", not " + want;
+  }
+
+  template <typename Int>
+  static bool fits(const nlohmann::json& v) {
+    if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<Int>::max());
+    const int64_t x = v.get<int64_t>();
+    if constexpr (std::is_signed_v<Int>) {
+      return x >= static_cast<int64_t>(std::numeric_limits<Int>::min()) &&
+             x <= static_cast<int64_t>(std::numeric_limits<Int>::max());
+    } else {
+      return x >= 0 && static_cast<uint64_t>(x) <= static_cast<uint64_t>(std::numeric_limits<Int>::max());
+    }
   }
 
   // A required field absent (or null) is named as missing: true then.

@@ -106,7 +106,6 @@ Status plan_copy_each(protocol::FsListReply listing, const std::string& from, co
     file.hashes.resize(static_cast<size_t>(file.chunks));
     out.bytes_total += file.size;
     take(std::move(file));
-    f = {};  // the listing shrinks as the files are planned: the two are never both whole
   }
   return Status();
 }

@@ -72,7 +72,7 @@ struct CopyListing {
 /// Refuses (kDataLoss, naming `from`) a listing whose shape is wrong, whose sizes are
 /// impossible, or whose folder entries are not plain relative paths inside the copy:
 /// the listing is the source host's word, and a path from it becomes a path to write.
-/// The listing is taken by value: moved in, it is emptied as its files are planned.
+/// The listing is taken by value: moved in, each file's path is moved out as it is planned.
 Result<CopyListing> plan_copy(protocol::FsListReply listing, const std::string& from, const std::string& to,
                               int64_t chunk_size, const std::string& owner = "");
 /// plan_copy handing each file to `take` as it is planned instead of holding them

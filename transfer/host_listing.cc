@@ -28,7 +28,8 @@ class PagedListing : public std::enable_shared_from_this<PagedListing> {
 
  private:
   void take(Result<protocol::Frame> r) {
-    if (!r.ok()) return done_(r.status());
+    // Every error names the listing, the call's own too (its code kept: a lost link stays kUnavailable).
+    if (!r.ok()) return done_(Status(r.status().code(), "listing " + what_ + ": " + r.status().message()));
     if (pages_) ++*pages_;
     auto page = protocol::FsListReply::from_json(r->header);
     if (!page.ok()) return done_(data_loss("listing " + what_ + ": " + page.status().message()));

@@ -35,8 +35,8 @@ using ListCall = std::function<void(nlohmann::json args, std::function<void(Resu
 using ListDone = std::function<void(Result<protocol::FsListReply> listing)>;
 
 /// Lists `path` on a host through `call`, all pages; `what` ("host:path") names it
-/// in errors. `page_files` is the page size asked for (0: the agent's default).
-/// `pages`, when given, counts the pages it took.
+/// in every error, the call's own failure too (with its code). `page_files` is the page size asked for (0: the agent's
+/// default). `pages`, when given, counts the pages it took.
 void list_host_path(const ListCall& call, const std::string& path, const std::string& what, ListDone done,
                     int64_t page_files = 0, int* pages = nullptr);
 

@@ -62,8 +62,7 @@ void CopyStage::list_source() {
     if (self->c_->finished) return;
     if (!r.ok()) {
       if (transient_link_failure(r.status())) return self->c_->retry_later([self] { self->list_source(); });
-      return self->c_->fail("listing " + self->c_->spec.copy.from_host + ":" + self->c_->spec.copy.from + ": " +
-                            r.status().message());
+      return self->c_->fail(r.status().message());  // it names the listing (host_listing.h)
     }
     const CopySpec& spec = self->c_->spec;
     const CopyStageSpec& copy = spec.copy;

@@ -150,6 +150,24 @@ TEST(FileOpsTest, RepliesWithUnknownMistypedOrMissingFieldsAreRefusedByName) {
   EXPECT_EQ(hash.status().message(), "the fs.hash reply's chunks.0 is a number, not a string");
 }
 
+// A number wider than its field is refused, not narrowed: a mode of 2^32 + 0644 read
+// into an int would pass for 0644.
+TEST(FileOpsTest, AnIntegerWiderThanItsFieldIsRefusedNotNarrowed) {
+  auto wide = FsListReply::from_json(
+      nlohmann::json::parse(R"({"type":"file","files":[{"path":"a","size":1,"mode":4294967716}]})"));
+  ASSERT_FALSE(wide.ok());
+  EXPECT_EQ(wide.status().message(), "the fs.list reply's files[0].mode is 4294967716, out of range");
+  auto negative = FsListReply::from_json(
+      nlohmann::json::parse(R"({"type":"file","files":[{"path":"a","size":1,"mode":-2147483649}]})"));
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().message(), "the fs.list reply's files[0].mode is -2147483649, out of range");
+  auto fits = FsListReply::from_json(
+      nlohmann::json::parse(R"({"type":"file","files":[{"path":"a","size":9007199254740993,"mode":420}]})"));
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(fits->files[0].mode, 0644);
+  EXPECT_EQ(fits->files[0].size, 9007199254740993);
+}
+
 TEST(FileOpsTest, RecvRepliesReadBackAndACommittedOneSaysOnlyThat) {
   const RecvBeginReply begun{false, {{0, "h0"}, {3, "h3"}}};
   EXPECT_EQ(begun.to_json(), nlohmann::json::parse(R"({"complete":false,"have":{"0":"h0","3":"h3"}})"));
