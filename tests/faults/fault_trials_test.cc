@@ -108,9 +108,13 @@ class FaultTrialsTest : public SshRunTest {
 
 // a. An address that does not resolve: both stages on that host fail at once with
 //    the cause (they used to show `running (disconnected)` for give_up's 600 s),
-//    while a stage on a good host runs as usual.
+//    while a stage on a good host runs as usual. The ghost is `connect:
+//    when-needed`, so its stages meet the address themselves: with the default
+//    (`start`) the run stops as it starts and cancels `here` whenever `here` is
+//    still running then, which is unreachable_host_test's case.
 TEST_F(FaultTrialsTest, AnUnresolvableHostFailsItsStagesWithinTenSeconds) {
-  std::string ghost = host_entry(0, {{"address", "no-such-host.invalid"}, {"workdir", workdir("ghost")}});
+  std::string ghost =
+      host_entry(0, {{"address", "no-such-host.invalid"}, {"workdir", workdir("ghost")}, {"connect", "when-needed"}});
   ghost.replace(0, 5, "  ghost:");
   std::string wf = write_workflow("name: ghost\nhosts:\n" + host_entry(1) + ghost +
                                   "stages:\n  fit:\n    host: ghost\n    run: 'true'\n"
