@@ -8,6 +8,7 @@
 #include "orchestrator/report/dataset_table.h"
 #include "orchestrator/report/html_escape.h"
 #include "orchestrator/report/html_report.h"
+#include "orchestrator/report/inputs_table.h"
 #include "orchestrator/report/run_report.h"
 #include "orchestrator/report/svg_chart.h"
 #include "orchestrator/status_view.h"
@@ -166,6 +167,7 @@ Result<json> collect_compare_report(Store& store, const std::vector<std::string>
   for (size_t k = 1; k < out["runs"].size(); ++k) {
     out["diffs"].push_back(diff_entry(out["runs"][0], out["runs"][k], ferry_home));
   }
+  out["inputs"] = compare_inputs(out["runs"]);
   return out;
 }
 
@@ -179,6 +181,8 @@ std::string render_compare_report(const json& report) {
        "</div>";
   s += "<h2>τ per checkpoint</h2>" + tau_curves(runs) + runs_table(runs);
   s += dataset_tables(runs);
+  const json inputs = report.contains("inputs") ? report["inputs"] : json::array();
+  if (!inputs.empty()) s += "<h2>Inputs of the newest evals, by content</h2>" + inputs_compare_html(inputs);
   s += "<h2>Drafter diff</h2>" + diffs_section(report["diffs"]);
   s += "\n</body></html>\n";
   return s;

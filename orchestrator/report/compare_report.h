@@ -2,8 +2,9 @@
 // step of each run (and its reference) on one chart, each run's newest eval with its
 // dataset table, and the drafter diff between the first run's last checkpoint and
 // each other run's (drafter_diff.h, when the checkpoints are on this machine: an
-// eval in the coordinator, or on a local host's workdir). The data is each run's
-// RunReport (run_report.h) plus the diffs; the page is drawn like the one-run page
+// eval in the coordinator, or on a local host's workdir), and the newest evals' inputs
+// by content side by side (inputs_table.h). The data is each run's RunReport
+// (run_report.h) plus the diffs and the inputs; the page is drawn like the one-run page
 // (html_report.h: self-contained, no script, every fetch forbidden). Reads only.
 // Any thread that owns the Store.
 #pragma once

@@ -6,6 +6,7 @@
 #include "jobs/eval/run/eval_report_json.h"
 #include "orchestrator/report/dataset_table.h"
 #include "orchestrator/report/html_escape.h"
+#include "orchestrator/report/inputs_table.h"
 #include "orchestrator/report/svg_chart.h"
 #include "orchestrator/report/timeline_chart.h"
 #include "orchestrator/status_view.h"
@@ -341,6 +342,7 @@ std::string eval_section(const json& report) {
        std::to_string(ev.block_size) + ", up to " + std::to_string(ev.max_new_tokens) + " new tokens, " + e(ev.dtype) +
        " on " + e(ev.device) + ", decoding " + e(ev.sampling.regime()) + "</p>";
   s += counts_line(ev);
+  s += inputs_table_html(ev.fingerprints);
   s += diff_section(ev.diff);
   s += responses_section(ev);
   return s;

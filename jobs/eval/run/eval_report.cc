@@ -73,6 +73,15 @@ void shared_runs_text(std::ostringstream& out, const EvalReport& r) {
   out << "target forwards run by this eval: " << r.target_forwards_run << "\n\n";
 }
 
+// What the eval read, by content (InputFingerprint): the lines that tell two evals of
+// the same paths apart, or show two runs read the same checkpoint.
+void inputs_text(std::ostringstream& out, const EvalReport& r) {
+  for (const auto& f : r.fingerprints) {
+    out << "  input    " << f.what << " " << f.digest
+        << (f.copy_manifest.empty() ? "" : " (copied by ferry: manifest " + f.copy_manifest + ")") << "\n";
+  }
+}
+
 // metrics()' counts, τ spread and regime: drafted_tokens, accepted_tokens, acceptance_rate, tau_sd, ...
 void add_count_metrics(const EvalReport& r, std::map<std::string, double>* m) {
   const DecodeRun& candidate = r.candidate;
@@ -195,6 +204,7 @@ std::string EvalReport::to_text() const {
         << fixed(static_cast<double>(l.bytes_copied) / (1 << 20), 1) << " MiB copied\n";
     for (const auto& u : l.unused) out << "    unused: " << u << "\n";
   }
+  inputs_text(out, *this);
   out << "\nTAU " << fixed(candidate.tau, 3);
   if (reference_run) out << "   reference " << fixed(reference_run->tau, 3);
   if (ratio_to_reference) out << "   ratio " << fixed(*ratio_to_reference, 3);

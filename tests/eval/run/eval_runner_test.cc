@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -106,6 +107,15 @@ TEST_F(EvalRunnerTest, ReportsKnownTauAndPassesGate) {
   EXPECT_NE(text.find("TAU 8.000"), std::string::npos) << text;
   EXPECT_NE(text.find("norm.weight: values"), std::string::npos) << text;
   EXPECT_NE(text.find("gate: PASSED"), std::string::npos);
+  // The inputs by content: each one the report keeps, on its own line, as the JSON has it.
+  ASSERT_EQ(j["fingerprints"].size(), r->fingerprints.size());
+  std::set<std::string> whats;
+  for (const auto& f : j["fingerprints"]) {
+    whats.insert(f["what"].get<std::string>());
+    const std::string line = "  input    " + f["what"].get<std::string>() + " " + f["digest"].get<std::string>() + "\n";
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  }
+  EXPECT_EQ(whats, (std::set<std::string>{"target", "drafter", "reference", "prompts"})) << j["fingerprints"].dump();
 }
 
 // What the report says it ran with is checked against sources the engine does not

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -143,13 +144,19 @@ TEST_F(ReportPageTest, TwoWatchRunsSideBySideWithBothCurvesInChromium) {
   auto rep = ferry({"report", "broken-1", "fixed-2", "-o", page});
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
   EXPECT_EQ(rep.out, page + "\n");
-  const std::vector<std::string> selectors = {
-      "#tau-curves circle.pt[data-series='broken-1']",         "#tau-curves circle.pt[data-series='fixed-2']",
-      "#tau-curves circle.pt[data-series='fixed-2 reference']", "#tau-curves circle.pt[data-series='fixed-2 gsm8k']",
-      "#tau-curves circle.pt[data-series='broken-1 humaneval']", "#datasets-broken-1 th.dataset",
-      "#datasets-fixed-2 th.dataset",                           "tr.run",
-      "tr.differs",                                             ".diff-unavailable",
-      "script"};
+  const std::vector<std::string> selectors = {"#tau-curves circle.pt[data-series='broken-1']",
+                                              "#tau-curves circle.pt[data-series='fixed-2']",
+                                              "#tau-curves circle.pt[data-series='fixed-2 reference']",
+                                              "#tau-curves circle.pt[data-series='fixed-2 gsm8k']",
+                                              "#tau-curves circle.pt[data-series='broken-1 humaneval']",
+                                              "#datasets-broken-1 th.dataset",
+                                              "#datasets-fixed-2 th.dataset",
+                                              "tr.run",
+                                              "tr.differs",
+                                              ".diff-unavailable",
+                                              "script",
+                                              "#inputs-compare tr.input-same",
+                                              "#inputs-compare tr.input-differs"};
   auto n = open_page(page, std::string(FERRY_TEST_OUTPUT_DIR) + "/report_compare.png", selectors);
   EXPECT_EQ(n[selectors[0]], 2) << "the broken run's curve: one point per checkpoint";
   EXPECT_EQ(n[selectors[1]], 2) << "the fixed run's curve";
@@ -162,6 +169,8 @@ TEST_F(ReportPageTest, TwoWatchRunsSideBySideWithBothCurvesInChromium) {
   EXPECT_GT(n[selectors[8]], 0) << "the last checkpoints differ (the agreeing drafter's norm)";
   EXPECT_EQ(n[selectors[9]], 0) << "both checkpoints are on this machine";
   EXPECT_EQ(n[selectors[10]], 0) << "the page runs no script";
+  EXPECT_EQ(n[selectors[11]], 4) << "the target, the reference and both datasets: the same files in both runs";
+  EXPECT_EQ(n[selectors[12]], 1) << "the last checkpoints: the disagreeing drafter, then the agreeing one";
 
   auto json = nlohmann::json::parse(ferry({"report", "broken-1", "fixed-2", "--json"}).out);
   ASSERT_EQ(json["runs"].size(), 2u);
@@ -172,18 +181,27 @@ TEST_F(ReportPageTest, TwoWatchRunsSideBySideWithBothCurvesInChromium) {
   EXPECT_EQ(json["runs"][1]["evals"][1]["datasets"][1]["name"], "humaneval");
   ASSERT_TRUE(json["diffs"][0].contains("diff")) << json["diffs"].dump(2);
   EXPECT_GT(json["diffs"][0]["diff"]["tensors"].size(), 0u);
+  std::map<std::string, bool> same;
+  for (const auto& row : json["inputs"]) same[row["what"]] = row["same"];
+  EXPECT_EQ(same, (std::map<std::string, bool>{{"target", true},
+                                               {"drafter", false},
+                                               {"reference", true},
+                                               {"dataset gsm8k", true},
+                                               {"dataset humaneval", true}}))
+      << json["inputs"].dump(2);
 
   // One run's page, as before, and its τ per step per dataset.
   const std::string one = std::string(FERRY_TEST_OUTPUT_DIR) + "/report_datasets.html";
   ASSERT_EQ(ferry({"report", "fixed-2", "-o", one}).exit_code, 0);
-  const std::vector<std::string> own = {"#tau-per-dataset circle.pt[data-series=gsm8k]",
-                                        "#tau-per-dataset circle.pt[data-series=humaneval]",
-                                        "#tau-curve circle.pt[data-series=candidate]", "#datasets th.dataset"};
+  const std::vector<std::string> own = {
+      "#tau-per-dataset circle.pt[data-series=gsm8k]", "#tau-per-dataset circle.pt[data-series=humaneval]",
+      "#tau-curve circle.pt[data-series=candidate]", "#datasets th.dataset", "#inputs tr.input"};
   auto m = open_page(one, std::string(FERRY_TEST_OUTPUT_DIR) + "/report_datasets.png", own);
   EXPECT_EQ(m[own[0]], 2);
   EXPECT_EQ(m[own[1]], 2);
   EXPECT_EQ(m[own[2]], 2);
   EXPECT_EQ(m[own[3]], 2);
+  EXPECT_EQ(m[own[4]], 5) << "the newest eval's inputs by content";
 }
 
 }  // namespace

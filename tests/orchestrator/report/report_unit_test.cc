@@ -4,10 +4,13 @@
 // the metrics export. The page in a real browser is report_page_test.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/report/html_escape.h"
 #include "orchestrator/report/html_report.h"
+#include "orchestrator/report/inputs_table.h"
 #include "orchestrator/report/metrics_export.h"
 #include "orchestrator/report/run_report.h"
 #include "orchestrator/report/svg_chart.h"
@@ -349,6 +352,73 @@ TEST_F(RunReportTest, ThePageNamesTheSamplingRegimeAndTheCounts) {
   ASSERT_TRUE(r.ok());
   page = report::render_html_report(*r);
   EXPECT_NE(page.find(", decoding greedy</p>"), std::string::npos) << page;
+}
+
+TEST_F(RunReportTest, ThePageListsTheNewestEvalsInputsByContent) {
+  const std::string id = run_with_a_running_eval("inputs");
+  ASSERT_FALSE(id.empty());
+  json ev = eval_event("ckpt/checkpoint-100", 2.5, 3.0);
+  ev["fingerprints"] = {{{"what", "target"}, {"digest", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"}},
+                        {{"what", "drafter"}, {"digest", "<d>"}, {"copy_manifest", "m-1"}}};
+  ASSERT_TRUE(store_->add_event(id, "eval", "eval.report", ev).ok());
+  auto r = report::collect_run_report(*store_, id);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string page = report::render_html_report(*r);
+  EXPECT_EQ(count(page, "<tr class=\"input\">"), 2u) << page;
+  EXPECT_NE(page.find("<td>target</td><td><code>0f1e2d3c4b5a69788796a5b4c3d2e1f0</code></td>"), std::string::npos)
+      << page;
+  EXPECT_NE(page.find("<code>&lt;d&gt;</code><br><span class=\"sub\">copy manifest <code>m-1</code>"),
+            std::string::npos)
+      << "escaped, with the copy's manifest";
+}
+
+// Runs as compare_report gathers them, cut to what compare_inputs reads.
+json run_with_inputs(const std::string& id, const json& fingerprints) {
+  json run = {{"run", {{"id", id}}}};
+  if (!fingerprints.is_null()) run["eval"] = {{"fingerprints", fingerprints}};
+  return run;
+}
+
+json fp(const std::string& what, const std::string& digest, const std::string& manifest = "") {
+  json f = {{"what", what}, {"digest", digest}};
+  if (!manifest.empty()) f["copy_manifest"] = manifest;
+  return f;
+}
+
+TEST(CompareInputsTest, AnInputIsTheSameOnlyWhenEveryRunReadItWithOneDigestAndOneCopy) {
+  const json runs = {
+      run_with_inputs("a-1", {fp("target", "T"), fp("drafter", "D1"), fp("prompts", "P", "m1")}),
+      run_with_inputs("b-2", {fp("target", "T"), fp("drafter", "D2"), fp("prompts", "P", "m2"), fp("tokenizer", "K")}),
+      run_with_inputs("c-3", {fp("target", "T"), fp("drafter", "D1"), fp("prompts", "P")})};
+  const json rows = report::compare_inputs(runs);
+  ASSERT_EQ(rows.size(), 4u) << rows.dump(2);
+  std::map<std::string, bool> same;
+  for (const auto& row : rows) same[row["what"]] = row["same"];
+  EXPECT_TRUE(same["target"]);
+  EXPECT_FALSE(same["drafter"]) << "b read another drafter";
+  EXPECT_FALSE(same["prompts"]) << "one digest, but two copies whose manifests differ";
+  EXPECT_FALSE(same["tokenizer"]) << "only b read one";
+  EXPECT_EQ(rows[3]["what"], "tokenizer") << "in the order first seen";
+  EXPECT_EQ(rows[3]["runs"][0], json({{"run", "a-1"}}));
+  EXPECT_EQ(rows[3]["runs"][1]["digest"], "K");
+
+  const std::string table = report::inputs_compare_html(rows);
+  EXPECT_EQ(count(table, "<tr class=\"input-same\">"), 1u) << table;
+  EXPECT_EQ(count(table, "<tr class=\"input-differs differs\">"), 3u) << table;
+  EXPECT_EQ(count(table, "<td>not read</td>"), 2u) << table;
+  EXPECT_NE(table.find("<th>a-1</th><th>b-2</th><th>c-3</th>"), std::string::npos) << table;
+
+  const json one_copy = {run_with_inputs("a-1", json::array({fp("drafter", "D", "m")})),
+                         run_with_inputs("b-2", json::array({fp("drafter", "D")})), run_with_inputs("c-3", json())};
+  const json rows2 = report::compare_inputs(one_copy);
+  ASSERT_EQ(rows2.size(), 1u);
+  EXPECT_FALSE(rows2[0]["same"]) << "c-3 has no eval";
+  EXPECT_TRUE(report::compare_inputs(json::array({one_copy[0], one_copy[1]}))[0]["same"])
+      << "a manifest on one side only: the digest decides";
+  EXPECT_EQ(
+      report::compare_inputs(json::array({run_with_inputs("x-1", json()), run_with_inputs("y-2", {{"bad", true}})})),
+      json::array())
+      << "no eval, or one that cannot be read: no rows";
 }
 
 TEST_F(RunReportTest, UnknownRunIsNotFound) {
