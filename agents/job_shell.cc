@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <iterator>
+
 #include "base/shell_quote.h"
 
 namespace ferry {
@@ -9,20 +11,43 @@ namespace {
 
 const char* const kFallbackNote = "ferry: this host has no bash; the script runs with sh -e (no pipefail)";
 
-std::vector<std::string> strict_bash(const std::string& bash) {
-  // No profile or rc file: the script sees the job's env, not the login's.
-  return {bash, "--noprofile", "--norc", "-eo", "pipefail", "-c"};
+// Strict bash: no profile or rc file, so the script sees the job's env, not the
+// login's; -e and pipefail; -E, so the ERR trap below reports inside functions too.
+constexpr const char* kStrictBashWords[] = {"--noprofile", "--norc", "-Eeo", "pipefail", "-c"};
+
+// Before -e ends the script, the log names the command and its line, so a failure
+// shows its cause ("`test -f input.txt` exited 1", where `test` says nothing). It
+// goes before the script on its first line, so $LINENO counts the script's own
+// lines. Silent once the script says `set +e`. $BASH_COMMAND is the command as
+// written, before expansion: no value a variable holds reaches the log.
+const char* const kErrTrap =
+    R"(trap '__ferry_s=$? __ferry_p="${PIPESTATUS[*]}"; case $- in *e*) )"
+    R"(if [ "$__ferry_p" = "$__ferry_s" ]; then )"
+    R"(printf "ferry: line %s: \`%s\` exited %s\n" "$LINENO" "${BASH_COMMAND:0:200}" "$__ferry_s" >&2; )"
+    R"(else printf "ferry: line %s: a pipe exited %s (its commands: %s; the last: \`%s\`)\n" )"
+    R"("$LINENO" "$__ferry_s" "$__ferry_p" "${BASH_COMMAND:0:200}" >&2; fi;; esac' ERR; )";
+
+// kStrictBashWords as one line of sh.
+std::string strict_bash_line() {
+  std::string s;
+  for (const char* w : kStrictBashWords) s += std::string(" ") + w;
+  return s;
 }
 
 }  // namespace
 
+std::string strict_bash_script(const std::string& script) { return kErrTrap + script; }
+
 Result<ShellCommand> shell_command(const std::string& shell, const std::string& script, const std::string& bash) {
   ShellCommand c;
+  std::string text = script;
   if (shell == "sh") {
     c.argv = {"/bin/sh", "-c"};
   } else if (shell.empty() || shell == "bash") {
     if (!bash.empty()) {
-      c.argv = strict_bash(bash);
+      c.argv = {bash};
+      c.argv.insert(c.argv.end(), std::begin(kStrictBashWords), std::end(kStrictBashWords));
+      text = strict_bash_script(script);
     } else if (shell.empty()) {
       c.argv = {"/bin/sh", "-e", "-c"};
       c.note = kFallbackNote;
@@ -32,7 +57,7 @@ Result<ShellCommand> shell_command(const std::string& shell, const std::string& 
   } else {
     return invalid_argument("shell '" + shell + "' is not bash or sh");
   }
-  c.argv.push_back(script);
+  c.argv.push_back(text);
   return c;
 }
 
@@ -51,12 +76,14 @@ std::string find_bash(const std::string& path) {
   return "";
 }
 
-std::string shell_choice_lines(const std::string& shell, const std::string& log) {
-  if (shell == "sh") return "set -- /bin/sh -c\n";
-  if (shell == "bash") return "set -- bash --noprofile --norc -eo pipefail -c\n";
-  return "if command -v bash >/dev/null 2>&1; then set -- bash --noprofile --norc -eo pipefail -c\n"
-         "else echo " +
-         shell_quote(kFallbackNote) + " >>" + log + "; set -- /bin/sh -e -c; fi\n";
+std::string shell_choice_lines(const std::string& shell, const std::string& script, const std::string& log) {
+  // The script once, in a variable: it may be large, and two of the three choices need it.
+  const std::string script_line = "__ferry_script=" + shell_quote(script) + "\n";
+  const std::string as_bash = "set -- bash" + strict_bash_line() + " " + shell_quote(kErrTrap) + "\"$__ferry_script\"";
+  if (shell == "sh") return script_line + "set -- /bin/sh -c \"$__ferry_script\"\n";
+  if (shell == "bash") return script_line + as_bash + "\n";
+  return script_line + "if command -v bash >/dev/null 2>&1; then " + as_bash + "\nelse echo " +
+         shell_quote(kFallbackNote) + " >>" + log + "; set -- /bin/sh -e -c \"$__ferry_script\"; fi\n";
 }
 
 std::string fill_shell_template(const std::string& tmpl, const std::string& script_path) {

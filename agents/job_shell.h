@@ -23,9 +23,14 @@ Result<ShellCommand> shell_command(const std::string& shell, const std::string& 
 /// bash's path in `path` (a $PATH value), "" when none of its folders has one.
 std::string find_bash(const std::string& path);
 
-/// Lines of sh that set "$@" to the shell's words, bash chosen where the node has it;
-/// `log` is where the note of a fallback goes (shell text, quoted).
-std::string shell_choice_lines(const std::string& shell, const std::string& log);
+/// `script` as strict bash runs it: after the ERR trap that names a failing command
+/// and its line in the log, on the script's first line (the line numbers stay the script's).
+std::string strict_bash_script(const std::string& script);
+
+/// Lines of sh that set "$@" to the command that runs `script`: the shell's words and
+/// the script, bash chosen where the node has it; `log` is where the note of a
+/// fallback goes (shell text, quoted).
+std::string shell_choice_lines(const std::string& shell, const std::string& script, const std::string& log);
 
 /// For a template shell: `tmpl` with every {0} made the quoted `script_path`.
 std::string fill_shell_template(const std::string& tmpl, const std::string& script_path);

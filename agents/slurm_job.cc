@@ -216,7 +216,7 @@ void fill_end(const JobPaths& paths, const SlurmState& st, JobRecord* r) {
 // shared workdir (capped_run.h, review-4 P4); as it is, with a note, on a node that
 // cannot run that agent.
 std::string slurm_run_lines(const LaunchSpec& spec, const std::string& agent) {
-  const std::string cmd = "\"$@\" " + shell_quote(spec.command);
+  const std::string cmd = "\"$@\"";  // shell_choice_lines: the shell and the script
   return "__ferry_agent=" + shell_quote(agent) +
          "\n"
          "if [ -x \"$__ferry_agent\" ]; then\n"
@@ -336,7 +336,7 @@ Result<std::string> slurm_script(const JobPaths& paths, const LaunchSpec& spec, 
        "  __ferry_record 126 0 \"$(__ferry_cancelled)\"; exit 126\n"
        "fi\n"
        "export FERRY_OUTPUT=\"$__ferry_d/outputs\"\n";
-  s += shell_choice_lines(spec.shell, "\"$__ferry_d/log\"");
+  s += shell_choice_lines(spec.shell, spec.command, "\"$__ferry_d/log\"");
   s += slurm_run_lines(spec, agent);
   s += "__ferry_child=$!\n"
        "# scancel and the time limit TERM the whole job; pass it on and still record the end.\n"

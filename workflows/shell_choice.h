@@ -1,6 +1,7 @@
 // `shell:` (workflow, host or stage): how a command stage's `run:` script runs.
-//   (absent)  bash -eo pipefail where the host has bash, else sh -e: a failing
-//             command, or a failing part of a pipe, fails the stage
+//   (absent)  bash -Eeo pipefail where the host has bash, else sh -e: a failing
+//             command, or a failing part of a pipe, fails the stage (under bash
+//             the log names it and its line)
 //   bash      the same, and the stage fails where the host has no bash
 //   sh        /bin/sh -c SCRIPT: only the last command's status counts
 //   TEMPLATE  any other value with {0}: the script is written to a file and the

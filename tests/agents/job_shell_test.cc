@@ -24,8 +24,11 @@ testing::ProcessResult run_shell(const ShellCommand& c) { return testing::run_pr
 TEST(JobShellTest, TheDefaultIsStrictBashWithoutProfileOrRc) {
   auto c = shell_command("", "echo hi", "/usr/bin/bash");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->argv,
-            (std::vector<std::string>{"/usr/bin/bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", "echo hi"}));
+  EXPECT_EQ(c->argv, (std::vector<std::string>{"/usr/bin/bash", "--noprofile", "--norc", "-Eeo", "pipefail", "-c",
+                                               strict_bash_script("echo hi")}));
+  const std::string text = strict_bash_script("echo hi");
+  EXPECT_EQ(text.substr(text.size() - 7), "echo hi");
+  EXPECT_EQ(text.find('\n'), std::string::npos) << "on the script's first line: its line numbers stay";
   EXPECT_EQ(c->note, "");
   auto named = shell_command("bash", "echo hi", "/usr/bin/bash");
   ASSERT_TRUE(named.ok());
@@ -82,6 +85,39 @@ TEST(JobShellTest, StrictBashStopsAtAFailingCommandAndAFailingPipe) {
   EXPECT_EQ(f.out, "X\n");
 }
 
+// Before -e ends the script, its log (stderr here) names the command as written and
+// its line in the script; a pipe's statuses; inside a function too; nothing after
+// the script's own `set +e`.
+TEST(JobShellTest, StrictBashNamesTheFailingCommandAndItsLine) {
+  const std::string bash = find_bash("/usr/bin:/bin");
+  if (bash.empty()) GTEST_SKIP() << "no bash on this machine";
+  struct Case {
+    std::string script;
+    int exit_code;
+    std::string out, err, why;
+  };
+  const std::vector<Case> cases = {
+      {"echo a\n\nSECRET=hidden\ntest -z \"$SECRET\"\necho b\n", 1, "a\n",
+       "ferry: line 4: `test -z \"$SECRET\"` exited 1\n", "as written: no value expanded"},
+      {"true\ncat /nonexistent/ferry 2>/dev/null | wc -c\n", 1, "0\n",
+       "ferry: line 2: a pipe exited 1 (its commands: 1 0; the last: `wc -c`)\n", "a pipe's statuses"},
+      {"g() {\n  false\n  echo not here\n}\ng\n", 1, "", "ferry: line 2: `false` exited 1\n",
+       "the trap reaches into the function (-E)"},
+      {"set +e\nfalse\necho on\n", 0, "on\n", "", "the script's own set +e: nothing to report"},
+      {"exit 3\n", 3, "", "", "an exit is the script's word, not a failing command"},
+      {"test -z " + std::string(300, 'x') + "\n", 1, "",
+       "ferry: line 1: `test -z " + std::string(192, 'x') + "` exited 1\n", "200 characters of the command"},
+  };
+  for (const Case& c : cases) {
+    auto command = shell_command("", c.script, bash);
+    ASSERT_TRUE(command.ok());
+    auto r = run_shell(*command);
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.script;
+    EXPECT_EQ(r.out, c.out) << c.script;
+    EXPECT_EQ(r.err, c.err) << c.why;
+  }
+}
+
 TEST(JobShellTest, FindBashTakesTheFirstExecutableBashOfAbsoluteFolders) {
   TempDir none, plain, first, second;
   write_text(plain.file("bash"), "#!/bin/sh\n");  // not executable
@@ -110,22 +146,37 @@ TEST(JobShellTest, ATemplatesPathIsOneShellWordWhateverItHolds) {
   EXPECT_FALSE(is_shell_template("sh"));
 }
 
-// A Slurm batch script's lines: "$@" becomes the shell's words, chosen on the node.
+// A Slurm batch script's lines: "$@" becomes the shell's words and the script, the
+// shell chosen on the node; the script quoted whatever it holds.
 TEST(JobShellTest, ShellChoiceLinesFallBackToShDashEOnANodeWithoutBash) {
   TempDir dir;
   const std::string log = dir.file("log");
+  const std::string script = "echo 'it''s' \"$HOME\" $(x)";
   auto words = [&](const std::string& shell, const std::string& path) {
-    std::string script = shell_choice_lines(shell, "'" + log + "'") + "printf '%s ' \"$@\"";
-    return testing::run_process({"/bin/sh", "-c", script}, {{"PATH", path}}, 30).out;
+    std::string lines = shell_choice_lines(shell, script, "'" + log + "'") + "printf '%s|' \"$@\"";
+    return testing::run_process({"/bin/sh", "-c", lines}, {{"PATH", path}}, 30).out;
   };
-  EXPECT_EQ(words("sh", "/usr/bin:/bin"), "/bin/sh -c ");
-  EXPECT_EQ(words("bash", "/usr/bin:/bin"), "bash --noprofile --norc -eo pipefail -c ");
+  const std::string as_bash = "bash|--noprofile|--norc|-Eeo|pipefail|-c|" + strict_bash_script(script) + "|";
+  EXPECT_EQ(words("sh", "/usr/bin:/bin"), "/bin/sh|-c|" + script + "|");
+  EXPECT_EQ(words("bash", "/usr/bin:/bin"), as_bash);
   if (!find_bash("/usr/bin:/bin").empty()) {
-    EXPECT_EQ(words("", "/usr/bin:/bin"), "bash --noprofile --norc -eo pipefail -c ");
+    EXPECT_EQ(words("", "/usr/bin:/bin"), as_bash);
   }
   EXPECT_FALSE(testing::exists(log));
-  EXPECT_EQ(words("", dir.path()), "/bin/sh -e -c ");
+  EXPECT_EQ(words("", dir.path()), "/bin/sh|-e|-c|" + script + "|");
   EXPECT_EQ(testing::read_text(log), "ferry: this host has no bash; the script runs with sh -e (no pipefail)\n");
+}
+
+// The batch script runs "$@": on a node with bash, a failing command is named as in a detached job.
+TEST(JobShellTest, ShellChoiceLinesRunTheScriptWithTheTrap) {
+  if (find_bash("/usr/bin:/bin").empty()) GTEST_SKIP() << "no bash on this machine";
+  TempDir dir;
+  const std::string lines =
+      shell_choice_lines("", "echo one\nfalse\necho two\n", "'" + dir.file("log") + "'") + "\"$@\"";
+  auto r = testing::run_process({"/bin/sh", "-c", lines}, {{"PATH", "/usr/bin:/bin"}}, 30);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "one\n");
+  EXPECT_EQ(r.err, "ferry: line 2: `false` exited 1\n");
 }
 
 }  // namespace

@@ -50,7 +50,11 @@ TEST_F(StrictScriptTest, TheFirstExampleWithAWrongCountFailsItsCheck) {
   EXPECT_EQ(stage(st, "make")["state"], "succeeded");
   EXPECT_EQ(stage(st, "check")["state"], "failed");
   EXPECT_EQ(stage(st, "check")["exit_code"], 1);
-  EXPECT_EQ(log_of("first-1").find("evaluator has all"), std::string::npos) << "the echo after the failing test ran";
+  // `test` says nothing; the log names it, as written, and its line in `check`'s script.
+  // The echo after it did not run.
+  const std::string named = "ferry: line 1: `test \"$(wc -l < in/numbers.txt)\" = 999` exited 1\n";
+  EXPECT_EQ(ferry({"logs", "first-1", "check"}).out, named);
+  EXPECT_NE(bad.out.find("  | " + named), std::string::npos) << "the failure's tail shows it\n" << bad.out;
 
   auto good = ferry({"run", std::string(FERRY_SOURCE_DIR) + "/examples/first/workflow.yaml"});
   ASSERT_EQ(good.exit_code, 0) << good.out << good.err;
