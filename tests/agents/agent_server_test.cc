@@ -409,7 +409,8 @@ TEST_F(AgentServerTest, APidThatNowNamesAnotherProcessIsNotTheJob) {
 
 TEST_F(AgentServerTest, TimeoutKillsTheWholeProcessGroup) {
   std::string pidfile = dir_.file("bg.pid");
-  start("r.t", 1, "t", "sleep 300 & echo $! > '" + pidfile + "'; sleep 300", 0.5);
+  // 2 s: the job must have written its pid first, on a loaded machine too.
+  start("r.t", 1, "t", "sleep 300 & echo $! > '" + pidfile + "'; sleep 300", 2);
   auto rec = wait_exit("r.t", 1, "t");
   EXPECT_EQ(rec["timed_out"], true);
   pid_t bg = std::stoi(testing::read_text(pidfile));

@@ -115,7 +115,7 @@ TEST_F(LocalRunTest, TimeoutKillsTheProcessGroupAndMarksTimedOut) {
 stages:
   sleepy:
     run: sleep 300 & echo $! > bg.pid; sleep 300
-    timeout: 1s
+    timeout: 3s
   after:
     needs: sleepy
     run: echo never

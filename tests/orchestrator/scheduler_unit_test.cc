@@ -293,7 +293,7 @@ TEST_F(SchedulerUnitTest, ATimedOutAttemptIsRetriedUnderATimeoutOfItsOwnAndAFina
   slow_once:
     host: h
     run: if [ -f tried ]; then echo ok; else touch tried; sleep 60; fi
-    timeout: 1s
+    timeout: 3s
     retries: 1
     retry_backoff: 10ms
   always_slow:
