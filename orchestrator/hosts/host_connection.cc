@@ -125,7 +125,6 @@ void HostConnection::run() {
     }
     std::unique_ptr<AgentTransport> transport = factory_();
     Status s = transport->open();
-    const bool open_failed = !s.ok();
     if (s.ok()) {
       double opened_at = mono_s();
       SessionEnd end;
@@ -135,6 +134,7 @@ void HostConnection::run() {
       was_connected = was_connected || end.greeted;
       if (end.greeted && mono_s() - opened_at >= options_.dead_after_s) {
         // A link that held a while and dropped: reconnect at once, count afresh.
+        post_state(false, end.why);
         backoff = options_.backoff_initial_s;
         failing_since = 0;
         continue;
@@ -155,8 +155,9 @@ void HostConnection::run() {
       last_error_ = s.message();
       if (permanent || mono_s() - failing_since >= options_.give_up_s) given_up_ = true;
     }
-    // After given_up_ is set, so the listener can ask whether this failure is final.
-    if (open_failed) post_state(false, s.message());
+    // After given_up_ is set, so the listener can ask whether this failure is final
+    // (a link lost at once is said here too, not by lose()).
+    post_state(false, s.message());
     // Exponential backoff with full jitter: many coordinators do not reconnect in step.
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
     if (!wait_for(backoff * jitter(rng))) break;
@@ -245,8 +246,7 @@ void HostConnection::lose(Session& s, SessionEnd* end, const std::string& why) {
   const Status lost = unavailable("link to host '" + host_ + "' lost: " + why);
   fail_in_flight(s.main, lost);
   while (!s.lanes.empty()) drop_lane(s, s.lanes.begin()->first, lost);
-  post_state(false, why);
-  end->why = why;
+  end->why = why;  // said by run(), once it knows whether this failure is final
 }
 
 // The handshake: the agent's hello, whose protocol version must match ours.
