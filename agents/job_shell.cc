@@ -19,13 +19,14 @@ constexpr const char* kStrictBashWords[] = {"--noprofile", "--norc", "-Eeo", "pi
 // shows its cause ("`test -f input.txt` exited 1", where `test` says nothing). It
 // goes before the script on its first line, so $LINENO counts the script's own
 // lines. Silent once the script says `set +e`. $BASH_COMMAND is the command as
-// written, before expansion: no value a variable holds reaches the log.
+// written, before expansion: no value a variable holds reaches the log. Its own
+// commands write to the log through fd 3, with stderr closed to `set -x`'s trace.
 const char* const kErrTrap =
-    R"(trap '__ferry_s=$? __ferry_p="${PIPESTATUS[*]}"; case $- in *e*) )"
+    R"(trap '{ __ferry_s=$? __ferry_p="${PIPESTATUS[*]}"; case $- in *e*) )"
     R"(if [ "$__ferry_p" = "$__ferry_s" ]; then )"
-    R"(printf "ferry: line %s: \`%s\` exited %s\n" "$LINENO" "${BASH_COMMAND:0:200}" "$__ferry_s" >&2; )"
+    R"(printf "ferry: line %s: \`%s\` exited %s\n" "$LINENO" "${BASH_COMMAND:0:200}" "$__ferry_s" >&3; )"
     R"(else printf "ferry: line %s: a pipe exited %s (its commands: %s; the last: \`%s\`)\n" )"
-    R"("$LINENO" "$__ferry_s" "$__ferry_p" "${BASH_COMMAND:0:200}" >&2; fi;; esac' ERR; )";
+    R"("$LINENO" "$__ferry_s" "$__ferry_p" "${BASH_COMMAND:0:200}" >&3; fi;; esac; } 3>&2 2>/dev/null' ERR; )";
 
 // kStrictBashWords as one line of sh.
 std::string strict_bash_line() {

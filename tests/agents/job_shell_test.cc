@@ -104,6 +104,8 @@ TEST(JobShellTest, StrictBashNamesTheFailingCommandAndItsLine) {
       {"g() {\n  false\n  echo not here\n}\ng\n", 1, "", "ferry: line 2: `false` exited 1\n",
        "the trap reaches into the function (-E)"},
       {"set +e\nfalse\necho on\n", 0, "on\n", "", "the script's own set +e: nothing to report"},
+      {"set -x\nfalse\n", 1, "", "+ false\nferry: line 2: `false` exited 1\n",
+       "set -x traces the script, not the trap"},
       {"exit 3\n", 3, "", "", "an exit is the script's word, not a failing command"},
       {"test -z " + std::string(300, 'x') + "\n", 1, "",
        "ferry: line 1: `test -z " + std::string(192, 'x') + "` exited 1\n", "200 characters of the command"},
