@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "agents/adopted_processes.h"
 #include "agents/capped_run.h"
 #include "agents/job_cgroup.h"
 #include "agents/job_shell.h"
@@ -26,7 +27,7 @@ namespace {
 // Where the supervisor keeps the job folder's start lock until pid.json is written.
 constexpr int kStartLockFd = 4;
 constexpr int kExitRecordTries = 10;  // a second apart
-constexpr int kCgroupKillWaitMs = 5000;
+constexpr int kKillWaitMs = 5000;     // for a cgroup, or the adopted processes, to be gone
 constexpr int kLogPipeBytes = 1 << 20;
 constexpr size_t kLogReadBytes = 256 << 10;
 
@@ -103,8 +104,9 @@ void leave_the_agent(const LaunchSpec& spec, int report_fd) {
 
 // The job forked, in its process group and, when the host gives one, a cgroup of
 // its own, so a fence or a cancel reaches what escapes the group (setsid,
-// daemons). The supervisor stays outside it: it must outlive the kill to record
-// the exit. Its output comes through the pipe in `from_job`.
+// daemons); without one, the supervisor adopts those (adopted_processes.h). The
+// supervisor stays outside the cgroup: it must outlive the kill to record the
+// exit. The job's output comes through the pipe in `from_job`.
 pid_t fork_job(const JobPaths& paths, const LaunchSpec& spec, PidRecord* rec, UniqueFd* from_job) {
   auto made = job_cgroup_create("ferry-job-" + std::to_string(::getpid()) + "-" + std::to_string(now_ms()));
   if (made.ok()) rec->cgroup = *made;
@@ -150,8 +152,8 @@ int follow_job(pid_t job, const LaunchSpec& spec, CappedLogWriter* log, UniqueFd
   int wstatus = 0;
   std::string buf(kLogReadBytes, '\0');
   for (;;) {
-    pid_t r = ::waitpid(job, &wstatus, WNOHANG);
-    if (r == job) break;
+    // Adopted orphans (adopted_processes.h) are reaped here too, as they end.
+    if (reap_children(job, &wstatus)) break;
     double now = mono_s();
     if (spec.timeout_s > 0 && !*timed_out && now - start >= spec.timeout_s) {
       *timed_out = true;
@@ -220,7 +222,9 @@ void record_exit(const JobPaths& paths, const ExitRecord& exit, CappedLogWriter*
   if (!log.ok()) _exit(1);
   PidRecord started;
   UniqueFd from_job;
+  const bool adopting = adopt_orphans();  // before the job can leave an orphan
   pid_t job = fork_job(paths, spec, &started, &from_job);
+  started.subreaper = adopting;
   if (!write_file_atomic(paths.pid(), started.to_text()).ok()) {
     ::kill(-job, SIGKILL);
     _exit(1);
@@ -235,10 +239,12 @@ void record_exit(const JobPaths& paths, const ExitRecord& exit, CappedLogWriter*
   // before the exit record says the job is done.
   drain_log(&from_job, &*log, /*blocking=*/false);
   exit.cancelled = path_exists(paths.cancel());
-  // A timed-out or cancelled job leaves nothing behind in its group.
+  // A timed-out or cancelled job leaves nothing behind: in its group, its cgroup,
+  // or among what it left to be adopted here (a setsid'd child, a daemon).
   if (exit.timed_out || exit.cancelled) {
     ::kill(-job, SIGKILL);
-    if (!started.cgroup.empty()) (void)job_cgroup_kill(started.cgroup, kCgroupKillWaitMs);
+    if (!started.cgroup.empty()) (void)job_cgroup_kill(started.cgroup, kKillWaitMs);
+    if (adopting) kill_adopted(kKillWaitMs);
   } else if (!started.cgroup.empty()) {
     // What the job left running (a daemon of its own) stays, in its cgroup, until
     // a newer attempt's fence; an empty cgroup goes now.
@@ -248,6 +254,10 @@ void record_exit(const JobPaths& paths, const ExitRecord& exit, CappedLogWriter*
   exit.exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   exit.signal = WIFEXITED(wstatus) ? 0 : WTERMSIG(wstatus);
   record_exit(paths, exit, &*log);
+  // What it left running is reaped by the kernel from now on, as each one ends.
+  int ignored = 0;
+  (void)reap_children(job, &ignored);
+  ::signal(SIGCHLD, SIG_IGN);
   // A process the job left running may still write (its own daemon): its output
   // goes on into the log, as when the job wrote to the file itself, until it ends.
   drain_log(&from_job, &*log, /*blocking=*/true);
@@ -306,7 +316,7 @@ Status signal_job(const JobPaths& paths, bool hard) {
   if (rec->pid <= 1) return data_loss("job record " + paths.pid() + " names pid " + std::to_string(rec->pid));
   if (!path_exists(paths.cancel())) FERRY_RETURN_IF_ERROR(write_file_atomic(paths.cancel(), "cancel\n"));
   if (::kill(-rec->pid, hard ? SIGKILL : SIGTERM) != 0 && errno != ESRCH) return errno_status("kill", errno);
-  if (hard && !rec->cgroup.empty()) return job_cgroup_kill(rec->cgroup, kCgroupKillWaitMs);
+  if (hard && !rec->cgroup.empty()) return job_cgroup_kill(rec->cgroup, kKillWaitMs);
   return Status();
 }
 

@@ -11,7 +11,8 @@
 // The attempt's cgroup is made under the agent's own (from /proc/self/cgroup, on
 // the cgroup2 mount), which works as root and in a delegated subtree (a systemd
 // user service). Where that is not writable (a login session's scope, cgroup v1
-// only), create() says why and the job runs with its process group alone.
+// only), create() says why, and the job's supervisor adopts what leaves its
+// process group instead (adopted_processes.h).
 // Plain functions; any thread (the supervisor calls them after fork).
 #pragma once
 

@@ -43,6 +43,7 @@ constexpr auto pid_record_fields = [](auto& v, auto& x) {
   v("boot_id", x.boot_id);
   v("cgroup", x.cgroup);
   v("cgroup_note", x.cgroup_note);
+  v("subreaper", x.subreaper);
 };
 
 constexpr auto exit_record_fields = [](auto& v, auto& x) {
@@ -140,7 +141,7 @@ Result<JobRecord> read_job_record(const JobPaths& paths) {
   r.pid = pid->pid;
   r.started_ms = pid->started_ms;
   r.cgroup = pid->cgroup;
-  r.contained_by = pid->cgroup.empty() ? "process group" : "cgroup";
+  r.contained_by = !pid->cgroup.empty() ? "cgroup" : pid->subreaper ? "supervisor" : "process group";
   r.containment_note = pid->cgroup_note;
   auto exited = read_exit_record(paths, &r);
   if (!exited.ok()) return exited.status();

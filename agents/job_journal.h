@@ -63,7 +63,10 @@ struct PidRecord {
   int64_t supervisor_start = 0;
   std::string boot_id;
   std::string cgroup;       // the attempt's cgroup folder, "" when it has none
-  std::string cgroup_note;  // why it has none (job_cgroup.h): only its process group is stopped
+  std::string cgroup_note;  // why it has none (job_cgroup.h)
+  /// The supervisor adopts what leaves the job's process group (adopted_processes.h);
+  /// false in a record an older agent wrote.
+  bool subreaper = false;
 
   std::string to_text() const;
   /// Read loosely (an older agent may have written it); `file` names it in errors.

@@ -127,8 +127,8 @@ void CommandStage::on_started(const protocol::JobStartReply& reply) {
   poll();
 }
 
-// The host could not give the attempt a cgroup (a non-root user over SSH, whose
-// session scope systemd does not delegate; review-4 F6): what the job starts with
+// The host could give the attempt neither a cgroup nor a supervisor that adopts
+// (agents/adopted_processes.h: a kernel before 3.4): what the job starts with
 // setsid or as a daemon outlives a cancel, a timeout or the next attempt's fence.
 // Said where the user looks: `ferry status` (the stage's progress) and `ferry run`.
 void CommandStage::say_uncontained(const protocol::JobRecord& rec) {

@@ -94,8 +94,9 @@ struct JobRecord {
   int64_t ended_ms = 0;
   int64_t log_size = 0;                        // every byte the job wrote, kept or dropped
   std::map<std::string, std::string> outputs;  // what it wrote to $FERRY_OUTPUT
-  // A detached job's: whether a stop reaches what it starts with setsid ("cgroup")
-  // or only its process group ("process group"), and why not a cgroup (job_cgroup.h).
+  // A detached job's: whether a stop reaches what it starts with setsid ("cgroup";
+  // "supervisor", while the attempt runs: agents/adopted_processes.h) or only its
+  // process group ("process group"), and why not a cgroup (job_cgroup.h).
   std::string contained_by;
   std::string containment_note;
   std::string cgroup;  // the agent's own, never sent: the attempt's cgroup folder, "" when none

@@ -215,16 +215,18 @@ TEST_F(AgentServerTest, AnOlderAttemptThatHadEndedIsNotReportedAsStopped) {
 
 // Review F6: a trainer that calls setsid() (or daemonizes) leaves the process
 // group the fence kills. Each attempt gets a cgroup of its own where the host
-// lets the agent make one, and stopping the attempt kills all of it.
+// lets the agent make one, else its supervisor adopts what leaves the group
+// (adopted_processes.h); stopping the attempt kills all of it either way.
 class EscapedProcessTest : public AgentServerTest {
  protected:
   // Starts an attempt whose shell leaves a `sleep` in a new session behind it and
   // returns that sleep's pid, once it runs outside the job's process group.
-  pid_t start_with_escapee(const std::string& job, int attempt, const std::string& token) {
+  pid_t start_with_escapee(const std::string& job, int attempt, const std::string& token, double timeout_s = 0) {
     std::string file = dir_.file(job + "-" + std::to_string(attempt) + ".escaped");
     auto reply = start(job, attempt, token,
-                       "setsid sh -c 'echo $$ > \"" + file + "\"; exec sleep 300' & exec sleep 300");
-    if (reply.value("contained_by", "") != "cgroup") {
+                       "setsid sh -c 'echo $$ > \"" + file + "\"; exec sleep 300' & exec sleep 300", timeout_s);
+    const std::string by = reply.value("contained_by", "");
+    if (by != "cgroup" && by != "supervisor") {
       skip_reason_ = "NO CGROUP ON THIS HOST: a job that calls setsid() survives a fence here (" +
                      reply.value("containment_note", std::string("?")) + ")";
       return 0;
@@ -259,6 +261,15 @@ TEST_F(EscapedProcessTest, ACancelLeavesNoProcessOfTheAttemptAlive) {
   auto done = wait_exit("r.c", 1, "one");
   EXPECT_EQ(done["cancelled"], true) << done.dump();
   EXPECT_FALSE(testing::process_running(escaped)) << "pid " << escaped << " outlived the cancel";
+}
+
+TEST_F(EscapedProcessTest, ATimeoutLeavesNoProcessOfTheAttemptAlive) {
+  pid_t escaped = start_with_escapee("r.t", 1, "one", /*timeout_s=*/3);
+  if (escaped == 0) GTEST_SKIP() << skip_reason_;
+  ASSERT_GT(escaped, 1);
+  auto done = wait_exit("r.t", 1, "one");
+  EXPECT_EQ(done["timed_out"], true) << done.dump();
+  EXPECT_FALSE(testing::process_running(escaped)) << "pid " << escaped << " outlived the timeout";
 }
 
 // Review F6: job.start waited forever for a start of the same job stuck on the

@@ -2,7 +2,8 @@
 // sshd hands every remote command to the user's login shell, and ferry's probe,
 // agent upload and lanes are POSIX sh text. A testbed user whose shell is tcsh
 // runs a two-stage workflow on h1 through the real `ferry`, sshd and agent. Being
-// an ordinary user, its jobs get no cgroup (review-4 F6), and `ferry status` says so.
+// an ordinary user, its jobs get no cgroup (review-4 F6): their supervisor adopts
+// what leaves the job's process group, and a timeout kills that too.
 //
 // The user (kUser, shell /usr/bin/tcsh, no password, no home of its own: sshd sets
 // HOME to the host's home) is made here with useradd and removed after the test;
@@ -83,15 +84,37 @@ TEST_F(LoginShellTest, AUserWhoseLoginShellIsTcshRunsAWorkflow) {
   EXPECT_EQ(testing::read_text(workdir_ + "/again.txt"), std::string("again as ") + kUser + "\n");
 
   // Review-4 F6: this user's agent runs in sshd's cgroup, which it cannot write, so
-  // the attempt has no cgroup of its own; `ferry status` says what that leaves open.
+  // the attempt has no cgroup of its own; its supervisor adopts what escapes the
+  // group instead, and `ferry status` has no "not contained" to say.
   std::string launched;
   for (const auto& e : events("tcsh-1", "who")) {
     if (e.type == "attempt.launched") launched = e.detail;
   }
-  EXPECT_NE(launched.find("\"contained_by\":\"process group\""), std::string::npos) << launched;
-  EXPECT_NE(who["progress"].value("uncontained", "").find("no cgroup on h1"), std::string::npos) << who.dump(2);
+  EXPECT_NE(launched.find("\"contained_by\":\"supervisor\""), std::string::npos) << launched;
+  EXPECT_NE(launched.find("\"containment_note\":"), std::string::npos) << "why no cgroup\n" << launched;
+  EXPECT_FALSE(who["progress"].contains("uncontained")) << who.dump(2);
   auto text = ferry({"status", "tcsh-1"});
-  EXPECT_NE(text.out.find("not contained (setsid/daemon children outlive a stop)"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("not contained"), std::string::npos) << text.out;
+}
+
+// The same ordinary user's stage leaves a process in a session of its own and
+// times out: the process goes with the stage, though no cgroup held it.
+TEST_F(LoginShellTest, ATimedOutStageOfAnOrdinaryUserLeavesNoSetsidChildBehind) {
+  std::string wf = write_workflow("name: escape\nhosts:\n" + host_entry(0, {{"user", kUser}, {"workdir", workdir_}}) +
+                                  R"wf(stages:
+  escape:
+    host: h1
+    run: |
+      setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' &
+      exec sleep 300
+    timeout: 3s
+)wf");
+  auto r = ferry({"run", wf}, kRunTimeoutS);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(stage(status("escape-1"), "escape")["state"], "timed_out") << r.out;
+  const pid_t escaped = std::atoi(testing::read_text(workdir_ + "/escaped.pid").c_str());
+  ASSERT_GT(escaped, 1) << "the stage never started its escapee";
+  EXPECT_FALSE(testing::process_running(escaped)) << "pid " << escaped << " outlived the stage's timeout";
 }
 
 }  // namespace

@@ -1,0 +1,85 @@
+#include "agents/adopted_processes.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "base/clock.h"
+#include "base/file_util.h"
+
+namespace ferry {
+namespace {
+
+constexpr useconds_t kKillRoundUs = 5000;
+
+// The state and parent of process `pid`, from /proc/PID/stat ("pid (comm) state
+// ppid ...": comm may hold spaces and parentheses, so read after the last ')').
+bool state_and_parent(int pid, char* state, int* ppid) {
+  auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) return false;
+  size_t close = stat->rfind(')');
+  if (close == std::string::npos || close + 4 >= stat->size()) return false;
+  *state = (*stat)[close + 2];
+  char* end = nullptr;
+  long parent = std::strtol(stat->c_str() + close + 4, &end, 10);
+  if (end == stat->c_str() + close + 4) return false;
+  *ppid = static_cast<int>(parent);
+  return true;
+}
+
+}  // namespace
+
+bool adopt_orphans() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
+
+std::vector<int> children_of(int parent) {
+  std::vector<int> out;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 0) continue;
+    char state = 0;
+    int ppid = 0;
+    if (state_and_parent(static_cast<int>(pid), &state, &ppid) && ppid == parent && state != 'Z' && state != 'X') {
+      out.push_back(static_cast<int>(pid));
+    }
+  }
+  ::closedir(proc);
+  return out;
+}
+
+bool reap_children(int job, int* job_status) {
+  bool reaped_job = false;
+  int status = 0;
+  for (pid_t r; (r = ::waitpid(-1, &status, WNOHANG)) > 0;) {
+    if (r == job) {
+      *job_status = status;
+      reaped_job = true;
+    }
+  }
+  return reaped_job;
+}
+
+void kill_adopted(int wait_ms) {
+  const double until = mono_s() + wait_ms / 1000.0;
+  int ignored = 0;
+  for (;;) {
+    const std::vector<int> adopted = children_of(::getpid());
+    if (adopted.empty() || mono_s() >= until) return;
+    for (int pid : adopted) {
+      // Its own group first (a setsid'd launcher's workers), then itself.
+      if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+    ::usleep(kKillRoundUs);  // what they leave is adopted once they are gone
+    (void)reap_children(0, &ignored);
+  }
+}
+
+}  // namespace ferry
