@@ -14,6 +14,7 @@
 // The link-cut and direct tests change the shared testbed's links: RUN_SERIAL in CMake.
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -293,7 +294,12 @@ TEST_F(TestbedCopyTest,
       wait_fast([&] { return bytes_arrived(dest(), files_) >= total_ / 2; },
                 kHalfWayDeadline))
       << testing::read_text(work_.file("run.log"));
-  ASSERT_EQ(cut.make(), 0);
+  // Every relayed byte passes through the coordinator: stopped while the cut is
+  // made, the copy cannot finish first, however fast the machine.
+  ::kill(coordinator, SIGSTOP);
+  const int made = cut.make();
+  ::kill(coordinator, SIGCONT);
+  ASSERT_EQ(made, 0);
   auto cut_at = steady_clock::now();
   int64_t arrived_at_cut = bytes_arrived(dest(), files_);
   ASSERT_LT(arrived_at_cut, total_) << "the copy finished before the cut";
@@ -418,6 +424,11 @@ protected:
   std::string push_pid_file(const std::string &run,
                             const std::string &stage_name) {
     return job_dir(run, stage_name) + "/1/pid.json";
+  }
+  /// The push's pid (its process group's), 0 before pid.json is there.
+  pid_t push_pid(const std::string& run, const std::string& stage_name) {
+    auto j = nlohmann::json::parse(testing::read_text(push_pid_file(run, stage_name)), nullptr, false);
+    return j.is_object() && j.contains("pid") && j["pid"].is_number_integer() ? j["pid"].get<pid_t>() : 0;
   }
 
   /// The copy stage of `run` succeeded in its first attempt and h2 holds the
@@ -615,7 +626,14 @@ TEST_F(TestbedDirectCopyTest,
       wait_fast([&] { return bytes_arrived(dest_on(1), files_) >= total_ / 4; },
                 kHalfWayDeadline))
       << testing::read_text(work_.file("run.log"));
-  ASSERT_EQ(unlink.make(), 0);
+  // The push sends on its own, h1 to h2: its process group stopped while the link
+  // is cut, the copy cannot finish first, however fast the machine.
+  const pid_t push = push_pid("flap-1", "copy");
+  ASSERT_GT(push, 0) << testing::read_text(push_pid_file("flap-1", "copy"));
+  ::kill(-push, SIGSTOP);
+  const int made = unlink.make();
+  ::kill(-push, SIGCONT);
+  ASSERT_EQ(made, 0);
   int64_t arrived_at_cut = bytes_arrived(dest_on(1), files_);
   ASSERT_LT(arrived_at_cut, total_) << "the copy finished before the cut";
   // The event: the push's own log says a stream lost the destination.
