@@ -502,8 +502,8 @@ void Scheduler::request_cancel(bool hard) {
   int level = hard ? 2 : 1;
   if (cancel_level_ >= level) return;
   cancel_level_ = level;
-  // The deadline counts from the second Ctrl-C, armed before the store's write (which
-  // a busy disk can slow).
+  note_store(store_.request_cancel(run_.id));
+  say("", hard ? "cancelling hard (SIGKILL to running jobs)" : "cancelling (Ctrl-C again to kill)", nullptr);
   if (hard) {
     hard_cancel_deadline_.expires_after(std::chrono::milliseconds(kHardCancelExitMs));
     hard_cancel_deadline_.async_wait([this](const boost::system::error_code& ec) {
@@ -521,8 +521,6 @@ void Scheduler::request_cancel(bool hard) {
       io_.stop();
     });
   }
-  note_store(store_.request_cancel(run_.id));
-  say("", hard ? "cancelling hard (SIGKILL to running jobs)" : "cancelling (Ctrl-C again to kill)", nullptr);
   for (auto& [name, st] : stages_) {
     if (st->runner) st->runner->cancel(hard);
     if (st->state == StageState::kRetrying) {
