@@ -254,10 +254,11 @@ void record_exit(const JobPaths& paths, const ExitRecord& exit, CappedLogWriter*
   exit.exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   exit.signal = WIFEXITED(wstatus) ? 0 : WTERMSIG(wstatus);
   record_exit(paths, exit, &*log);
-  // What it left running is reaped by the kernel from now on, as each one ends.
+  // What it left running is reaped by the kernel from now on, as each one ends
+  // (ignored first: what has ended already is reaped here, and none in between).
+  ::signal(SIGCHLD, SIG_IGN);
   int ignored = 0;
   (void)reap_children(job, &ignored);
-  ::signal(SIGCHLD, SIG_IGN);
   // A process the job left running may still write (its own daemon): its output
   // goes on into the log, as when the job wrote to the file itself, until it ends.
   drain_log(&from_job, &*log, /*blocking=*/true);

@@ -20,7 +20,7 @@ namespace ferry {
 
 struct LaunchSpec {
   std::string command;                     // the script, run with `shell`
-  std::string shell;                       // "" (bash -Eeo pipefail, else sh -e), "bash" or "sh" (job_shell.h)
+  std::string shell;                       // "" (bash -eo pipefail, else sh -e), "bash" or "sh" (job_shell.h)
   std::string bash;                        // bash's path on this host; "" = none
   std::map<std::string, std::string> env;  // added to the agent's environment
   std::string cwd;                         // absolute

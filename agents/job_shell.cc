@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <iterator>
 
 #include "base/shell_quote.h"
@@ -12,21 +13,41 @@ namespace {
 const char* const kFallbackNote = "ferry: this host has no bash; the script runs with sh -e (no pipefail)";
 
 // Strict bash: no profile or rc file, so the script sees the job's env, not the
-// login's; -e and pipefail; -E, so the ERR trap below reports inside functions too.
-constexpr const char* kStrictBashWords[] = {"--noprofile", "--norc", "-Eeo", "pipefail", "-c"};
+// login's; -e and pipefail.
+constexpr const char* kStrictBashWords[] = {"--noprofile", "--norc", "-eo", "pipefail", "-c"};
 
 // Before -e ends the script, the log names the command and its line, so a failure
 // shows its cause ("`test -f input.txt` exited 1", where `test` says nothing). It
 // goes before the script on its first line, so $LINENO counts the script's own
 // lines. Silent once the script says `set +e`. $BASH_COMMAND is the command as
-// written, before expansion: no value a variable holds reaches the log. Its own
-// commands write to the log through fd 3, with stderr closed to `set -x`'s trace.
+// written (what `eval` runs, as it runs it). A pipe is named as one only where it
+// is one and a part of it failed: `[[ ]]` and `(( ))` leave PIPESTATUS as it was.
+// Its own commands write to the log through fd 3, with stderr closed to `set -x`.
 const char* const kErrTrap =
     R"(trap '{ __ferry_s=$? __ferry_p="${PIPESTATUS[*]}"; case $- in *e*) )"
-    R"(if [ "$__ferry_p" = "$__ferry_s" ]; then )"
-    R"(printf "ferry: line %s: \`%s\` exited %s\n" "$LINENO" "${BASH_COMMAND:0:200}" "$__ferry_s" >&3; )"
-    R"(else printf "ferry: line %s: a pipe exited %s (its commands: %s; the last: \`%s\`)\n" )"
-    R"("$LINENO" "$__ferry_s" "$__ferry_p" "${BASH_COMMAND:0:200}" >&3; fi;; esac; } 3>&2 2>/dev/null' ERR; )";
+    R"(if [ "${__ferry_p#* }" != "$__ferry_p" ] && [ -n "${__ferry_p//[0 ]/}" ]; then )"
+    R"(printf "ferry: line %s: a pipe exited %s (its commands: %s; the last: \`%s\`)\n" )"
+    R"("$LINENO" "$__ferry_s" "$__ferry_p" "${BASH_COMMAND:0:200}" >&3; )"
+    R"(else printf "ferry: line %s: \`%s\` exited %s\n" "$LINENO" "${BASH_COMMAND:0:200}" "$__ferry_s" >&3; )"
+    R"(fi;; esac; } 3>&2 2>/dev/null' ERR; )";
+
+// errtrace carries the trap into functions, subshells and $( ), but it would run a
+// trap of the script's own there too, more often than the script expects: a
+// script that names ERR runs without it.
+const char* const kErrTrace = "set -E; ";
+
+bool names_err(const std::string& script) {
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = script.find("ERR"); at != std::string::npos; at = script.find("ERR", at + 1)) {
+    if ((at == 0 || !word_char(script[at - 1])) && (at + 3 == script.size() || !word_char(script[at + 3]))) return true;
+  }
+  return false;
+}
+
+// What goes before `script` on its first line.
+std::string strict_bash_prefix(const std::string& script) {
+  return kErrTrap + std::string(names_err(script) ? "" : kErrTrace);
+}
 
 // kStrictBashWords as one line of sh.
 std::string strict_bash_line() {
@@ -37,7 +58,7 @@ std::string strict_bash_line() {
 
 }  // namespace
 
-std::string strict_bash_script(const std::string& script) { return kErrTrap + script; }
+std::string strict_bash_script(const std::string& script) { return strict_bash_prefix(script) + script; }
 
 Result<ShellCommand> shell_command(const std::string& shell, const std::string& script, const std::string& bash) {
   ShellCommand c;
@@ -80,7 +101,8 @@ std::string find_bash(const std::string& path) {
 std::string shell_choice_lines(const std::string& shell, const std::string& script, const std::string& log) {
   // The script once, in a variable: it may be large, and two of the three choices need it.
   const std::string script_line = "__ferry_script=" + shell_quote(script) + "\n";
-  const std::string as_bash = "set -- bash" + strict_bash_line() + " " + shell_quote(kErrTrap) + "\"$__ferry_script\"";
+  const std::string as_bash =
+      "set -- bash" + strict_bash_line() + " " + shell_quote(strict_bash_prefix(script)) + "\"$__ferry_script\"";
   if (shell == "sh") return script_line + "set -- /bin/sh -c \"$__ferry_script\"\n";
   if (shell == "bash") return script_line + as_bash + "\n";
   return script_line + "if command -v bash >/dev/null 2>&1; then " + as_bash + "\nelse echo " +

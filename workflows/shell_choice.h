@@ -1,5 +1,5 @@
 // `shell:` (workflow, host or stage): how a command stage's `run:` script runs.
-//   (absent)  bash -Eeo pipefail where the host has bash, else sh -e: a failing
+//   (absent)  bash -eo pipefail where the host has bash, else sh -e: a failing
 //             command, or a failing part of a pipe, fails the stage (under bash
 //             the log names it and its line)
 //   bash      the same, and the stage fails where the host has no bash

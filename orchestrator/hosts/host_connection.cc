@@ -125,16 +125,21 @@ void HostConnection::run() {
     }
     std::unique_ptr<AgentTransport> transport = factory_();
     Status s = transport->open();
-    if (s.ok()) {
+    const bool opened = s.ok();
+    if (opened) {
       double opened_at = mono_s();
       SessionEnd end;
       bool keep_going = session(*transport, &end);
-      transport->close();
-      if (!keep_going) break;
+      if (!keep_going) {
+        transport->close();
+        break;
+      }
       was_connected = was_connected || end.greeted;
       if (end.greeted && mono_s() - opened_at >= options_.dead_after_s) {
-        // A link that held a while and dropped: reconnect at once, count afresh.
+        // A link that held a while and dropped: said before the close, which may
+        // wait seconds on a dead link; then reconnect at once, count afresh.
         post_state(false, end.why);
+        transport->close();
         backoff = options_.backoff_initial_s;
         failing_since = 0;
         continue;
@@ -156,8 +161,9 @@ void HostConnection::run() {
       if (permanent || mono_s() - failing_since >= options_.give_up_s) given_up_ = true;
     }
     // After given_up_ is set, so the listener can ask whether this failure is final
-    // (a link lost at once is said here too, not by lose()).
+    // (a link lost at once is said here too, not by lose()), and before the close.
     post_state(false, s.message());
+    if (opened) transport->close();
     // Exponential backoff with full jitter: many coordinators do not reconnect in step.
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
     if (!wait_for(backoff * jitter(rng))) break;

@@ -24,7 +24,7 @@ testing::ProcessResult run_shell(const ShellCommand& c) { return testing::run_pr
 TEST(JobShellTest, TheDefaultIsStrictBashWithoutProfileOrRc) {
   auto c = shell_command("", "echo hi", "/usr/bin/bash");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->argv, (std::vector<std::string>{"/usr/bin/bash", "--noprofile", "--norc", "-Eeo", "pipefail", "-c",
+  EXPECT_EQ(c->argv, (std::vector<std::string>{"/usr/bin/bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
                                                strict_bash_script("echo hi")}));
   const std::string text = strict_bash_script("echo hi");
   EXPECT_EQ(text.substr(text.size() - 7), "echo hi");
@@ -106,6 +106,8 @@ TEST(JobShellTest, StrictBashNamesTheFailingCommandAndItsLine) {
       {"set +e\nfalse\necho on\n", 0, "on\n", "", "the script's own set +e: nothing to report"},
       {"set -x\nfalse\n", 1, "", "+ false\nferry: line 2: `false` exited 1\n",
        "set -x traces the script, not the trap"},
+      {"echo a | cat\n[[ a == b ]]\n", 1, "a\n", "ferry: line 2: `[[ a == b ]]` exited 1\n",
+       "[[ ]] leaves PIPESTATUS as the pipe before it left it: not a pipe"},
       {"exit 3\n", 3, "", "", "an exit is the script's word, not a failing command"},
       {"test -z " + std::string(300, 'x') + "\n", 1, "",
        "ferry: line 1: `test -z " + std::string(192, 'x') + "` exited 1\n", "200 characters of the command"},
@@ -118,6 +120,18 @@ TEST(JobShellTest, StrictBashNamesTheFailingCommandAndItsLine) {
     EXPECT_EQ(r.out, c.out) << c.script;
     EXPECT_EQ(r.err, c.err) << c.why;
   }
+  // A script with an ERR trap of its own runs as it would without ferry: errtrace
+  // would run that trap in functions, subshells and $( ) too.
+  const std::string own =
+      "trap 'echo mine >&2' ERR\nf() {\n  ( false )\n}\nv=$(false; echo fallback)\necho \"$v\"\nf\n";
+  auto with_ferry = shell_command("", own, bash);
+  ASSERT_TRUE(with_ferry.ok());
+  auto ours = run_shell(*with_ferry);
+  auto plain = testing::run_process({bash, "--noprofile", "--norc", "-eo", "pipefail", "-c", own}, {}, 30);
+  EXPECT_EQ(ours.exit_code, plain.exit_code);
+  EXPECT_EQ(ours.out, plain.out);
+  EXPECT_EQ(ours.err, plain.err);
+  EXPECT_EQ(ours.out, "fallback\n");
 }
 
 TEST(JobShellTest, FindBashTakesTheFirstExecutableBashOfAbsoluteFolders) {
@@ -158,7 +172,7 @@ TEST(JobShellTest, ShellChoiceLinesFallBackToShDashEOnANodeWithoutBash) {
     std::string lines = shell_choice_lines(shell, script, "'" + log + "'") + "printf '%s|' \"$@\"";
     return testing::run_process({"/bin/sh", "-c", lines}, {{"PATH", path}}, 30).out;
   };
-  const std::string as_bash = "bash|--noprofile|--norc|-Eeo|pipefail|-c|" + strict_bash_script(script) + "|";
+  const std::string as_bash = "bash|--noprofile|--norc|-eo|pipefail|-c|" + strict_bash_script(script) + "|";
   EXPECT_EQ(words("sh", "/usr/bin:/bin"), "/bin/sh|-c|" + script + "|");
   EXPECT_EQ(words("bash", "/usr/bin:/bin"), as_bash);
   if (!find_bash("/usr/bin:/bin").empty()) {
