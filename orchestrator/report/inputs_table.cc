@@ -53,13 +53,15 @@ json compare_inputs(const json& runs) {
   for (const auto& what : order) {
     json row = {{"what", what}, {"runs", json::array()}};
     bool same = true;
+    bool unrecorded = false;  // a run whose eval recorded no inputs at all
     const eval::InputFingerprint* first = nullptr;
     std::string manifest;  // the first copy manifest seen
     for (size_t k = 0; k < read.size(); ++k) {
       auto it = std::find_if(read[k].begin(), read[k].end(), [&](const auto& f) { return f.what == what; });
       if (it == read[k].end()) {
-        row["runs"].push_back({{"run", ids[k]}});
-        same = false;
+        row["runs"].push_back({{"run", ids[k]}, {"recorded", !read[k].empty()}});
+        unrecorded = unrecorded || read[k].empty();
+        same = same && read[k].empty();  // one that records inputs but not this one: differs
         continue;
       }
       json cell = {{"run", ids[k]}, {"digest", it->digest}};
@@ -72,7 +74,8 @@ json compare_inputs(const json& runs) {
         if (manifest.empty()) manifest = it->copy_manifest;
       }
     }
-    row["same"] = same;
+    row["same"] = same && !unrecorded;
+    row["verdict"] = !same ? "differs" : unrecorded ? "unknown" : "same";
     out.push_back(std::move(row));
   }
   return out;
@@ -84,14 +87,24 @@ std::string inputs_compare_html(const json& inputs) {
   for (const auto& cell : inputs[0]["runs"]) s += "<th>" + e(str_field(cell, "run")) + "</th>";
   s += "<th>in every run</th></tr>";
   for (const auto& row : inputs) {
-    const bool same = bool_field(row, "same");
-    s += std::string("<tr class=\"") + (same ? "input-same" : "input-differs differs") + "\"><td>" +
-         e(str_field(row, "what")) + "</td>";
+    const std::string verdict = str_field(row, "verdict", bool_field(row, "same") ? "same" : "differs");
+    const char* row_class = verdict == "same"      ? "input-same"
+                            : verdict == "unknown" ? "input-unknown"
+                                                   : "input-differs differs";
+    s += std::string("<tr class=\"") + row_class + "\"><td>" + e(str_field(row, "what")) + "</td>";
     for (const auto& cell : row["runs"]) {
-      s += cell.contains("digest") ? digest_cell(str_field(cell, "digest"), str_field(cell, "copy_manifest"))
-                                   : "<td>not read</td>";
+      if (cell.contains("digest")) {
+        s += digest_cell(str_field(cell, "digest"), str_field(cell, "copy_manifest"));
+      } else {
+        s += bool_field(cell, "recorded", true) ? "<td>not read</td>"
+                                                : "<td>not recorded (no eval, or one older than fingerprints)</td>";
+      }
     }
-    s += std::string("<td>") + (same ? "the same" : "differs") + "</td></tr>";
+    s += "<td>" +
+         std::string(verdict == "same"      ? "the same"
+                     : verdict == "unknown" ? "unknown"
+                                            : "differs") +
+         "</td></tr>";
   }
   return s + "</table>";
 }

@@ -25,13 +25,16 @@ std::string inputs_table_html(const std::vector<eval::InputFingerprint>& inputs)
 
 /// `runs` (compare_report's "runs": run reports, each with its newest eval or none),
 /// input by input in the order first seen: {"what", "runs": [{"run", "digest",
-/// "copy_manifest"} or {"run"} where that run's eval did not read it], "same"}. An
-/// input is the same when every run read it with one digest, and the copy manifests
-/// that are there agree (a manifest covers every byte; the digest samples large files).
+/// "copy_manifest"}, or {"run", "recorded"} where that run's eval did not read it
+/// ("recorded": false, it recorded no inputs at all)], "same", "verdict"}. An input
+/// is "same" when every run read it with one digest and the copy manifests that are
+/// there agree (a manifest covers every byte; the digest samples large files);
+/// "unknown" when none of those differ but a run recorded nothing (no eval, or one
+/// older than fingerprints); else "differs".
 nlohmann::json compare_inputs(const nlohmann::json& runs);
 
-/// compare_inputs' rows as a table: a column per run, rows of class "input-same" or
-/// "input-differs".
+/// compare_inputs' rows as a table: a column per run, rows of class "input-same",
+/// "input-unknown" or "input-differs".
 std::string inputs_compare_html(const nlohmann::json& inputs);
 
 }  // namespace ferry::report

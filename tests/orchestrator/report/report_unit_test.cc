@@ -399,7 +399,9 @@ TEST(CompareInputsTest, AnInputIsTheSameOnlyWhenEveryRunReadItWithOneDigestAndOn
   EXPECT_FALSE(same["prompts"]) << "one digest, but two copies whose manifests differ";
   EXPECT_FALSE(same["tokenizer"]) << "only b read one";
   EXPECT_EQ(rows[3]["what"], "tokenizer") << "in the order first seen";
-  EXPECT_EQ(rows[3]["runs"][0], json({{"run", "a-1"}}));
+  EXPECT_EQ(rows[3]["runs"][0], json({{"run", "a-1"}, {"recorded", true}}));
+  EXPECT_EQ(rows[3]["verdict"], "differs") << "a-1 recorded its inputs, and no tokenizer among them";
+  EXPECT_EQ(rows[0]["verdict"], "same");
   EXPECT_EQ(rows[3]["runs"][1]["digest"], "K");
 
   const std::string table = report::inputs_compare_html(rows);
@@ -413,6 +415,11 @@ TEST(CompareInputsTest, AnInputIsTheSameOnlyWhenEveryRunReadItWithOneDigestAndOn
   const json rows2 = report::compare_inputs(one_copy);
   ASSERT_EQ(rows2.size(), 1u);
   EXPECT_FALSE(rows2[0]["same"]) << "c-3 has no eval";
+  EXPECT_EQ(rows2[0]["verdict"], "unknown") << "a run that recorded nothing is no evidence either way";
+  EXPECT_EQ(rows2[0]["runs"][2], json({{"run", "c-3"}, {"recorded", false}}));
+  const std::string unknown = report::inputs_compare_html(rows2);
+  EXPECT_EQ(count(unknown, "<tr class=\"input-unknown\">"), 1u) << unknown;
+  EXPECT_EQ(count(unknown, "<td>not recorded (no eval, or one older than fingerprints)</td>"), 1u) << unknown;
   EXPECT_TRUE(report::compare_inputs(json::array({one_copy[0], one_copy[1]}))[0]["same"])
       << "a manifest on one side only: the digest decides";
   EXPECT_EQ(
