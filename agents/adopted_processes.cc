@@ -9,27 +9,18 @@
 #include <cstdlib>
 #include <string>
 
+#include "agents/job_journal.h"
 #include "base/clock.h"
-#include "base/file_util.h"
 
 namespace ferry {
 namespace {
 
 constexpr useconds_t kKillRoundUs = 5000;
 
-// The state and parent of process `pid`, from /proc/PID/stat ("pid (comm) state
-// ppid ...": comm may hold spaces and parentheses, so read after the last ')').
-bool state_and_parent(int pid, char* state, int* ppid) {
-  auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat.ok()) return false;
-  size_t close = stat->rfind(')');
-  if (close == std::string::npos || close + 4 >= stat->size()) return false;
-  *state = (*stat)[close + 2];
-  char* end = nullptr;
-  long parent = std::strtol(stat->c_str() + close + 4, &end, 10);
-  if (end == stat->c_str() + close + 4) return false;
-  *ppid = static_cast<int>(parent);
-  return true;
+// Whether `pid` is a live child of `parent` (not a zombie), by /proc/PID/stat.
+bool live_child_of(int pid, int parent) {
+  const std::vector<std::string> f = process_stat_fields(pid);
+  return f.size() >= 2 && f[0] != "Z" && f[0] != "X" && std::atoi(f[1].c_str()) == parent;
 }
 
 }  // namespace
@@ -44,11 +35,7 @@ std::vector<int> children_of(int parent) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0' || pid <= 0) continue;
-    char state = 0;
-    int ppid = 0;
-    if (state_and_parent(static_cast<int>(pid), &state, &ppid) && ppid == parent && state != 'Z' && state != 'X') {
-      out.push_back(static_cast<int>(pid));
-    }
+    if (live_child_of(static_cast<int>(pid), parent)) out.push_back(static_cast<int>(pid));
   }
   ::closedir(proc);
   return out;

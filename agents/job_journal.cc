@@ -80,18 +80,24 @@ std::map<std::string, std::string> parse_outputs(const std::string& text) {
   return out;
 }
 
-int64_t process_start_ticks(int pid) {
-  if (pid <= 0) return 0;
+std::vector<std::string> process_stat_fields(int pid) {
+  std::vector<std::string> fields;
+  if (pid <= 0) return fields;
   auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat.ok()) return 0;
+  if (!stat.ok()) return fields;
   // "pid (comm) state ppid ...": comm may hold spaces and parentheses; fields
-  // after the last ')' are plain. starttime is field 22, the 20th after it.
+  // after the last ')' are plain.
   size_t close = stat->rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) return fields;
   std::istringstream rest(stat->substr(close + 1));
-  std::string field;
-  for (int i = 0; i < 20 && (rest >> field); ++i) {
-  }
+  for (std::string field; rest >> field;) fields.push_back(field);
+  return fields;
+}
+
+int64_t process_start_ticks(int pid) {
+  const std::vector<std::string> fields = process_stat_fields(pid);
+  if (fields.size() < 20) return 0;
+  const std::string& field = fields[19];  // starttime: field 22
   char* end = nullptr;
   long long ticks = std::strtoll(field.c_str(), &end, 10);
   return end && *end == '\0' && ticks > 0 ? ticks : 0;

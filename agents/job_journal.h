@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/json_fields.h"
 #include "base/peer_json.h"
@@ -101,6 +102,9 @@ Result<JobRecord> read_job_record(const JobPaths& paths);
 /// Fills `r` from exit.json (and the log's size, the outputs); false when there is none yet.
 Result<bool> read_exit_record(const JobPaths& paths, JobRecord* r);
 
+/// The fields of /proc/PID/stat after the command name: [0] is the state (field 3),
+/// [1] the parent's pid; empty when the process is gone.
+std::vector<std::string> process_stat_fields(int pid);
 /// When a process started, in clock ticks since boot (/proc/PID/stat, field 22):
 /// with the boot's id, what tells a process from a later one that got its pid
 /// (after a reboot, or once the pid space wrapped). 0 when it is gone.
