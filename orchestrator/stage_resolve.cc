@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include "base/file_hash.h"
 #include "base/file_util.h"
@@ -159,11 +160,13 @@ class StageResolver {
     FERRY_RETURN_IF_ERROR(text(s_.to.path, false, &c.to));
     FERRY_RETURN_IF_ERROR(text(s_.keep_local, false, &c.keep_local));
     // Confined like a listing's names: a stage output may have built these roots.
-    for (auto [key, value] : {std::pair{"to", &c.to}, {"keep_local", &c.keep_local}}) {
+    for (auto [key, written, value] :
+         {std::tuple{"to", &s_.to.path, &c.to}, {"keep_local", &s_.keep_local, &c.keep_local}}) {
       if (has_dotdot_component(*value)) {
         return invalid_argument("stage '" + s_.name + "': " + key + " '" + *value +
                                 "' has a '..' component; a copy stays where it was named");
       }
+      FERRY_RETURN_IF_ERROR(refuse_absolute_root_from_output(key, *written, *value));
     }
     c.from_host = s_.from.host;
     c.to_host = s_.to.host;
@@ -171,6 +174,26 @@ class StageResolver {
     c.streams = s_.streams;
     add_route_facts(wf_, &c);
     out.spec = std::move(c);
+    return Status();
+  }
+
+  // A host writes its outputs and is not trusted: a copy root that opens with one
+  // would let it name any folder (~/.ssh), which the copy writes and prunes. After a
+  // prefix the workflow wrote (params, hosts and run.id included) it stays under that.
+  Status refuse_absolute_root_from_output(const char* key, const workflow::Text& t, const std::string& value) const {
+    auto refs = workflow::parse_references(t.value);
+    if (!refs.ok() || value.empty() || value.front() != '/') return Status();
+    for (const workflow::Reference& r : *refs) {
+      if (r.kind != workflow::Reference::Kind::kStageOutput) continue;
+      auto prefix = resolve_text(ctx_, workflow::Text{t.value.substr(0, r.offset), t.at}, false);
+      if (!prefix.ok() || !prefix->empty()) return Status();
+      return invalid_argument("stage '" + s_.name + "': " + key + " '" + value + "' begins with the output '" +
+                              r.field + "' of stage '" + r.name +
+                              "', an absolute path a host wrote; a host's output may only name a folder under one "
+                              "the workflow names (e.g. " +
+                              key + ": " + (std::string(key) == "to" ? s_.to.host + ":" : "") + "ckpts/${{ stages." +
+                              r.name + ".outputs." + r.field + " }})");
+    }
     return Status();
   }
 

@@ -8,6 +8,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <tuple>
+
 #include "tests/copy/copy_test_util.h"
 
 namespace ferry::copytest {
@@ -18,6 +20,7 @@ using std::chrono::seconds;
 constexpr int kStreams = 3;
 constexpr int64_t kShardBytes = 10 << 20; // 3 shards: ~30 MiB, 6 chunks each
 constexpr auto kMidCopyDeadline = seconds(60);
+const std::string kDirOutput = "${{ stages.name.outputs.dir }}";  // the stage `name` writes it
 
 class LocalCopyTest : public CopyTestBase {
 protected:
@@ -63,6 +66,19 @@ protected:
     testing::wait_process(coordinator, 30);
   }
 
+  /// A workflow whose stage `name` writes `dir=<dir>` as a host would, then copies
+  /// a:ckpt to `to`, keeping a local copy at `keep_local` (none if "").
+  std::string output_root_workflow(const std::string& name, const std::string& dir, const std::string& to,
+                                   const std::string& keep_local) {
+    return write_workflow("name: " + name + "\nhosts:\n  a: {workdir: " + a_dir() + "}\n  b: {workdir: " + b_dir() +
+                              "}\nstages:\n  name:\n    host: a\n    outputs: [dir]\n"
+                              "    run: echo dir=" +
+                              dir +
+                              " >> \"$FERRY_OUTPUT\"\n"
+                              "  copy:\n    kind: copy\n    needs: name\n    from: a:ckpt\n    to: " +
+                              to + "\n" + (keep_local.empty() ? "" : "    keep_local: " + keep_local + "\n"),
+                          name + ".yaml");
+  }
   std::vector<CheckpointFile> files_;
   int64_t total_ = 0;
 };
@@ -312,16 +328,7 @@ TEST_F(LocalCopyTest, PathsEscapingTheWorkdirAreRefused) {
   EXPECT_FALSE(testing::exists(outside));
 
   // One built from a host-written stage output (review N1) when the copy starts.
-  std::string wf = write_workflow(
-      "name: esc2\nhosts:\n  a: {workdir: " + a_dir() + "}\n  b: {workdir: " +
-          b_dir() +
-          "}\nstages:\n  name:\n    host: a\n    outputs: [dir]\n"
-          "    run: echo dir=../x >> \"$FERRY_OUTPUT\"\n"
-          "  copy:\n    kind: copy\n    needs: name\n    from: a:ckpt\n"
-          "    to: b:${{ stages.name.outputs.dir }}\n    keep_local: "
-          "local/${{ stages.name.outputs.dir }}\n",
-      "esc2.yaml");
-  auto r2 = ferry({"run", wf});
+  auto r2 = ferry({"run", output_root_workflow("esc2", "../x", "b:" + kDirOutput, "local/" + kDirOutput)});
   EXPECT_EQ(r2.exit_code, 1) << r2.out << r2.err;
   auto s2 = stage(status(run_id(r2)), "copy");
   EXPECT_EQ(s2["state"], "failed");
@@ -339,6 +346,31 @@ TEST_F(LocalCopyTest, PathsEscapingTheWorkdirAreRefused) {
             std::string::npos)
       << s3.dump(2);
   EXPECT_FALSE(testing::exists(b_dir() + "/secret"));
+}
+
+// Review N1: a host's output that opens `keep_local` or `to` may not name an
+// absolute folder (the laptop's ~/.ssh, written and pruned by the copy): the stage
+// fails naming it and nothing appears there. Under a folder the workflow names, the
+// output still chooses the subfolder.
+TEST_F(LocalCopyTest, AnAbsoluteCopyRootAHostWroteIsRefusedAndWritesNothingThere) {
+  const std::string chosen = work_.file("elsewhere/.ssh");
+  for (const auto& [key, to, keep_local] :
+       {std::tuple<std::string, std::string, std::string>{"keep_local", "b:incoming/ckpt", kDirOutput},
+        {"to", "b:" + kDirOutput, ""}}) {
+    auto r = ferry({"run", output_root_workflow("abs-" + key, chosen, to, keep_local)});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    auto s = stage(status(run_id(r)), "copy");
+    EXPECT_EQ(s["state"], "failed") << s.dump(2);
+    EXPECT_NE(s.value("error", "").find(key + " '" + chosen + "' begins with the output 'dir' of stage 'name'"),
+              std::string::npos)
+        << s.dump(2);
+    EXPECT_FALSE(testing::exists(work_.file("elsewhere")));
+    EXPECT_FALSE(testing::exists(dest()));
+  }
+
+  auto under = ferry({"run", output_root_workflow("rel", "ckpt-7", "b:incoming/ckpt", "local/" + kDirOutput)});
+  ASSERT_EQ(under.exit_code, 0) << under.out << under.err;
+  EXPECT_EQ(compare_trees(source(), work_.file("local/ckpt-7")), "");
 }
 
 // Review F26: b's workdir holds `models -> <a shared folder>`. A copy `to:

@@ -17,8 +17,10 @@ namespace {
 constexpr const char* kWorkflow = R"(name: resolve
 params:
   steps: "10"
+  root: ""
 hosts:
   trainer: {transport: ssh, address: 198.18.0.2, workdir: /srv/ferry}
+  evaluator: {transport: ssh, address: 198.18.0.3, workdir: /srv/ferry}
 stages:
   count:
     host: trainer
@@ -28,6 +30,11 @@ stages:
     host: trainer
     needs: [count]
     run: echo ${{ params.steps }} ${{ stages.count.outputs.n }} ${{ hosts.trainer.workdir }}
+  ship:
+    kind: copy
+    needs: [count]
+    from: trainer:ckpt
+    to: evaluator:${{ params.root }}${{ stages.count.outputs.n }}
 )";
 
 class StageResolveTest : public ::testing::Test {
@@ -57,7 +64,7 @@ class StageResolveTest : public ::testing::Test {
 
   workflow::Workflow wf_;
   RunRecord run_;
-  std::map<std::string, std::map<std::string, std::string>> outputs_ = {{"count", {}}, {"half", {}}};
+  std::map<std::string, std::map<std::string, std::string>> outputs_ = {{"count", {}}, {"half", {}}, {"ship", {}}};
 };
 
 TEST_F(StageResolveTest, ParamsHostsAndUpstreamOutputsFillAStageAndAreItsInputs) {
@@ -88,6 +95,28 @@ TEST_F(StageResolveTest, AnOutputNotProducedYetIsAnErrorNamingTheStageAndItsPlac
   EXPECT_NE(m.find("/wf/resolve.yaml:"), std::string::npos) << m;
   EXPECT_NE(m.find("stage 'half'"), std::string::npos) << m;
   EXPECT_NE(m.find("stage 'count' produced no output 'n'"), std::string::npos) << m;
+}
+
+// Review N1: a host writes its outputs, so one that opens a copy root may not name
+// an absolute folder (~/.ssh); the workflow's own prefix, a param's too, confines it.
+TEST_F(StageResolveTest, ACopyRootThatOpensWithAnAbsoluteHostOutputIsRefused) {
+  outputs_["count"]["n"] = "/home/u/.ssh";
+  auto refused = resolve_stage(context(), stage("ship"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("to '/home/u/.ssh' begins with the output 'n' of stage 'count'"),
+            std::string::npos)
+      << refused.status().message();
+
+  run_.params["root"] = "/data/";
+  auto under_a_param = resolve_stage(context(), stage("ship"));
+  ASSERT_TRUE(under_a_param.ok()) << under_a_param.status().message();
+  EXPECT_EQ(std::get<CopyStageSpec>(under_a_param->spec).to, "/data//home/u/.ssh");
+
+  run_.params["root"] = "";
+  outputs_["count"]["n"] = "ckpts/3";
+  auto relative = resolve_stage(context(), stage("ship"));
+  ASSERT_TRUE(relative.ok()) << relative.status().message();
+  EXPECT_EQ(std::get<CopyStageSpec>(relative->spec).to, "ckpts/3");
 }
 
 }  // namespace
