@@ -69,6 +69,8 @@ class SlurmQueue {
   Result<SlurmState> ask(const std::string& id, const std::string& name);
   /// How many squeue listings this object ran (tests, the bench).
   int polls() const { return polls_; }
+  /// The wait the last listing set before the next one is due, in seconds (tests).
+  double wait_s() const { return next_poll_ - last_poll_; }
 
  private:
   void refresh();

@@ -158,7 +158,7 @@ TEST(LaneListenerTest, ALaneIsServedWhileTheMainAgentWaitsOnAHangingSbatch) {
   const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
   EXPECT_EQ(hello.type, protocol::FrameType::kReply) << hello.header.dump();
   EXPECT_EQ(read.body, "lane bytes") << read.header.dump();
-  EXPECT_LT(waited_s, 1.0) << "the lane waited on the main agent's sbatch";
+  EXPECT_LT(waited_s, 5.0) << "the lane waited on the main agent's sbatch (which answers only when let go)";
 
   ASSERT_EQ(::write(release, "4242\n", 5), 5);  // sbatch answers now
   ::close(release);

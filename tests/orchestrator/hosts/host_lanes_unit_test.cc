@@ -119,7 +119,9 @@ TEST_F(HostLanesTest, ALaneThatIsSlowToOpenHoldsUpNoMainCall) {
   const auto asked = std::chrono::steady_clock::now();
   EXPECT_TRUE(ping(0).ok());
   const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
-  EXPECT_LT(waited_s, 1.0) << "a main-link ping waited on the lane's opening";
+  // Bounds in these tests are far from both sides: the ping takes milliseconds, waiting
+  // would take the opening's 5 s, and the sanitizer's run is niced beside the suite.
+  EXPECT_LT(waited_s, 4.0) << "a main-link ping waited on the lane's opening";
   EXPECT_FALSE(on_lane.has_value()) << "the lane's call ended before its lane opened";
   Status lane = wait_for(on_lane);
   EXPECT_TRUE(lane.ok()) << "the lane's call goes out once it is open: " << lane.to_string();
