@@ -10,7 +10,8 @@
 # tokenizer and Jinja; ajv and yaml for the workflow schema), fetched into
 # $FERRY_NPM_DIR (default /var/cache/ferry/npm) when missing; offline afterwards.
 #
-# The system's BLAS is left alone: the eval engine loads the OpenMP OpenBLAS
+# The system's BLAS is left alone (installing OpenBLAS switches the alternatives left in
+# auto mode: they are put back): the eval engine loads the OpenMP OpenBLAS
 # (libopenblas0-openmp) by its own RUNPATH (jobs/eval/CMakeLists.txt), whatever
 # libblas.so.3 the alternatives select. --select-openblas also makes it the system's
 # libblas.so.3, liblapack.so.3 and libopenblas.so.0 (for other programs using libtorch).
@@ -70,9 +71,12 @@ done
 
 multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 blas_changes=""
+blas_kept=""  # LIB=VALUE: what to put back if installing OpenBLAS switches it (auto mode does)
+alternative() { update-alternatives --query "$1-$multiarch" 2>/dev/null | sed -n 's/^Value: //p'; }
 for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
   want="/usr/lib/$multiarch/openblas-openmp/$lib"
-  now=$(update-alternatives --query "$lib-$multiarch" 2>/dev/null | sed -n 's/^Value: //p')
+  now=$(alternative "$lib")
+  [ -z "$now" ] || [ "$select_blas" = 1 ] || blas_kept="$blas_kept $lib=$now"
   if [ "$now" != "$want" ]; then
     if [ "$select_blas" = 1 ]; then
       blas_changes="$blas_changes $lib"
@@ -112,6 +116,15 @@ if [ -n "$missing" ]; then
   apt-get update -q
   # shellcheck disable=SC2086
   apt-get install -y -q --no-install-recommends $missing
+  # A newly installed OpenBLAS takes over the alternatives left in auto mode: put back
+  # what was there, as said above.
+  for kept in $blas_kept; do
+    lib=${kept%%=*} was=${kept#*=}
+    if [ "$(alternative "$lib")" != "$was" ]; then
+      echo "install-deps: apt-get made OpenBLAS the system's $lib: putting back $was"
+      update-alternatives --set "$lib-$multiarch" "$was"
+    fi
+  done
 fi
 for lib in $blas_changes; do
   update-alternatives --set "$lib-$multiarch" "/usr/lib/$multiarch/openblas-openmp/$lib"
