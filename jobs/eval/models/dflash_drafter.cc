@@ -6,6 +6,20 @@
 
 namespace ferry::eval {
 
+namespace {
+
+// Checked before any weight is read, so a drafter made for another target is named
+// as such, not as a shape error of the first tensor (fc.weight) that shows it.
+Status check_hidden_size_fits(const DFlashConfig& drafter, int64_t target_hidden_size) {
+  if (drafter.model.hidden_size == target_hidden_size) return Status();
+  return invalid_argument(drafter.model.path + ": drafter hidden_size " + std::to_string(drafter.model.hidden_size) +
+                          " differs from the target's " + std::to_string(target_hidden_size) +
+                          " (the drafter uses the target's embedding and lm_head, and its fc.weight reads the "
+                          "target's hidden states): was it made for another target?");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& folder, int64_t target_hidden_size,
                                                            const ComputeOptions& options, LoadReport* report,
                                                            const std::string& what) {
@@ -15,6 +29,7 @@ Result<std::unique_ptr<DFlashDrafter>> DFlashDrafter::load(const std::string& fo
   // z-lab writes unprefixed names; some converters keep the `model.` prefix.
   const std::string prefix = !ckpt.contains("fc.weight") && ckpt.contains("model.fc.weight") ? "model." : "";
 
+  FERRY_RETURN_IF_ERROR(check_hidden_size_fits(model->config, target_hidden_size));
   std::unique_ptr<DFlashDrafter> d(new DFlashDrafter());
   d->config_ = std::move(model->config);
   d->options_ = options;
@@ -121,11 +136,7 @@ Result<std::unique_ptr<DFlashProposer>> DFlashProposer::create(TargetModel* targ
   const DecoderConfig& tc = target->config();
   const DFlashConfig& dc = drafter->config();
   const std::string where = dc.model.path + ": ";
-  if (dc.model.hidden_size != tc.hidden_size) {
-    return invalid_argument(where + "drafter hidden_size " + std::to_string(dc.model.hidden_size) +
-                            " differs from the target's " + std::to_string(tc.hidden_size) +
-                            " (the drafter uses the target's embedding and lm_head)");
-  }
+  FERRY_RETURN_IF_ERROR(check_hidden_size_fits(dc, tc.hidden_size));
   for (int64_t id : dc.target_layer_ids) {
     if (id < 0 || id >= tc.num_hidden_layers) {
       return invalid_argument(where + "target_layer_ids holds " + std::to_string(id) + " but the target has " +

@@ -14,6 +14,11 @@ std::string fixed(double x, int digits) {
   return out.str();
 }
 
+// "1 thread", "2 threads".
+std::string counted(long long n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 // Drafted and accepted tokens from the step and slot counts, τ's spread from the
 // response values, the CPU contention from its seconds (finish_decode_run's second half).
 void finish_counts_and_spread(DecodeRun* run) {
@@ -185,10 +190,10 @@ std::string EvalReport::to_text() const {
   for (const auto& r : shards) {
     out << "  shard    " << (r.stage.empty() ? "?" : r.stage) << (r.host.empty() ? "" : " on " + r.host) << ": prompts "
         << r.first_prompt + 1 << "-" << r.first_prompt + r.prompts << ", " << fixed(r.wall_seconds, 1) << " s, "
-        << r.threads << " threads of " << r.cores << " cores\n";
+        << counted(r.threads, "thread") << " of " << counted(r.cores, "core") << "\n";
   }
-  out << "  runtime  " << device << " " << dtype << " (" << dtype_source << "), " << threads << " threads of " << cores
-      << " cores, " << isa << "\n";
+  out << "  runtime  " << device << " " << dtype << " (" << dtype_source << "), " << counted(threads, "thread")
+      << " of " << counted(cores, "core") << ", " << isa << "\n";
   out << "  BLAS     " << blas << (blas_threading.empty() ? "" : ", " + blas_threading) << " (" << blas_library << ")"
       << (blas_reference ? " -- SLOW, see warning" : "") << "\n";
   out << "  decoding " << sampling.regime()

@@ -3,7 +3,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -214,6 +217,19 @@ Status fingerprint_models(const EvalSpec& spec, EvalReport* report) {
   FERRY_RETURN_IF_ERROR(folder("drafter", spec.drafter));
   if (!spec.reference.empty()) FERRY_RETURN_IF_ERROR(folder("reference", spec.reference));
   if (!spec.tokenizer.empty()) FERRY_RETURN_IF_ERROR(folder("tokenizer", spec.tokenizer));
+  return Status();
+}
+
+// Before the models load (minutes for a large one): a prompts file that is not there
+// fails now, as its read would later. Only stat: a FIFO's prompts can be read once.
+Status check_prompt_files_exist(const EvalSpec& spec) {
+  std::vector<std::string> files;
+  for (const auto& d : spec.datasets) files.push_back(d.prompts);
+  if (spec.datasets.empty()) files.push_back(spec.prompts);
+  for (const auto& f : files) {
+    struct stat st;
+    if (::stat(f.c_str(), &st) != 0) return errno_status(f + ": cannot open", errno);
+  }
   return Status();
 }
 
@@ -517,6 +533,7 @@ Result<EvalReport> run_eval_unguarded(const EvalSpec& spec, const ProgressFn& pr
   EvalReport report;
   auto options = describe_runtime(spec, &report, say);
   if (!options.ok()) return options.status();
+  FERRY_RETURN_IF_ERROR(check_prompt_files_exist(spec));
   c10::NoGradGuard no_grad;
   auto models = load_models(spec, *options, &report, say);
   if (!models.ok()) return models.status();

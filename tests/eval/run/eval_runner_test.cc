@@ -20,6 +20,7 @@
 
 #include "jobs/eval/run/eval_command.h"
 #include "jobs/eval/run/eval_flags.h"
+#include "jobs/eval/run/eval_gate.h"
 #include "tests/eval/eval_test_util.h"
 #include "tests/eval/model_suite.h"
 
@@ -106,7 +107,11 @@ TEST_F(EvalRunnerTest, ReportsKnownTauAndPassesGate) {
   const std::string text = r->to_text();
   EXPECT_NE(text.find("TAU 8.000"), std::string::npos) << text;
   EXPECT_NE(text.find("norm.weight: values"), std::string::npos) << text;
-  EXPECT_NE(text.find("gate: PASSED"), std::string::npos);
+  EXPECT_NE(text.find("gate: PASSED (all gates met)"), std::string::npos) << text;
+  EvalReport ungated = *r;  // passed with nothing asked: said so, not a bare PASSED
+  judge_gate(std::nullopt, std::nullopt, &ungated);
+  EXPECT_TRUE(ungated.gate_passed);
+  EXPECT_NE(ungated.to_text().find("gate: PASSED (no gate set)"), std::string::npos) << ungated.to_text();
   // The inputs by content: each one the report keeps, on its own line, as the JSON has it.
   ASSERT_EQ(j["fingerprints"].size(), r->fingerprints.size());
   std::set<std::string> whats;
@@ -171,7 +176,7 @@ TEST_F(EvalRunnerTest, ReportNamesTheBlasDtypeAndThreadsItRanWith) {
   EXPECT_FALSE(r->isa.empty());
 
   const std::string text = r->to_text();
-  EXPECT_NE(text.find("cpu bfloat16 (checkpoint BF16), 1 threads"), std::string::npos) << text;
+  EXPECT_NE(text.find("cpu bfloat16 (checkpoint BF16), 1 thread of "), std::string::npos) << text;
   EXPECT_NE(text.find("BLAS     " + r->blas), std::string::npos) << text;
   EXPECT_NE(text.find(r->blas_library), std::string::npos) << text;
   nlohmann::json j = r->to_json();
@@ -267,9 +272,18 @@ TEST_F(EvalRunnerTest, BadInputIsAStatusNamingTheProblem) {
     ASSERT_FALSE(r.ok()) << c.lines;
     EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
   }
+  // A prompts file that is not there fails before the models load (minutes for a large one).
   EvalSpec s = spec("agree");
+  s.prompts = dir / "typo.jsonl";
+  std::vector<std::string> said;
+  auto r = run_eval(
+      s, [&](const std::string& l) { said.push_back(l); }, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("typo.jsonl: cannot open"), std::string::npos) << r.status().message();
+  for (const auto& l : said) EXPECT_EQ(l.find("loading"), std::string::npos) << l;
+  s = spec("agree");
   s.device = "cuda";
-  auto r = run_eval(s, nullptr, nullptr);
+  r = run_eval(s, nullptr, nullptr);
   if (!r.ok()) {  // without CUDA in libtorch the error says so; with it, the eval just runs
     EXPECT_NE(r.status().message().find("CUDA"), std::string::npos) << r.status().message();
   }
