@@ -15,6 +15,7 @@
 #include "base/version.h"
 #include "jobs/eval/run/eval_flags.h"
 #include "protocol/frame.h"
+#include "workflows/diagnostics.h"
 
 namespace ferry::cli {
 namespace {
@@ -286,6 +287,19 @@ const OwnParser kOwnParsers[] = {
     {"tokenize", "the ids and pieces the model's tokenizer makes of a text (`ferry tokenize --help`)", cmd_tokenize},
 };
 
+// What a usage error says: CLI11's words, but "unknown command 'sttaus' (did you mean
+// 'status'?)" when the first word is no command (CLI11 says "A subcommand is required").
+std::string usage_error(CLI::App& app, int argc, char** argv, const CLI::ParseError& e) {
+  if (argc < 2 || argv[1][0] == '-') return e.what();
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == argv[1]) return e.what();
+    names.push_back(sub->get_name());
+  }
+  const std::string near = workflow::did_you_mean(argv[1], names);
+  return "unknown command '" + std::string(argv[1]) + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)");
+}
+
 // Parses the line; the exit code where the command line alone ends it (help,
 // --version, a usage error), else nothing.
 std::optional<int> parse(CLI::App& app, int argc, char** argv) {
@@ -301,7 +315,7 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     std::cout << version_text() << "\n";
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "ferry: " << e.what() << "\n\n" << innermost(app)->help();
+    std::cerr << "ferry: " << usage_error(app, argc, argv, e) << "\n\n" << innermost(app)->help();
     return kExitUsage;
   }
   return std::nullopt;

@@ -12,10 +12,20 @@
 #include "orchestrator/failure_tail.h"
 #include "orchestrator/scheduler.h"
 #include "orchestrator/status_view.h"
+#include "workflows/diagnostics.h"
 
 namespace ferry::cli {
 
 namespace {
+
+// " (did you mean 'eval'?)", else the run's stages: the name was mistyped or guessed.
+std::string stage_hint(const std::string& name, const std::vector<std::string>& stages) {
+  const std::string near = workflow::did_you_mean(name, stages);
+  if (!near.empty()) return " (did you mean '" + near + "'?)";
+  std::string all;
+  for (const auto& s : stages) all += (all.empty() ? "" : ", ") + s;
+  return " (its stages: " + all + ")";
+}
 
 // `status --watch`: the table again whenever it changes, until the run ends or its
 // coordinator is gone. On a terminal each table replaces the last one.
@@ -98,10 +108,12 @@ int cmd_logs(const Common& c, const LogsOptions& o) {
   auto stage_state = [&]() -> Result<StageRecord> {
     auto stages = (*store)->stages(run->id);
     if (!stages.ok()) return stages.status();
+    std::vector<std::string> names;
     for (const auto& s : *stages) {
       if (s.name == pos[1]) return s;
+      names.push_back(s.name);
     }
-    return not_found("run " + run->id + " has no stage '" + pos[1] + "'");
+    return not_found("run " + run->id + " has no stage '" + pos[1] + "'" + stage_hint(pos[1], names));
   };
   auto st = stage_state();
   if (!st.ok()) return fail(st.status());

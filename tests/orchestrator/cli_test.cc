@@ -36,12 +36,29 @@ TEST_F(CliTest, UnknownFlagsAndCommandsExitTwoWithTheCommandsUsage) {
   EXPECT_EQ(logs.exit_code, 2) << logs.out;
   auto cmd = ferry({"sttaus"});
   EXPECT_EQ(cmd.exit_code, 2);
+  EXPECT_NE(cmd.err.find("ferry: unknown command 'sttaus' (did you mean 'status'?)"), std::string::npos) << cmd.err;
+  auto far = ferry({"frobnicate"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_NE(far.err.find("ferry: unknown command 'frobnicate'\n"), std::string::npos) << far.err;
   auto missing = ferry({"run"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("workflow"), std::string::npos) << missing.err;
   auto bad_param = ferry({"run", write_workflow("name: w\nstages:\n  s:\n    run: 'true'\n"), "-p", "novalue"});
   EXPECT_EQ(bad_param.exit_code, 2);
   EXPECT_NE(bad_param.err.find("NAME=VALUE"), std::string::npos) << bad_param.err;
+}
+
+// A stage name mistyped in `logs` is answered with the one meant, or the run's stages.
+TEST_F(CliTest, AStageThatIsNotInTheRunIsAnsweredWithItsStages) {
+  auto r = ferry({"run", write_workflow("name: st\nstages:\n  prepare:\n    run: 'true'\n  train:\n    needs: prepare\n"
+                                        "    run: 'true'\n")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto typo = ferry({"logs", "st-1", "prepere"});
+  EXPECT_NE(typo.exit_code, 0);
+  EXPECT_NE(typo.err.find("has no stage 'prepere' (did you mean 'prepare'?)"), std::string::npos) << typo.err;
+  auto guess = ferry({"logs", "st-1", "eval"});
+  EXPECT_NE(guess.exit_code, 0);
+  EXPECT_NE(guess.err.find("has no stage 'eval' (its stages: prepare, train)"), std::string::npos) << guess.err;
 }
 
 TEST_F(CliTest, RunJsonPrintsTheFinishedRunOnStdoutAndProgressOnStderr) {
