@@ -294,7 +294,7 @@ std::string usage_error(CLI::App& app, int argc, char** argv, const CLI::ParseEr
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands({})) {
     if (sub->get_name() == argv[1]) return e.what();
-    names.push_back(sub->get_name());
+    if (!sub->get_group().empty()) names.push_back(sub->get_name());  // not the hidden __complete
   }
   const std::string near = workflow::did_you_mean(argv[1], names);
   return "unknown command '" + std::string(argv[1]) + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)");

@@ -24,7 +24,7 @@ std::string stage_hint(const std::string& name, const std::vector<std::string>& 
   if (!near.empty()) return " (did you mean '" + near + "'?)";
   std::string all;
   for (const auto& s : stages) all += (all.empty() ? "" : ", ") + s;
-  return " (its stages: " + all + ")";
+  return all.empty() ? " (it has no stages yet)" : " (its stages: " + all + ")";
 }
 
 // `status --watch`: the table again whenever it changes, until the run ends or its

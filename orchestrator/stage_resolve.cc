@@ -182,17 +182,19 @@ class StageResolver {
   // prefix the workflow wrote (params, hosts and run.id included) it stays under that.
   Status refuse_absolute_root_from_output(const char* key, const workflow::Text& t, const std::string& value) const {
     auto refs = workflow::parse_references(t.value);
-    if (!refs.ok() || value.empty() || value.front() != '/') return Status();
+    // '~' too: keep_local's ~/ is the coordinator's home (resolve_local_path).
+    if (!refs.ok() || value.empty() || (value.front() != '/' && value.front() != '~')) return Status();
     for (const workflow::Reference& r : *refs) {
       if (r.kind != workflow::Reference::Kind::kStageOutput) continue;
       auto prefix = resolve_text(ctx_, workflow::Text{t.value.substr(0, r.offset), t.at}, false);
       if (!prefix.ok() || !prefix->empty()) return Status();
-      return invalid_argument("stage '" + s_.name + "': " + key + " '" + value + "' begins with the output '" +
-                              r.field + "' of stage '" + r.name +
-                              "', an absolute path a host wrote; a host's output may only name a folder under one "
-                              "the workflow names (e.g. " +
-                              key + ": " + (std::string(key) == "to" ? s_.to.host + ":" : "") + "ckpts/${{ stages." +
-                              r.name + ".outputs." + r.field + " }})");
+      return invalid_argument(
+          "stage '" + s_.name + "': " + key + " '" + value + "' begins with the output '" + r.field + "' of stage '" +
+          r.name +
+          "', a path from / or ~ that a host wrote; a host's output may only name a folder under one "
+          "the workflow names (e.g. " +
+          key + ": " + (std::string(key) == "to" ? s_.to.host + ":" : "") + "ckpts/${{ stages." + r.name + ".outputs." +
+          r.field + " }})");
     }
     return Status();
   }

@@ -107,6 +107,15 @@ TEST_F(StageResolveTest, ACopyRootThatOpensWithAnAbsoluteHostOutputIsRefused) {
             std::string::npos)
       << refused.status().message();
 
+  // keep_local's ~/ is the coordinator's home: as absolute as /.
+  outputs_["count"]["n"] = "~/.ssh";
+  refused = resolve_stage(context(), stage("ship"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("to '~/.ssh' begins with the output 'n' of stage 'count'"),
+            std::string::npos)
+      << refused.status().message();
+
+  outputs_["count"]["n"] = "/home/u/.ssh";
   run_.params["root"] = "/data/";
   auto under_a_param = resolve_stage(context(), stage("ship"));
   ASSERT_TRUE(under_a_param.ok()) << under_a_param.status().message();

@@ -60,7 +60,8 @@ echo "== dpkg -i"
 installed=1  # from here on, cleanup removes it, even half installed
 dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log"; fail "dpkg -i"; }
 multiarch=$(gcc -print-multiarch)
-for f in /usr/lib/ferry/libferry-eval.so /usr/lib/ferry/ferry-eval; do
+for f in /usr/lib/ferry/libferry-eval.so /usr/lib/ferry/ferry-eval /usr/lib/ferry/dflash-train-target \
+  /usr/lib/ferry/dflash-train-drafter; do
   runpath=$(readelf -d "$f" | sed -n 's/.*RUNPATH.*\[\(.*\)\]/\1/p')
   [ "$runpath" = "/usr/lib/$multiarch/openblas-openmp" ] || fail "$f: RUNPATH '$runpath'"
   libs=$(ldd "$f")

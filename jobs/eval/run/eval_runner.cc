@@ -187,7 +187,8 @@ Result<ComputeOptions> describe_runtime(const EvalSpec& spec, EvalReport* report
   report->isa = runtime.isa;
   report->cores = runtime.cores;
   say("running on " + spec.device + ", " + report->dtype + " (" + dtype_source + "), " +
-      std::to_string(report->threads) + " threads, BLAS " + report->blas + ", " + report->isa);
+      std::to_string(report->threads) + (report->threads == 1 ? " thread" : " threads") + ", BLAS " + report->blas +
+      ", " + report->isa);
   if (runtime.blas.reference) {
     report->warnings.push_back(runtime.blas.advice());
     say("WARNING: " + runtime.blas.advice());

@@ -456,11 +456,19 @@ TEST_F(Qwen3TargetTest, BrokenCheckpointsAreRefusedNamingFileAndTensor) {
   r = Qwen3Target::load(dir / "json", {}, nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(dir / "json/config.json"), std::string::npos);
-  // A drafter whose fc does not match the target's features.
+  // A drafter made for a target of another hidden size is named as such, before any weight.
   ASSERT_TRUE(write_tiny_drafter(dir / "drafter", testing::random_drafter_spec(), {}).ok());
   auto d = DFlashDrafter::load(dir / "drafter", 32, {}, nullptr);
   ASSERT_FALSE(d.ok());
-  EXPECT_NE(d.status().message().find("'fc.weight' has shape [64, 128], expected [64, 64]"), std::string::npos)
+  EXPECT_NE(d.status().message().find("drafter hidden_size 64 differs from the target's 32"), std::string::npos)
+      << d.status().message();
+  // One whose fc does not match the target's features: three target layers, fc made for two.
+  nlohmann::json config = nlohmann::json::parse(testing::read_text(dir / "drafter/config.json"));
+  config["dflash_config"]["target_layer_ids"].push_back(0);
+  testing::write_text(dir / "drafter/config.json", config.dump());
+  d = DFlashDrafter::load(dir / "drafter", 64, {}, nullptr);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("'fc.weight' has shape [64, 128], expected [64, 192]"), std::string::npos)
       << d.status().message();
 }
 
