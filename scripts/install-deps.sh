@@ -76,12 +76,15 @@ alternative() { update-alternatives --query "$1-$multiarch" 2>/dev/null | sed -n
 for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
   want="/usr/lib/$multiarch/openblas-openmp/$lib"
   now=$(alternative "$lib")
-  [ -z "$now" ] || [ "$select_blas" = 1 ] || blas_kept="$blas_kept $lib=$now"
+  case "$now" in /*) [ "$select_blas" = 1 ] || blas_kept="$blas_kept $lib=$now" ;; esac
   if [ "$now" != "$want" ]; then
     if [ "$select_blas" = 1 ]; then
       blas_changes="$blas_changes $lib"
+    elif [ -z "$now" ] || [ "$now" = none ]; then
+      echo "install-deps: the system selects no $lib yet: installing the OpenMP OpenBLAS makes it the one" \
+        "(ferry's eval loads $want itself either way)"
     else
-      echo "install-deps: leaving the system's $lib (${now:-unset}) as it is: ferry's eval loads $want itself" \
+      echo "install-deps: leaving the system's $lib ($now) as it is: ferry's eval loads $want itself" \
         "(--select-openblas switches the alternative)"
     fi
   fi
@@ -122,7 +125,8 @@ if [ -n "$missing" ]; then
     lib=${kept%%=*} was=${kept#*=}
     if [ "$(alternative "$lib")" != "$was" ]; then
       echo "install-deps: apt-get made OpenBLAS the system's $lib: putting back $was"
-      update-alternatives --set "$lib-$multiarch" "$was"
+      update-alternatives --set "$lib-$multiarch" "$was" ||
+        echo "install-deps: could not put back $was as the system's $lib (update-alternatives --config $lib-$multiarch)" >&2
     fi
   done
 fi
@@ -131,7 +135,9 @@ for lib in $blas_changes; do
 done
 if [ -n "$npm_missing" ]; then
   mkdir -p "$npm_dir"
+  # Run as root: no package's install scripts run (none of these has one; they are
+  # the tests' references, read as data and code by node, never built).
   # shellcheck disable=SC2086
-  npm install --prefix "$npm_dir" --no-audit --no-fund $npm_packages
+  npm install --prefix "$npm_dir" --no-audit --no-fund --ignore-scripts $npm_packages
 fi
 echo "install-deps: done"
