@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "base/byte_size.h"
 #include "base/clock.h"
 #include "base/duration_text.h"
 #include "base/terminal_text.h"
@@ -101,12 +102,10 @@ std::string stage_detail(const StageRecord& s) {
     d += (d.empty() ? "" : ": ") + escape_controls(s.error);
   }
   if (s.progress.is_object() && s.progress.contains("bytes_done")) {
-    std::ostringstream p;
-    double done = s.progress.value("bytes_done", 0.0), total = s.progress.value("bytes_total", 0.0);
-    p << std::fixed << std::setprecision(1) << done / (1 << 20) << "/" << total / (1 << 20) << " MiB";
-    if (s.progress.contains("rate")) p << " " << s.progress.value("rate", 0.0) / (1 << 20) << " MiB/s";
-    if (s.progress.contains("route")) p << " via " << s.progress.value("route", std::string());
-    d += (d.empty() ? "" : "  ") + p.str();
+    std::string p = byte_size_of(s.progress.value("bytes_done", 0.0), s.progress.value("bytes_total", 0.0));
+    if (s.progress.contains("rate")) p += " " + byte_size(s.progress.value("rate", 0.0)) + "/s";
+    if (s.progress.contains("route")) p += " via " + s.progress.value("route", std::string());
+    d += (d.empty() ? "" : "  ") + p;
   }
   if (s.progress.is_object() && s.progress.contains("slurm_job")) {
     // A Slurm job: queued with Slurm's reason, or where it runs; its id stays once it ended.
@@ -238,8 +237,7 @@ std::string copy_progress_line(const nlohmann::json& progress, bool tty) {
     line << "[" << std::string(static_cast<size_t>(filled), '#') << std::string(static_cast<size_t>(20 - filled), '.')
          << "] ";
   }
-  line << pct << "% " << std::fixed << std::setprecision(1) << done / (1 << 20) << "/" << total / (1 << 20)
-       << " MiB, " << rate / (1 << 20) << " MiB/s";
+  line << pct << "% " << byte_size_of(done, total) << ", " << byte_size(rate) << "/s";
   if (progress.contains("eta_s")) line << ", ETA " << static_cast<int>(progress.value("eta_s", 0.0)) << "s";
   line << " via " << progress.value("route", std::string("?"));
   return line.str();

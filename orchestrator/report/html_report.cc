@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "base/byte_size.h"
 #include "base/peer_json.h"
 #include "jobs/eval/run/eval_report_json.h"
 #include "orchestrator/report/dataset_table.h"
@@ -51,13 +52,6 @@ std::string clock(int64_t ms) { return ms <= 0 ? "-" : local_time(ms, "%Y-%m-%d 
 
 std::string seconds(double ms) { return format_number(ms / 1000.0, "%.1f") + " s"; }
 
-std::string bytes(double b) {
-  if (b < 1024) return format_number(b, "%.0f") + " B";
-  if (b < 1024.0 * 1024) return format_number(b / 1024, "%.1f") + " KiB";
-  if (b < 1024.0 * 1024 * 1024) return format_number(b / 1024 / 1024, "%.1f") + " MiB";
-  return format_number(b / 1024 / 1024 / 1024, "%.2f") + " GiB";
-}
-
 std::string card(const std::string& value, const std::string& key) {
   return "<div class=\"card\"><div class=\"v\">" + e(value) + "</div><div class=\"k\">" + e(key) + "</div></div>";
 }
@@ -103,7 +97,7 @@ std::string copies_section(const json& copies) {
                   "<th class=\"num\">bytes</th><th class=\"num\">sent</th><th class=\"num\">resent</th>"
                   "<th class=\"num\">already there</th><th class=\"num\">seconds</th><th class=\"num\">rate</th></tr>";
   auto b = [](const json& c, const char* k) {
-    return c.contains(k) && c[k].is_number() ? bytes(c[k].get<double>()) : "-";
+    return c.contains(k) && c[k].is_number() ? byte_size(c[k].get<double>()) : "-";
   };
   for (const auto& c : copies) {
     s += "<tr><td>" + e(str(c, "stage")) + "</td>" + state_cell(str(c, "state")) + "<td title=\"" +
