@@ -84,14 +84,15 @@ std::string runs_table(const json& runs) {
   for (const auto& r : runs) {
     const json& evals = r["evals"];
     const json last = evals.empty() ? json::object() : evals.back();
-    auto num = [&](const char* key, const char* fmt) {
-      return last.contains(key) && last[key].is_number() ? format_number(last[key].get<double>(), fmt) : "-";
+    auto num = [&](const char* key, const char* fmt, const char* unit = "") {
+      return last.contains(key) && last[key].is_number() ? format_number(last[key].get<double>(), fmt) + unit : "-";
     };
     s += "<tr class=\"run\"><td>" + e(run_id(r)) + "</td><td>" + e(str_field(r["run"], "workflow")) +
          "</td><td class=\"state-" + e(str_field(r["run"], "state")) + "\">" + e(str_field(r["run"], "state")) +
          "</td><td class=\"num\">" + std::to_string(evals.size()) + "</td><td>" + e(str_field(last, "drafter")) +
          "</td><td class=\"num\">" + num("tau", "%.3f") + "</td><td class=\"num\">" + num("reference_tau", "%.3f") +
-         "</td><td class=\"num\">" + num("speedup", "%.2f") + "×</td><td>" + e(str_field(last, "gate")) + "</td></tr>";
+         "</td><td class=\"num\">" + num("speedup", "%.2f", "×") + "</td><td>" + e(str_field(last, "gate")) +
+         "</td></tr>";
   }
   return s + "</table>";
 }

@@ -273,8 +273,10 @@ std::string evals_table(const json& evals) {
          "</td><td class=\"num\">" + (p["tau"].is_number() ? format_number(p["tau"].get<double>(), "%.3f") : "-") +
          "</td><td class=\"num\">" +
          (p["reference_tau"].is_number() ? format_number(p["reference_tau"].get<double>(), "%.3f") : "-") +
-         "</td><td class=\"num\">" + format_number(num_field(p, "speedup"), "%.2f") + "×</td>" + baseline_cell(p) +
-         "<td>" + e(str_field(p, "gate", bool_field(p, "gate_passed") ? "passed" : "failed")) + "</td></tr>";
+         "</td><td class=\"num\">" +
+         (p["speedup"].is_number() ? format_number(p["speedup"].get<double>(), "%.2f") + "×" : "-") + "</td>" +
+         baseline_cell(p) + "<td>" + e(str_field(p, "gate", bool_field(p, "gate_passed") ? "passed" : "failed")) +
+         "</td></tr>";
   }
   return s + "</table>";
 }

@@ -81,7 +81,7 @@ void eval_point(const nlohmann::json& stored, nlohmann::json* point) {
     (*point)["gate"] = "failed";
     (*point)["tau"] = (*point)["reference_tau"] = (*point)["ratio_to_reference"] = nullptr;
     (*point)["drafter"] = (*point)["reference"] = "";
-    (*point)["speedup"] = 0;
+    (*point)["speedup"] = nullptr;
     return;
   }
   const eval::EvalReport& r = *read;
@@ -92,7 +92,7 @@ void eval_point(const nlohmann::json& stored, nlohmann::json* point) {
   (*point)["gate_passed"] = r.gate_deferred.empty() ? nlohmann::json(r.gate_passed) : nlohmann::json();
   (*point)["gate"] = !r.gate_deferred.empty() ? r.gate_deferred : r.gate_passed ? "passed" : "failed";
   (*point)["reference_tau"] = r.reference_run ? nlohmann::json(r.reference_run->tau) : nlohmann::json();
-  (*point)["speedup"] = r.speedup;
+  (*point)["speedup"] = r.baseline ? nlohmann::json(r.speedup) : nlohmann::json();  // null: no baseline was run
   (*point)["ratio_to_reference"] = r.ratio_to_reference ? nlohmann::json(*r.ratio_to_reference) : nlohmann::json();
   if (!r.datasets.empty()) (*point)["datasets"] = dataset_points(r);  // τ per step per dataset
   // A watch's checkpoints share one baseline and reference run (baseline_store.h): null without a store.

@@ -206,7 +206,7 @@ inline constexpr auto eval_report_fields = [](auto& v, auto& r) {
   v.object("candidate", r.candidate, decode_run_fields);
   v.object("reference_run", r.reference_run, decode_run_fields);
   v.object("baseline", r.baseline, decode_run_fields);
-  v("speedup", r.speedup);
+  if (reads || r.baseline) v("speedup", r.speedup);  // none without a baseline: not 0
   if (reads || r.reference_run) v("reference_speedup", r.reference_speedup);
   v("ratio_to_reference", r.ratio_to_reference);
   v.object("diff", r.diff, drafter_diff_fields);

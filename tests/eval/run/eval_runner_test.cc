@@ -219,6 +219,7 @@ TEST_F(EvalRunnerTest, GateFailsBelowThresholds) {
   EXPECT_NE(r->gate_message.find("min_ratio_to_reference"), std::string::npos);
   EXPECT_FALSE(r->baseline.has_value());
   EXPECT_EQ(r->metrics().count("speedup"), 0u);
+  EXPECT_FALSE(r->to_json().contains("speedup")) << "no baseline ran: no speedup, not 0";
 }
 
 TEST_F(EvalRunnerTest, DiffShowsConfigDifferences) {

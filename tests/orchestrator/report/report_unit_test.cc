@@ -72,9 +72,10 @@ TEST(CheckpointStepTest, FromTheEventOrTheCheckpointFolderName) {
 }
 
 // An eval.report event as the engine writes it (jobs/eval/run/eval_report.cc), cut to
-// what the report reads, with text a run could hold.
-json eval_event(const std::string& drafter, double tau, double ref_tau) {
-  return {
+// what the report reads, with text a run could hold. Without a baseline run the
+// speedup is 0, as reports before the field was left out wrote it.
+json eval_event(const std::string& drafter, double tau, double ref_tau, bool baseline = true) {
+  json e = {
       {"drafter", drafter},
       {"reference", "models/reference"},
       {"candidate", {{"tau", tau}, {"acceptance_histogram", {0, 5, 3, 1, 1}}, {"acceptance_rate", {1, 0.5, 0.2, 0.1}}}},
@@ -83,7 +84,7 @@ json eval_event(const std::string& drafter, double tau, double ref_tau) {
         {"acceptance_histogram", {0, 2, 2, 3, 3}},
         {"acceptance_rate", {1, 0.8, 0.6, 0.3}},
         {"response_taus", {ref_tau}}}},
-      {"speedup", 1.7},
+      {"speedup", baseline ? 1.7 : 0.0},
       {"ratio_to_reference", tau / ref_tau},
       {"gate_passed", true},
       {"gate_message", "all gates met"},
@@ -97,6 +98,8 @@ json eval_event(const std::string& drafter, double tau, double ref_tau) {
          {"text", "<b>hi</b>"},
          {"marked_text", "<b>\u27e6hi\u27e7</b>"},
          {"matches_baseline", true}}}}};
+  if (baseline) e["baseline"] = {{"tau", 1.0}};
+  return e;
 }
 
 class RunReportTest : public testing::TempStoreTest {
@@ -136,7 +139,8 @@ class RunReportTest : public testing::TempStoreTest {
     // Recorded out of step order: the report puts them in order.
     ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-200", 2.5, 3.0)).ok());
     ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-100", 1.5, 3.0)).ok());
-    ASSERT_TRUE(store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-300", 2.9, 3.0)).ok());
+    ASSERT_TRUE(
+        store_->add_event("wf-1", "eval", "eval.report", eval_event("ckpt/checkpoint-300", 2.9, 3.0, false)).ok());
     ASSERT_TRUE(store_->set_metrics("wf-1", "eval", {{"tau", 2.9}}).ok());
     ASSERT_TRUE(store_->finish_attempt("wf-1", "eval", 1, StageState::kSucceeded, std::nullopt, "").ok());
     ASSERT_TRUE(store_->set_run_state("wf-1", RunState::kSucceeded, 0).ok());
@@ -201,6 +205,14 @@ TEST_F(RunReportTest, MetricsExportHasStageMetricsAndTauPerStep) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "run,stage,step,metric,value");
   EXPECT_NE(csv.find("\nwf-1,ship,,bytes_sent,4096\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\nwf-1,eval,200,tau,2.5\n"), std::string::npos) << csv;
+  // A checkpoint evaluated without a baseline has no speedup, here as in the JSON and the page.
+  EXPECT_NE(csv.find("\nwf-1,eval,200,speedup,1.7\n"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("\nwf-1,eval,300,speedup"), std::string::npos) << csv;
+  EXPECT_EQ((*r)["evals"][1]["speedup"], 1.7);
+  EXPECT_TRUE((*r)["evals"][2]["speedup"].is_null()) << (*r)["evals"][2].dump();
+  const std::string page = report::render_html_report(*r);
+  EXPECT_NE(page.find(">1.70×<"), std::string::npos);
+  EXPECT_EQ(page.find("0.00×"), std::string::npos) << "a speedup shown where no baseline ran";
   const std::string jsonl = report::metrics_jsonl(*r);
   size_t lines = count(jsonl, "\n");
   EXPECT_EQ(lines, count(csv, "\n") - 1) << "the same rows, less the header";
