@@ -69,8 +69,11 @@ bool stage_reattaches(const workflow::Stage& stage) {
 std::shared_ptr<StageRunner> make_stage_runner(const StageSpec& stage, StageEnv& env, const AttemptId& id) {
   if (auto* c = std::get_if<CommandStageSpec>(&stage.spec))
     return std::make_shared<CommandStage>(env, CommandSpec{stage.host, id, *c, stage.log_max});
-  if (auto* c = std::get_if<CopyStageSpec>(&stage.spec))
-    return std::make_shared<CopyStage>(env, copy_spec(*c, env, id));
+  if (auto* c = std::get_if<CopyStageSpec>(&stage.spec)) {
+    CopySpec spec = copy_spec(*c, env, id);
+    spec.relay_writes_log = true;
+    return std::make_shared<CopyStage>(env, std::move(spec));
+  }
   return eval_runner(stage, std::get<EvalStageSpec>(stage.spec), env, id);
 }
 

@@ -27,6 +27,10 @@ void CopyContext::fail(const std::string& why) {
   finish(std::move(o));
 }
 
+void CopyContext::log_relay(const std::string& line) {
+  if (spec.relay_writes_log) (void)env.append_log(line + "\n");  // a log it cannot write fails no copy
+}
+
 void CopyContext::retry_later(std::function<void()> fn) {
   auto timer = std::make_shared<boost::asio::steady_timer>(env.io(), std::chrono::milliseconds(kRetryMs));
   auto self = shared_from_this();

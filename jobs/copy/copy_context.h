@@ -28,6 +28,9 @@ struct CopySpec {
   CopyStageSpec copy;
   AttemptId id;
   int64_t chunk_size = 2 << 20;
+  /// A copy stage's relay says what it did in the stage's log (`ferry logs RUN COPY`).
+  /// Not a watch's copy: that log is the eval's. Not the direct route: the push writes it.
+  bool relay_writes_log = false;
 };
 
 /// `c`'s runner spec for the attempt `id`: keep_local resolved through `env`.
@@ -70,6 +73,8 @@ class CopyContext : public std::enable_shared_from_this<CopyContext> {
   /// The copy's files relative to its root (a folder copy's record of what it brings).
   std::vector<std::string> file_rels() const;
   void fail(const std::string& why);
+  /// A line of the relay's own log (CopySpec::relay_writes_log), else nothing.
+  void log_relay(const std::string& line);
   /// `fn` again in kRetryMs, unless the copy finished meanwhile.
   void retry_later(std::function<void()> fn);
 };

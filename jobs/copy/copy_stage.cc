@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/byte_size.h"
 #include "base/clock.h"
+#include "base/duration_text.h"
 #include "jobs/agent_call.h"
 #include "jobs/copy/direct_copy.h"
 #include "jobs/copy/relay_copy.h"
@@ -205,6 +207,11 @@ void CopyStage::choose(CopyRoute route, const std::string& reason) {
     direct_ = std::make_shared<DirectCopy>(c_, places_);
     return direct_->start(false);
   }
+  const CopyStageSpec& s = c_->spec.copy;
+  c_->log_relay("relay from " + s.from_host + ":" + s.from + " to " + s.to_host + ":" + s.to +
+                (s.keep_local.empty() ? "" : " and here to " + s.keep_local) + ": " + std::to_string(c_->files.size()) +
+                (c_->files.size() == 1 ? " file, " : " files, ") + byte_size(static_cast<double>(c_->bytes.total)) +
+                " (" + reason + ")");
   relay_ = std::make_shared<RelayCopy>(c_);
   relay_->start();
 }
@@ -253,6 +260,15 @@ void CopyStage::finish(StageOutcome o) {
   report_progress();
   c_->finished = true;
   progress_timer_.cancel();
+  if (relay_) {
+    std::string line = "relay " + std::string(outcome_state_name(o.state)) + ": " +
+                       byte_size(static_cast<double>(c_->bytes.sent)) + " sent in " +
+                       duration_text(static_cast<int64_t>(secs * 1000)) + " (" +
+                       byte_size(static_cast<double>(c_->bytes.sent) / secs) + "/s)";
+    if (c_->bytes.resent > 0) line += ", " + byte_size(static_cast<double>(c_->bytes.resent)) + " of it sent again";
+    if (c_->bytes.skipped > 0) line += ", " + byte_size(static_cast<double>(c_->bytes.skipped)) + " already there";
+    c_->log_relay(line + (o.error.empty() ? "" : ": " + o.error));
+  }
   c_->env.record_event("copy.finished", {{"state", outcome_state_name(o.state)},
                                          {"bytes_sent", c_->bytes.sent},
                                          {"bytes_resent", c_->bytes.resent},

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include "base/byte_size.h"
 #include "jobs/agent_call.h"
 #include "protocol/ops/fs.h"
 #include "protocol/ops/recv.h"
@@ -86,6 +87,8 @@ void RelayCopy::all_begun() {
     int64_t whole = 0;
     for (const auto& f : c_->files) whole += f.dest_complete && (f.local.empty() || f.local_complete);
     c_->env.record_event("copy.resumed", {{"bytes_already_there", c_->bytes.skipped}, {"files_already_there", whole}});
+    c_->log_relay("already there: " + byte_size(static_cast<double>(c_->bytes.skipped)) + ", " + std::to_string(whole) +
+                  " of " + std::to_string(c_->files.size()) + " files whole");
   }
   bool any = false;
   for (size_t fi = 0; fi < c_->files.size(); ++fi) {
@@ -159,6 +162,7 @@ void RelayCopy::begin_receivers(size_t i, const std::string& file_hash) {
             if (r.status().message().find(kDestBusy) != std::string::npos && !self->said_waiting_) {
               self->said_waiting_ = true;
               self->c_->env.note("waiting: " + r.status().message());
+              self->c_->log_relay("waiting: " + r.status().message());
               self->c_->env.record_event("copy.waiting_for_destination", {{"why", r.status().message()}});
             }
             return self->c_->retry_later([self, i] { self->begin_file(i); });
@@ -494,7 +498,10 @@ void RelayCopy::note_pruned(const std::string& where, const PruneReport& r) {
     c_->env.record_event("copy.left",
                          {{"where", where}, {"count", r.left_count}, {"files", r.left}, {"why", r.not_pruned}});
   }
-  for (const auto& line : prune_report_lines(where, r)) c_->env.note(line);
+  for (const auto& line : prune_report_lines(where, r)) {
+    c_->env.note(line);
+    c_->log_relay(line);
+  }
 }
 
 int64_t RelayCopy::chunk_len(const CopyEntry& f, int64_t index) const {

@@ -100,6 +100,12 @@ TEST_F(LocalCopyTest,
   auto evs = events("ckpt-1", "copy");
   EXPECT_EQ(count(evs, "copy.started"), 1) << dump(evs);
   EXPECT_EQ(count(evs, "copy.finished"), 1) << dump(evs);
+  // What the relay did, in the stage's log as a user reads it.
+  auto log = ferry({"logs", "ckpt-1", "copy"});
+  ASSERT_EQ(log.exit_code, 0) << log.err;
+  EXPECT_NE(log.out.find("relay from a:ckpt to b:incoming/ckpt and here to "), std::string::npos) << log.out;
+  EXPECT_NE(log.out.find("\nrelay succeeded: "), std::string::npos) << log.out;
+  EXPECT_EQ(log.out.find("already there"), std::string::npos) << log.out;
   std::printf("[ figures ] local copy of %.1f MiB: %.2f s, %.1f MiB/s\n",
               total_ / 1048576.0, metric(s, "seconds"), metric(s, "mib_per_s"));
 }
@@ -120,6 +126,9 @@ TEST_F(LocalCopyTest, SecondRunToTheSameDestinationSendsNothing) {
   EXPECT_EQ(metric(s, "bytes_sent"), 0) << s.dump(2);
   EXPECT_EQ(metric(s, "bytes_already_there"), total_) << s.dump(2);
   EXPECT_EQ(output(s, "manifest_hash"), manifest);
+  auto log = ferry({"logs", run_id(second), "copy"});
+  EXPECT_NE(log.out.find("\nalready there: "), std::string::npos) << log.out;
+  EXPECT_NE(log.out.find("\nrelay succeeded: 0 B sent in "), std::string::npos) << log.out;
   EXPECT_EQ(compare_trees(source(), dest()), "");
   EXPECT_EQ(compare_trees(source(), keep()), "");
   EXPECT_EQ(testing::read_text(dest() + "/.ferry-complete"), manifest + "\n");
@@ -542,6 +551,8 @@ TEST_F(LocalCopyTest, AFolderCopyRemovesOnlyTheEarlierCopysStaleFilesAndNamesWha
   EXPECT_NE(r.out.find("left 1 file(s) in b:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("did not bring (not removed): notes.txt"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("left 1 file(s) in keep_local"), std::string::npos) << r.out;
+  auto log = ferry({"logs", run_id(r), "copy"});
+  EXPECT_NE(log.out.find("removed 2 file(s) from b:"), std::string::npos) << "the log keeps what was said\n" << log.out;
 }
 
 // A local host whose workdir others can write (a shared /tmp folder) is refused at
