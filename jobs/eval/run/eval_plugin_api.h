@@ -13,9 +13,8 @@ extern "C" {
 
 typedef void (*ferry_eval_progress_fn)(const char* line, void* context);
 
-/// Runs one eval. `spec_json`: {target, drafter, reference, prompts, max_new_tokens,
-/// block_size, device, dtype, threads, min_tau, min_ratio_to_reference, baseline,
-/// tokenizer, prompt_format, shard_index, shard_count, shards_on_host, gate_deferred}.
+/// Runs one eval. `spec_json`: an EvalSpec as eval_spec_json writes it (its keys are
+/// listed once, in eval_spec.cc's eval_spec_fields).
 /// `cancel` points at a std::atomic<bool> (or is null). Returns a malloc'd JSON
 /// string, {"ok":true, "report":{...}, "text":"...", "metrics":{...},
 /// "gate_passed":bool, "gate_message":"..."} or {"ok":false, "error":"..."};
