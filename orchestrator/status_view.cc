@@ -88,7 +88,9 @@ std::string eval_progress_text(const nlohmann::json& p) {
   t << escape_controls(phase) << " " << num("prompts_done") << "/" << num("prompts_total") << " prompts";
   if (num("runs") > 1) t << " (run " << num("run") << " of " << num("runs") << ")";
   t << std::setprecision(1) << ", " << std::max(0.0, num("tokens_per_s")) << " tok/s";
-  if (num("tau") >= 0) t << std::setprecision(2) << ", τ so far " << num("tau");
+  // After the candidate's run (the reference's, the baseline's) its τ is final, not "so far".
+  if (num("tau") >= 0)
+    t << std::setprecision(2) << (phase == "candidate" ? ", τ so far " : ", candidate τ ") << num("tau");
   if (num("eta_s") >= 0) t << ", ETA " << duration_text(static_cast<int64_t>(num("eta_s") * 1000));
   return t.str();
 }

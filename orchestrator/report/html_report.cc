@@ -241,7 +241,9 @@ std::string running_evals_section(const json& report) {
       s += " (run " + std::to_string(int_field(r, "run")) + " of " + std::to_string(int_field(r, "runs")) + ")";
     }
     if (r.contains("tau_so_far") && r["tau_so_far"].is_number()) {
-      s += ", τ so far " + format_number(r["tau_so_far"].get<double>(), "%.3f") + " (partial)";
+      const bool partial = str_field(r, "phase") == "candidate";  // later runs: the candidate's final τ
+      s += (partial ? ", τ so far " : ", candidate τ ") + format_number(r["tau_so_far"].get<double>(), "%.3f") +
+           (partial ? " (partial)" : "");
     }
     if (r.contains("eta_s") && r["eta_s"].is_number()) {
       s += ", about " + std::to_string(static_cast<int64_t>(r["eta_s"].get<double>())) + " s left";

@@ -286,6 +286,26 @@ TEST_F(RunReportTest, AnEvalStillDecodingShowsItsPromptsAndItsTauSoFar) {
   const std::string table = render_status(*run, *stages, store_->path(), false);
   EXPECT_NE(table.find("candidate 12/60 prompts (run 1 of 2), 1.5 tok/s, τ so far 3.25, ETA 1h30m"), std::string::npos)
       << table;
+  // The baseline's run: the candidate's τ is final by then, and said so.
+  ASSERT_TRUE(store_
+                  ->set_progress(id, "eval",
+                                 {{"kind", "eval"},
+                                  {"phase", "baseline"},
+                                  {"run", 2},
+                                  {"runs", 2},
+                                  {"prompts_done", 5},
+                                  {"prompts_total", 60},
+                                  {"tokens_per_s", 3.0},
+                                  {"tau", 3.5}})
+                  .ok());
+  r = report::collect_run_report(*store_, id);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(report::render_html_report(*r).find("baseline 5 of 60 prompts (run 2 of 2), candidate τ 3.500</p>"),
+            std::string::npos);
+  stages = store_->stages(id);
+  ASSERT_TRUE(stages.ok());
+  const std::string later = render_status(*run, *stages, store_->path(), false);
+  EXPECT_NE(later.find("baseline 5/60 prompts (run 2 of 2), 3.0 tok/s, candidate τ 3.50"), std::string::npos) << later;
 }
 
 // A watch (issue 41): each checkpoint's report defers its gate, and the stage judges

@@ -28,7 +28,7 @@ StageOutcome judge_last_checkpoint(const nlohmann::json& stored, std::optional<d
   } else {
     const std::string why = read.ok() ? "its stored report keeps no τ" : read.status().message();
     passed = !min_tau && !min_ratio_to_reference;  // no τ passes no gate
-    message = passed ? "" : which + " has no τ: " + why;
+    message = passed ? which + " has no τ (" + why + "); no gate set" : which + " has no τ: " + why;
     o.metrics["gate_passed"] = passed ? 1.0 : 0.0;
   }
   o.outputs = eval_outputs(o.metrics);

@@ -70,6 +70,11 @@ TEST(LastCheckpointGateTest, AGateOnAReportWithoutTauFails) {
 
   o = judge_last_checkpoint(figures, std::nullopt, std::nullopt);
   EXPECT_EQ(o.state, StageOutcome::State::kSucceeded) << "no gate, nothing to fail: " << o.error;
+  EXPECT_EQ(o.report["gate_message"],
+            "checkpoint-7 (the last checkpoint) has no τ (its stored report keeps no τ); no gate set")
+      << "passed with nothing asked is said, as the eval's own report says it";
+  o = judge_last_checkpoint(stored_report(3.0, 1.5), std::nullopt, std::nullopt);
+  EXPECT_EQ(o.report["gate_message"], "checkpoint-7 (the last checkpoint): no gate set");
 }
 
 }  // namespace
