@@ -296,8 +296,7 @@ std::string usage_error(CLI::App& app, int argc, char** argv, const CLI::ParseEr
     if (sub->get_name() == argv[1]) return e.what();
     if (!sub->get_group().empty()) names.push_back(sub->get_name());  // not the hidden __complete
   }
-  const std::string near = workflow::did_you_mean(argv[1], names);
-  return "unknown command '" + std::string(argv[1]) + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)");
+  return "unknown command '" + std::string(argv[1]) + "'" + workflow::did_you_mean_hint(argv[1], names);
 }
 
 // Parses the line; the exit code where the command line alone ends it (help,

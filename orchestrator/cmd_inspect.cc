@@ -20,8 +20,8 @@ namespace {
 
 // " (did you mean 'eval'?)", else the run's stages: the name was mistyped or guessed.
 std::string stage_hint(const std::string& name, const std::vector<std::string>& stages) {
-  const std::string near = workflow::did_you_mean(name, stages);
-  if (!near.empty()) return " (did you mean '" + near + "'?)";
+  const std::string near = workflow::did_you_mean_hint(name, stages);
+  if (!near.empty()) return near;
   std::string all;
   for (const auto& s : stages) all += (all.empty() ? "" : ", ") + s;
   return all.empty() ? " (it has no stages yet)" : " (its stages: " + all + ")";

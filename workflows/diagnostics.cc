@@ -52,4 +52,9 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return best;
 }
 
+std::string did_you_mean_hint(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string near = did_you_mean(word, candidates);
+  return near.empty() ? "" : " (did you mean '" + near + "'?)";
+}
+
 }  // namespace ferry::workflow

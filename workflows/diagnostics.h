@@ -34,5 +34,7 @@ class Diagnostics {
 
 /// The closest of `candidates` to `word` if it is a plausible typo, else "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+/// " (did you mean 'status'?)" for that closest one, else "": the tail of an error.
+std::string did_you_mean_hint(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace ferry::workflow

@@ -25,8 +25,7 @@ std::vector<std::string> stage_names(const Workflow& wf) {
 }
 
 std::string hint(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string h = did_you_mean(word, candidates);
-  return h.empty() ? "" : " (did you mean '" + h + "'?)";
+  return did_you_mean_hint(word, candidates);
 }
 
 class Checker {
